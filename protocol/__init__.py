@@ -1,0 +1,1 @@
+"""Sans-IO codecs for grstats (placeholder until protocol modules land)."""
