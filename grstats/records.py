@@ -1,0 +1,63 @@
+"""One history sample: the row schema of DESIGN.md section 6 (names are fixed).
+
+Shared by the daemon (which produces rows), `grstats simulate` (which writes
+the same rows offline) and history.py (which persists them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# (column, arrow type name) in file order; history.py builds its Arrow schema from this.
+HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("group_name", "string"),
+    ("member_id", "string"),
+    ("member_host", "string"),
+    ("member_port", "int32"),
+    ("member_state", "string"),
+    ("member_role", "string"),
+    ("member_version", "string"),
+    ("view_id", "string"),
+    ("incarnation", "uint64"),
+    ("seq", "int64"),
+    ("sampled_at", "timestamp[us, tz=UTC]"),
+    ("count_transactions_in_queue", "int64"),
+    ("count_transactions_checked", "int64"),
+    ("count_conflicts_detected", "int64"),
+    ("count_transactions_rows_validating", "int64"),
+    ("count_transactions_remote_in_applier_queue", "int64"),
+    ("count_transactions_remote_applied", "int64"),
+    ("count_transactions_local_proposed", "int64"),
+    ("count_transactions_local_rollback", "int64"),
+    ("transactions_committed_all_members", "string"),  # null when the flag was '0'
+    ("last_conflict_free_transaction", "string"),  # null when the flag was '0'
+    ("flow_control_mode", "int8"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    """One sample of one member; field names equal the history column names."""
+
+    group_name: str
+    member_id: str
+    member_host: str
+    member_port: int
+    member_state: str
+    member_role: str
+    member_version: str
+    view_id: str
+    incarnation: int
+    seq: int
+    sampled_at: int  # microseconds since the epoch, UTC
+    count_transactions_in_queue: int
+    count_transactions_checked: int
+    count_conflicts_detected: int
+    count_transactions_rows_validating: int
+    count_transactions_remote_in_applier_queue: int
+    count_transactions_remote_applied: int
+    count_transactions_local_proposed: int
+    count_transactions_local_rollback: int
+    transactions_committed_all_members: str | None
+    last_conflict_free_transaction: str | None
+    flow_control_mode: int
