@@ -1,0 +1,307 @@
+"""Prometheus exposition of a daemon snapshot.
+
+Strategy: one custom `Collector` registered in its own `CollectorRegistry`
+(nothing is registered at import). `collect()` calls `get_snapshot()` once and
+turns that immutable `DaemonSnapshot` into metric families; it never awaits,
+queries MySQL or touches the bus, so a scrape cannot race the event loop nor
+slow it down.
+
+Names follow prometheus/mysqld_exporter's
+`perf_schema.replication_group_member_stats` collector where the meaning is the
+same (`mysql_perf_schema_transactions_in_queue`,
+`mysql_perf_schema_transactions_checked_total`, ...). One deliberate
+difference: mysqld_exporter exports COUNT_TRANSACTIONS_ROWS_VALIDATING as a
+counter `..._transactions_rows_validating_total`, but the column is a size that
+drops at certification garbage collection, so here it is the gauge
+`mysql_perf_schema_transactions_rows_validating` (a `rate()` over it would be
+wrong). Every per-member series carries `group` and `member_id` labels, because
+unlike mysqld_exporter (which scrapes only `@@server_uuid`'s row) every grstats
+daemon knows every member.
+
+Member state is the gauge `mysql_perf_schema_replication_group_member_state`
+with the mapping of Percona's group-replication queries for mysqld_exporter
+(see MEMBER_STATE_VALUES): 0 unknown/empty, 1 ONLINE, 2 RECOVERING, 3 OFFLINE,
+4 ERROR, 5 UNREACHABLE. The descriptive columns are the info metric
+`mysql_perf_schema_replication_group_member_info` (value 1; labels are the
+lower-cased column names as mysqld_exporter uses them), without the state so
+that a state change does not churn the info series.
+
+Invariants: a cell that is None or not a number is skipped (no series), never
+reported as 0; a row without MEMBER_ID is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from grstats.snapshot import REJECT_REASONS, DaemonSnapshot, Row
+
+__all__ = [
+    "MEMBER_STATE_VALUES",
+    "MEMBER_STATS_METRICS",
+    "SnapshotCollector",
+    "build_registry",
+]
+
+# Percona mysqld_exporter (queries-mysqld-group-replication.yml) member_state mapping.
+MEMBER_STATE_VALUES: Mapping[str, int] = {
+    "ONLINE": 1,
+    "RECOVERING": 2,
+    "OFFLINE": 3,
+    "ERROR": 4,
+    "UNREACHABLE": 5,
+}
+
+# column -> (metric name as exposed, kind, help); kind is "counter" or "gauge".
+MEMBER_STATS_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "COUNT_TRANSACTIONS_IN_QUEUE",
+        "mysql_perf_schema_transactions_in_queue",
+        "gauge",
+        "The number of transactions in the queue pending conflict detection checks.",
+    ),
+    (
+        "COUNT_TRANSACTIONS_CHECKED",
+        "mysql_perf_schema_transactions_checked_total",
+        "counter",
+        "The number of transactions that have been checked for conflicts.",
+    ),
+    (
+        "COUNT_CONFLICTS_DETECTED",
+        "mysql_perf_schema_conflicts_detected_total",
+        "counter",
+        "The number of transactions that have not passed the conflict detection check.",
+    ),
+    (
+        "COUNT_TRANSACTIONS_ROWS_VALIDATING",
+        "mysql_perf_schema_transactions_rows_validating",
+        "gauge",
+        "Current size of the conflict detection database (rows not yet garbage collected).",
+    ),
+    (
+        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
+        "mysql_perf_schema_transactions_remote_in_applier_queue",
+        "gauge",
+        "Transactions received from the group that are waiting to be applied.",
+    ),
+    (
+        "COUNT_TRANSACTIONS_REMOTE_APPLIED",
+        "mysql_perf_schema_transactions_remote_applied_total",
+        "counter",
+        "Transactions this member has received from the group and applied.",
+    ),
+    (
+        "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
+        "mysql_perf_schema_transactions_local_proposed_total",
+        "counter",
+        "Transactions which originated on this member and were sent to the group.",
+    ),
+    (
+        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
+        "mysql_perf_schema_transactions_local_rollback_total",
+        "counter",
+        "Transactions which originated on this member and were rolled back by the group.",
+    ),
+)
+
+_MEMBER_LABELS = ("group", "member_id")
+# Info labels: mysqld_exporter's lower-cased replication_group_members column names.
+_INFO_COLUMNS = (
+    ("channel_name", "CHANNEL_NAME"),
+    ("member_host", "MEMBER_HOST"),
+    ("member_port", "MEMBER_PORT"),
+    ("member_role", "MEMBER_ROLE"),
+    ("member_version", "MEMBER_VERSION"),
+    ("member_communication_stack", "MEMBER_COMMUNICATION_STACK"),
+)
+
+
+def _strip_total(name: str) -> str:
+    # prometheus_client appends "_total" to counter samples itself.
+    return name.removesuffix("_total")
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+class SnapshotCollector(Collector):
+    """Exposes one `DaemonSnapshot` per scrape; reads only, never blocks."""
+
+    def __init__(self, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
+        self._get_snapshot = get_snapshot
+
+    def describe(self) -> Iterator[Metric]:
+        # An empty describe() keeps register() from calling collect() at
+        # registration time, when the daemon may not have a snapshot yet.
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self._get_snapshot()
+        yield from _member_stats_families(snapshot)
+        yield from _member_families(snapshot)
+        yield from _health_families(snapshot)
+
+
+def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
+    # grstats_member_status carries the group per member (collector mode may
+    # see several groups); fall back to the daemon's own group.
+    groups: dict[str, str] = {}
+    for row in snapshot.member_status:
+        member_id = _text(row.get("MEMBER_ID"))
+        group = _text(row.get("GROUP_NAME"))
+        if member_id and group:
+            groups[member_id] = group
+    return groups
+
+
+def _labels(row: Row, groups: Mapping[str, str], default_group: str) -> list[str] | None:
+    member_id = _text(row.get("MEMBER_ID"))
+    if not member_id:
+        return None
+    return [groups.get(member_id, default_group), member_id]
+
+
+def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    groups = _group_of(snapshot)
+    for column, name, kind, help_text in MEMBER_STATS_METRICS:
+        family: CounterMetricFamily | GaugeMetricFamily
+        if kind == "counter":
+            family = CounterMetricFamily(_strip_total(name), help_text, labels=_MEMBER_LABELS)
+        else:
+            family = GaugeMetricFamily(name, help_text, labels=_MEMBER_LABELS)
+        for row in snapshot.member_stats:
+            labels = _labels(row, groups, snapshot.group_name)
+            value = _number(row.get(column))
+            if labels is not None and value is not None:
+                family.add_metric(labels, value)
+        yield family
+
+
+def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    groups = _group_of(snapshot)
+    state = GaugeMetricFamily(
+        "mysql_perf_schema_replication_group_member_state",
+        "Member state: 0 unknown, 1 ONLINE, 2 RECOVERING, 3 OFFLINE, 4 ERROR, 5 UNREACHABLE.",
+        labels=_MEMBER_LABELS,
+    )
+    info = InfoMetricFamily(
+        "mysql_perf_schema_replication_group_member",
+        "Information about the replication group member (replication_group_members).",
+        labels=_MEMBER_LABELS,
+    )
+    for row in snapshot.members:
+        labels = _labels(row, groups, snapshot.group_name)
+        if labels is None:
+            continue
+        state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get("MEMBER_STATE")), 0))
+        info.add_metric(labels, {label: _text(row.get(col)) for label, col in _INFO_COLUMNS})
+    yield state
+    yield info
+
+
+def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    counters = snapshot.counters
+    gauges = snapshot.gauges
+    accepted = CounterMetricFamily(
+        "grstats_envelopes_accepted",
+        "Envelopes received from the bus, decoded and applied to the tables.",
+        value=counters.get("envelopes_accepted", 0),
+    )
+    yield accepted
+    rejected = CounterMetricFamily(
+        "grstats_envelopes_rejected",
+        "Envelopes received from the bus and refused, by reason.",
+        labels=("reason",),
+    )
+    for reason in REJECT_REASONS:
+        rejected.add_metric([reason], counters.get(f"envelopes_rejected_{reason}", 0))
+    yield rejected
+    yield CounterMetricFamily(
+        "grstats_bus_reconnects",
+        "Times the daemon reconnected to the broker after losing it.",
+        value=counters.get("bus_reconnects", 0),
+    )
+    yield CounterMetricFamily(
+        "grstats_messages_published",
+        "Envelopes this daemon published for its local member.",
+        value=counters.get("messages_published", 0),
+    )
+    yield GaugeMetricFamily(
+        "grstats_bus_connected",
+        "1 while the daemon is connected to the broker, else 0.",
+        value=gauges.get("bus_connected", 0),
+    )
+    yield GaugeMetricFamily(
+        "grstats_members_known",
+        "Members in the daemon's tables, the local one included.",
+        value=gauges.get("members_known", len(snapshot.members)),
+    )
+    yield from _member_status_families(snapshot)
+
+
+def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    last_seen = GaugeMetricFamily(
+        "grstats_member_last_seen_seconds",
+        "Seconds since the last accepted envelope (or sample, for the local member).",
+        labels=_MEMBER_LABELS,
+    )
+    member_accepted = CounterMetricFamily(
+        "grstats_member_envelopes_accepted",
+        "Envelopes accepted from this member.",
+        labels=_MEMBER_LABELS,
+    )
+    member_rejected = CounterMetricFamily(
+        "grstats_member_envelopes_rejected",
+        "Envelopes refused on this member's topics, by reason.",
+        labels=(*_MEMBER_LABELS, "reason"),
+    )
+    for row in snapshot.member_status:
+        labels = _labels(row, {}, _text(row.get("GROUP_NAME")) or snapshot.group_name)
+        if labels is None:
+            continue
+        age = _number(row.get("LAST_SEEN_AGE_SECONDS"))
+        if age is not None:
+            last_seen.add_metric(labels, age)
+        count = _number(row.get("ACCEPTED"))
+        if count is not None:
+            member_accepted.add_metric(labels, count)
+        for reason in REJECT_REASONS:
+            count = _number(row.get(f"REJECTED_{reason.upper()}"))
+            if count is not None:
+                member_rejected.add_metric([*labels, reason], count)
+    yield last_seen
+    yield member_accepted
+    yield member_rejected
+
+
+def build_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegistry:
+    """A fresh registry exposing the daemon's snapshot (nothing global is touched).
+
+    Args:
+        get_snapshot: returns the current immutable snapshot; called once per
+            scrape, from whatever thread serves the scrape. It must not block.
+
+    Returns:
+        A `CollectorRegistry` holding only the snapshot collector; serve it with
+        `prometheus_client.generate_latest(registry)`.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(get_snapshot))
+    return registry

@@ -1,0 +1,207 @@
+"""/metrics exposition: parsed with prometheus_client's own parser, snapshots built by hand."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from grstats.metrics import build_registry
+from grstats.snapshot import DaemonSnapshot
+
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+M1 = "11111111-1111-1111-1111-111111111111"
+M2 = "22222222-2222-2222-2222-222222222222"
+
+
+def _stats_row(member_id: str, base: int) -> dict[str, str | int | None]:
+    return {
+        "CHANNEL_NAME": "group_replication_applier",
+        "VIEW_ID": "17000000:3",
+        "MEMBER_ID": member_id,
+        "COUNT_TRANSACTIONS_IN_QUEUE": base + 1,
+        "COUNT_TRANSACTIONS_CHECKED": base + 2,
+        "COUNT_CONFLICTS_DETECTED": base + 3,
+        "COUNT_TRANSACTIONS_ROWS_VALIDATING": base + 4,
+        "TRANSACTIONS_COMMITTED_ALL_MEMBERS": f"{GROUP}:1-10",
+        "LAST_CONFLICT_FREE_TRANSACTION": f"{GROUP}:10",
+        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": base + 5,
+        "COUNT_TRANSACTIONS_REMOTE_APPLIED": base + 6,
+        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": base + 7,
+        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": base + 8,
+    }
+
+
+def _member_row(member_id: str, port: int, state: str, role: str) -> dict[str, str | int]:
+    return {
+        "CHANNEL_NAME": "group_replication_applier",
+        "MEMBER_ID": member_id,
+        "MEMBER_HOST": "127.0.0.1",
+        "MEMBER_PORT": port,
+        "MEMBER_STATE": state,
+        "MEMBER_ROLE": role,
+        "MEMBER_VERSION": "8.4.3",
+        "MEMBER_COMMUNICATION_STACK": "XCOM",
+    }
+
+
+def _status_row(
+    member_id: str, age: float | None, accepted: int, stale: int
+) -> dict[str, str | int | float | None]:
+    return {
+        "GROUP_NAME": GROUP,
+        "MEMBER_ID": member_id,
+        "IS_LOCAL": 1 if member_id == M1 else 0,
+        "LAST_SEEN_AGE_SECONDS": age,
+        "INCARNATION": 7,
+        "SEQ": 42,
+        "ACCEPTED": accepted,
+        "REJECTED_MALFORMED": 0,
+        "REJECTED_OVERSIZED": 0,
+        "REJECTED_SPOOFED": 0,
+        "REJECTED_OTHER_GROUP": 0,
+        "REJECTED_STALE": stale,
+    }
+
+
+def _snapshot() -> DaemonSnapshot:
+    return DaemonSnapshot(
+        taken_at_us=1_700_000_000_000_000,
+        group_name=GROUP,
+        local_member_id=M1,
+        member_stats=(_stats_row(M1, 100), _stats_row(M2, 200)),
+        members=(
+            _member_row(M1, 3306, "ONLINE", "PRIMARY"),
+            _member_row(M2, 3307, "UNREACHABLE", "SECONDARY"),
+        ),
+        member_status=(_status_row(M1, None, 0, 0), _status_row(M2, 2.5, 90, 3)),
+        counters={
+            "envelopes_accepted": 90,
+            "envelopes_rejected_malformed": 4,
+            "envelopes_rejected_oversized": 0,
+            "envelopes_rejected_spoofed": 1,
+            "envelopes_rejected_other_group": 0,
+            "envelopes_rejected_stale": 3,
+            "bus_reconnects": 2,
+            "messages_published": 120,
+        },
+        gauges={"bus_connected": 1, "members_known": 2},
+    )
+
+
+def _samples(snapshot: DaemonSnapshot) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = generate_latest(build_registry(lambda: snapshot)).decode()
+    out: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def _types(snapshot: DaemonSnapshot) -> dict[str, str]:
+    text = generate_latest(build_registry(lambda: snapshot)).decode()
+    return {f.name: f.type for f in text_string_to_metric_families(text)}
+
+
+def _member(member_id: str, **extra: str) -> frozenset[tuple[str, str]]:
+    return frozenset({"group": GROUP, "member_id": member_id, **extra}.items())
+
+
+def test_member_stats_columns_use_mysqld_exporter_names_per_member() -> None:
+    samples = _samples(_snapshot())
+    expected = {
+        "mysql_perf_schema_transactions_in_queue": 1,
+        "mysql_perf_schema_transactions_checked_total": 2,
+        "mysql_perf_schema_conflicts_detected_total": 3,
+        "mysql_perf_schema_transactions_rows_validating": 4,
+        "mysql_perf_schema_transactions_remote_in_applier_queue": 5,
+        "mysql_perf_schema_transactions_remote_applied_total": 6,
+        "mysql_perf_schema_transactions_local_proposed_total": 7,
+        "mysql_perf_schema_transactions_local_rollback_total": 8,
+    }
+    for name, offset in expected.items():
+        assert samples[(name, _member(M1))] == 100 + offset, name
+        assert samples[(name, _member(M2))] == 200 + offset, name
+
+
+def test_counters_are_counters_and_queues_and_rows_validating_are_gauges() -> None:
+    types = _types(_snapshot())
+    assert types["mysql_perf_schema_transactions_checked"] == "counter"
+    assert types["mysql_perf_schema_conflicts_detected"] == "counter"
+    assert types["mysql_perf_schema_transactions_local_rollback"] == "counter"
+    assert types["mysql_perf_schema_transactions_in_queue"] == "gauge"
+    assert types["mysql_perf_schema_transactions_rows_validating"] == "gauge"
+    assert types["mysql_perf_schema_transactions_remote_in_applier_queue"] == "gauge"
+
+
+def test_member_state_is_numeric_with_documented_mapping() -> None:
+    samples = _samples(_snapshot())
+    assert samples[("mysql_perf_schema_replication_group_member_state", _member(M1))] == 1
+    assert samples[("mysql_perf_schema_replication_group_member_state", _member(M2))] == 5
+
+
+def test_member_info_carries_host_port_role_version() -> None:
+    samples = _samples(_snapshot())
+    labels = _member(
+        M2,
+        channel_name="group_replication_applier",
+        member_host="127.0.0.1",
+        member_port="3307",
+        member_role="SECONDARY",
+        member_version="8.4.3",
+        member_communication_stack="XCOM",
+    )
+    assert samples[("mysql_perf_schema_replication_group_member_info", labels)] == 1
+
+
+def test_daemon_health_counters_and_rejections_by_reason() -> None:
+    samples = _samples(_snapshot())
+    assert samples[("grstats_envelopes_accepted_total", frozenset())] == 90
+    assert samples[("grstats_bus_reconnects_total", frozenset())] == 2
+    assert samples[("grstats_bus_connected", frozenset())] == 1
+    by_reason = {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples.items()
+        if name == "grstats_envelopes_rejected_total"
+    }
+    assert by_reason == {
+        "malformed": 4,
+        "oversized": 0,
+        "spoofed": 1,
+        "other_group": 0,
+        "stale": 3,
+    }
+
+
+def test_last_seen_is_per_member_and_absent_when_unknown() -> None:
+    samples = _samples(_snapshot())
+    assert samples[("grstats_member_last_seen_seconds", _member(M2))] == 2.5
+    assert ("grstats_member_last_seen_seconds", _member(M1)) not in samples
+
+
+def test_null_cell_gives_no_series_rather_than_zero() -> None:
+    row = _stats_row(M2, 0)
+    row["COUNT_TRANSACTIONS_IN_QUEUE"] = None
+    snapshot = DaemonSnapshot(
+        taken_at_us=0, group_name=GROUP, local_member_id=M1, member_stats=(row,)
+    )
+    samples = _samples(snapshot)
+    assert ("mysql_perf_schema_transactions_in_queue", _member(M2)) not in samples
+    assert samples[("mysql_perf_schema_transactions_checked_total", _member(M2))] == 2
+
+
+def test_every_scrape_reads_the_current_snapshot() -> None:
+    current = [_snapshot()]
+    registry = build_registry(lambda: current[0])
+    generate_latest(registry)
+    current[0] = DaemonSnapshot(taken_at_us=1, group_name=GROUP, local_member_id=M1)
+    text = generate_latest(registry).decode()
+    names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    assert "mysql_perf_schema_transactions_in_queue" not in names
+    assert "grstats_envelopes_accepted_total" in names
+
+
+def test_empty_snapshot_before_first_sample_still_exposes_health() -> None:
+    snapshot = DaemonSnapshot(taken_at_us=0, group_name="", local_member_id="")
+    samples = _samples(snapshot)
+    assert samples[("grstats_envelopes_accepted_total", frozenset())] == 0
+    assert samples[("grstats_bus_connected", frozenset())] == 0
