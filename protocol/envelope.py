@@ -1,16 +1,43 @@
 """The msgpack envelope that carries one stats message on the bus (DESIGN.md section 3).
 
-CONTRACT STUB: the dataclasses are final; encode/decode are being implemented.
+Wire form: a msgpack map with the keys `v`, `group`, `member` (a map of `id`,
+`host`, `port`, `state`, `role`, `version`, `gcs_id`), `view_id`,
+`incarnation`, `seq`, `sent_us`, `stats` (bin: the MySQL message bytes) and
+the optional `ext` map.
+
+Strategy: strict about types and limits, lenient about unknown keys.
+* The size limit is checked before msgpack sees a byte; msgpack then runs with
+  every declared length (str, bin, array, map) bounded by the buffer size, so
+  a tiny buffer declaring a 4-GiB array fails before any allocation.
+* Extension types are refused (`max_ext_len=0` and an ext hook that raises),
+  map keys must be strings or bytes (`strict_map_key`), trailing bytes are an
+  error.
+* Every field is type-checked after unpacking: `bool` is not accepted where an
+  int is expected; integers that are counters or ports are range-checked.
+* `ext` stays plain decoded data (dict/list/str/bytes/int/float/bool/None),
+  nested at most `MAX_EXT_DEPTH` containers deep.
+
+Invariants: only `ProtocolError` leaves `decode_envelope`; whatever
+`encode_envelope` returns, `decode_envelope` accepts (with the same limit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, NoReturn
+
+import msgpack
+
+from protocol.errors import ProtocolError
 
 ENVELOPE_VERSION = 1
 DEFAULT_MAX_ENVELOPE_SIZE = 64 * 1024
+#: Containers (maps/arrays) inside `ext`, counting `ext` itself.
+MAX_EXT_DEPTH: Final = 16
+
+_U64_MAX: Final = (1 << 64) - 1
+_PORT_MAX: Final = 65535
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +64,214 @@ class Envelope:
     v: int = ENVELOPE_VERSION
 
 
-def encode_envelope(envelope: Envelope) -> bytes:
-    raise NotImplementedError
+class _ExtTypeRefused(Exception):
+    """Raised inside msgpack's ext hook; turned into a ProtocolError by the decoder."""
+
+
+def _refuse_ext(code: int, data: bytes) -> NoReturn:
+    raise _ExtTypeRefused(f"msgpack extension type {code} is not allowed")
+
+
+def _fail(where: str, problem: str) -> NoReturn:
+    raise ProtocolError(f"envelope: {where}: {problem}")
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _str(where: str, value: object) -> str:
+    if type(value) is not str:
+        _fail(where, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def _uint(where: str, value: object, maximum: int) -> int:
+    # type() rather than isinstance(): True/False are ints in Python but not here.
+    if type(value) is not int:
+        _fail(where, f"expected an integer, got {_type_name(value)}")
+    if not 0 <= value <= maximum:
+        _fail(where, f"expected an integer 0-{maximum}, got {value}")
+    return value
+
+
+def _bytes(where: str, value: object) -> bytes:
+    if type(value) is not bytes:
+        _fail(where, f"expected bin (bytes), got {_type_name(value)}")
+    return value
+
+
+def _check_ext_value(value: object, depth: int) -> None:
+    if isinstance(value, Mapping):
+        if depth >= MAX_EXT_DEPTH:
+            _fail("ext", f"nested deeper than {MAX_EXT_DEPTH} containers")
+        for key, item in value.items():
+            if not isinstance(key, str | bytes):
+                _fail("ext", f"map keys must be strings, got {_type_name(key)}")
+            _check_ext_value(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        if depth >= MAX_EXT_DEPTH:
+            _fail("ext", f"nested deeper than {MAX_EXT_DEPTH} containers")
+        for item in value:
+            _check_ext_value(item, depth + 1)
+    elif value is not None and not isinstance(value, str | bytes | int | float):
+        _fail("ext", f"unsupported value type {_type_name(value)}")
+
+
+def _ext(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        _fail("ext", f"expected a map, got {_type_name(value)}")
+    for key in value:
+        if type(key) is not str:
+            _fail("ext", f"keys must be strings, got {_type_name(key)}")
+    _check_ext_value(value, 0)
+    return dict(value)
+
+
+def _member(value: object) -> MemberInfo:
+    if type(value) is not dict:
+        _fail("member", f"expected a map, got {_type_name(value)}")
+    try:
+        return MemberInfo(
+            id=_str("member.id", value["id"]),
+            host=_str("member.host", value["host"]),
+            port=_uint("member.port", value["port"], _PORT_MAX),
+            state=_str("member.state", value["state"]),
+            role=_str("member.role", value["role"]),
+            version=_str("member.version", value["version"]),
+            gcs_id=_str("member.gcs_id", value["gcs_id"]),
+        )
+    except KeyError as exc:
+        _fail("member", f"missing key {exc.args[0]!r}")
+
+
+def _check(envelope: Envelope) -> None:
+    """Validate a dataclass before encoding, with the decoder's rules."""
+    if type(envelope.v) is not int or envelope.v != ENVELOPE_VERSION:
+        _fail("v", f"unsupported envelope version {envelope.v!r}")
+    _str("group", envelope.group)
+    member = envelope.member
+    if not isinstance(member, MemberInfo):
+        _fail("member", f"expected MemberInfo, got {_type_name(member)}")
+    for name in ("id", "host", "state", "role", "version", "gcs_id"):
+        _str(f"member.{name}", getattr(member, name))
+    _uint("member.port", member.port, _PORT_MAX)
+    _str("view_id", envelope.view_id)
+    _uint("incarnation", envelope.incarnation, _U64_MAX)
+    _uint("seq", envelope.seq, _U64_MAX)
+    _uint("sent_us", envelope.sent_us, _U64_MAX)
+    _bytes("stats", envelope.stats)
+    _ext(envelope.ext)
+
+
+def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE) -> bytes:
+    """Encode an envelope as a msgpack map (`ext` omitted when empty).
+
+    Args:
+        envelope: the envelope; `stats` is the already encoded MySQL message.
+        max_size: refuse to produce more bytes than a receiver with this limit
+            accepts.
+
+    Returns:
+        The msgpack bytes; `decode_envelope` with the same limit accepts them.
+
+    Raises:
+        ProtocolError: a field has the wrong type or range, `ext` holds a value
+            that is not plain data or is nested too deeply, or the result is
+            larger than `max_size`.
+    """
+    _check(envelope)
+    member = envelope.member
+    message: dict[str, Any] = {
+        "v": envelope.v,
+        "group": envelope.group,
+        "member": {
+            "id": member.id,
+            "host": member.host,
+            "port": member.port,
+            "state": member.state,
+            "role": member.role,
+            "version": member.version,
+            "gcs_id": member.gcs_id,
+        },
+        "view_id": envelope.view_id,
+        "incarnation": envelope.incarnation,
+        "seq": envelope.seq,
+        "sent_us": envelope.sent_us,
+        "stats": envelope.stats,
+    }
+    if envelope.ext:
+        message["ext"] = dict(envelope.ext)
+    try:
+        packed: bytes = msgpack.packb(message, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        _fail("ext", f"cannot be encoded: {exc}")
+    if len(packed) > max_size:
+        raise ProtocolError(f"envelope of {len(packed)} bytes exceeds the limit of {max_size}")
+    return packed
 
 
 def decode_envelope(data: bytes, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE) -> Envelope:
-    raise NotImplementedError
+    """Decode and validate an envelope.
+
+    Unknown keys (top level and in `member`) are ignored; `ext` defaults to an
+    empty dict. `stats` is returned as bytes, not decoded.
+
+    Args:
+        data: the msgpack bytes (bytes, bytearray or memoryview).
+        max_size: the largest envelope accepted, checked before unpacking.
+
+    Returns:
+        The envelope.
+
+    Raises:
+        ProtocolError: too large, not valid msgpack, trailing bytes, an
+            extension type, not a map, a missing or mistyped key, or a version
+            other than 1.
+    """
+    size = len(data)
+    if size > max_size:
+        raise ProtocolError(f"envelope of {size} bytes exceeds the limit of {max_size}", max_size)
+    try:
+        message = msgpack.unpackb(
+            data,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            ext_hook=_refuse_ext,
+            max_ext_len=0,
+            max_str_len=size,
+            max_bin_len=size,
+            max_array_len=size,
+            max_map_len=size,
+        )
+    except msgpack.ExtraData as exc:
+        raise ProtocolError(
+            "envelope: trailing bytes after the map", size - len(exc.extra)
+        ) from None
+    except (ValueError, TypeError, _ExtTypeRefused) as exc:
+        # ValueError covers msgpack's FormatError, StackError, OutOfData, the
+        # max_*_len refusals, strict_map_key and UnicodeDecodeError.
+        raise ProtocolError(f"envelope: not valid msgpack: {exc}") from None
+
+    if type(message) is not dict:
+        _fail("top level", f"expected a map, got {_type_name(message)}")
+    try:
+        version = message["v"]
+        if type(version) is not int:
+            _fail("v", f"expected an integer, got {_type_name(version)}")
+        if version != ENVELOPE_VERSION:
+            _fail("v", f"unsupported envelope version {version}")
+        return Envelope(
+            v=version,
+            group=_str("group", message["group"]),
+            member=_member(message["member"]),
+            view_id=_str("view_id", message["view_id"]),
+            incarnation=_uint("incarnation", message["incarnation"], _U64_MAX),
+            seq=_uint("seq", message["seq"], _U64_MAX),
+            sent_us=_uint("sent_us", message["sent_us"], _U64_MAX),
+            stats=_bytes("stats", message["stats"]),
+            ext=_ext(message["ext"]) if "ext" in message else {},
+        )
+    except KeyError as exc:
+        _fail("top level", f"missing key {exc.args[0]!r}")

@@ -1,14 +1,89 @@
 """MySQL Group Replication Pipeline_stats_member_message (cargo type 6), byte-exact.
 
-CONTRACT STUB: the dataclass is final; encode/decode are being implemented.
+Wire format (PROTOCOL.md sections 2-6): a 16-byte fixed header
+`01000000 1000 1000000000000000 0600` followed by items, each a u16 type, a
+u64 length and the value, all little-endian. Counters are signed two's
+complement; item 11 is a raw byte, item 12 an ASCII '1'/'0'.
+
+Strategy:
+* `encode_pipeline_stats` writes exactly what MySQL writes: all items 1..13 in
+  order (item 13 only when `sent_timestamp` is not None), `message_len` 16.
+* `decode_pipeline_stats` implements the bounds-checked decoder of section 6.1
+  (header check, five positional items, then a loop over optional items) plus
+  MySQL's separate timestamp scanner for item 13. A message from a MySQL member
+  almost always has the canonical 212-byte layout with empty strings, so a
+  fast path checks that layout's cargo type, item types and lengths with one
+  precompiled `struct.Struct` and reads every value with a second; anything
+  else goes through the general loop. Both paths return identical results
+  (the fuzz tests compare them).
+
+Invariants:
+* Only `ProtocolError` leaves the decoder. Every read is preceded by a check
+  that the bytes exist, and a length field is compared with the bytes left
+  before anything is sliced, so a length of 2^64-1 never allocates.
+* Error reasons are MySQL's (`Malformed fixed header`, `Malformed payload
+  item`, `Malformed payload length`); the offset is where the failing element
+  starts: 0 for a short buffer, 14 for a bad cargo type, else the first byte
+  of the item header being decoded.
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Final
+
+from protocol.errors import ProtocolError
 
 FLOW_CONTROL_DISABLED = 0
 FLOW_CONTROL_QUOTA = 1
+
+PLUGIN_MESSAGE_VERSION: Final = 1
+FIXED_HEADER_SIZE: Final = 16
+ITEM_HEADER_SIZE: Final = 10
+CARGO_TYPE_PIPELINE_STATS: Final = 6
+# CT_MAX: the first invalid cargo type; the hardened decoder accepts 1..CT_MAX-1.
+CARGO_TYPE_MAX: Final = 15
+
+# Payload item codes (pipeline_stats.h).
+ITEM_TRANSACTIONS_WAITING_CERTIFICATION: Final = 1
+ITEM_TRANSACTIONS_WAITING_APPLY: Final = 2
+ITEM_TRANSACTIONS_CERTIFIED: Final = 3
+ITEM_TRANSACTIONS_APPLIED: Final = 4
+ITEM_TRANSACTIONS_LOCAL: Final = 5
+ITEM_TRANSACTIONS_NEGATIVE_CERTIFIED: Final = 6
+ITEM_TRANSACTIONS_ROWS_VALIDATING: Final = 7
+ITEM_TRANSACTIONS_COMMITTED_ALL_MEMBERS: Final = 8
+ITEM_TRANSACTION_LAST_CONFLICT_FREE: Final = 9
+ITEM_TRANSACTIONS_LOCAL_ROLLBACK: Final = 10
+ITEM_FLOW_CONTROL_MODE: Final = 11
+ITEM_TRANSACTION_GTIDS_PRESENT: Final = 12
+ITEM_SENT_TIMESTAMP: Final = 13
+
+MALFORMED_FIXED_HEADER: Final = "Malformed fixed header"
+MALFORMED_PAYLOAD_ITEM: Final = "Malformed payload item"
+MALFORMED_PAYLOAD_LENGTH: Final = "Malformed payload length"
+
+_GTIDS_PRESENT_TRUE: Final = 0x31  # ASCII '1'; every other byte decodes as false
+
+#: P_S column of replication_group_member_stats fed by each field (PROTOCOL.md section 4);
+#: None for fields that P_S does not show.
+PS_COLUMNS: Final[dict[str, str | None]] = {
+    "transactions_waiting_certification": "COUNT_TRANSACTIONS_IN_QUEUE",
+    "transactions_waiting_apply": "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
+    "transactions_certified": "COUNT_TRANSACTIONS_CHECKED",
+    "transactions_applied": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
+    "transactions_local": "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
+    "transactions_negative_certified": "COUNT_CONFLICTS_DETECTED",
+    "transactions_rows_validating": "COUNT_TRANSACTIONS_ROWS_VALIDATING",
+    "transaction_gtids_present": None,
+    "transactions_committed_all_members": "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
+    "transaction_last_conflict_free": "LAST_CONFLICT_FREE_TRANSACTION",
+    "transactions_local_rollback": "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
+    "flow_control_mode": None,
+    "sent_timestamp": None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +105,402 @@ class PipelineStats:
     sent_timestamp: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FixedHeader:
+    """The four fields of the 16-byte plugin message header, as read (never validated
+    by MySQL except the cargo type)."""
+
+    version: int
+    fixed_header_len: int
+    message_len: int
+    cargo_type: int
+
+
+_HEADER = struct.Struct("<IHQH")
+_ITEM_HEADER = struct.Struct("<HQ")
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+
+# Encoder: everything up to item 8's header, then item 9's header, then the tail.
+_ENC_HEAD = struct.Struct("<IHQH" + "HQi" * 2 + "HQq" * 5 + "HQ")
+_ENC_ITEM_HEADER = _ITEM_HEADER
+_ENC_TAIL = struct.Struct("<HQqHQBHQB")
+_ENC_TIMESTAMP = struct.Struct("<HQQ")
+
+# Fast path: the canonical layout with both strings empty, with and without item 13.
+# _SHAPE_* read the cargo type and every item type/length; _VALUES_* read the values.
+_SHAPE_12 = struct.Struct("<14xH" + "HQ4x" * 2 + "HQ8x" * 5 + "HQ" * 2 + "HQ8x" + "HQx" * 2)
+_SHAPE_13 = struct.Struct(_SHAPE_12.format + "HQ8x")
+_VALUES_12 = struct.Struct("<16x" + "10xi" * 2 + "10xq" * 5 + "20x" + "10xq" + "10xB" * 2)
+_VALUES_13 = struct.Struct(_VALUES_12.format + "10xQ")
+# (type, length) of items 1..12 as the encoder writes them with empty strings.
+_CANONICAL_ITEMS: Final = (
+    (1, 4), (2, 4), (3, 8), (4, 8), (5, 8), (6, 8),
+    (7, 8), (8, 0), (9, 0), (10, 8), (11, 1), (12, 1),
+)  # fmt: skip
+_CANONICAL_SHAPE_12: Final = (
+    CARGO_TYPE_PIPELINE_STATS,
+    *(number for item in _CANONICAL_ITEMS for number in item),
+)
+_CANONICAL_SHAPE_13: Final = (*_CANONICAL_SHAPE_12, ITEM_SENT_TIMESTAMP, 8)
+_CANONICAL_SIZE_12: Final = _SHAPE_12.size  # 194: an 8.0-series message
+_CANONICAL_SIZE_13: Final = _SHAPE_13.size  # 212
+
+_POSITIONAL: Final = (
+    (ITEM_TRANSACTIONS_WAITING_CERTIFICATION, _I32),
+    (ITEM_TRANSACTIONS_WAITING_APPLY, _I32),
+    (ITEM_TRANSACTIONS_CERTIFIED, _I64),
+    (ITEM_TRANSACTIONS_APPLIED, _I64),
+    (ITEM_TRANSACTIONS_LOCAL, _I64),
+)
+
+# Building the frozen dataclass through its generated __init__ costs about as
+# much as the whole rest of the decode (13 object.__setattr__ calls looked up
+# through a global). Decode is the hot path of every receiver, so it creates
+# the instance and fills the slots through their member descriptors instead.
+# PipelineStats has no __post_init__, so the result is the same object.
+_new = object.__new__
+_slots: Mapping[str, Any] = PipelineStats.__dict__
+_set_waiting_certification = _slots["transactions_waiting_certification"].__set__
+_set_waiting_apply = _slots["transactions_waiting_apply"].__set__
+_set_certified = _slots["transactions_certified"].__set__
+_set_applied = _slots["transactions_applied"].__set__
+_set_local = _slots["transactions_local"].__set__
+_set_negative_certified = _slots["transactions_negative_certified"].__set__
+_set_rows_validating = _slots["transactions_rows_validating"].__set__
+_set_gtids_present = _slots["transaction_gtids_present"].__set__
+_set_committed = _slots["transactions_committed_all_members"].__set__
+_set_last_conflict_free = _slots["transaction_last_conflict_free"].__set__
+_set_local_rollback = _slots["transactions_local_rollback"].__set__
+_set_flow_control_mode = _slots["flow_control_mode"].__set__
+_set_sent_timestamp = _slots["sent_timestamp"].__set__
+
+
+def _build(  # noqa: PLR0917 - positional on purpose: this call is the decoder's hot path
+    waiting_certification: int,
+    waiting_apply: int,
+    certified: int,
+    applied: int,
+    local: int,
+    negative_certified: int,
+    rows_validating: int,
+    gtids_present: bool,
+    committed: bytes,
+    last_conflict_free: bytes,
+    local_rollback: int,
+    flow_control_mode: int,
+    sent_timestamp: int | None,
+) -> PipelineStats:
+    stats: PipelineStats = _new(PipelineStats)
+    _set_waiting_certification(stats, waiting_certification)
+    _set_waiting_apply(stats, waiting_apply)
+    _set_certified(stats, certified)
+    _set_applied(stats, applied)
+    _set_local(stats, local)
+    _set_negative_certified(stats, negative_certified)
+    _set_rows_validating(stats, rows_validating)
+    _set_gtids_present(stats, gtids_present)
+    _set_committed(stats, committed)
+    _set_last_conflict_free(stats, last_conflict_free)
+    _set_local_rollback(stats, local_rollback)
+    _set_flow_control_mode(stats, flow_control_mode)
+    _set_sent_timestamp(stats, sent_timestamp)
+    return stats
+
+
+def as_ps_unsigned(value: int) -> int:
+    """Map a signed wire value to what performance_schema shows for it.
+
+    MySQL hands every numeric column to P_S as an unsigned 64-bit integer, so a
+    negative int32/int64 shows as 2^64 - |value| (PROTOCOL.md section 8).
+
+    Args:
+        value: a counter as decoded (signed, fits in 64 bits).
+
+    Returns:
+        The value modulo 2^64, in 0 .. 2^64-1.
+    """
+    return value & 0xFFFF_FFFF_FFFF_FFFF
+
+
 def encode_pipeline_stats(stats: PipelineStats) -> bytes:
-    raise NotImplementedError
+    """Encode a stats message exactly as MySQL's encoder does (PROTOCOL.md section 5).
+
+    Items 1..12 always, in order, both strings even when empty; item 13 only
+    when `stats.sent_timestamp` is not None (None mimics an 8.0-series member).
+
+    Args:
+        stats: the message fields.
+
+    Returns:
+        The plugin message: 16-byte header (message_len 16, as MySQL writes it)
+        plus the items; 212 + len(strings) bytes with item 13, 18 fewer without.
+
+    Raises:
+        ProtocolError: a field does not fit its wire type (int32 items 1-2, int64
+            counters, a byte for the flow-control mode, uint64 timestamp) or a
+            string field is not bytes.
+    """
+    committed = stats.transactions_committed_all_members
+    last_free = stats.transaction_last_conflict_free
+    if not isinstance(committed, bytes) or not isinstance(last_free, bytes):
+        raise ProtocolError("GTID fields must be bytes")
+    try:
+        head = _ENC_HEAD.pack(
+            PLUGIN_MESSAGE_VERSION,
+            FIXED_HEADER_SIZE,
+            FIXED_HEADER_SIZE,  # message_len: MySQL never updates it (trap 1)
+            CARGO_TYPE_PIPELINE_STATS,
+            ITEM_TRANSACTIONS_WAITING_CERTIFICATION,
+            4,
+            stats.transactions_waiting_certification,
+            ITEM_TRANSACTIONS_WAITING_APPLY,
+            4,
+            stats.transactions_waiting_apply,
+            ITEM_TRANSACTIONS_CERTIFIED,
+            8,
+            stats.transactions_certified,
+            ITEM_TRANSACTIONS_APPLIED,
+            8,
+            stats.transactions_applied,
+            ITEM_TRANSACTIONS_LOCAL,
+            8,
+            stats.transactions_local,
+            ITEM_TRANSACTIONS_NEGATIVE_CERTIFIED,
+            8,
+            stats.transactions_negative_certified,
+            ITEM_TRANSACTIONS_ROWS_VALIDATING,
+            8,
+            stats.transactions_rows_validating,
+            ITEM_TRANSACTIONS_COMMITTED_ALL_MEMBERS,
+            len(committed),
+        )
+        tail = _ENC_TAIL.pack(
+            ITEM_TRANSACTIONS_LOCAL_ROLLBACK,
+            8,
+            stats.transactions_local_rollback,
+            ITEM_FLOW_CONTROL_MODE,
+            1,
+            stats.flow_control_mode,
+            ITEM_TRANSACTION_GTIDS_PRESENT,
+            1,
+            _GTIDS_PRESENT_TRUE if stats.transaction_gtids_present else 0x30,
+        )
+        parts = [
+            head,
+            committed,
+            _ENC_ITEM_HEADER.pack(ITEM_TRANSACTION_LAST_CONFLICT_FREE, len(last_free)),
+            last_free,
+            tail,
+        ]
+        if stats.sent_timestamp is not None:
+            parts.append(_ENC_TIMESTAMP.pack(ITEM_SENT_TIMESTAMP, 8, stats.sent_timestamp))
+    except struct.error as exc:
+        raise ProtocolError(f"field out of range for its wire type: {exc}") from None
+    return b"".join(parts)
+
+
+def decode_fixed_header(data: bytes) -> FixedHeader:
+    """Read the 16-byte fixed header, with the hardened decoder's checks.
+
+    Args:
+        data: a plugin message.
+
+    Returns:
+        The four header fields as found on the wire.
+
+    Raises:
+        ProtocolError: "Malformed fixed header" when fewer than 16 bytes (offset 0)
+            or the cargo type is not 1..14 (offset 14).
+    """
+    if len(data) < FIXED_HEADER_SIZE:
+        raise ProtocolError(MALFORMED_FIXED_HEADER, 0)
+    header = FixedHeader(*_HEADER.unpack_from(data))
+    if not 0 < header.cargo_type < CARGO_TYPE_MAX:
+        raise ProtocolError(MALFORMED_FIXED_HEADER, 14)
+    return header
 
 
 def decode_pipeline_stats(data: bytes) -> PipelineStats:
-    raise NotImplementedError
+    """Decode a stats message like MySQL's bounds-checked decoder (PROTOCOL.md section 6.1).
+
+    Fields never seen keep their defaults (counters 0, strings empty, flag
+    false, mode QUOTA). `sent_timestamp` is what MySQL's timestamp scanner
+    returns (the first item 13 if it is exactly 8 bytes), with 0 reported as
+    None.
+
+    Args:
+        data: the plugin message (bytes, bytearray or memoryview).
+
+    Returns:
+        The decoded fields.
+
+    Raises:
+        ProtocolError: with MySQL's reason ("Malformed fixed header", "Malformed
+            payload item" or "Malformed payload length") and the offset of the
+            element that failed. MySQL drops such a message entirely.
+    """
+    if type(data) is not bytes:
+        data = bytes(data)
+    size = len(data)
+    if size == _CANONICAL_SIZE_13:
+        if _SHAPE_13.unpack_from(data) == _CANONICAL_SHAPE_13:
+            v = _VALUES_13.unpack_from(data)
+            return _build(
+                v[0],
+                v[1],
+                v[2],
+                v[3],
+                v[4],
+                v[5],
+                v[6],
+                v[9] == _GTIDS_PRESENT_TRUE,
+                b"",
+                b"",
+                v[7],
+                v[8],
+                v[10] or None,
+            )
+    elif size == _CANONICAL_SIZE_12 and _SHAPE_12.unpack_from(data) == _CANONICAL_SHAPE_12:
+        v = _VALUES_12.unpack_from(data)
+        return _build(
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            v[4],
+            v[5],
+            v[6],
+            v[9] == _GTIDS_PRESENT_TRUE,
+            b"",
+            b"",
+            v[7],
+            v[8],
+            None,
+        )
+    return decode_pipeline_stats_general(data)
+
+
+def decode_pipeline_stats_general(data: bytes) -> PipelineStats:
+    """The general decoder behind `decode_pipeline_stats`, without the fast path.
+
+    Public so that tests can check the fast path against it; same contract as
+    `decode_pipeline_stats`.
+
+    Args:
+        data: the plugin message.
+
+    Returns:
+        The decoded fields.
+
+    Raises:
+        ProtocolError: as `decode_pipeline_stats`.
+    """
+    if type(data) is not bytes:
+        data = bytes(data)
+    size = len(data)
+    if size < FIXED_HEADER_SIZE:
+        raise ProtocolError(MALFORMED_FIXED_HEADER, 0)
+    cargo_type = data[14] | data[15] << 8
+    if not 0 < cargo_type < CARGO_TYPE_MAX:
+        raise ProtocolError(MALFORMED_FIXED_HEADER, 14)
+
+    item_header = _ITEM_HEADER.unpack_from
+    pos = FIXED_HEADER_SIZE
+    positional: list[int] = []
+    for code, value_struct in _POSITIONAL:
+        width = value_struct.size
+        if size - pos < ITEM_HEADER_SIZE + width:
+            raise ProtocolError(MALFORMED_PAYLOAD_ITEM, pos)
+        item_type, length = item_header(data, pos)
+        if length != width or item_type != code:
+            raise ProtocolError(MALFORMED_PAYLOAD_ITEM, pos)
+        positional.append(value_struct.unpack_from(data, pos + ITEM_HEADER_SIZE)[0])
+        pos += ITEM_HEADER_SIZE + width
+
+    negative_certified = 0
+    rows_validating = 0
+    local_rollback = 0
+    committed = b""
+    last_conflict_free = b""
+    flow_control_mode = FLOW_CONTROL_QUOTA
+    gtids_present = False
+    # Fewer than ITEM_HEADER_SIZE leftover bytes are ignored, as MySQL does.
+    while size - pos >= ITEM_HEADER_SIZE:
+        item_type, length = item_header(data, pos)
+        start = pos + ITEM_HEADER_SIZE
+        if length > size - start:
+            raise ProtocolError(MALFORMED_PAYLOAD_LENGTH, pos)
+        if item_type in (6, 7, 10):
+            if length != 8:
+                raise ProtocolError(MALFORMED_PAYLOAD_ITEM, pos)
+            value = _I64.unpack_from(data, start)[0]
+            if item_type == ITEM_TRANSACTIONS_NEGATIVE_CERTIFIED:
+                negative_certified = value
+            elif item_type == ITEM_TRANSACTIONS_ROWS_VALIDATING:
+                rows_validating = value
+            else:
+                local_rollback = value
+        elif item_type in (11, 12):
+            if length != 1:
+                raise ProtocolError(MALFORMED_PAYLOAD_ITEM, pos)
+            if item_type == ITEM_FLOW_CONTROL_MODE:
+                flow_control_mode = data[start]
+            else:
+                gtids_present = data[start] == _GTIDS_PRESENT_TRUE
+        elif item_type == ITEM_TRANSACTIONS_COMMITTED_ALL_MEMBERS:
+            committed = data[start : start + length]
+        elif item_type == ITEM_TRANSACTION_LAST_CONFLICT_FREE:
+            last_conflict_free = data[start : start + length]
+        # Any other type (0, 13, 14+) is skipped by its length.
+        pos = start + length
+
+    return _build(
+        positional[0],
+        positional[1],
+        positional[2],
+        positional[3],
+        positional[4],
+        negative_certified,
+        rows_validating,
+        gtids_present,
+        committed,
+        last_conflict_free,
+        local_rollback,
+        flow_control_mode,
+        scan_sent_timestamp(data) or None,
+    )
+
+
+def scan_sent_timestamp(data: bytes) -> int:
+    """MySQL's separate timestamp scanner (Plugin_gcs_message::get_sent_timestamp).
+
+    Walks the items from byte 16 by their declared lengths and returns the
+    value of the first item 13. Independent of the decoder: it does not check
+    the header or the positional items.
+
+    Args:
+        data: a plugin message.
+
+    Returns:
+        The first item 13's value (uint64), or 0 for a buffer shorter than the
+        header, a length running past the end before item 13 is found, no item
+        13, or a first item 13 whose length is not 8.
+    """
+    size = len(data)
+    if size < FIXED_HEADER_SIZE:
+        return 0
+    pos = FIXED_HEADER_SIZE
+    while size - pos >= ITEM_HEADER_SIZE:
+        item_type, length = _ITEM_HEADER.unpack_from(data, pos)
+        pos += ITEM_HEADER_SIZE
+        if length > size - pos:
+            return 0
+        if item_type == ITEM_SENT_TIMESTAMP:
+            if length != 8:
+                return 0
+            result: int = _U64.unpack_from(data, pos)[0]
+            return result
+        pos += length
+    return 0
