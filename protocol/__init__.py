@@ -13,7 +13,7 @@ from protocol.envelope import (
     encode_envelope,
 )
 from protocol.errors import ProtocolError
-from protocol.gtid import GtidSet
+from protocol.gtid import Gtid, GtidSet
 from protocol.member_stats import MemberStatsState
 from protocol.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
@@ -41,6 +41,7 @@ __all__ = [
     "PS_COLUMNS",
     "Envelope",
     "FixedHeader",
+    "Gtid",
     "GtidSet",
     "MemberInfo",
     "MemberStatsState",
