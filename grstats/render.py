@@ -1,0 +1,165 @@
+"""Text renderings of table rows the way operators already read them.
+
+Strategy: pure functions from rows (mappings keyed by column name, as the
+daemon's API returns them) to one string, so they are trivially tested and the
+commands only print. `table` draws the mysql client's `+----+` boxes (numbers
+right-aligned, NULL for None, "N rows in set" / "Empty set"); `vertical` is the
+mysql client's `\\G` output; `csv_text` and `json_text` are for scripts.
+
+Invariants: the column order is the one given (the performance_schema order),
+never the order keys happen to have in a row; a key missing from a row is NULL.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+
+__all__ = ["FORMATS", "cell_text", "csv_text", "json_text", "render", "table", "vertical"]
+
+FORMATS = ("table", "vertical", "json", "csv")
+
+_STARS = "*" * 27
+
+
+def cell_text(value: object) -> str:
+    """How the mysql client prints one value: NULL for None, numbers as digits.
+
+    Args:
+        value: a cell from a row.
+
+    Returns:
+        The printed text.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _rows_in_set(count: int) -> str:
+    if count == 0:
+        return "Empty set"
+    return f"{count} row{'s' if count != 1 else ''} in set"
+
+
+def table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """The mysql client's default output: a boxed table and the row count.
+
+    Args:
+        rows: the rows to show.
+        columns: the columns, in display order.
+
+    Returns:
+        The text, ending with a newline. No rows gives just "Empty set".
+    """
+    if not rows:
+        return _rows_in_set(0) + "\n"
+    texts = [[cell_text(row.get(col)) for col in columns] for row in rows]
+    widths = [len(col) for col in columns]
+    for line in texts:
+        widths = [max(w, len(t)) for w, t in zip(widths, line, strict=True)]
+    # The mysql client right-aligns a column whose values are numbers.
+    numeric = [
+        any(_is_number(row.get(col)) for row in rows)
+        and all(row.get(col) is None or _is_number(row.get(col)) for row in rows)
+        for col in columns
+    ]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out = [rule, "| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |"]
+    out.append(rule)
+    for line in texts:
+        cells = (
+            t.rjust(w) if num else t.ljust(w)
+            for t, w, num in zip(line, widths, numeric, strict=True)
+        )
+        out.append("| " + " | ".join(cells) + " |")
+    out.append(rule)
+    out.append(_rows_in_set(len(rows)))
+    return "\n".join(out) + "\n"
+
+
+def vertical(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """The mysql client's `\\G` output: one block per row, names right-aligned.
+
+    Args:
+        rows: the rows to show.
+        columns: the columns, in display order.
+
+    Returns:
+        The text, ending with a newline.
+    """
+    width = max((len(col) for col in columns), default=0)
+    out: list[str] = []
+    for number, row in enumerate(rows, start=1):
+        out.append(f"{_STARS} {number}. row {_STARS}")
+        out.extend(f"{col.rjust(width)}: {cell_text(row.get(col))}" for col in columns)
+    out.append(_rows_in_set(len(rows)))
+    return "\n".join(out) + "\n"
+
+
+def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """RFC 4180 CSV with a header line; None is an empty field.
+
+    Args:
+        rows: the rows to show.
+        columns: the columns, in order.
+
+    Returns:
+        The CSV text (CRLF line ends, as the csv module writes them).
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(col) is None else row.get(col) for col in columns])
+    return buffer.getvalue()
+
+
+def json_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """A JSON array of objects keyed by column name, in column order (as the API).
+
+    Args:
+        rows: the rows to show.
+        columns: the columns, in order.
+
+    Returns:
+        Indented JSON ending with a newline.
+    """
+    data = [{col: row.get(col) for col in columns} for row in rows]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render(fmt: str, rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """Dispatch to one of FORMATS.
+
+    Args:
+        fmt: one of FORMATS.
+        rows: the rows to show.
+        columns: the columns, in order.
+
+    Returns:
+        The text.
+
+    Raises:
+        ValueError: for a format not in FORMATS (a programming error; click
+            validates user input).
+    """
+    if fmt == "table":
+        return table(rows, columns)
+    if fmt == "vertical":
+        return vertical(rows, columns)
+    if fmt == "json":
+        return json_text(rows, columns)
+    if fmt == "csv":
+        return csv_text(rows, columns)
+    raise ValueError(f"unknown format {fmt!r}")
