@@ -1,0 +1,146 @@
+"""config/grafana-dashboard.json: loads, and every query uses only series grstats exposes.
+
+The exposed names come from a real exposition of a fully populated, hand-built
+snapshot parsed with prometheus_client's parser; the metric names in each
+PromQL expression are found by a small tokenizer written here (strings, label
+matchers, label lists and function names removed; what remains must be
+metric names).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from grstats.metrics import build_registry
+from grstats.snapshot import (
+    MEMBER_STATS_COLUMNS,
+    MEMBER_STATUS_COLUMNS,
+    MEMBERS_COLUMNS,
+    REJECT_REASONS,
+    DaemonSnapshot,
+)
+
+DASHBOARD = Path(__file__).resolve().parents[1] / "config" / "grafana-dashboard.json"
+
+PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or"}
+PROMQL_KEYWORDS |= {"unless", "bool", "offset", "inf", "nan"}
+
+
+def _full_snapshot() -> DaemonSnapshot:
+    member = "11111111-1111-1111-1111-111111111111"
+    stats = dict.fromkeys(MEMBER_STATS_COLUMNS, 1) | {"MEMBER_ID": member}
+    members = dict.fromkeys(MEMBERS_COLUMNS, "x") | {"MEMBER_ID": member, "MEMBER_PORT": 3306}
+    status = dict.fromkeys(MEMBER_STATUS_COLUMNS, 1) | {"MEMBER_ID": member, "GROUP_NAME": "g"}
+    return DaemonSnapshot(
+        taken_at_us=0,
+        group_name="g",
+        local_member_id=member,
+        member_stats=(stats,),
+        members=(members,),
+        member_status=(status,),
+        counters={"envelopes_accepted": 1, "bus_reconnects": 1}
+        | {f"envelopes_rejected_{r}": 1 for r in REJECT_REASONS},
+        gauges={"bus_connected": 1},
+    )
+
+
+def _exposed_names() -> set[str]:
+    text = generate_latest(build_registry(_full_snapshot)).decode()
+    return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def _exprs(node: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "expr" and isinstance(value, str):
+                found.append(value)
+            else:
+                found.extend(_exprs(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_exprs(item))
+    return found
+
+
+def _metric_names(expr: str) -> set[str]:
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)  # string literals
+    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", "", text)  # range selectors
+    # label lists after by/without/on/ignoring/group_left/group_right
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    text = re.sub(r"\$\{?\w+\}?", "", text)  # dashboard variables
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        token = match.group(0)
+        rest = text[match.end() :].lstrip()
+        if rest.startswith("("):
+            continue  # a function or aggregation
+        if token.lower() in PROMQL_KEYWORDS:
+            continue
+        names.add(token)
+    return names
+
+
+def test_dashboard_is_json_with_panels() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    assert dashboard["title"]
+    assert [p for p in dashboard["panels"] if p["type"] != "row"]
+
+
+def test_tokenizer_finds_metric_names_and_ignores_labels_and_functions() -> None:
+    expr = (
+        'max by (group, member_id) (rate(a_total{group=~"$group"}[$__rate_interval]))'
+        " / on (group) group_left (member_host) b_info"
+    )
+    assert _metric_names(expr) == {"a_total", "b_info"}
+
+
+def test_every_query_uses_only_exposed_metric_names() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    exposed = _exposed_names()
+    exprs = _exprs(dashboard["panels"])
+    assert exprs
+    for expr in exprs:
+        names = _metric_names(expr)
+        assert names, f"no metric in {expr!r}"
+        assert names <= exposed, f"{sorted(names - exposed)} not exposed; in {expr!r}"
+
+
+def test_template_variable_queries_use_exposed_metric_names() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    exposed = _exposed_names()
+    for variable in dashboard["templating"]["list"]:
+        definition = variable.get("definition")
+        if definition:
+            inner = re.fullmatch(r"label_values\((\w+).*\)", definition)
+            assert inner is not None, definition
+            assert inner.group(1) in exposed
+
+
+def test_dashboard_covers_queues_rates_ratio_rollbacks_and_states() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    all_names = set().union(*(_metric_names(e) for e in _exprs(dashboard["panels"])))
+    assert {
+        "mysql_perf_schema_transactions_in_queue",
+        "mysql_perf_schema_transactions_remote_in_applier_queue",
+        "mysql_perf_schema_transactions_checked_total",
+        "mysql_perf_schema_conflicts_detected_total",
+        "mysql_perf_schema_transactions_local_rollback_total",
+        "mysql_perf_schema_replication_group_member_state",
+    } <= all_names
+    thresholds = [
+        step["value"]
+        for p in dashboard["panels"]
+        for step in p.get("fieldConfig", {})
+        .get("defaults", {})
+        .get("thresholds", {})
+        .get("steps", [])
+    ]
+    assert 25000 in thresholds  # the flow-control thresholds' default
