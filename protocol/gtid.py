@@ -188,7 +188,7 @@ def _parse_set(s: str) -> dict[Key, list[Interval]]:
             gno_pos = _skip_ws(s, pos + 1)
             first, pos = _parse_gno(s, gno_pos)
             if first <= 0:
-                _fail(f"{_MALFORMED_SET}: expected a GNO in 1..{GNO_MAX}", gno_pos)
+                _fail(f"{_MALFORMED_SET}: expected a tag or a GNO in 1..{GNO_MAX}", gno_pos)
             pos = _skip_ws(s, pos)
             last = first
             if pos < n and s[pos] == "-":
