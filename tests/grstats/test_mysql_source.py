@@ -1,0 +1,646 @@
+"""The mysql source over the real MySQL wire protocol.
+
+A mysql-mimic server on 127.0.0.1 (a free port) answers what the source sends
+through asyncmy: ``@@variables`` come from a per-server variable table (an
+unknown one is error 1193, as on MySQL), the performance_schema SELECTs are
+evaluated by sqlglot's executor over rows the test controls, WHERE clause
+included. Stopping the fake closes its listener and aborts every open session
+(a crashed mysqld); starting it again reuses the port.
+
+Time: ``offline_after`` is measured on the caller's ``now_us``, so the tests
+pass synthetic timestamps; real waiting only happens for reconnects, polled
+with deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from mysql_mimic import MysqlServer, Session
+from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
+from mysql_mimic.connection import Connection
+from mysql_mimic.errors import ErrorCode, MysqlError
+from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
+from sqlglot import expressions as exp
+from sqlglot.executor import execute
+from structlog.testing import capture_logs
+
+from grstats.sources.base import LocalMember, LocalSample
+from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
+from protocol import PipelineStats
+
+UUID = "11111111-1111-1111-1111-111111111111"
+OTHER_UUID = "22222222-2222-2222-2222-222222222222"
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+VIEW_ID = "17324567890123456:3"
+T0 = 1_700_000_000_000_000  # µs; the tests' synthetic clock starts here
+SECOND = 1_000_000
+USER, PASSWORD = "grstats", "pw"
+
+STATS_TABLE = "replication_group_member_stats"
+MEMBERS_TABLE = "replication_group_members"
+
+STATS_COLUMNS_84 = [
+    "CHANNEL_NAME",
+    "VIEW_ID",
+    "MEMBER_ID",
+    "COUNT_TRANSACTIONS_IN_QUEUE",
+    "COUNT_TRANSACTIONS_CHECKED",
+    "COUNT_CONFLICTS_DETECTED",
+    "COUNT_TRANSACTIONS_ROWS_VALIDATING",
+    "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
+    "LAST_CONFLICT_FREE_TRANSACTION",
+    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
+    "COUNT_TRANSACTIONS_REMOTE_APPLIED",
+    "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
+    "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
+]
+STATS_COLUMNS_57 = STATS_COLUMNS_84[:9]  # 5.7 / 8.0.1: no REMOTE_* / LOCAL_* columns
+MEMBERS_COLUMNS_84 = [
+    "CHANNEL_NAME",
+    "MEMBER_ID",
+    "MEMBER_HOST",
+    "MEMBER_PORT",
+    "MEMBER_STATE",
+    "MEMBER_ROLE",
+    "MEMBER_VERSION",
+    "MEMBER_COMMUNICATION_STACK",
+]
+MEMBERS_COLUMNS_57 = MEMBERS_COLUMNS_84[:5]  # no ROLE / VERSION / COMMUNICATION_STACK
+
+COMMITTED = f"{GROUP}:1-12345,\nbbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:1-5"
+LAST_FREE = f"{GROUP}:12345"
+
+
+class _StrictVariables(SessionVariables):
+    """mysql-mimic yields NULL for an unknown @@variable; MySQL says error 1193."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.get_variable(key)
+
+
+class _OneUser(IdentityProvider):
+    """mysql_native_password check of the single account the source uses."""
+
+    async def get_user(self, username: str) -> User | None:
+        if username != USER:
+            return None
+        auth = NativePasswordAuthPlugin.create_auth_string(PASSWORD)
+        return User(name=username, auth_string=auth, auth_plugin=NativePasswordAuthPlugin.name)
+
+
+class FakeMySQL:
+    """A MySQL-protocol server on loopback serving variables and P_S rows the test sets."""
+
+    def __init__(self) -> None:
+        self.variables: dict[str, Any] = {
+            "server_uuid": UUID,
+            "group_replication_group_name": GROUP,
+            "version": "8.4.3",
+            "port": 3306,
+            "hostname": "db1",
+            "group_replication_flow_control_mode": "QUOTA",
+        }
+        # table -> (column names, rows as dicts); every table is in performance_schema
+        self.tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
+            STATS_TABLE: (STATS_COLUMNS_84, []),
+            MEMBERS_TABLE: (MEMBERS_COLUMNS_84, []),
+        }
+        self.hang = False
+        self.release = asyncio.Event()
+        self.port = 0
+        self._server: MysqlServer | None = None
+        self._connections: set[Connection] = set()
+
+    async def start(self) -> None:
+        server = MysqlServer(
+            session_factory=lambda: _FakeSession(self), identity_provider=_OneUser()
+        )
+        await server.start_server(host="127.0.0.1", port=self.port)
+        self.port = server.sockets()[0].getsockname()[1]
+        self._server = server
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        self.kill_sessions()
+        await server.wait_closed()
+
+    def kill_sessions(self) -> None:
+        """Drop every open session abruptly (KILL, wait_timeout, crash); keep listening."""
+        for connection in list(self._connections):
+            connection.stream.writer.transport.abort()
+
+    def set_row(self, table: str, **values: Any) -> None:
+        """Replace the rows of `table` by the local member's row plus another member's."""
+        columns, _ = self.tables[table]
+        local = {c: values.get(c) for c in columns}
+        other: dict[str, Any] = dict.fromkeys(columns)
+        other.update(MEMBER_ID=OTHER_UUID)
+        for c in columns:
+            if c.startswith("COUNT_"):
+                other[c] = 999_999  # must never leak into the local sample
+        self.tables[table] = (columns, [local, other])
+
+
+class _FakeSession(Session):
+    def __init__(self, fake: FakeMySQL) -> None:
+        schema = dict(SYSTEM_VARIABLES)
+        for name, value in fake.variables.items():
+            schema[name] = (str if value is None else type(value), value, False)
+        super().__init__(_StrictVariables(GlobalVariables(schema)))
+        self._fake = fake
+
+    async def init(self, connection: Connection) -> None:
+        await super().init(connection)
+        self._fake._connections.add(connection)
+
+    async def close(self) -> None:
+        self._fake._connections.discard(self.connection)
+        await super().close()
+
+    async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
+        if self._fake.hang:
+            await self._fake.release.wait()
+        table = expression.find(exp.Table)
+        if table is None or table.db.lower() != "performance_schema":
+            raise MysqlError(f"not served: {sql}", code=ErrorCode.NOT_SUPPORTED_YET)
+        if table.name.lower() not in self._fake.tables:
+            raise MysqlError(f"Table '{table.name}' doesn't exist", code=ErrorCode.NO_SUCH_TABLE)
+        columns, rows = self._fake.tables[table.name.lower()]
+        result = execute(
+            expression,
+            schema={"performance_schema": {table.name: dict.fromkeys(columns, "VARCHAR")}},
+            tables={"performance_schema": {table.name: rows}},
+        )
+        by_lower = {c.lower(): c for c in columns}  # sqlglot lower-cases names
+        return result.rows, [by_lower.get(c, c) for c in result.columns]
+
+
+def row_84(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "CHANNEL_NAME": "group_replication_applier",
+        "VIEW_ID": VIEW_ID,
+        "MEMBER_ID": UUID,
+        "COUNT_TRANSACTIONS_IN_QUEUE": 1,
+        "COUNT_TRANSACTIONS_CHECKED": 12345,
+        "COUNT_CONFLICTS_DETECTED": 7,
+        "COUNT_TRANSACTIONS_ROWS_VALIDATING": 812,
+        "TRANSACTIONS_COMMITTED_ALL_MEMBERS": COMMITTED,
+        "LAST_CONFLICT_FREE_TRANSACTION": LAST_FREE,
+        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": 3,
+        "COUNT_TRANSACTIONS_REMOTE_APPLIED": 12340,
+        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": 100,
+        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": 2,
+    }
+    values.update(overrides)
+    return values
+
+
+def member_84(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "CHANNEL_NAME": "group_replication_applier",
+        "MEMBER_ID": UUID,
+        "MEMBER_HOST": "db1.example",
+        "MEMBER_PORT": 3306,
+        "MEMBER_STATE": "ONLINE",
+        "MEMBER_ROLE": "PRIMARY",
+        "MEMBER_VERSION": "8.4.3",
+        "MEMBER_COMMUNICATION_STACK": "MYSQL",
+    }
+    values.update(overrides)
+    return values
+
+
+def online_84(fake: FakeMySQL, **stats: Any) -> None:
+    fake.set_row(STATS_TABLE, **row_84(**stats))
+    fake.set_row(MEMBERS_TABLE, **member_84())
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeMySQL]:
+    server = FakeMySQL()
+    await server.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        await server.stop()
+
+
+@pytest.fixture
+async def make_source() -> AsyncIterator[Callable[..., MySQLSource]]:
+    sources: list[MySQLSource] = []
+
+    def make(port: int, password: str = PASSWORD, **settings: Any) -> MySQLSource:
+        defaults: dict[str, Any] = {
+            "poll_timeout": 2.0,
+            "connect_timeout": 2.0,
+            "offline_after": 5.0,
+            "retry_initial": 0.02,
+            "retry_max": 0.1,
+        }
+        defaults.update(settings)
+        source = MySQLSource(
+            MySQLSettings(dsn=f"mysql://{USER}@127.0.0.1:{port}", password=password, **defaults)
+        )
+        sources.append(source)
+        return source
+
+    yield make
+    for source in sources:
+        await source.close()
+
+
+async def sample_until(
+    source: MySQLSource, start_us: int, done: Callable[[LocalSample], bool], within: float = 10.0
+) -> LocalSample:
+    """Sample once per synthetic second until `done` holds; fail after `within` real seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    now_us = start_us
+    while True:
+        sample = await source.sample(now_us)
+        assert sample.sampled_at_us == now_us
+        if done(sample):
+            return sample
+        assert loop.time() < deadline, f"condition not reached; last sample {sample}"
+        now_us += SECOND
+        await asyncio.sleep(0.01)  # poll interval of the deadline loop
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# -- signed wire representation ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("unsigned", "signed"),
+    [
+        (0, 0),
+        (12345, 12345),
+        (9223372036854775807, 9223372036854775807),  # 2**63 - 1 stays
+        (9223372036854775808, -9223372036854775808),  # 2**63 -> INT64_MIN
+        (18446744073709551615, -1),  # 2**64 - 1
+        (18446744073709551000, -616),  # 2**64 - 616
+    ],
+)
+def test_wire_int64_wraps_unsigned_counters(unsigned: int, signed: int) -> None:
+    assert wire_int64(unsigned) == signed
+
+
+@pytest.mark.parametrize(
+    ("unsigned", "signed"),
+    [
+        (0, 0),
+        (25000, 25000),
+        (2147483647, 2147483647),  # INT32_MAX stays
+        (2147483648, -2147483648),  # 2**31 -> INT32_MIN
+        (4294967295, -1),  # 2**32 - 1
+        (3000000000, -1294967296),  # 3e9 - 2**32, what static_cast<int32> gives
+        (18446744073709551611, -5),  # P_S shows int32 -5 as 2**64 - 5
+    ],
+)
+def test_wire_int32_keeps_low_32_bits_like_mysql_cast(unsigned: int, signed: int) -> None:
+    assert wire_int32(unsigned) == signed
+
+
+# -- DSN and settings ------------------------------------------------------------------------
+
+
+def test_parse_dsn_reads_user_host_port_and_params() -> None:
+    dsn = "mysql://gr%40stats@db1.example:3307?charset=utf8mb4&unix_socket=/run/mysqld/s.sock"
+    assert parse_dsn(dsn) == (
+        "gr@stats",
+        "db1.example",
+        3307,
+        {"charset": "utf8mb4", "unix_socket": "/run/mysqld/s.sock"},
+    )
+
+
+def test_parse_dsn_defaults_port_3306() -> None:
+    assert parse_dsn("mysql://grstats@127.0.0.1") == ("grstats", "127.0.0.1", 3306, {})
+
+
+@pytest.mark.parametrize(
+    ("dsn", "message"),
+    [
+        ("", "empty"),
+        ("postgres://grstats@h:5432", "mysql:// scheme"),
+        ("grstats@127.0.0.1:3306", "mysql:// scheme"),
+        ("mysql://grstats:secret@127.0.0.1", "password"),
+        ("mysql://127.0.0.1:3306", "user name"),
+        ("mysql://grstats@:3306", "host"),
+        ("mysql://grstats@127.0.0.1:abc", "port must be an integer 1-65535, got 'abc'"),
+        ("mysql://grstats@127.0.0.1:70000", "port must be an integer 1-65535"),
+        ("mysql://grstats@127.0.0.1:3306/mydb", "path"),
+        ("mysql://grstats@127.0.0.1?sslmode=on", "unknown parameter 'sslmode'"),
+        ("mysql://grstats@127.0.0.1?charset=", "empty value"),
+    ],
+)
+def test_parse_dsn_rejects_with_named_problem(dsn: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_dsn(dsn)
+
+
+def test_settings_hide_password_from_repr() -> None:
+    settings = MySQLSettings(dsn="mysql://grstats@127.0.0.1:3306", password="s3cr3t-pw")
+    assert "s3cr3t-pw" not in repr(settings)
+    assert (settings.poll_timeout, settings.connect_timeout, settings.offline_after) == (2, 2, 10)
+    assert (settings.retry_initial, settings.retry_max) == (0.5, 10)
+
+
+def test_settings_reject_non_positive_timeout_naming_field() -> None:
+    with pytest.raises(ValueError, match="poll_timeout"):
+        MySQLSettings(poll_timeout=0)
+
+
+# -- reading a server ------------------------------------------------------------------------
+
+
+async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any) -> None:
+    online_84(fake)
+    source = make_source(fake.port)
+    await source.start()
+
+    sample = await source.sample(T0)
+
+    assert sample == LocalSample(
+        member=LocalMember(
+            group_name=GROUP,
+            member_id=UUID,
+            host="db1.example",
+            port=3306,
+            state="ONLINE",
+            role="PRIMARY",
+            version="8.4.3",
+            view_id=VIEW_ID,
+            communication_stack="MYSQL",
+        ),
+        stats=PipelineStats(
+            transactions_waiting_certification=1,
+            transactions_waiting_apply=3,
+            transactions_certified=12345,
+            transactions_applied=12340,
+            transactions_local=100,
+            transactions_negative_certified=7,
+            transactions_rows_validating=812,
+            transaction_gtids_present=False,
+            transactions_committed_all_members=COMMITTED.encode(),
+            transaction_last_conflict_free=LAST_FREE.encode(),
+            transactions_local_rollback=2,
+            flow_control_mode=1,
+            sent_timestamp=None,
+        ),
+        sampled_at_us=T0,
+    )
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("QUOTA", 1), ("DISABLED", 0), (None, 1)])
+async def test_flow_control_mode_maps_quota_1_disabled_0_null_1(
+    fake: FakeMySQL, make_source: Any, mode: str | None, expected: int
+) -> None:
+    fake.variables["group_replication_flow_control_mode"] = mode
+    online_84(fake)
+
+    sample = await make_source(fake.port).sample(T0)
+
+    assert sample.stats.flow_control_mode == expected
+
+
+async def test_old_server_without_newer_columns_defaults_them_to_zero(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    fake.variables["version"] = "5.7.44-log"
+    fake.tables[STATS_TABLE] = (STATS_COLUMNS_57, [])
+    fake.tables[MEMBERS_TABLE] = (MEMBERS_COLUMNS_57, [])
+    fake.set_row(STATS_TABLE, **row_84())
+    fake.set_row(MEMBERS_TABLE, **member_84())
+
+    sample = await make_source(fake.port).sample(T0)
+
+    assert sample.member == LocalMember(
+        group_name=GROUP,
+        member_id=UUID,
+        host="db1.example",
+        port=3306,
+        state="ONLINE",
+        role="",  # MEMBER_ROLE column absent
+        version="5.7.44",  # from @@version without the suffix
+        view_id=VIEW_ID,
+        communication_stack="XCOM",
+    )
+    assert sample.stats == PipelineStats(
+        transactions_waiting_certification=1,
+        transactions_waiting_apply=0,
+        transactions_certified=12345,
+        transactions_applied=0,
+        transactions_local=0,
+        transactions_negative_certified=7,
+        transactions_rows_validating=812,
+        transactions_committed_all_members=COMMITTED.encode(),
+        transaction_last_conflict_free=LAST_FREE.encode(),
+        transactions_local_rollback=0,
+        flow_control_mode=1,
+    )
+
+
+async def test_gr_not_configured_gives_offline_member_with_server_uuid(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # plugin not installed: the GR variables are unknown (error 1193), the tables empty
+    del fake.variables["group_replication_group_name"]
+    del fake.variables["group_replication_flow_control_mode"]
+    fake.variables.update(hostname="db7", port=3310)
+
+    sample = await make_source(fake.port).sample(T0)
+
+    assert sample == LocalSample(
+        member=LocalMember(
+            group_name="",
+            member_id=UUID,
+            host="db7",
+            port=3310,
+            state="OFFLINE",
+            role="",
+            version="8.4.3",
+            view_id="",
+        ),
+        stats=PipelineStats(),
+        sampled_at_us=T0,
+    )
+
+
+async def test_gr_stopped_keeps_configured_group_and_zero_counters(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # plugin installed, group configured, GR stopped: one OFFLINE members row, no stats row
+    fake.set_row(
+        MEMBERS_TABLE,
+        **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE="", MEMBER_COMMUNICATION_STACK="XCOM"),
+    )
+
+    sample = await make_source(fake.port).sample(T0)
+
+    assert sample.member == LocalMember(
+        group_name=GROUP,
+        member_id=UUID,
+        host="db1.example",
+        port=3306,
+        state="OFFLINE",
+        role="",
+        version="8.4.3",
+        view_id="",
+    )
+    assert sample.stats == PipelineStats()
+
+
+async def test_unsigned_counters_at_or_above_2_63_become_negative(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(
+        fake,
+        COUNT_TRANSACTIONS_IN_QUEUE=2**64 - 5,
+        COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE=2**31,
+        COUNT_TRANSACTIONS_CHECKED=2**64 - 1,
+        COUNT_TRANSACTIONS_REMOTE_APPLIED=2**63,
+        COUNT_TRANSACTIONS_LOCAL_PROPOSED=2**63 - 1,
+        COUNT_CONFLICTS_DETECTED=2**64 - 2**32,
+    )
+
+    stats = (await make_source(fake.port).sample(T0)).stats
+
+    assert stats.transactions_waiting_certification == -5
+    assert stats.transactions_waiting_apply == -2147483648
+    assert stats.transactions_certified == -1
+    assert stats.transactions_applied == -9223372036854775808
+    assert stats.transactions_local == 9223372036854775807
+    assert stats.transactions_negative_certified == -4294967296
+
+
+async def test_server_going_away_goes_offline_after_grace_and_resumes(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
+    source = make_source(fake.port, offline_after=5.0)
+    with capture_logs() as events:
+        before = await source.sample(T0)
+        assert before.member.state == "ONLINE"
+
+        await fake.stop()
+        during = [await source.sample(T0 + k * SECOND) for k in (1, 2, 4)]
+        after_grace = await source.sample(T0 + 5 * SECOND)
+
+        online_84(fake, COUNT_TRANSACTIONS_CHECKED=20)
+        await fake.start()  # same port
+        back = await sample_until(
+            source, T0 + 6 * SECOND, lambda s: s.member.state == "ONLINE", within=10.0
+        )
+
+    # within the grace: the last good sample, restamped
+    assert [s.sampled_at_us for s in during] == [T0 + SECOND, T0 + 2 * SECOND, T0 + 4 * SECOND]
+    assert all(s.member == before.member and s.stats == before.stats for s in during)
+    # after it: OFFLINE, identifiers kept, counters and GTID texts as MySQL shows them
+    assert after_grace == LocalSample(
+        member=LocalMember(
+            group_name=GROUP,
+            member_id=UUID,
+            host="db1.example",
+            port=3306,
+            state="OFFLINE",
+            role="",
+            version="8.4.3",
+            view_id="",
+            communication_stack="MYSQL",
+        ),
+        stats=PipelineStats(flow_control_mode=1),
+        sampled_at_us=T0 + 5 * SECOND,
+    )
+    assert back.stats.transactions_certified == 20
+    names = [e["event"] for e in events]
+    assert "mysql.disconnected" in names
+    assert names.index("mysql.reconnected") > names.index("mysql.disconnected")
+
+
+async def test_killed_session_reconnects_within_the_same_sample(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
+    source = make_source(fake.port, offline_after=0.0)  # no grace: a gap would show OFFLINE
+    assert (await source.sample(T0)).stats.transactions_certified == 10
+
+    fake.kill_sessions()
+    online_84(fake, COUNT_TRANSACTIONS_CHECKED=11)
+    with capture_logs() as events:
+        sample = await source.sample(T0 + SECOND)
+
+    assert sample.member.state == "ONLINE"
+    assert sample.stats.transactions_certified == 11
+    assert [e["event"] for e in events] == ["mysql.disconnected", "mysql.reconnected"]
+
+
+async def test_hung_server_sample_returns_and_goes_offline(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    source = make_source(fake.port, poll_timeout=0.3, offline_after=3.0)
+    assert (await source.sample(T0)).member.state == "ONLINE"
+
+    fake.hang = True  # every performance_schema query now blocks
+    within_grace = await asyncio.wait_for(source.sample(T0 + SECOND), timeout=30)
+    past_grace = await asyncio.wait_for(source.sample(T0 + 3 * SECOND), timeout=30)
+    fake.hang = False
+    fake.release.set()
+    back = await sample_until(source, T0 + 4 * SECOND, lambda s: s.member.state == "ONLINE")
+
+    assert within_grace.member.state == "ONLINE"
+    assert within_grace.stats.transactions_certified == 12345
+    assert past_grace.member.state == "OFFLINE"
+    assert past_grace.stats.transactions_certified == 0
+    assert back.stats.transactions_certified == 12345
+
+
+async def test_server_down_at_start_gives_offline_with_empty_identifiers(
+    make_source: Any,
+) -> None:
+    port = free_port()
+    source = make_source(port)
+    await source.start()  # does not raise
+
+    sample = await source.sample(T0)
+
+    assert sample == LocalSample(
+        member=LocalMember(
+            group_name="", member_id="", host="", port=0, state="OFFLINE", role="", version=""
+        ),
+        stats=PipelineStats(),
+        sampled_at_us=T0,
+    )
+    assert not source.connected
+
+
+async def test_wrong_password_is_logged_and_sampled_as_offline(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    source = make_source(fake.port, password="wrong")
+    with capture_logs() as events:
+        await source.start()
+        sample = await source.sample(T0)
+
+    assert sample.member.state == "OFFLINE"
+    assert sample.member.member_id == ""
+    failures = [e for e in events if e["event"] == "mysql.connect_failed"]
+    assert failures
+    assert failures[0]["errno"] == 1045  # ER_ACCESS_DENIED_ERROR
