@@ -38,8 +38,6 @@ from protocol.errors import ProtocolError
 GNO_MAX: Final = (1 << 63) - 2
 """Largest valid GNO; MySQL's GNO_END (2^63 - 1) is exclusive."""
 
-TAG_MAX_LENGTH: Final = 32
-
 _MALFORMED_SET: Final = "Malformed Gtid_set specification"
 _MALFORMED_GTID: Final = "Malformed GTID specification"
 
