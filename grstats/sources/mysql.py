@@ -257,9 +257,6 @@ class _PollFailed(Exception):
     """The connection is unusable (lost, timed out, or the server cannot identify itself)."""
 
 
-Row = dict[str, Any]
-
-
 class MySQLSource:
     """Fulfils `grstats.sources.base.Source` by polling one MySQL server."""
 
@@ -396,11 +393,21 @@ class MySQLSource:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()  # a timed-out or broken stream cannot be reused
+        delay = 0.0
         if retry_now:
             self._next_attempt = 0.0
         else:
-            self._schedule_retry()
-        if conn is None:
+            delay = self._schedule_retry()
+        if conn is None:  # the deadline hit while connecting
+            log.warning(
+                "mysql.connect_failed",
+                host=self._host,
+                port=self._port,
+                attempt=self._failures,
+                retry_in=round(delay, 3),
+                errno=None,
+                error=reason,
+            )
             return
         log.warning(
             "mysql.disconnected",

@@ -116,12 +116,15 @@ class FakeMySQL:
         self._server: MysqlServer | None = None
         self._connections: set[Connection] = set()
 
-    async def start(self) -> None:
+    async def start(self, unix_socket: str | None = None) -> None:
         server = MysqlServer(
             session_factory=lambda: _FakeSession(self), identity_provider=_OneUser()
         )
-        await server.start_server(host="127.0.0.1", port=self.port)
-        self.port = server.sockets()[0].getsockname()[1]
+        if unix_socket is not None:
+            await server.start_unix_server(path=unix_socket)
+        else:
+            await server.start_server(host="127.0.0.1", port=self.port)
+            self.port = server.sockets()[0].getsockname()[1]
         self._server = server
 
     async def stop(self) -> None:
@@ -238,7 +241,7 @@ async def fake() -> AsyncIterator[FakeMySQL]:
 async def make_source() -> AsyncIterator[Callable[..., MySQLSource]]:
     sources: list[MySQLSource] = []
 
-    def make(port: int, password: str = PASSWORD, **settings: Any) -> MySQLSource:
+    def make(port: int, password: str = PASSWORD, query: str = "", **settings: Any) -> MySQLSource:
         defaults: dict[str, Any] = {
             "poll_timeout": 2.0,
             "connect_timeout": 2.0,
@@ -248,7 +251,9 @@ async def make_source() -> AsyncIterator[Callable[..., MySQLSource]]:
         }
         defaults.update(settings)
         source = MySQLSource(
-            MySQLSettings(dsn=f"mysql://{USER}@127.0.0.1:{port}", password=password, **defaults)
+            MySQLSettings(
+                dsn=f"mysql://{USER}@127.0.0.1:{port}{query}", password=password, **defaults
+            )
         )
         sources.append(source)
         return source
@@ -644,3 +649,45 @@ async def test_wrong_password_is_logged_and_sampled_as_offline(
     failures = [e for e in events if e["event"] == "mysql.connect_failed"]
     assert failures
     assert failures[0]["errno"] == 1045  # ER_ACCESS_DENIED_ERROR
+
+
+async def test_unix_socket_param_connects_through_the_socket(
+    make_source: Any, tmp_path: Any
+) -> None:
+    path = str(tmp_path / "mysqld.sock")
+    fake = FakeMySQL()
+    online_84(fake, COUNT_TRANSACTIONS_CHECKED=42)
+    await fake.start(unix_socket=path)
+    try:
+        # the TCP port in the DSN has nothing listening: only the socket can answer
+        source = make_source(free_port(), query=f"?unix_socket={path}")
+        sample = await source.sample(T0)
+        await source.close()
+    finally:
+        await fake.stop()
+
+    assert sample.member.state == "ONLINE"
+    assert sample.stats.transactions_certified == 42
+
+
+async def test_server_that_never_greets_does_not_block_start_or_sample(
+    make_source: Any,
+) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # accept the TCP connection, never send the MySQL handshake
+        writer.close()
+
+    server = await asyncio.start_server(silent, host="127.0.0.1", port=0)
+    port = server.sockets[0].getsockname()[1]
+    source = make_source(port, connect_timeout=0.3, poll_timeout=0.5)
+    try:
+        with capture_logs() as events:
+            await asyncio.wait_for(source.start(), timeout=30)
+            sample = await asyncio.wait_for(source.sample(T0), timeout=30)
+        await source.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+    assert sample.member.state == "OFFLINE"
+    assert "mysql.connect_failed" in [e["event"] for e in events]
