@@ -527,7 +527,7 @@ def set_text(draw: st.DrawFn) -> tuple[str, Model]:
     return separator.join(elements), model
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(set_text())
 def test_parse_and_print_match_the_model(case: tuple[str, Model]) -> None:
     text, model = case
@@ -538,7 +538,7 @@ def test_parse_and_print_match_the_model(case: tuple[str, Model]) -> None:
     assert GtidSet.parse(str(s)) == s
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(set_text(), set_text())
 def test_algebra_matches_the_model(left: tuple[str, Model], right: tuple[str, Model]) -> None:
     x, y = GtidSet.parse(left[0]), GtidSet.parse(right[0])
@@ -576,7 +576,7 @@ def test_fuzz_random_text(text: str) -> None:
     _parse_or_protocol_error(text)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=600)
 @given(set_text(), st.data())
 def test_fuzz_mutated_valid_text(case: tuple[str, Model], data: st.DataObject) -> None:
     text = case[0] or Z
@@ -589,7 +589,7 @@ def test_fuzz_mutated_valid_text(case: tuple[str, Model], data: st.DataObject) -
     _parse_or_protocol_error(text)
 
 
-@settings(max_examples=500)
+@settings(max_examples=400)
 @given(st.binary(max_size=60))
 def test_fuzz_random_bytes(data: bytes) -> None:
     _parse_or_protocol_error(data)
