@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 __all__ = ["FORMATS", "cell_text", "csv_text", "json_text", "render", "table", "vertical"]
 
@@ -52,12 +52,19 @@ def _rows_in_set(count: int) -> str:
     return f"{count} row{'s' if count != 1 else ''} in set"
 
 
-def table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+def table(
+    rows: Sequence[Mapping[str, object]],
+    columns: Sequence[str],
+    *,
+    right: Collection[str] | None = None,
+) -> str:
     """The mysql client's default output: a boxed table and the row count.
 
     Args:
         rows: the rows to show.
         columns: the columns, in display order.
+        right: columns to right-align; None right-aligns the columns whose
+            values are all numbers (or NULL), as the mysql client does.
 
     Returns:
         The text, ending with a newline. No rows gives just "Empty set".
@@ -70,7 +77,9 @@ def table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
         widths = [max(w, len(t)) for w, t in zip(widths, line, strict=True)]
     # The mysql client right-aligns a column whose values are numbers.
     numeric = [
-        any(_is_number(row.get(col)) for row in rows)
+        col in right
+        if right is not None
+        else any(_is_number(row.get(col)) for row in rows)
         and all(row.get(col) is None or _is_number(row.get(col)) for row in rows)
         for col in columns
     ]

@@ -148,7 +148,12 @@ class TableReader:
         """
         try:
             if self.bus is not None:
-                from grstats.busread import read_snapshot  # noqa: PLC0415 - aiomqtt only with --bus
+                # Imported here: aiomqtt is loaded only with --bus.
+                from grstats.busread import read_snapshot  # noqa: PLC0415
+                from grstats.logs import configure_logging  # noqa: PLC0415
+
+                # The bus logs each failed connect attempt; the CLI reports one line itself.
+                configure_logging(level="error")
 
                 snapshot = read_snapshot(
                     self.bus[0],

@@ -1,0 +1,116 @@
+"""One-shot read of the retained topics: the tables without a daemon (`--bus`).
+
+Strategy: every member's last stats envelope, its last GTID-bearing envelope
+and its `online`/`offline` status are retained on the broker, so a client that
+subscribes sees the whole group at once. `read_snapshot` connects through
+`grstats.bus.Bus` (the only aiomqtt user), subscribes to
+`<prefix>/<group or +>/+/+`, feeds every message to a collector-mode
+`grstats.tables.MemberTables` (the daemon's own validation and mapping, no
+local member), and stops once the broker has been quiet for `quiet_s` after
+the subscribe — retained messages arrive right after it — or at the deadline.
+
+Invariants: the event loop is private to the call (`asyncio.run`); the bus
+task is owned by a TaskGroup and closed before returning; a broker that does
+not accept the connection before the deadline is a `ReadError`, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from grstats.bus import Bus, BusOptions
+from grstats.reader import ReadError
+from grstats.snapshot import DaemonSnapshot
+from grstats.tables import MemberTables
+
+__all__ = ["read_snapshot", "read_snapshot_async"]
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+async def read_snapshot_async(
+    host: str,
+    port: int,
+    *,
+    prefix: str = "grstats/v1",
+    group: str | None = None,
+    deadline_s: float = 5.0,
+    quiet_s: float = 0.3,
+) -> DaemonSnapshot:
+    """Collect the retained messages under `prefix` and build the tables.
+
+    Args:
+        host, port: the MQTT broker.
+        prefix: topic prefix (`[bus] prefix`).
+        group: only this group; None for every group on the broker.
+        deadline_s: give up connecting after this many seconds; also bounds
+            the whole read.
+        quiet_s: the read ends after this long without a message.
+
+    Returns:
+        A snapshot in collector mode (no local member; every member seen).
+
+    Raises:
+        ReadError: the broker did not accept a connection before the deadline.
+    """
+    tables = MemberTables(group=None, local_member_id=None)
+    arrived = asyncio.Event()
+
+    def handle(topic: str, payload: bytes, retained: bool) -> None:
+        tables.receive(topic, payload, _now_us(), retained=retained)
+        arrived.set()
+
+    topic_filter = f"{prefix.rstrip('/')}/{group or '+'}/+/+"
+    bus = Bus(BusOptions(host=host, port=port), subscriptions=[topic_filter], handler=handle)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    connected = True
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(bus.run(), name="busread")
+        try:
+            await asyncio.wait_for(bus.connected.wait(), deadline_s)
+        except TimeoutError:
+            connected = False
+        while connected:
+            arrived.clear()
+            remaining = end - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(arrived.wait(), min(quiet_s, remaining))
+            except TimeoutError:
+                break
+        await bus.close()
+    if not connected:
+        raise ReadError(f"cannot reach the MQTT broker at {host}:{port} within {deadline_s:g} s")
+    return tables.snapshot(_now_us())
+
+
+def read_snapshot(
+    host: str,
+    port: int,
+    *,
+    prefix: str = "grstats/v1",
+    group: str | None = None,
+    deadline_s: float = 5.0,
+    quiet_s: float = 0.3,
+) -> DaemonSnapshot:
+    """Synchronous `read_snapshot_async` for the CLI (runs its own event loop).
+
+    Args:
+        host, port, prefix, group, deadline_s, quiet_s: as `read_snapshot_async`.
+
+    Returns:
+        The snapshot.
+
+    Raises:
+        ReadError: the broker did not accept a connection before the deadline.
+    """
+    return asyncio.run(
+        read_snapshot_async(
+            host, port, prefix=prefix, group=group, deadline_s=deadline_s, quiet_s=quiet_s
+        )
+    )
