@@ -211,7 +211,9 @@ def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_
     return packed
 
 
-def decode_envelope(data: bytes, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE) -> Envelope:
+def decode_envelope(
+    data: bytes | bytearray | memoryview, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE
+) -> Envelope:
     """Decode and validate an envelope.
 
     Unknown keys (top level and in `member`) are ignored; `ext` defaults to an

@@ -116,6 +116,8 @@ class FixedHeader:
     cargo_type: int
 
 
+BytesLike = bytes | bytearray | memoryview
+
 _HEADER = struct.Struct("<IHQH")
 _ITEM_HEADER = struct.Struct("<HQ")
 _I32 = struct.Struct("<i")
@@ -301,7 +303,7 @@ def encode_pipeline_stats(stats: PipelineStats) -> bytes:
     return b"".join(parts)
 
 
-def decode_fixed_header(data: bytes) -> FixedHeader:
+def decode_fixed_header(data: BytesLike) -> FixedHeader:
     """Read the 16-byte fixed header, with the hardened decoder's checks.
 
     Args:
@@ -322,7 +324,7 @@ def decode_fixed_header(data: bytes) -> FixedHeader:
     return header
 
 
-def decode_pipeline_stats(data: bytes) -> PipelineStats:
+def decode_pipeline_stats(data: BytesLike) -> PipelineStats:
     """Decode a stats message like MySQL's bounds-checked decoder (PROTOCOL.md section 6.1).
 
     Fields never seen keep their defaults (counters 0, strings empty, flag
@@ -382,7 +384,7 @@ def decode_pipeline_stats(data: bytes) -> PipelineStats:
     return decode_pipeline_stats_general(data)
 
 
-def decode_pipeline_stats_general(data: bytes) -> PipelineStats:
+def decode_pipeline_stats_general(data: BytesLike) -> PipelineStats:
     """The general decoder behind `decode_pipeline_stats`, without the fast path.
 
     Public so that tests can check the fast path against it; same contract as
@@ -473,7 +475,7 @@ def decode_pipeline_stats_general(data: bytes) -> PipelineStats:
     )
 
 
-def scan_sent_timestamp(data: bytes) -> int:
+def scan_sent_timestamp(data: BytesLike) -> int:
     """MySQL's separate timestamp scanner (Plugin_gcs_message::get_sent_timestamp).
 
     Walks the items from byte 16 by their declared lengths and returns the
