@@ -454,6 +454,7 @@ class HistoryWriter:
         self._closed_wals: list[Path] = []
         self._next_wal = 1
         self._housekept: dt.date | None = None
+        self._housekeeper: threading.Thread | None = None
 
     @property
     def stats(self) -> HistoryStats:
@@ -525,6 +526,7 @@ class HistoryWriter:
             await asyncio.wrap_future(done)
         finally:
             await asyncio.to_thread(self._thread.join)
+            await asyncio.to_thread(self._join_housekeeper)
 
     # ------------------------------------------------------------ worker thread
 
@@ -536,7 +538,6 @@ class HistoryWriter:
             self._next_wal = max(self._next_wal, int(path.stem.split("-")[1]) + 1)
         for path in wals:
             self._segment_wal(path, recovering=True)
-        self._housekeep()
 
     def _run(self) -> None:
         next_sync = time.monotonic() + self.fsync_interval_s
@@ -639,7 +640,26 @@ class HistoryWriter:
             )
 
     def _housekeep(self) -> None:
+        # Retention and compaction can take seconds (a day of small files); they
+        # run beside the writer thread so the WAL keeps its fsync cadence.  They
+        # touch only finished days and only files listed before they start.
         today = dt.datetime.now(dt.UTC).date()
-        if self._housekept != today:
+        if self._housekept == today or (self._housekeeper and self._housekeeper.is_alive()):
+            return
+        self._housekept = today
+        self._housekeeper = threading.Thread(
+            target=self._housekeep_day, args=(today,), name="grstats-history-housekeeping"
+        )
+        self._housekeeper.start()
+
+    def _housekeep_day(self, today: dt.date) -> None:
+        try:
             _housekeep(self.directory, self.retention_days, today)
-            self._housekept = today
+        except Exception as exc:  # thread boundary: counted and logged, retried tomorrow
+            with self._cond:
+                self._counts["errors"] += 1
+            log.error("history.housekeeping_failed", error=str(exc), directory=str(self.directory))
+
+    def _join_housekeeper(self) -> None:
+        if self._housekeeper is not None:
+            self._housekeeper.join()

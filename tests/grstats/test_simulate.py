@@ -1,0 +1,124 @@
+"""`grstats simulate`: offline history in the daemon's format, checked against the model."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from grstats.commands.simulate import command, member_ids
+from grstats.history import read_history
+from grstats.records import HISTORY_COLUMNS
+from grstats.sources.simulated import GroupModel, SimulationSettings
+
+DAY = dt.date(2026, 11, 20)
+DAY_START_S = 20_777 * 86_400  # 2026-11-20T00:00:00Z, by hand
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def day_of_three(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sim") / "history"
+    args = ["--members", "3", "--days", "1", "--seed", str(SEED), "--start", "2026-11-20"]
+    result = CliRunner().invoke(command, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_writes_one_partition_per_day_with_every_second_of_every_member(day_of_three: Path) -> None:
+    (group_dir,) = day_of_three.glob("group=*")
+    uuid.UUID(group_dir.name.removeprefix("group="))  # default group name is a UUID
+    assert [p.name for p in group_dir.iterdir()] == ["date=2026-11-20"]
+    files = sorted((group_dir / "date=2026-11-20").glob("part-*.parquet"))
+    assert len(files) == 3  # one segment per member-day
+    table = read_history(day_of_three)
+    assert table.num_rows == 3 * 86_400
+    assert [(f.name, str(f.type)) for f in table.schema] == list(HISTORY_COLUMNS)
+    assert sorted(set(table["member_id"].to_pylist())) == sorted(member_ids(SEED, 3))
+
+
+def test_bytes_per_sample_at_most_ten(day_of_three: Path) -> None:
+    size = sum(p.stat().st_size for p in day_of_three.glob("group=*/date=*/part-*.parquet"))
+    assert size / (3 * 86_400) <= 10.0
+
+
+def test_values_match_the_model_at_random_seconds(day_of_three: Path) -> None:
+    (group_dir,) = day_of_three.glob("group=*")
+    group = group_dir.name.removeprefix("group=")
+    members = member_ids(SEED, 3)
+    model = GroupModel(SimulationSettings(group=group, members=tuple(members), seed=SEED))
+    rng = random.Random(5)
+    seconds = [0, 30, 86_399, *rng.sample(range(86_400), 20)]
+    table = read_history(day_of_three)
+    table = table.filter(pc.is_in(table["seq"], pa.array([s + 1 for s in seconds], pa.int64())))
+    by_key = {(r["member_id"], r["seq"]): r for r in table.to_pylist()}
+    for member in members:
+        for second in seconds:
+            row = by_key[(member, second + 1)]  # seq 1 is 00:00:00 of the first day
+            t_us = (DAY_START_S + second) * 1_000_000
+            stats = model.stats_at(member, t_us)
+            identity = model.member_at(member, t_us)
+            assert row["sampled_at"] == dt.datetime.fromtimestamp(DAY_START_S + second, dt.UTC)
+            assert row["group_name"] == group and row["member_state"] == identity.state
+            assert (row["member_host"], row["member_port"]) == (identity.host, identity.port)
+            assert row["count_transactions_in_queue"] == stats.transactions_waiting_certification
+            assert row["count_transactions_checked"] == stats.transactions_certified
+            assert row["count_conflicts_detected"] == stats.transactions_negative_certified
+            assert row["count_transactions_rows_validating"] == stats.transactions_rows_validating
+            assert (
+                row["count_transactions_remote_in_applier_queue"]
+                == stats.transactions_waiting_apply
+            )
+            assert row["count_transactions_remote_applied"] == stats.transactions_applied
+            assert row["count_transactions_local_proposed"] == stats.transactions_local
+            assert row["count_transactions_local_rollback"] == stats.transactions_local_rollback
+            if second % 30 == 0:
+                committed = stats.transactions_committed_all_members.decode()
+                assert row["transactions_committed_all_members"] == committed
+                assert (
+                    row["last_conflict_free_transaction"]
+                    == stats.transaction_last_conflict_free.decode()
+                )
+            else:
+                assert row["transactions_committed_all_members"] is None
+
+
+def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:
+    path = next(day_of_three.glob("group=*/date=*/part-*.parquet"))
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1
+    column = {
+        meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+        for i in range(meta.num_columns)
+    }
+    assert "DELTA_BINARY_PACKED" in column["count_transactions_checked"].encodings
+    assert column["sampled_at"].compression == "ZSTD"
+
+
+def test_default_start_ends_yesterday_seq_continues_and_rerun_replaces(tmp_path: Path) -> None:
+    args = ["--members", "1", "--days", "2", "--group", "prod eu/1", "--out", str(tmp_path)]
+    for _ in range(2):  # the second run must replace the files, not add rows
+        result = CliRunner().invoke(command, args)
+        assert result.exit_code == 0, result.output
+    today = dt.datetime.now(dt.UTC).date()
+    group_dir = tmp_path / "group=prod%20eu%2F1"
+    days = [today - dt.timedelta(days=2), today - dt.timedelta(days=1)]
+    assert sorted(p.name for p in group_dir.iterdir()) == [f"date={d.isoformat()}" for d in days]
+    table = read_history(tmp_path)
+    assert table.num_rows == 2 * 86_400
+    assert table["seq"].to_pylist() == list(range(1, 2 * 86_400 + 1))
+    assert set(table["group_name"].to_pylist()) == {"prod eu/1"}
+    assert len(set(table["incarnation"].to_pylist())) == 1
+
+
+def test_member_ids_are_deterministic_per_seed() -> None:
+    assert member_ids(1, 9) == member_ids(1, 9)
+    assert len(set(member_ids(1, 9))) == 9
+    assert set(member_ids(1, 3)).isdisjoint(member_ids(2, 3))
