@@ -155,9 +155,7 @@ def test_flag_one_with_empty_strings_clears_gtid_columns() -> None:
     tables = online_tables()
     tables.receive(
         topic(),
-        envelope(
-            seq=1, transaction_gtids_present=True, transactions_committed_all_members=b"x:1"
-        ),
+        envelope(seq=1, transaction_gtids_present=True, transactions_committed_all_members=b"x:1"),
         T0,
     )
     tables.receive(topic(), envelope(seq=2, transaction_gtids_present=True), T0 + 1)
@@ -196,9 +194,7 @@ def test_new_incarnation_is_a_reset_not_a_negative_delta() -> None:
 def test_member_role_is_empty_unless_online_or_recovering() -> None:
     tables = online_tables()
     tables.receive(topic(REMOTE), envelope(member=REMOTE, state="ERROR", role="PRIMARY"), T0)
-    tables.receive(
-        topic(THIRD), envelope(member=THIRD, state="RECOVERING", role="SECONDARY"), T0
-    )
+    tables.receive(topic(THIRD), envelope(member=THIRD, state="RECOVERING", role="SECONDARY"), T0)
     snap = tables.snapshot(T0)
     assert row_of(snap, REMOTE, "members")["MEMBER_ROLE"] == ""
     assert row_of(snap, THIRD, "members")["MEMBER_ROLE"] == "SECONDARY"

@@ -1,0 +1,206 @@
+"""Configuration: defaults, the documented file, and one clear line per mistake."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grstats.config import ConfigError, load_config
+from tests.fixtures.paths import REPO_ROOT
+
+GRSTATS = str(Path(sys.executable).parent / "grstats")
+MINIMAL = """
+[member]
+group = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+id = "11111111-1111-1111-1111-111111111111"
+[simulated]
+members = ["11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "grstats.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_documented_config_file_loads_with_documented_defaults() -> None:
+    settings = load_config(REPO_ROOT / "config" / "grstats.toml")
+    assert settings.bus.port == 1883
+    assert settings.bus.prefix == "grstats/v1"
+    assert settings.publish.period == 1.0
+    assert settings.publish.gtid_interval == 30.0
+    assert settings.publish.unreachable_after == 5
+    assert settings.publish.forget_after == 60.0
+    assert (settings.api.host, settings.api.port) == ("127.0.0.1", 8437)
+    assert settings.limits.max_envelope_size == 65536
+    assert settings.history.dir == ""
+
+
+def test_minimal_config_gets_defaults(tmp_path: Path) -> None:
+    settings = load_config(write(tmp_path, MINIMAL))
+    assert settings.source_kind == "simulated"
+    assert settings.source_settings.members[1] == "22222222-2222-2222-2222-222222222222"
+    assert settings.history.scope == "local"
+    assert settings.log.format == "auto"
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ('[bus]\nport = "abc"', 'grstats.toml: bus.port: expected an integer 1-65535, got "abc"'),
+        ("[bus]\nport = 0", "grstats.toml: bus.port: expected an integer 1-65535, got 0"),
+        ("[bus]\ntls = 1", "grstats.toml: bus.tls: expected true or false, got 1"),
+        ("[bus]\nprefix = 'a/#'", "grstats.toml: bus.prefix:"),
+        ("[bus]\npasword_env = 'X'", "grstats.toml: bus.pasword_env: unknown key"),
+        (
+            "[bus]\npassword_env = 'GRSTATS_SURELY_UNSET_VAR'",
+            "grstats.toml: bus.password_env: environment variable GRSTATS_SURELY_UNSET_VAR",
+        ),
+        (
+            "[bus]\npassword_file = '/nonexistent/pw'",
+            "grstats.toml: bus.password_file: cannot",
+        ),
+        ("[bus]\ncert_file = 'c.pem'", "grstats.toml: bus.key_file:"),
+        ("[publish]\nperiod = -1", "grstats.toml: publish.period: expected a number"),
+        ("[publish]\nperiod = true", "grstats.toml: publish.period: expected a number"),
+        (
+            "[publish]\ngtid_interval = 10",
+            "grstats.toml: publish.gtid_interval: expected a number 30",
+        ),
+        ("[publish]\ngtid_interval = 61", "grstats.toml: publish.gtid_interval:"),
+        ("[publish]\nunreachable_after = 0", "grstats.toml: publish.unreachable_after:"),
+        ("[publish]\nforget_after = 2", "grstats.toml: publish.forget_after: must be longer"),
+        ("[api]\nlisten = 'localhost'", 'grstats.toml: api.listen: expected "host:port"'),
+        ("[api]\nlisten = '127.0.0.1:70000'", "grstats.toml: api.listen:"),
+        (
+            "[history]\nscope = 'some'",
+            'grstats.toml: history.scope: expected one of "local"',
+        ),
+        ("[history]\nretention_days = 0", "grstats.toml: history.retention_days:"),
+        ("[history]\nflush_interval = 'x'", "grstats.toml: history.flush_interval:"),
+        ("[limits]\nmax_envelope_size = 1", "grstats.toml: limits.max_envelope_size:"),
+        ("[log]\nlevel = 'loud'", "grstats.toml: log.level: expected one of"),
+        ("[log]\nformat = 'xml'", "grstats.toml: log.format: expected one of"),
+        (
+            "[source]\nkind = 'oracle'",
+            'grstats.toml: source.kind: expected one of "simulated"',
+        ),
+        ("[sourc]\nkind = 'mysql'", "grstats.toml: sourc: unknown section"),
+        ("[source]\nkind = 'mysql'\n[mysql]\ndsn = 'postgres://x'", "grstats.toml: mysql.dsn:"),
+        ("[mysql]\npoll_intervall = 1", "grstats.toml: mysql.poll_intervall: unknown key"),
+        ("[api]\ncolor = 1", "grstats.toml: api.color: unknown key"),
+    ],
+)
+def test_mistake_names_file_and_key(tmp_path: Path, extra: str, expected: str) -> None:
+    message = error_of(tmp_path, MINIMAL.replace("[member]", f"{extra}\n[member]", 1))
+    assert message.startswith(expected), message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("simulated", "expected"),
+    [
+        ("seed = 'x'", "grstats.toml: simulated.seed: expected an integer"),
+        ("mode = 'ring'", "grstats.toml: simulated.mode: expected one of"),
+        ("conflict_probability = 2", "grstats.toml: simulated.conflict_probability:"),
+        ("hot_hours = [25]", "grstats.toml: simulated.hot_hours:"),
+        ("hot_hours = 'ten'", "grstats.toml: simulated.hot_hours:"),
+        ("slow_member = 'nobody'", "grstats.toml: simulated.slow_member:"),
+        ("stop_at = 'soon'", "grstats.toml: simulated.stop_at: expected Unix seconds"),
+        ("colour = 1", "grstats.toml: simulated.colour: unknown key"),
+        ("[[simulated.script]]\nmember = 'x'", "grstats.toml: simulated.script[0].at: required"),
+        (
+            "[[simulated.script]]\nat = 1\nmember = '11111111-1111-1111-1111-111111111111'\n"
+            "action = 'explode'",
+            "grstats.toml: simulated.script[0].action: expected one of",
+        ),
+        (
+            "[[simulated.script]]\nat = 1\nmember = '11111111-1111-1111-1111-111111111111'\n"
+            "action = 'commit'\nwhen = 2",
+            "grstats.toml: simulated.script[0].when: unknown key",
+        ),
+    ],
+)
+def test_simulated_mistake_names_key(tmp_path: Path, simulated: str, expected: str) -> None:
+    message = error_of(tmp_path, MINIMAL + simulated + "\n")
+    assert message.startswith(expected), message
+
+
+def test_unknown_member_key_is_named(tmp_path: Path) -> None:
+    text = MINIMAL.replace("[member]", "[member]\ncolor = 1", 1)
+    assert error_of(tmp_path, text) == "grstats.toml: member.color: unknown key"
+
+
+def test_members_must_include_member_id(tmp_path: Path) -> None:
+    text = MINIMAL.replace('"11111111-1111-1111-1111-111111111111", ', "", 1)
+    text = text.replace('["11111111', '["33333333')
+    assert "simulated.members: must include member.id" in error_of(tmp_path, text)
+
+
+def test_missing_member_id_is_an_error_for_the_simulated_source(tmp_path: Path) -> None:
+    text = MINIMAL.replace('id = "11111111-1111-1111-1111-111111111111"\n', "", 1)
+    assert error_of(tmp_path, text).startswith("grstats.toml: member.id: required")
+
+
+def test_short_gtid_interval_needs_the_test_only_switch(tmp_path: Path) -> None:
+    text = MINIMAL + "[publish]\ngtid_interval = 2\nallow_short_gtid_interval = true\n"
+    assert load_config(write(tmp_path, text)).publish.gtid_interval == 2.0
+
+
+def test_script_times_accept_offset_date_times(tmp_path: Path) -> None:
+    text = (
+        MINIMAL
+        + "[[simulated.script]]\nat = 2026-01-01T00:00:10Z\n"
+        + "member = '11111111-1111-1111-1111-111111111111'\naction = 'conflict'\n"
+    )
+    event = load_config(write(tmp_path, text)).source_settings.script[0]
+    assert event.at_s == 1767225610.0  # 2026-01-01T00:00:00Z is 1767225600
+    assert event.action == "conflict"
+
+
+def test_bus_password_comes_from_the_named_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRSTATS_TEST_BUS_PW", "s3cret")
+    text = MINIMAL + "[bus]\nusername = 'u'\npassword_env = 'GRSTATS_TEST_BUS_PW'\n"
+    assert load_config(write(tmp_path, text)).bus.password == "s3cret"
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    assert error_of(tmp_path, "[bus\nport = 1").startswith("grstats.toml: invalid TOML")
+
+
+def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + '[bus]\nport = "abc"\n')
+    result = subprocess.run(
+        [GRSTATS, "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == 'grstats.toml: bus.port: expected an integer 1-65535, got "abc"'
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_missing_config_file_exits_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [GRSTATS, "collect", "--config", str(tmp_path / "none.toml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "none.toml: cannot read" in result.stderr
