@@ -22,6 +22,7 @@ _COMMANDS: dict[str, str] = {
     "watch": "watch",
     "decode": "decode",
     "simulate": "simulate",
+    "demo": "demo",
 }
 
 
