@@ -1,0 +1,376 @@
+"""`grstats stats|members|status|watch` against real daemons, and `--bus` against a real broker.
+
+One Mosquitto and two simulated member daemons (`grstats run` subprocesses)
+serve the whole module; each test runs the CLI as a user would (a
+subprocess: real exit status, real stderr). Expected values are the configs
+the test wrote, the daemon's API read directly with urllib, or messages the
+test published itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grstats.bus import Bus, BusOptions
+from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
+from tests.fixtures.broker import Broker, find_mosquitto, free_port
+
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+M1 = "11111111-1111-1111-1111-111111111111"
+M2 = "22222222-2222-2222-2222-222222222222"
+GRSTATS = [sys.executable, "-c", "from grstats.cli import main; main()"]
+
+
+@dataclass
+class Cluster:
+    broker: Broker
+    apis: list[str]
+    configs: list[Path]
+
+
+def _config(member: str, port: int, broker_port: int, api_port: int) -> str:
+    return f"""
+[member]
+group = "{GROUP}"
+id = "{member}"
+host = "127.0.0.1"
+port = {port}
+
+[source]
+kind = "simulated"
+
+[simulated]
+members = ["{M1}", "{M2}"]
+seed = 3
+mode = "multi-primary"
+
+[bus]
+host = "127.0.0.1"
+port = {broker_port}
+
+[api]
+listen = "127.0.0.1:{api_port}"
+
+[log]
+level = "warning"
+"""
+
+
+def _get_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=2) as response:
+        return json.loads(response.read())
+
+
+def _wait_rows(api: str, count: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            rows = _get_json(f"{api}/v1/tables/replication_group_member_stats")
+            if isinstance(rows, list) and len(rows) >= count:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{api} did not show {count} members within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    binary = find_mosquitto()
+    if binary is None:
+        pytest.skip("mosquitto is not installed")
+    workdir = tmp_path_factory.mktemp("cli")
+    (workdir / "broker").mkdir()
+    broker = Broker(binary, workdir / "broker", free_port())
+    broker.start()
+    processes: list[subprocess.Popen[bytes]] = []
+    apis: list[str] = []
+    configs: list[Path] = []
+    try:
+        for index, member in enumerate((M1, M2)):
+            api_port = free_port()
+            config = workdir / f"member{index + 1}.toml"
+            config.write_text(_config(member, 3306 + index, broker.port, api_port))
+            log = (workdir / f"member{index + 1}.log").open("wb")
+            processes.append(
+                subprocess.Popen([*GRSTATS, "run", "--config", str(config)], stdout=log, stderr=log)
+            )
+            log.close()
+            apis.append(f"http://127.0.0.1:{api_port}")
+            configs.append(config)
+        for api in apis:
+            _wait_rows(api, 2)
+        yield Cluster(broker, apis, configs)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        broker.stop()
+
+
+def grstats(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "400"}
+    env.pop("GRSTATS_API", None)
+    return subprocess.run(
+        [*GRSTATS, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
+
+
+def _parse_boxed(text: str) -> list[dict[str, str]]:
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [
+        dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+        for line in lines[1:]
+    ]
+
+
+EXPECTED_MEMBERS = [
+    {
+        "CHANNEL_NAME": "group_replication_applier",
+        "MEMBER_ID": M1,
+        "MEMBER_HOST": "127.0.0.1",
+        "MEMBER_PORT": "3306",
+        "MEMBER_STATE": "ONLINE",
+        "MEMBER_ROLE": "PRIMARY",
+    },
+    {
+        "CHANNEL_NAME": "group_replication_applier",
+        "MEMBER_ID": M2,
+        "MEMBER_HOST": "127.0.0.1",
+        "MEMBER_PORT": "3307",
+        "MEMBER_STATE": "ONLINE",
+        "MEMBER_ROLE": "PRIMARY",
+    },
+]
+
+
+def _subset(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    keys = EXPECTED_MEMBERS[0].keys()
+    return sorted(({k: str(r[k]) for k in keys} for r in rows), key=lambda r: r["MEMBER_ID"])
+
+
+def test_members_table_like_the_mysql_client(cluster: Cluster) -> None:
+    result = grstats("members", "--api", cluster.apis[0])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("+-") and lines[0].endswith("-+")
+    assert lines[-1] == "2 rows in set"
+    assert _subset(_parse_boxed(result.stdout)) == EXPECTED_MEMBERS
+
+
+def test_members_vertical_like_backslash_g(cluster: Cluster) -> None:
+    result = grstats("members", "--api", cluster.apis[1], "--vertical")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "*************************** 1. row ***************************"
+    assert "*************************** 2. row ***************************" in lines
+    assert {line.split(": ", 1)[1] for line in lines if "MEMBER_ID:" in line} == {M1, M2}
+    assert lines[-1] == "2 rows in set"
+
+
+def test_members_json_equals_the_api(cluster: Cluster) -> None:
+    result = grstats("members", "--api", cluster.apis[0], "--format", "json")
+    assert result.returncode == 0, result.stderr
+    from_api = _get_json(f"{cluster.apis[0]}/v1/tables/replication_group_members")
+    assert json.loads(result.stdout) == from_api
+
+
+def test_members_csv_has_header_and_a_row_per_member(cluster: Cluster) -> None:
+    result = grstats("members", "--api", cluster.apis[0], "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert _subset(rows) == EXPECTED_MEMBERS
+
+
+def test_stats_table_has_every_member_and_the_ps_columns(cluster: Cluster) -> None:
+    result = grstats("stats", "--api", cluster.apis[0])
+    assert result.returncode == 0, result.stderr
+    rows = _parse_boxed(result.stdout)
+    assert sorted(r["MEMBER_ID"] for r in rows) == [M1, M2]
+    assert list(rows[0])[:4] == [
+        "CHANNEL_NAME",
+        "VIEW_ID",
+        "MEMBER_ID",
+        "COUNT_TRANSACTIONS_IN_QUEUE",
+    ]
+    assert list(rows[0])[-1] == "COUNT_TRANSACTIONS_LOCAL_ROLLBACK"
+
+
+def test_status_reads_api_from_config_file(cluster: Cluster) -> None:
+    result = grstats("status", "--config", str(cluster.configs[1]), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    local = [r for r in rows if r["IS_LOCAL"] == 1]
+    assert [r["MEMBER_ID"] for r in local] == [M2]  # the daemon of member 2's config
+
+
+def test_watch_prints_bounded_refreshes_with_rates(cluster: Cluster) -> None:
+    result = grstats("watch", "--api", cluster.apis[0], "--count", "2", "--interval", "1.2")
+    assert result.returncode == 0, result.stderr
+    tables = [chunk for chunk in result.stdout.split("replication_group_member_stats @") if chunk]
+    assert len(tables) == 2
+    second = _parse_boxed(tables[1])
+    assert sorted(r["MEMBER_ID"] for r in second) == [M1, M2]
+    assert all(float(r["checked/s"]) >= 0 for r in second)
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], status: int) -> None:
+    assert result.returncode == status, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stdout == ""
+
+
+def test_no_daemon_is_one_line_and_status_1() -> None:
+    result = grstats("stats", "--api", f"http://127.0.0.1:{free_port()}")
+    _assert_one_line_error(result, 1)
+    assert "cannot reach the grstats daemon" in result.stderr
+
+
+def test_watch_without_daemon_is_one_line_and_status_1() -> None:
+    result = grstats("watch", "--api", f"127.0.0.1:{free_port()}", "--count", "1")
+    _assert_one_line_error(result, 1)
+
+
+def test_bad_url_is_one_line_and_status_2() -> None:
+    _assert_one_line_error(grstats("members", "--api", "ftp://example"), 2)
+    _assert_one_line_error(grstats("members", "--api", "http://127.0.0.1:notaport"), 2)
+
+
+def test_bad_config_names_the_file_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "grstats.toml"
+    config.write_text('[bus]\nport = "abc"\n')
+    result = grstats("stats", "--config", str(config))
+    _assert_one_line_error(result, 2)
+    assert "bus.port" in result.stderr and "grstats.toml" in result.stderr
+
+
+def test_unreachable_broker_is_one_line_and_status_1() -> None:
+    result = grstats("stats", "--bus", f"127.0.0.1:{free_port()}", "--timeout", "1")
+    _assert_one_line_error(result, 1)
+    assert "MQTT broker" in result.stderr
+
+
+def test_bad_bus_address_is_status_2() -> None:
+    _assert_one_line_error(grstats("stats", "--bus", "127.0.0.1:notaport"), 2)
+
+
+# -- --bus: retained messages published by the test --------------------------------------
+
+G2 = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
+R1 = "cccccccc-0000-0000-0000-000000000001"
+R2 = "cccccccc-0000-0000-0000-000000000002"
+
+
+def _envelope(group: str, member: str, port: int, stats: PipelineStats) -> bytes:
+    info = MemberInfo(
+        id=member,
+        host="10.0.0.9",
+        port=port,
+        state="ONLINE",
+        role="SECONDARY",
+        version="8.4.3",
+        gcs_id=f"10.0.0.9:{port + 10000}",
+    )
+    return encode_envelope(
+        Envelope(
+            group=group,
+            member=info,
+            view_id="17000000:7",
+            incarnation=99,
+            seq=5,
+            sent_us=1_700_000_000_000_000,
+            stats=encode_pipeline_stats(stats),
+        )
+    )
+
+
+async def _publish_retained(broker: Broker, messages: list[tuple[str, bytes]]) -> None:
+    bus = Bus(BusOptions(host=broker.host, port=broker.port))
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(bus.run())
+        await asyncio.wait_for(bus.connected.wait(), 10)
+        for topic, payload in messages:
+            assert await bus.publish(topic, payload, qos=1, retain=True)
+        await bus.close()
+
+
+@pytest.fixture
+def retained(broker: Broker) -> Broker:
+    stats1 = PipelineStats(
+        transactions_waiting_certification=3,
+        transactions_waiting_apply=11,
+        transactions_certified=1000,
+        transactions_applied=600,
+        transactions_local=390,
+        transactions_negative_certified=7,
+        transactions_rows_validating=42,
+        transactions_local_rollback=2,
+    )
+    stats2 = PipelineStats(transactions_certified=5, transactions_local=5)
+    messages = [
+        (f"grstats/v1/{G2}/{R1}/stats", _envelope(G2, R1, 3306, stats1)),
+        (f"grstats/v1/{G2}/{R1}/status", b"online"),
+        (f"custom/prefix/{G2}/{R2}/stats", _envelope(G2, R2, 3307, stats2)),
+    ]
+    asyncio.run(_publish_retained(broker, messages))
+    return broker
+
+
+def test_bus_mode_builds_rows_from_retained_messages(retained: Broker) -> None:
+    result = grstats("stats", "--bus", retained.url, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert rows == [
+        {
+            "CHANNEL_NAME": "group_replication_applier",
+            "VIEW_ID": "17000000:7",
+            "MEMBER_ID": R1,
+            "COUNT_TRANSACTIONS_IN_QUEUE": 3,
+            "COUNT_TRANSACTIONS_CHECKED": 1000,
+            "COUNT_CONFLICTS_DETECTED": 7,
+            "COUNT_TRANSACTIONS_ROWS_VALIDATING": 42,
+            "TRANSACTIONS_COMMITTED_ALL_MEMBERS": "",
+            "LAST_CONFLICT_FREE_TRANSACTION": "",
+            "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": 11,
+            "COUNT_TRANSACTIONS_REMOTE_APPLIED": 600,
+            "COUNT_TRANSACTIONS_LOCAL_PROPOSED": 390,
+            "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": 2,
+        }
+    ]
+
+
+def test_bus_mode_members_table_and_prefix(retained: Broker) -> None:
+    result = grstats("members", "--bus", retained.url, "--prefix", "custom/prefix")
+    assert result.returncode == 0, result.stderr
+    rows = _parse_boxed(result.stdout)
+    assert [(r["MEMBER_ID"], r["MEMBER_HOST"], r["MEMBER_PORT"]) for r in rows] == [
+        (R2, "10.0.0.9", "3307")
+    ]
+
+
+def test_bus_mode_group_filter(retained: Broker) -> None:
+    other = grstats("stats", "--bus", retained.url, "--group", GROUP, "--format", "json")
+    assert other.returncode == 0, other.stderr
+    assert json.loads(other.stdout) == []
+    mine = grstats("stats", "--bus", retained.url, "--group", G2, "--format", "csv")
+    assert [r["MEMBER_ID"] for r in csv.DictReader(io.StringIO(mine.stdout))] == [R1]

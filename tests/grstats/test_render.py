@@ -1,0 +1,79 @@
+"""mysql-client-like renderings: expected text written out by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from grstats.render import csv_text, json_text, render, table, vertical
+
+ROWS = [
+    {"MEMBER_ID": "m1", "MEMBER_PORT": 3306, "MEMBER_STATE": "ONLINE"},
+    {"MEMBER_ID": "member-two", "MEMBER_PORT": 33060, "MEMBER_STATE": None},
+]
+COLUMNS = ("MEMBER_ID", "MEMBER_PORT", "MEMBER_STATE")
+
+
+def test_table_is_boxed_numbers_right_aligned_null_and_row_count() -> None:
+    expected = (
+        "+------------+-------------+--------------+\n"
+        "| MEMBER_ID  | MEMBER_PORT | MEMBER_STATE |\n"
+        "+------------+-------------+--------------+\n"
+        "| m1         |        3306 | ONLINE       |\n"
+        "| member-two |       33060 | NULL         |\n"
+        "+------------+-------------+--------------+\n"
+        "2 rows in set\n"
+    )
+    assert table(ROWS, COLUMNS) == expected
+
+
+def test_table_of_no_rows_is_empty_set() -> None:
+    assert table([], COLUMNS) == "Empty set\n"
+
+
+def test_one_row_is_singular() -> None:
+    assert table(ROWS[:1], COLUMNS).endswith("\n1 row in set\n")
+
+
+def test_vertical_is_like_backslash_g() -> None:
+    expected = (
+        "*************************** 1. row ***************************\n"
+        "   MEMBER_ID: m1\n"
+        " MEMBER_PORT: 3306\n"
+        "MEMBER_STATE: ONLINE\n"
+        "*************************** 2. row ***************************\n"
+        "   MEMBER_ID: member-two\n"
+        " MEMBER_PORT: 33060\n"
+        "MEMBER_STATE: NULL\n"
+        "2 rows in set\n"
+    )
+    assert vertical(ROWS, COLUMNS) == expected
+
+
+def test_csv_has_header_and_empty_field_for_null() -> None:
+    parsed = list(csv.reader(io.StringIO(csv_text(ROWS, COLUMNS))))
+    assert parsed == [
+        ["MEMBER_ID", "MEMBER_PORT", "MEMBER_STATE"],
+        ["m1", "3306", "ONLINE"],
+        ["member-two", "33060", ""],
+    ]
+
+
+def test_json_keeps_types_and_column_order() -> None:
+    text = json_text(ROWS, COLUMNS)
+    assert json.loads(text) == ROWS
+    assert list(json.loads(text)[0]) == list(COLUMNS)
+
+
+def test_missing_key_is_null_in_every_format() -> None:
+    rows = [{"MEMBER_ID": "m1"}]
+    assert "MEMBER_STATE: NULL" in render("vertical", rows, COLUMNS)
+    assert json.loads(render("json", rows, COLUMNS)) == [
+        {"MEMBER_ID": "m1", "MEMBER_PORT": None, "MEMBER_STATE": None}
+    ]
+
+
+def test_explicit_right_alignment_overrides_detection() -> None:
+    text = table([{"A": "1", "B": "x"}, {"A": "22", "B": "y"}], ("A", "B"), right={"A"})
+    assert "|  1 | x |" in text
