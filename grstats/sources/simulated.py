@@ -23,9 +23,11 @@ next whole second).
   second whose certified transactions every member has applied (queues are
   FIFO); TRANSACTIONS_COMMITTED_ALL_MEMBERS is the GTIDs certified up to it and
   ROWS_VALIDATING counts positively certified transactions after it.
-- GTIDs: writer slot w (member index in multi-primary, 0 for the primary in
-  single-primary) takes blocks of 1000000: its j-th block is
-  [(j*W + w)*10**6 + 1, (j*W + w + 1)*10**6] with W writers.
+- GTIDs: blocks of 1000000 (GR's assignment block size). Writer slot w (member
+  index in multi-primary, 0 for the primary in single-primary) starts in block
+  w (GNOs w*10**6 + 1 ..); a writer that uses up its block gets the next block
+  after all blocks handed out so far (GR's lowest free block), so every block
+  but the writers' current ones is full and the stable set stays compact.
 
 Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
 sum of LOCAL_PROPOSED = CHECKED; sum of LOCAL_ROLLBACK = CONFLICTS_DETECTED;
@@ -73,9 +75,10 @@ ACTIONS = ("commit", "conflict", "applier_stop", "set_state")
 GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
 _SCRIPTED_CAPACITY = 1_000_000_000.0  # scripted mode: the applier keeps up at once
 _HOURS_CACHED = 4
-_STABLE_CACHED = 100_000
+_STABLE_CACHED = 4096  # minutes: a simulated day of every member reuses them
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MASK64 = (1 << 64) - 1
+_MAX_PEAK_RATE = 100_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,14 +152,15 @@ class SimulationSettings:
             raise fail("members", "duplicate member")
         if self.mode not in MODES:
             raise fail("mode", f"expected one of {', '.join(MODES)}, got {self.mode!r}")
-        if not 0.0 <= self.write_rate <= 1e6:
-            raise fail("write_rate", "expected 0 .. 1000000 transactions per second")
+        if self.hot_factor <= 0 or self.weekend_factor <= 0:
+            raise fail("hot_factor" if self.hot_factor <= 0 else "weekend_factor", "must be > 0")
+        peak = self.write_rate * max(1.0, self.hot_factor) * max(1.0, self.weekend_factor)
+        if not 0.0 <= peak <= _MAX_PEAK_RATE:  # keeps the integer spreading within int64
+            raise fail("write_rate", f"expected 0 .. {_MAX_PEAK_RATE:g} tx/s (hot hours included)")
         if not 0.0 <= self.conflict_probability <= 1.0:
             raise fail("conflict_probability", "expected 0.0 .. 1.0")
         if any(not 0 <= h <= 23 for h in self.hot_hours):
             raise fail("hot_hours", "expected UTC hours 0 .. 23")
-        if self.hot_factor <= 0 or self.weekend_factor <= 0:
-            raise fail("hot_factor" if self.hot_factor <= 0 else "weekend_factor", "must be > 0")
         if self.slow_member is not None:
             object.__setattr__(self, "slow_member", self.slow_member.lower())
             if self.slow_member not in members:
@@ -277,7 +281,8 @@ class GroupModel:
         self._pa: I64 = np.zeros((1, n), dtype=np.int64)  # row j: proposals before hour h0 + j
         self._pc: I64 = np.zeros((1, n), dtype=np.int64)
         self._hours: OrderedDict[int, _Hour] = OrderedDict()
-        self._stable: dict[int, tuple[int, int, str]] = {}
+        self._blocks: dict[tuple[int, int], int] = {}  # (member, j) -> block number
+        self._stable: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
 
     @staticmethod
     def _ev_sec(at_s: float) -> int:
@@ -494,40 +499,74 @@ class GroupModel:
                 applied = total - int(ok[m]) - q
                 point = min(point, self._first_exceeding(v, applied, minute) - 1)
         ok_p = self._ok_at(point)
-        counts = [int(ok_p[m]) for m in self._writers.tolist()]
-        got = (point, int(ok_p.sum()), self._set_text(counts))
-        if len(self._stable) > _STABLE_CACHED:
-            self._stable.clear()
+        got = (point, int(ok_p.sum()), self._set_text(ok_p, point))
         self._stable[minute] = got
+        if len(self._stable) > _STABLE_CACHED:
+            self._stable.popitem(last=False)
         return got
 
-    def _gno(self, m: int, i: int) -> int:
-        """GNO of member m's i-th (0-based) positively certified transaction."""
-        block, rest = divmod(i, GTID_BLOCK_SIZE)
-        return (block * len(self._writers) + self._slot[m]) * GTID_BLOCK_SIZE + rest + 1
+    @staticmethod
+    def _started(count: int) -> int:
+        """Blocks after its first that a writer with `count` GTIDs has begun."""
+        return max(0, (count - 1) // GTID_BLOCK_SIZE)
 
-    def _set_text(self, counts: list[int]) -> str:
-        """Canonical GTID-set text of the first counts[w] transactions of each writer slot."""
-        b, w_n = GTID_BLOCK_SIZE, len(counts)
-        rounds = [c // b for c in counts]
-        r_min = min(rounds)
-        ivs: list[tuple[int, int]] = [(1, r_min * w_n * b)] if r_min else []
-        for slot, c in enumerate(counts):
-            for r in range(r_min, rounds[slot]):
-                ivs.append(((r * w_n + slot) * b + 1, (r * w_n + slot + 1) * b))
-            if c % b:
-                first = (rounds[slot] * w_n + slot) * b + 1
-                ivs.append((first, first + c % b - 1))
-        if not ivs:
-            return ""
-        ivs.sort()
-        merged = [ivs[0]]
-        for a, z in ivs[1:]:
-            if a <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], z))
-            else:
-                merged.append((a, z))
-        return self.settings.group + "".join(f":{a}" if a == z else f":{a}-{z}" for a, z in merged)
+    def _block(self, m: int, j: int, upper: int) -> int:
+        """Block number of member m's j-th block, begun by second `upper` at the latest.
+
+        GR hands a member whose block is used up the lowest free block, which is
+        the one after every block handed out so far: blocks beyond the first are
+        numbered in the order members begin them (within a second, by writer slot).
+        """
+        if j == 0:
+            return self._slot[m]
+        got = self._blocks.get((m, j))
+        if got is None:
+            unit = np.zeros(self._n, dtype=np.int64)
+            unit[m] = 1
+            t = self._first_exceeding(unit, j * GTID_BLOCK_SIZE, upper)
+            before, now = self._ok_at(t - 1), self._ok_at(t)
+            rank = 0
+            for w in self._writers.tolist():
+                rank += self._started(int(before[w]))
+                if self._slot[w] < self._slot[m]:
+                    rank += self._started(int(now[w])) - self._started(int(before[w]))
+            got = self._blocks[(m, j)] = len(self._writers) + rank
+        return got
+
+    def _gno(self, m: int, i: int, upper: int) -> int:
+        """GNO of member m's i-th (0-based) positively certified transaction, done by `upper`."""
+        j, rest = divmod(i, GTID_BLOCK_SIZE)
+        return self._block(m, j, upper) * GTID_BLOCK_SIZE + rest + 1
+
+    def _set_text(self, ok: I64, upper: int) -> str:
+        """Canonical text of every GTID certified by `upper`, where `ok` = ok(upper).
+
+        Every block handed out is full except each writer's current one, so the
+        set is [1, end of the last block] minus the unused tails: <= writers + 1 intervals.
+        """
+        b = GTID_BLOCK_SIZE
+        writers = self._writers.tolist()
+        end = (len(writers) + sum(self._started(int(ok[w])) for w in writers)) * b
+        holes = []
+        for w in writers:
+            j = self._started(int(ok[w]))
+            used = int(ok[w]) - j * b
+            if used < b:
+                block = self._block(w, j, upper)
+                holes.append((block * b + used + 1, (block + 1) * b))
+        ivs: list[tuple[int, int]] = []
+        pos = 1
+        for lo, hi in sorted(holes):
+            if lo > pos:
+                ivs.append((pos, lo - 1))
+            pos = hi + 1
+        if pos <= end:
+            ivs.append((pos, end))
+        return (
+            "".join([self.settings.group] + [f":{a}" if a == z else f":{a}-{z}" for a, z in ivs])
+            if ivs
+            else ""
+        )
 
     def _last_conflict_free(self, s: int) -> str:
         """GTID of the last positively certified transaction through second s ("" if none)."""
@@ -551,7 +590,7 @@ class GroupModel:
             cands = np.flatnonzero(ok > self._ok_at(last - 1)).tolist()
         # several members may certify in the same second: which one was last is hashed
         m = cands[_mix_py(self._pick_key ^ last) % len(cands)]
-        return f"{self.settings.group}:{self._gno(m, int(ok[m]) - 1)}"
+        return f"{self.settings.group}:{self._gno(m, int(ok[m]) - 1, last)}"
 
     # ---- public evaluation ----
 

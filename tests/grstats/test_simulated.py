@@ -368,38 +368,55 @@ def test_stable_set_waits_for_a_stopped_applier() -> None:
     assert _at(model, B, T0 + 120).transactions_committed_all_members == f"{GROUP}:1-5".encode()
 
 
-def _member_of(gno: int, writers: int) -> int:
-    return ((gno - 1) // BLOCK) % writers
+def test_used_up_blocks_are_followed_by_the_next_free_block() -> None:
+    model = _scripted(
+        ScriptEvent(T0 + 1, A, "commit", count=999_999),  # A: 1-999999 (block 0)
+        ScriptEvent(T0 + 2, B, "commit", count=5),  # B: 1000001-1000005 (block 1)
+        ScriptEvent(T0 + 3, A, "commit", count=3),  # A: 1000000, then block 3: 3000001-3000002
+        ScriptEvent(T0 + 70, C, "commit", count=1_000_001),  # C: block 2 full, block 4: 4000001
+        ScriptEvent(T0 + 130, B, "commit", count=999_995),  # B: block 1 full
+        # same second: A (slot 0) gets block 5 before B (slot 1) gets block 6
+        ScriptEvent(T0 + 200, A, "commit", count=999_999),  # A: block 3 full, 5000001
+        ScriptEvent(T0 + 200, B, "commit", count=1),  # B: 6000001
+        members=MEMBERS,
+    )
+    assert _at(model, C, T0 + 60).transactions_committed_all_members == (
+        f"{GROUP}:1-1000005:3000001-3000002".encode()
+    )
+    assert _at(model, C, T0 + 60).transaction_last_conflict_free == f"{GROUP}:3000002".encode()
+    assert _at(model, A, T0 + 120).transactions_committed_all_members == (
+        f"{GROUP}:1-1000005:2000001-3000002:4000001".encode()
+    )
+    assert _at(model, A, T0 + 120).transaction_last_conflict_free == f"{GROUP}:4000001".encode()
+    assert _at(model, B, T0 + 240).transactions_committed_all_members == (
+        f"{GROUP}:1-4000001:5000001:6000001".encode()
+    )
+    last = _at(model, B, T0 + 240).transaction_last_conflict_free
+    assert last in (f"{GROUP}:5000001".encode(), f"{GROUP}:6000001".encode())
 
 
-def _per_member_counts(gtids: GtidSet, writers: int) -> list[int]:
-    """GTIDs of each writer in the set: block b (GNOs b*10^6+1 ..) belongs to b % writers."""
-    counts = [0] * writers
-    for _, _, first, last in gtids.intervals():
-        for block in range((first - 1) // BLOCK, (last - 1) // BLOCK + 1):
-            lo, hi = max(first, block * BLOCK + 1), min(last, (block + 1) * BLOCK)
-            counts[block % writers] += hi - lo + 1
-    return counts
-
-
-def test_background_gtid_texts_parse_and_match_each_members_commits() -> None:
+def test_background_gtid_sets_are_compact_and_recent() -> None:
     model = GroupModel(_multi())
-    t = T0 + 3600 + 1830  # 2026-11-18 10:30:30 UTC, ten months after the model epoch
-    text = _at(model, A, t).transactions_committed_all_members
-    committed = GtidSet.parse(text)
-    assert str(committed).encode() == text  # canonical: sorted, merged
-    stable = _per_member_counts(committed, 3)
-    for index, m in enumerate(MEMBERS):
-        gc = _at(model, m, t - t % 60)
-        ok_at_gc = gc.transactions_local - gc.transactions_local_rollback
-        assert ok_at_gc > 300_000_000  # months of history behind it
-        assert 0 <= ok_at_gc - stable[index] < 5000  # the stable set is seconds behind
-    last_free = Gtid.parse(_at(model, A, t).transaction_last_conflict_free)
+    t = T0 + 3600 + 1830  # 2026-11-18 10:30:30 UTC, ten and a half months after the epoch
+    stats = _at(model, A, t)
+    committed = GtidSet.parse(stats.transactions_committed_all_members)
+    assert str(committed).encode() == stats.transactions_committed_all_members  # canonical
+    intervals = list(committed.intervals())
+    assert 1 <= len(intervals) <= 4  # full blocks, then the writers' three current blocks
+    assert intervals[0][2] == 1
+    ok_at_gc = sum(
+        _at(model, m, t - 30).transactions_local - _at(model, m, t - 30).transactions_local_rollback
+        for m in MEMBERS
+    )
+    assert ok_at_gc > 1_000_000_000
+    assert 0 <= ok_at_gc - committed.count() < 5000  # the stable set is seconds behind
+    last_gno = intervals[-1][3]
+    assert last_gno <= (3 + ok_at_gc // BLOCK) * BLOCK  # no block is skipped
+    assert last_gno - committed.count() < 3 * BLOCK  # only the current blocks have holes
+    last_free = Gtid.parse(stats.transaction_last_conflict_free)
     assert last_free.uuid == GROUP
-    index = _member_of(last_free.gno, 3)
-    writer = _at(model, MEMBERS[index], t)
-    nth = writer.transactions_local - writer.transactions_local_rollback - 1  # newest, 0-based
-    assert last_free.gno == ((nth // BLOCK) * 3 + index) * BLOCK + nth % BLOCK + 1
+    assert str(last_free) not in committed  # certified after the stable point
+    assert last_gno - 3 * BLOCK < last_free.gno <= last_gno + 3 * BLOCK
 
 
 def test_single_primary_gtids_are_one_contiguous_range() -> None:
