@@ -259,14 +259,20 @@ async def test_finished_day_compacted_into_one_file(tmp_path: Path) -> None:
     assert read_history(tmp_path).column("seq").to_pylist() == [1, 2, 3]
 
 
-def test_compacted_file_hides_inputs_left_by_a_crash(tmp_path: Path) -> None:
+async def test_inputs_left_by_a_crash_during_compaction_are_not_read_twice(
+    tmp_path: Path,
+) -> None:
     inputs = [
         write_segments(tmp_path, rows_to_table([_row(s)]), segment_id=f"i{s}")[0] for s in (1, 2)
     ]
-    merged = rows_to_table([_row(1), _row(2)])
-    replaces = '["' + inputs[0].name + '", "' + inputs[1].name + '"]'
-    merged = merged.replace_schema_metadata({b"grstats.replaces": replaces.encode()})
-    pq.write_table(merged, inputs[0].parent / "part-0000000000000000-merged.parquet")
+    saved = {path: path.read_bytes() for path in inputs}
+    await _start_and_close(tmp_path)  # compacts the finished day
+    assert not any(path.exists() for path in inputs)
+    for path, data in saved.items():  # as if the crash came before the inputs were deleted
+        path.write_bytes(data)
+    assert sorted(read_history(tmp_path).column("seq").to_pylist()) == [1, 2]
+    await _start_and_close(tmp_path)
+    assert len(_parts(tmp_path)) == 1
     assert sorted(read_history(tmp_path).column("seq").to_pylist()) == [1, 2]
 
 
