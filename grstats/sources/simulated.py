@@ -40,17 +40,21 @@ from __future__ import annotations
 import asyncio
 import bisect
 import hashlib
-import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from grstats.sources.base import MEMBER_STATES, LocalMember, LocalSample
+from grstats.sources.base import LocalMember, LocalSample
+from grstats.sources.simulated_settings import (
+    ACTIONS,
+    DEFAULT_EPOCH_S,
+    MODES,
+    ScriptEvent,
+    SimulationSettings,
+)
 from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
 __all__ = [
@@ -69,128 +73,11 @@ U64 = npt.NDArray[np.uint64]
 
 HOUR = 3600
 GTID_BLOCK_SIZE = 1_000_000
-DEFAULT_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z
-MODES = ("multi-primary", "single-primary")
-ACTIONS = ("commit", "conflict", "applier_stop", "set_state")
 GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
 _SCRIPTED_CAPACITY = 1_000_000_000.0  # scripted mode: the applier keeps up at once
 _HOURS_CACHED = 4
 _STABLE_CACHED = 4096  # minutes: a simulated day of every member reuses them
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MASK64 = (1 << 64) - 1
-_MAX_PEAK_RATE = 100_000.0
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptEvent:
-    """One scripted happening; `at_s` is absolute Unix seconds.
-
-    Actions: "commit" (`member` proposes `count` transactions that certify
-    positively), "conflict" (`count` transactions negatively certified),
-    "applier_stop" (the member's applier stops for `duration_s`),
-    "set_state" (the member shows `state`; for `duration_s` if > 0, then ONLINE).
-    """
-
-    at_s: float
-    member: str
-    action: str
-    count: int = 1
-    duration_s: float = 0.0
-    state: str = "ONLINE"
-
-
-@dataclass(frozen=True, slots=True)
-class SimulationSettings:
-    """Every knob of the group model; daemons of one group must share them all.
-
-    Capacities are transactions per second; None means automatic: normal
-    members keep up with 1.25x the hot-hour remote rate, the slow member with
-    1.5x the normal-hour remote rate (so its queue builds in hot hours).
-    Errors raise ValueError("<field>: <reason>").
-    """
-
-    group: str = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-    members: tuple[str, ...] = (
-        "11111111-1111-1111-1111-111111111111",
-        "22222222-2222-2222-2222-222222222222",
-        "33333333-3333-3333-3333-333333333333",
-    )
-    seed: int = 1
-    mode: str = "multi-primary"
-    write_rate: float = 20.0
-    conflict_probability: float = 0.01
-    hot_hours: tuple[int, ...] = (10, 11, 14, 15)
-    hot_factor: float = 3.0
-    weekend_factor: float = 0.6
-    slow_member: str | None = None
-    slow_capacity: float | None = None
-    applier_capacity: float | None = None
-    hosts: Mapping[str, tuple[str, int]] = field(default_factory=dict)
-    version: str = "8.4.3"
-    epoch_s: int = DEFAULT_EPOCH_S
-    stop_at_s: float | None = None
-    script: tuple[ScriptEvent, ...] = ()
-    scripted: bool = False
-
-    def __post_init__(self) -> None:
-        def fail(key: str, reason: str) -> ValueError:
-            return ValueError(f"{key}: {reason}")
-
-        members = tuple(str(m).lower() for m in self.members)
-        object.__setattr__(self, "members", members)
-        object.__setattr__(self, "group", str(self.group).lower())
-        object.__setattr__(self, "hot_hours", tuple(self.hot_hours))
-        object.__setattr__(self, "script", tuple(self.script))
-        if not _UUID.fullmatch(self.group):
-            raise fail("group", f"expected a dashed UUID, got {self.group!r}")
-        if not members:
-            raise fail("members", "at least one member is required")
-        for m in members:
-            if not _UUID.fullmatch(m):
-                raise fail("members", f"expected dashed UUIDs, got {m!r}")
-        if len(set(members)) != len(members):
-            raise fail("members", "duplicate member")
-        if self.mode not in MODES:
-            raise fail("mode", f"expected one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.hot_factor <= 0 or self.weekend_factor <= 0:
-            raise fail("hot_factor" if self.hot_factor <= 0 else "weekend_factor", "must be > 0")
-        peak = self.write_rate * max(1.0, self.hot_factor) * max(1.0, self.weekend_factor)
-        if not 0.0 <= peak <= _MAX_PEAK_RATE:  # keeps the integer spreading within int64
-            raise fail("write_rate", f"expected 0 .. {_MAX_PEAK_RATE:g} tx/s (hot hours included)")
-        if not 0.0 <= self.conflict_probability <= 1.0:
-            raise fail("conflict_probability", "expected 0.0 .. 1.0")
-        if any(not 0 <= h <= 23 for h in self.hot_hours):
-            raise fail("hot_hours", "expected UTC hours 0 .. 23")
-        if self.slow_member is not None:
-            object.__setattr__(self, "slow_member", self.slow_member.lower())
-            if self.slow_member not in members:
-                raise fail("slow_member", "not one of members")
-        for key in ("slow_capacity", "applier_capacity"):
-            value = getattr(self, key)
-            if value is not None and value <= 0:
-                raise fail(key, "must be > 0")
-        for key in self.hosts:
-            if key.lower() not in members:
-                raise fail("hosts", f"{key!r} is not one of members")
-        for ev in self.script:
-            self._check_event(ev, fail)
-
-    def _check_event(self, ev: ScriptEvent, fail: Any) -> None:
-        if ev.member.lower() not in self.members:
-            raise fail("script", f"member {ev.member!r} is not one of members")
-        if ev.action not in ACTIONS:
-            raise fail("script", f"action {ev.action!r} not in {', '.join(ACTIONS)}")
-        if ev.action in ("commit", "conflict"):
-            if ev.count < 1:
-                raise fail("script", "count must be >= 1")
-            if self.mode == "single-primary" and (
-                ev.action == "conflict" or ev.member.lower() != self.members[0]
-            ):
-                raise fail("script", "single-primary: only the primary writes, no conflicts")
-        if ev.duration_s < 0:
-            raise fail("script", "duration_s must be >= 0")
-        if ev.action == "set_state" and ev.state not in MEMBER_STATES:
-            raise fail("script", f"state {ev.state!r} not in {', '.join(MEMBER_STATES)}")
 
 
 def _key(*parts: object) -> int:
