@@ -90,11 +90,24 @@ def _port_accepts(port: int) -> bool:
         return False
 
 
+def _libc_prctl() -> Callable[..., int] | None:
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+# Looked up once in the parent: the child between fork and exec only calls it.
+_PRCTL = _libc_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _set_pdeathsig() -> None:
     # Runs in the child between fork and exec: if the demo dies abruptly the
     # kernel sends SIGTERM to the child, so no member outlives the demo.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _grstats_argv() -> list[str]:
@@ -391,7 +404,14 @@ def _live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> N
     processes.stop(watch)
     if status != 0:
         raise DemoError(f"grstats watch failed (exit status {status})")
-    _note(f"the same rows straight from the broker: grstats stats --bus 127.0.0.1:{broker_port}")
+    bus_address = f"127.0.0.1:{broker_port}"
+    _note(f"the members read straight from the broker: grstats members --bus {bus_address}")
+    _run_step(
+        processes,
+        "members-bus",
+        [*_grstats_argv(), "members", "--bus", bus_address],
+        logs,
+    )
     _note("stopping the live members and the broker")
     for member in members:
         processes.stop(member)

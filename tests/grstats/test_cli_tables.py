@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.bus import Bus, BusOptions
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
@@ -374,3 +375,16 @@ def test_bus_mode_group_filter(retained: Broker) -> None:
     assert json.loads(other.stdout) == []
     mine = grstats("stats", "--bus", retained.url, "--group", G2, "--format", "csv")
     assert [r["MEMBER_ID"] for r in csv.DictReader(io.StringIO(mine.stdout))] == [R1]
+
+
+def test_daemon_metrics_endpoint_has_a_series_per_member(cluster: Cluster) -> None:
+    with urllib.request.urlopen(f"{cluster.apis[0]}/metrics", timeout=2) as response:
+        text = response.read().decode()
+    members = {
+        sample.labels["member_id"]
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "mysql_perf_schema_transactions_checked_total"
+        and sample.labels["group"] == GROUP
+    }
+    assert members == {M1, M2}
