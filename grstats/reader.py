@@ -19,6 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +52,15 @@ class ReadError(Exception):
         self.exit_code = exit_code
 
 
+@dataclass(frozen=True, slots=True)
 class ConfigDefaults:
-    """What the CLI takes from a daemon config file (all optional)."""
+    """What the CLI takes from a daemon config file (None: not in the file)."""
 
-    def __init__(
-        self,
-        api: str | None = None,
-        bus_host: str | None = None,
-        bus_port: int | None = None,
-        prefix: str | None = None,
-        group: str | None = None,
-    ) -> None:
-        self.api = api
-        self.bus_host = bus_host
-        self.bus_port = bus_port
-        self.prefix = prefix
-        self.group = group
+    api: str | None = None
+    bus_host: str | None = None
+    bus_port: int | None = None
+    prefix: str | None = None
+    group: str | None = None
 
 
 def _section(data: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:

@@ -163,12 +163,17 @@ class TableReader:
                     deadline_s=self.timeout,
                 )
                 return {name: list(snapshot.table(name)) for name in tables}
-            out: dict[str, list[Row]] = {}
-            for name in tables:
-                rows = fetch_table(self.api, name, timeout=self.timeout)
-                if self.group is not None:
-                    rows = [r for r in rows if r.get("GROUP_NAME", self.group) == self.group]
-                out[name] = rows
+            out = {name: fetch_table(self.api, name, timeout=self.timeout) for name in tables}
+            if self.group is not None:
+                # Only grstats_member_status names the group; it selects the members.
+                status = out.get(MEMBER_STATUS_TABLE)
+                if status is None:
+                    status = fetch_table(self.api, MEMBER_STATUS_TABLE, timeout=self.timeout)
+                ids = {r.get("MEMBER_ID") for r in status if r.get("GROUP_NAME") == self.group}
+                out = {
+                    name: [r for r in rows if r.get("MEMBER_ID") in ids]
+                    for name, rows in out.items()
+                }
             return out
         except ReadError as exc:
             raise user_error(str(exc), exc.exit_code) from None

@@ -388,3 +388,11 @@ def test_daemon_metrics_endpoint_has_a_series_per_member(cluster: Cluster) -> No
         and sample.labels["group"] == GROUP
     }
     assert members == {M1, M2}
+
+
+def test_group_filter_against_the_daemon(cluster: Cluster) -> None:
+    mine = grstats("members", "--api", cluster.apis[0], "--group", GROUP, "--format", "json")
+    assert sorted(r["MEMBER_ID"] for r in json.loads(mine.stdout)) == [M1, M2]
+    other = grstats("members", "--api", cluster.apis[0], "--group", G2)
+    assert other.returncode == 0, other.stderr
+    assert other.stdout == "Empty set\n"
