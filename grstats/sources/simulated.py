@@ -169,6 +169,7 @@ class GroupModel:
         self._pc: I64 = np.zeros((1, n), dtype=np.int64)
         self._hours: OrderedDict[int, _Hour] = OrderedDict()
         self._blocks: dict[tuple[int, int], int] = {}  # (member, j) -> block number
+        self._carry: dict[tuple[int, int], int] = {}  # (member, hour) -> queue at its end
         self._stable: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
 
     @staticmethod
@@ -341,10 +342,14 @@ class GroupModel:
 
     def _queue(self, m: int, h: int) -> I64:
         """Remote transactions waiting in member m's applier, per second of hour h."""
-        hb = h
+        # the queue restarts empty at an hour boundary unless the applier is stopped
+        # there; then it carries over (end values of such hours are kept in _carry)
+        hb, q0 = h, 0
         while hb > self._h0 and self._stopped(m, hb * HOUR):
+            if (m, hb - 1) in self._carry:
+                q0 = self._carry[(m, hb - 1)]
+                break
             hb -= 1
-        q0 = 0
         q: I64 = np.zeros(HOUR, dtype=np.int64)
         for hh in range(max(hb, self._h0), h + 1):
             hour = self._hour(hh)
@@ -362,6 +367,8 @@ class GroupModel:
                 hour.queues[m] = cached
             q = cached
             q0 = int(q[-1])
+            if self._stopped(m, (hh + 1) * HOUR):
+                self._carry[(m, hh)] = q0
         return q
 
     def _queue_at(self, m: int, s: int) -> int:

@@ -325,6 +325,26 @@ def test_scripted_stop_across_an_hour_boundary_keeps_the_queue() -> None:
     assert (after.transactions_waiting_apply, after.transactions_applied) == (0, 7)
 
 
+def test_long_applier_stop_queues_across_hours_and_drains_after() -> None:
+    stop = ScriptEvent(T0 + 10, A, "applier_stop", duration_s=2 * 86400)
+    direct = GroupModel(_multi(script=(stop,)))
+    late = T0 + 30 * 3600 + 5
+    late_direct = _at(direct, A, late)  # evaluated first, with nothing cached
+    stepwise = GroupModel(_multi(script=(stop,)))
+    applied_at_stop = _at(stepwise, A, T0 + 10).transactions_applied
+    queues = []
+    for hour in range(1, 31):
+        stats = _at(stepwise, A, T0 + hour * 3600 + 5)
+        assert stats.transactions_applied == applied_at_stop  # nothing applied while stopped
+        queues.append(stats.transactions_waiting_apply)
+    assert all(b > a for a, b in itertools.pairwise(queues))  # no reset at hour boundaries
+    assert _at(stepwise, A, late) == late_direct
+    assert queues[-1] > 1_000_000
+    after = _at(stepwise, A, T0 + 2 * 86400 + 3600 + 10)
+    assert after.transactions_waiting_apply < 1000
+    assert after.transactions_applied > applied_at_stop + queues[-1]
+
+
 def test_scripted_event_at_a_fractional_second_counts_from_the_next_second() -> None:
     model = _scripted(ScriptEvent(T0 + 10.25, B, "commit", count=2))
     assert _at(model, B, T0 + 10.9).transactions_local == 0
