@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import os
 import random
@@ -104,6 +105,18 @@ async def test_flush_makes_rows_readable_while_running(tmp_path: Path) -> None:
     await writer.flush()
     assert read_history(tmp_path).column("seq").to_pylist() == [1]
     await writer.close()
+
+
+async def test_row_of_wrong_types_is_dropped_alone(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    await writer.start()
+    writer.record(_row(1))
+    writer.record(dataclasses.replace(_row(2), member_port="not a port"))  # type: ignore[arg-type]
+    writer.record(_row(3))
+    await writer.close()
+    assert read_history(tmp_path).column("seq").to_pylist() == [1, 3]
+    assert writer.stats.errors == 1
+    assert list((tmp_path / "wal").iterdir()) == []
 
 
 async def test_record_after_close_raises(tmp_path: Path) -> None:
