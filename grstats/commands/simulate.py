@@ -266,9 +266,9 @@ def command(
     ids = member_ids(seed, members)
     first_day = _default_start(days) if start is None else start.date()
     total = members * days * SECONDS_PER_DAY
-    result = _run_with_progress(
-        total,
-        lambda on_chunk: simulate_history(
+
+    def run(on_chunk: Callable[[int], None]) -> SimulateResult:
+        return simulate_history(
             out,
             group=group_name,
             members=ids,
@@ -277,8 +277,12 @@ def command(
             start=first_day,
             slow_member=slow_member,
             on_chunk=on_chunk,
-        ),
-    )
+        )
+
+    try:
+        result = _run_with_progress(total, run)
+    except OSError as exc:  # the user's --out: say which path and why, no traceback
+        raise click.ClickException(f"{exc.filename or out}: {exc.strerror or exc}") from exc
     click.echo(
         f"wrote {result.rows} rows ({members} members x {days} days from {first_day.isoformat()}, "
         f"group {group_name}) to {out}: {result.files} files, {result.bytes_on_disk} bytes, "
