@@ -23,6 +23,7 @@ Invariants: only `ProtocolError` leaves `decode_envelope`; whatever
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
@@ -62,6 +63,20 @@ class Envelope:
     stats: bytes
     ext: Mapping[str, Any] = field(default_factory=dict)
     v: int = ENVELOPE_VERSION
+
+
+# Keys and types of a well-formed envelope, in one order for the fast checks.
+_TOP_KEYS = operator.itemgetter(
+    "v", "group", "member", "view_id", "incarnation", "seq", "sent_us", "stats"
+)
+_TOP_TYPES: Final = (int, str, dict, str, int, int, int, bytes)
+_MEMBER_KEYS = operator.itemgetter("id", "host", "port", "state", "role", "version", "gcs_id")
+_MEMBER_TYPES: Final = (str, str, int, str, str, str, str)
+_ENVELOPE_FIELDS = operator.attrgetter(
+    "v", "group", "view_id", "incarnation", "seq", "sent_us", "stats"
+)
+_ENVELOPE_TYPES: Final = (int, str, str, int, int, int, bytes)
+_MEMBER_FIELDS = operator.attrgetter("id", "host", "port", "state", "role", "version", "gcs_id")
 
 
 class _ExtTypeRefused(Exception):
@@ -147,10 +162,24 @@ def _member(value: object) -> MemberInfo:
 
 def _check(envelope: Envelope) -> None:
     """Validate a dataclass before encoding, with the decoder's rules."""
+    member = envelope.member
+    if (
+        type(member) is MemberInfo
+        and tuple(map(type, _ENVELOPE_FIELDS(envelope))) == _ENVELOPE_TYPES
+        and tuple(map(type, _MEMBER_FIELDS(member))) == _MEMBER_TYPES
+        and envelope.v == ENVELOPE_VERSION
+        and 0 <= member.port <= _PORT_MAX
+        and 0 <= envelope.incarnation <= _U64_MAX
+        and 0 <= envelope.seq <= _U64_MAX
+        and 0 <= envelope.sent_us <= _U64_MAX
+    ):
+        if envelope.ext:
+            _ext(envelope.ext)
+        return
+    # Something is wrong: find the first problem and name it.
     if type(envelope.v) is not int or envelope.v != ENVELOPE_VERSION:
         _fail("v", f"unsupported envelope version {envelope.v!r}")
     _str("group", envelope.group)
-    member = envelope.member
     if not isinstance(member, MemberInfo):
         _fail("member", f"expected MemberInfo, got {_type_name(member)}")
     for name in ("id", "host", "state", "role", "version", "gcs_id"):
@@ -211,6 +240,44 @@ def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_
     return packed
 
 
+def _decode_well_formed(message: dict[Any, Any]) -> Envelope | None:
+    """The common case in one pass of C-level lookups and type comparisons.
+
+    Returns None when any key is missing or any type or range is off; the
+    caller then runs the field-by-field checks, which name the problem. For
+    every input this yields the same envelope those checks would.
+    """
+    try:
+        top = _TOP_KEYS(message)
+    except KeyError:
+        return None
+    if (
+        tuple(map(type, top)) != _TOP_TYPES
+        or top[0] != ENVELOPE_VERSION
+        or top[4] < 0
+        or top[5] < 0
+        or top[6] < 0
+    ):
+        return None
+    try:
+        member = _MEMBER_KEYS(top[2])
+    except KeyError:
+        return None
+    if tuple(map(type, member)) != _MEMBER_TYPES or not 0 <= member[2] <= _PORT_MAX:
+        return None
+    return Envelope(
+        v=top[0],
+        group=top[1],
+        member=MemberInfo(*member),
+        view_id=top[3],
+        incarnation=top[4],
+        seq=top[5],
+        sent_us=top[6],
+        stats=top[7],
+        ext=_ext(message["ext"]) if "ext" in message else {},
+    )
+
+
 def decode_envelope(
     data: bytes | bytearray | memoryview, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE
 ) -> Envelope:
@@ -258,6 +325,10 @@ def decode_envelope(
 
     if type(message) is not dict:
         _fail("top level", f"expected a map, got {_type_name(message)}")
+    envelope = _decode_well_formed(message)
+    if envelope is not None:
+        return envelope
+    # Something is missing or mistyped: find the first problem and name it.
     try:
         version = message["v"]
         if type(version) is not int:

@@ -10,12 +10,14 @@ Strategy:
   order (item 13 only when `sent_timestamp` is not None), `message_len` 16.
 * `decode_pipeline_stats` implements the bounds-checked decoder of section 6.1
   (header check, five positional items, then a loop over optional items) plus
-  MySQL's separate timestamp scanner for item 13. A message from a MySQL member
-  almost always has the canonical 212-byte layout with empty strings, so a
-  fast path checks that layout's cargo type, item types and lengths with one
-  precompiled `struct.Struct` and reads every value with a second; anything
-  else goes through the general loop. Both paths return identical results
-  (the fuzz tests compare them).
+  MySQL's separate timestamp scanner for item 13. Nearly every message has
+  the encoder's layout, so two fast paths come first: the 212-byte message
+  with empty strings (sent every second) is checked -- cargo type, every item
+  type and length -- with one precompiled `struct.Struct` and read with a
+  second; the same layout with strings of any length (sent every 30 s, and by
+  8.0 members without item 13) takes four unpacks. Anything else goes through
+  the general loop. All paths return identical results (the tests and the
+  fuzzer compare them with the general decoder).
 
 Invariants:
 * Only `ProtocolError` leaves the decoder. Every read is preceded by a check
@@ -130,24 +132,33 @@ _ENC_ITEM_HEADER = _ITEM_HEADER
 _ENC_TAIL = struct.Struct("<HQqHQBHQB")
 _ENC_TIMESTAMP = struct.Struct("<HQQ")
 
-# Fast path: the canonical layout with both strings empty, with and without item 13.
-# _SHAPE_* read the cargo type and every item type/length; _VALUES_* read the values.
-_SHAPE_12 = struct.Struct("<14xH" + "HQ4x" * 2 + "HQ8x" * 5 + "HQ" * 2 + "HQ8x" + "HQx" * 2)
-_SHAPE_13 = struct.Struct(_SHAPE_12.format + "HQ8x")
-_VALUES_12 = struct.Struct("<16x" + "10xi" * 2 + "10xq" * 5 + "20x" + "10xq" + "10xB" * 2)
-_VALUES_13 = struct.Struct(_VALUES_12.format + "10xQ")
-# (type, length) of items 1..12 as the encoder writes them with empty strings.
+# Fast paths (see the module docstring). Tier 1: the exact 212-byte message
+# with both strings empty. _SHAPE_13 reads the cargo type and every item
+# type/length, _VALUES_13 every value.
+_SHAPE_13 = struct.Struct(
+    "<14xH" + "HQ4x" * 2 + "HQ8x" * 5 + "HQ" * 2 + "HQ8x" + "HQx" * 2 + "HQ8x"
+)
+_VALUES_13 = struct.Struct("<16x" + "10xi" * 2 + "10xq" * 5 + "20x" + "10xq" + "10xB" * 2 + "10xQ")
+# (type, length) of items 1..13 as the encoder writes them with empty strings.
 _CANONICAL_ITEMS: Final = (
-    (1, 4), (2, 4), (3, 8), (4, 8), (5, 8), (6, 8),
-    (7, 8), (8, 0), (9, 0), (10, 8), (11, 1), (12, 1),
+    (1, 4), (2, 4), (3, 8), (4, 8), (5, 8), (6, 8), (7, 8),
+    (8, 0), (9, 0), (10, 8), (11, 1), (12, 1), (13, 8),
 )  # fmt: skip
-_CANONICAL_SHAPE_12: Final = (
+_CANONICAL_SHAPE_13: Final = (
     CARGO_TYPE_PIPELINE_STATS,
     *(number for item in _CANONICAL_ITEMS for number in item),
 )
-_CANONICAL_SHAPE_13: Final = (*_CANONICAL_SHAPE_12, ITEM_SENT_TIMESTAMP, 8)
-_CANONICAL_SIZE_12: Final = _SHAPE_12.size  # 194: an 8.0-series message
 _CANONICAL_SIZE_13: Final = _SHAPE_13.size  # 212
+
+# Tier 2: the encoder's layout with strings of any length, with or without item
+# 13. _HEAD: cargo type, then (type, length, value) of items 1..7, then item 8's
+# type and length: 24 numbers, 144 bytes. Then item 9's header, then a tail.
+_HEAD = struct.Struct("<14xH" + "HQi" * 2 + "HQq" * 5 + "HQ")
+_HEAD_SHAPE: Final = (1, 2, 3, 4, 5, 6, 7, 8, 4, 4, 8, 8, 8, 8, 8, CARGO_TYPE_PIPELINE_STATS)
+_TAIL_12 = struct.Struct("<HQqHQBHQB")  # items 10, 11, 12: (type, length, value) each
+_TAIL_13 = struct.Struct("<HQqHQBHQBHQQ")  # items 10..13
+_TAIL_12_SHAPE: Final = (10, 11, 12, 8, 1, 1)
+_TAIL_13_SHAPE: Final = (10, 11, 12, 13, 8, 1, 1, 8)
 
 _POSITIONAL: Final = (
     (ITEM_TRANSACTIONS_WAITING_CERTIFICATION, _I32),
@@ -345,27 +356,8 @@ def decode_pipeline_stats(data: BytesLike) -> PipelineStats:
     """
     if type(data) is not bytes:
         data = bytes(data)
-    size = len(data)
-    if size == _CANONICAL_SIZE_13:
-        if _SHAPE_13.unpack_from(data) == _CANONICAL_SHAPE_13:
-            v = _VALUES_13.unpack_from(data)
-            return _build(
-                v[0],
-                v[1],
-                v[2],
-                v[3],
-                v[4],
-                v[5],
-                v[6],
-                v[9] == _GTIDS_PRESENT_TRUE,
-                b"",
-                b"",
-                v[7],
-                v[8],
-                v[10] or None,
-            )
-    elif size == _CANONICAL_SIZE_12 and _SHAPE_12.unpack_from(data) == _CANONICAL_SHAPE_12:
-        v = _VALUES_12.unpack_from(data)
+    if len(data) == _CANONICAL_SIZE_13 and _SHAPE_13.unpack_from(data) == _CANONICAL_SHAPE_13:
+        v = _VALUES_13.unpack_from(data)
         return _build(
             v[0],
             v[1],
@@ -379,9 +371,61 @@ def decode_pipeline_stats(data: BytesLike) -> PipelineStats:
             b"",
             v[7],
             v[8],
-            None,
+            v[10] or None,
         )
-    return decode_pipeline_stats_general(data)
+    return _decode_encoder_layout(data) or decode_pipeline_stats_general(data)
+
+
+def _decode_encoder_layout(data: bytes) -> PipelineStats | None:
+    """Tier-2 fast path: items 1..12 (or 1..13) in the encoder's order and sizes.
+
+    Returns None for anything else, including trailing bytes; the general
+    decoder then gives the answer (or the error). For a message this accepts,
+    the general decoder would return the same fields, and the timestamp
+    scanner would find the final item 13.
+    """
+    size = len(data)
+    if size < _HEAD.size + ITEM_HEADER_SIZE + _TAIL_12.size:
+        return None
+    head = _HEAD.unpack_from(data)
+    # head[1::3] are the item types, head[2::3] the lengths, head[3::3] the values.
+    if head[1:24:3] + head[2:22:3] + head[:1] != _HEAD_SHAPE:
+        return None
+    committed_end = _HEAD.size + head[23]
+    if size - committed_end < ITEM_HEADER_SIZE + _TAIL_12.size:
+        return None
+    item_type, length = _ITEM_HEADER.unpack_from(data, committed_end)
+    tail_start = committed_end + ITEM_HEADER_SIZE + length
+    rest = size - tail_start
+    if item_type != ITEM_TRANSACTION_LAST_CONFLICT_FREE:
+        return None
+    if rest == _TAIL_13.size:
+        tail = _TAIL_13.unpack_from(data, tail_start)
+        if tail[0:12:3] + tail[1:12:3] != _TAIL_13_SHAPE:
+            return None
+        sent_timestamp = tail[11] or None
+    elif rest == _TAIL_12.size:
+        tail = _TAIL_12.unpack_from(data, tail_start)
+        if tail[0:9:3] + tail[1:9:3] != _TAIL_12_SHAPE:
+            return None
+        sent_timestamp = None
+    else:
+        return None
+    return _build(
+        head[3],
+        head[6],
+        head[9],
+        head[12],
+        head[15],
+        head[18],
+        head[21],
+        tail[8] == _GTIDS_PRESENT_TRUE,
+        data[_HEAD.size : committed_end],
+        data[committed_end + ITEM_HEADER_SIZE : tail_start],
+        tail[2],
+        tail[5],
+        sent_timestamp,
+    )
 
 
 def decode_pipeline_stats_general(data: BytesLike) -> PipelineStats:

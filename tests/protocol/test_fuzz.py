@@ -146,7 +146,9 @@ def mutated_messages(draw: st.DrawFn) -> bytes:
             del items[index]
         elif op == "length":
             code, _, value = items[index]
-            items[index] = (code, draw(st.sampled_from(HUGE_LENGTHS) | u64), value)
+            near = st.integers(max(0, len(value) - 12), len(value) + 12)
+            new_length = draw(st.sampled_from(HUGE_LENGTHS) | u64 | near)
+            items[index] = (code, new_length, value)
         else:
             _, length, value = items[index]
             items[index] = (draw(item_types), length, value)

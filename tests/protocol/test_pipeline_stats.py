@@ -34,6 +34,14 @@ def _encode_vectors() -> list[Any]:
     return [pytest.param(v, id=v["name"]) for v in load_vectors("pipeline_stats_encode.json")]
 
 
+def _outcome(decode: Any, data: bytes) -> PipelineStats | tuple[str, int | None]:
+    try:
+        result: PipelineStats = decode(data)
+    except ProtocolError as exc:
+        return (exc.reason, exc.offset)
+    return result
+
+
 def _malformed_vectors() -> list[Any]:
     return [
         pytest.param(v, id=v["name"]) for v in load_vectors("pipeline_stats_decode_malformed.json")
@@ -158,13 +166,7 @@ def test_malformed_vector_decodes_as_hardened_mysql(vector: dict[str, Any]) -> N
 @pytest.mark.parametrize("vector", _malformed_vectors())
 def test_malformed_vector_same_through_general_decoder(vector: dict[str, Any]) -> None:
     data = bytes.fromhex(vector["hex"])
-    outcomes: list[PipelineStats | tuple[str, int | None]] = []
-    for decode in (decode_pipeline_stats, decode_pipeline_stats_general):
-        try:
-            outcomes.append(decode(data))
-        except ProtocolError as exc:
-            outcomes.append((exc.reason, exc.offset))
-    assert outcomes[0] == outcomes[1]
+    assert _outcome(decode_pipeline_stats, data) == _outcome(decode_pipeline_stats_general, data)
 
 
 @pytest.mark.parametrize("vector", _malformed_vectors())
@@ -384,3 +386,26 @@ def test_valid_cargo_type_other_than_6_is_accepted(cargo: int) -> None:
 )
 def test_ps_shows_signed_values_as_unsigned_64_bit(value: int, shown: int) -> None:
     assert as_ps_unsigned(value) == shown
+
+
+@pytest.mark.parametrize("vector", _encode_vectors())
+@pytest.mark.parametrize("key", ["hex", "hex_without_sent_timestamp"])
+def test_fast_paths_agree_with_general_decoder_on_near_canonical_messages(
+    vector: dict[str, Any], key: str
+) -> None:
+    data = bytes.fromhex(vector[key])
+    full = fields_of(vector) | {"sent_timestamp": vector["sent_timestamp"]}
+    variants = [data + b"\x00" * extra for extra in (1, 9, 10, 18)]
+    variants.append(data[:14] + b"\x05\x00" + data[16:])  # another valid cargo type
+    for _code, start, _end in item_layout(full, key == "hex"):
+        for type_value in (0, 13, 99):
+            variants.append(data[:start] + type_value.to_bytes(2, "little") + data[start + 2 :])
+        length = int.from_bytes(data[start + 2 : start + 10], "little")
+        for new_length in (length - 1, length + 1, length + 10, 2**64 - 1):
+            if new_length >= 0:
+                field = new_length.to_bytes(8, "little")
+                variants.append(data[: start + 2] + field + data[start + 10 :])
+    for variant in variants:
+        assert _outcome(decode_pipeline_stats, variant) == _outcome(
+            decode_pipeline_stats_general, variant
+        )
