@@ -1,0 +1,522 @@
+"""Daemon footprint and receive throughput, each beside bare aiomqtt in the same run.
+
+Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
+                                         [--publishers 2] [--members 300]
+                                         [--skip-steady] [--skip-fanin]
+
+(a) steady state: 9 `grstats run` daemons (simulated source, period 1 s) and
+    one bare aiomqtt process doing the same exchange (publish one
+    pre-encoded envelope per second, retained, and drain the group's topics)
+    on a private Mosquitto for `--seconds`. After a 5 s warm-up, CPU % of one
+    core from /proc/<pid>/stat (utime + stime deltas over the window) and RSS
+    from /proc/<pid>/status. Goals: < 1 % CPU and < 80 MB RSS per daemon.
+(b) fan-in: one daemon's receive path (decode, validate, apply to the tables)
+    while `--publishers` processes publish pre-encoded envelopes of
+    `--members` members each (seq increasing, so every one is acceptable) as
+    fast as they can, bounded in count and time. Accepted envelopes per second
+    from the daemon's counters (/healthz), then the same load against a bare
+    aiomqtt subscriber that only counts messages. Goal: daemon >= 0.6 x bare.
+
+Figures only; nothing is asserted. Only processes started here are signalled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
+    Envelope,
+    MemberInfo,
+    PipelineStats,
+    encode_envelope,
+    encode_pipeline_stats,
+)
+
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+PREFIX = "grstats/v1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WARMUP_S = 5.0
+
+
+# -- helpers ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def member_uuid(index: int, family: int = 0) -> str:
+    return f"{family:08x}-0000-4000-8000-{index:012x}"
+
+
+def envelope_bytes(member: str, seq: int, incarnation: int = 42) -> bytes:
+    stats = PipelineStats(
+        transactions_waiting_certification=1,
+        transactions_waiting_apply=3,
+        transactions_certified=12345 + seq,
+        transactions_applied=12340 + seq,
+        transactions_local=4000 + seq,
+        transactions_rows_validating=812,
+        sent_timestamp=1_767_225_600_000_000 + seq,
+    )
+    return encode_envelope(
+        Envelope(
+            group=GROUP,
+            member=MemberInfo(member, "10.0.0.9", 3306, "ONLINE", "PRIMARY", "8.4.3", "h:1"),
+            view_id="1767225600:9",
+            incarnation=incarnation,
+            seq=seq,
+            sent_us=1_767_225_600_000_000 + seq,
+            stats=encode_pipeline_stats(stats),
+        )
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"port {port} never accepted")
+
+
+def http_json(port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+        return json.loads(response.read())
+
+
+def healthz(port: int) -> Any:
+    try:
+        return http_json(port, "/healthz")
+    except urllib.error.HTTPError as exc:  # 503 while disconnected still has a body
+        return json.loads(exc.read())
+
+
+class Procs:
+    """Processes started by this benchmark; stopped by PID at exit."""
+
+    def __init__(self) -> None:
+        self.items: list[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        self.items.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.items:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.items:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_broker(procs: Procs, workdir: Path) -> int:
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    port = free_port()
+    conf = workdir / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\n"
+        "max_queued_messages 100000\npersistence false\n"
+    )
+    procs.start([binary, "-c", str(conf)], workdir / "mosquitto.log")
+    wait_port(port)
+    return port
+
+
+def daemon_toml(broker: int, member: str, members: list[str]) -> str:
+    return f"""
+[member]
+group = "{GROUP}"
+id = "{member}"
+[simulated]
+members = {json.dumps(members)}
+[bus]
+port = {broker}
+[publish]
+period = 1.0
+[api]
+listen = "127.0.0.1:0"
+[log]
+format = "json"
+"""
+
+
+def start_daemon(procs: Procs, workdir: Path, broker: int, member: str, members: list[str]) -> Any:
+    d = workdir / member
+    d.mkdir()
+    (d / "grstats.toml").write_text(daemon_toml(broker, member, members))
+    grstats = str(Path(sys.executable).parent / "grstats")
+    proc = procs.start([grstats, "run", "--config", str(d / "grstats.toml")], d / "log")
+    return proc, d / "log"
+
+
+def api_port_of(log: Path, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            if '"daemon.started"' in line:
+                return int(json.loads(line)["api_port"])
+        time.sleep(0.05)
+    raise RuntimeError(f"no daemon.started in {log}")
+
+
+# -- child roles -------------------------------------------------------------------
+
+
+async def role_bare_steady(port: int, member: str, seconds: float) -> None:
+    import aiomqtt  # noqa: PLC0415 - benchmark child process only
+
+    topic = f"{PREFIX}/{GROUP}/{member}/stats"
+    received = 0
+    async with aiomqtt.Client("127.0.0.1", port) as client:
+        await client.subscribe(f"{PREFIX}/{GROUP}/+/+")
+
+        async def drain() -> None:
+            nonlocal received
+            async for _ in client.messages:
+                received += 1
+
+        task = asyncio.create_task(drain())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        seq = 0
+        while loop.time() - start < seconds:
+            seq += 1
+            await client.publish(topic, envelope_bytes(member, seq), qos=0, retain=True)
+            await asyncio.sleep(start + seq - loop.time())
+        task.cancel()
+    print(json.dumps({"received": received}))
+
+
+async def role_bare_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
+    import aiomqtt  # noqa: PLC0415 - benchmark child process only
+
+    count = 0
+    first = last = 0.0
+    v5 = os.environ.get("BENCH_BARE_V5") == "1"
+    protocol = aiomqtt.ProtocolVersion.V5 if v5 else aiomqtt.ProtocolVersion.V311
+    async with aiomqtt.Client("127.0.0.1", port, protocol=protocol) as client:
+        await client.subscribe(f"{PREFIX}/{GROUP}/+/+", qos=1 if v5 else 0)
+        Path(ready).touch()  # noqa: ASYNC240 - one tiny file before the measurement starts
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline_s
+        iterator = client.messages.__aiter__()
+        while loop.time() < end:
+            try:
+                await asyncio.wait_for(iterator.__anext__(), idle_s if count else end - loop.time())
+            except TimeoutError:
+                break
+            now = time.monotonic()
+            if count == 0:
+                first = now
+            last = now
+            count += 1
+    print(json.dumps({"count": count, "seconds": last - first}))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _publish_packet(topic: str, payload: bytes) -> bytes:
+    name = topic.encode()
+    body = len(name).to_bytes(2, "big") + name + payload
+    return b"\x30" + _varint(len(body)) + body  # PUBLISH, QoS 0, no retain
+
+
+def role_publisher(port: int, family: int, members: int, per_member: int, seconds: float) -> None:
+    """Blast pre-built MQTT 3.1.1 QoS 0 PUBLISH packets over a raw socket.
+
+    A raw socket publishes far faster than any Python MQTT client can receive,
+    so the subscriber under test (not the publisher) sets the pace.
+    """
+    ids = [member_uuid(i, family) for i in range(members)]
+    packets = [
+        _publish_packet(f"{PREFIX}/{GROUP}/{m}/stats", envelope_bytes(m, seq))
+        for seq in range(1, per_member + 1)
+        for m in ids
+    ]
+    client_id = f"bench-pub-{family}".encode()
+    connect_body = b"\x00\x04MQTT\x04\x02\x00\x3c" + len(client_id).to_bytes(2, "big") + client_id
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"\x10" + _varint(len(connect_body)) + connect_body)
+        if sock.recv(4)[:1] != b"\x20":
+            raise RuntimeError("no CONNACK")
+        deadline = time.monotonic() + seconds
+        for start in range(0, len(packets), 500):
+            chunk = packets[start : start + 500]
+            sock.sendall(b"".join(chunk))
+            sent += len(chunk)
+            if time.monotonic() > deadline:
+                break
+        sock.sendall(b"\xe0\x00")  # DISCONNECT
+    print(json.dumps({"sent": sent}))
+
+
+# -- scenarios -----------------------------------------------------------------------
+
+
+def steady(seconds: float) -> None:
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
+        workdir = Path(tmp)
+        try:
+            broker = start_broker(procs, workdir)
+            members = [member_uuid(i, 1) for i in range(9)]
+            started = [start_daemon(procs, workdir, broker, m, members) for m in members]
+            for _, log in started:
+                api_port_of(log)
+            bare = procs.start(
+                [
+                    sys.executable,
+                    __file__,
+                    "--role",
+                    "bare-steady",
+                    "--port",
+                    str(broker),
+                    "--member",
+                    member_uuid(99, 1),
+                    "--seconds",
+                    str(seconds + WARMUP_S + 5),
+                ],
+                workdir / "bare.log",
+            )
+            time.sleep(WARMUP_S)
+            pids = [p.pid for p, _ in started] + [bare.pid]
+            cpu0 = {pid: cpu_seconds(pid) for pid in pids}
+            t0 = time.monotonic()
+            time.sleep(seconds)
+            elapsed = time.monotonic() - t0
+            cpu = {pid: 100 * (cpu_seconds(pid) - cpu0[pid]) / elapsed for pid in pids}
+            rss = {pid: rss_mb(pid) for pid in pids}
+        finally:
+            procs.stop_all()
+    print(f"(a) steady state, 9 daemons at 1 Hz + 1 bare aiomqtt, {elapsed:.0f} s window")
+    for i, (p, _) in enumerate(started):
+        print(f"    daemon {i + 1}: CPU {cpu[p.pid]:5.2f} %  RSS {rss[p.pid]:5.1f} MB")
+    d_cpu = [cpu[p.pid] for p, _ in started]
+    d_rss = [rss[p.pid] for p, _ in started]
+    print(
+        f"    daemons: CPU mean {sum(d_cpu) / 9:.2f} % max {max(d_cpu):.2f} %; "
+        f"RSS mean {sum(d_rss) / 9:.1f} MB max {max(d_rss):.1f} MB"
+    )
+    print(f"    bare aiomqtt: CPU {cpu[bare.pid]:.2f} %  RSS {rss[bare.pid]:.1f} MB")
+    print(
+        f"    ratio daemon/bare: CPU {sum(d_cpu) / 9 / max(cpu[bare.pid], 1e-9):.2f}x, "
+        f"RSS {sum(d_rss) / 9 / rss[bare.pid]:.2f}x  (goal: < 1 % CPU, < 80 MB)"
+    )
+
+
+def run_publishers(
+    procs: Procs, workdir: Path, broker: int, args: argparse.Namespace, tag: str
+) -> int:
+    pubs = [
+        procs.start(
+            [
+                sys.executable,
+                __file__,
+                "--role",
+                "publisher",
+                "--port",
+                str(broker),
+                "--family",
+                str(10 + i),
+                "--members",
+                str(args.members),
+                "--per-member",
+                str(args.per_member),
+                "--seconds",
+                str(args.fanin_seconds),
+            ],
+            workdir / f"pub-{tag}-{i}.log",
+        )
+        for i in range(args.publishers)
+    ]
+    sent = 0
+    for i, p in enumerate(pubs):
+        p.wait(timeout=args.fanin_seconds + 120)
+        lines = (workdir / f"pub-{tag}-{i}.log").read_text().strip().splitlines()
+        sent += json.loads(lines[-1])["sent"]
+    return sent
+
+
+def fanin(args: argparse.Namespace) -> None:
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="bench-fanin-") as tmp:
+        workdir = Path(tmp)
+        try:
+            broker = start_broker(procs, workdir)
+            # Bare subscriber first.
+            ready = workdir / "bare.ready"
+            bare = procs.start(
+                [
+                    sys.executable,
+                    __file__,
+                    "--role",
+                    "bare-sub",
+                    "--port",
+                    str(broker),
+                    "--idle",
+                    "2",
+                    "--seconds",
+                    str(args.fanin_seconds + 60),
+                    "--ready",
+                    str(ready),
+                ],
+                workdir / "bare-sub.log",
+            )
+            while not ready.exists():
+                time.sleep(0.05)
+            sent_bare = run_publishers(procs, workdir, broker, args, "bare")
+            bare.wait(timeout=args.fanin_seconds + 120)
+            bare_result = json.loads(
+                (workdir / "bare-sub.log").read_text().strip().splitlines()[-1]
+            )
+            bare_rate = bare_result["count"] / max(bare_result["seconds"], 1e-9)
+
+            # Then the daemon (its own member is not among the publishers).
+            me = member_uuid(0, 1)
+            proc, log = start_daemon(procs, workdir, broker, me, [me])
+            api = api_port_of(log)
+            while not healthz(api).get("bus_connected"):
+                time.sleep(0.05)
+            samples: list[tuple[float, int]] = []
+            base = healthz(api)["counters"]["envelopes_accepted"]
+            import threading  # noqa: PLC0415
+
+            result: dict[str, int] = {}
+            thread = threading.Thread(
+                target=lambda: result.update(sent=run_publishers(procs, workdir, broker, args, "d"))
+            )
+            cpu0 = cpu_seconds(proc.pid)
+            thread.start()
+            idle_since = None
+            last = base
+            while True:
+                now = time.monotonic()
+                accepted = healthz(api)["counters"]["envelopes_accepted"]
+                samples.append((now, accepted))
+                if accepted == last and not thread.is_alive():
+                    idle_since = idle_since or now
+                    if now - idle_since > 2.0:
+                        break
+                else:
+                    idle_since = None
+                last = accepted
+                time.sleep(0.2)
+            thread.join()
+            moving = [(t, a) for t, a in samples if a > base]
+            t_first = max(t for t, a in samples if a == base) if moving else 0.0
+            t_last = min(t for t, a in samples if a == last)
+            daemon_count = last - base
+            daemon_rate = daemon_count / max(t_last - t_first, 1e-9)
+            daemon_cpu = cpu_seconds(proc.pid) - cpu0
+            rejected = {
+                k: v
+                for k, v in healthz(api)["counters"].items()
+                if k.startswith("envelopes_rejected")
+            }
+            daemon_rss = rss_mb(proc.pid)
+        finally:
+            procs.stop_all()
+    print(
+        f"(b) fan-in: {args.publishers} publishers x {args.members} members, "
+        f"<= {args.per_member} envelopes each, <= {args.fanin_seconds:.0f} s"
+    )
+    print(
+        f"    bare aiomqtt subscriber: {bare_result['count']} of {sent_bare} messages "
+        f"in {bare_result['seconds']:.2f} s = {bare_rate:,.0f} msg/s"
+    )
+    print(
+        f"    daemon: {daemon_count} of {result.get('sent', 0)} envelopes accepted "
+        f"= {daemon_rate:,.0f} env/s (CPU {daemon_cpu:.1f} s, RSS {daemon_rss:.1f} MB, "
+        f"rejected {sum(rejected.values())})"
+    )
+    print(f"    ratio daemon/bare: {daemon_rate / max(bare_rate, 1e-9):.2f}  (goal: >= 0.6)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--fanin-seconds", type=float, default=20.0)
+    parser.add_argument("--publishers", type=int, default=2)
+    parser.add_argument("--members", type=int, default=300)
+    parser.add_argument("--per-member", type=int, default=200)
+    parser.add_argument("--skip-steady", action="store_true")
+    parser.add_argument("--skip-fanin", action="store_true")
+    # child roles
+    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "publisher"))
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--member")
+    parser.add_argument("--family", type=int, default=10)
+    parser.add_argument("--idle", type=float, default=2.0)
+    parser.add_argument("--ready")
+    args = parser.parse_args(argv)
+    if args.role == "bare-steady":
+        asyncio.run(role_bare_steady(args.port, args.member, args.seconds))
+        return 0
+    if args.role == "bare-sub":
+        asyncio.run(role_bare_sub(args.port, args.idle, args.seconds, args.ready))
+        return 0
+    if args.role == "publisher":
+        role_publisher(args.port, args.family, args.members, args.per_member, args.seconds)
+        return 0
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    if not args.skip_steady:
+        steady(args.seconds)
+    if not args.skip_fanin:
+        fanin(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
