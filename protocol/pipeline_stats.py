@@ -68,6 +68,7 @@ MALFORMED_PAYLOAD_ITEM: Final = "Malformed payload item"
 MALFORMED_PAYLOAD_LENGTH: Final = "Malformed payload length"
 
 _GTIDS_PRESENT_TRUE: Final = 0x31  # ASCII '1'; every other byte decodes as false
+_GTIDS_PRESENT_FALSE: Final = 0x30  # ASCII '0', what the encoder writes for false
 
 #: P_S column of replication_group_member_stats fed by each field (PROTOCOL.md section 4);
 #: None for fields that P_S does not show.
@@ -126,9 +127,8 @@ _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 
-# Encoder: everything up to item 8's header, then item 9's header, then the tail.
+# Encoder: everything up to item 8's header, item 9's header, items 10-12, item 13.
 _ENC_HEAD = struct.Struct("<IHQH" + "HQi" * 2 + "HQq" * 5 + "HQ")
-_ENC_ITEM_HEADER = _ITEM_HEADER
 _ENC_TAIL = struct.Struct("<HQqHQBHQB")
 _ENC_TIMESTAMP = struct.Struct("<HQQ")
 
@@ -155,7 +155,7 @@ _CANONICAL_SIZE_13: Final = _SHAPE_13.size  # 212
 # type and length: 24 numbers, 144 bytes. Then item 9's header, then a tail.
 _HEAD = struct.Struct("<14xH" + "HQi" * 2 + "HQq" * 5 + "HQ")
 _HEAD_SHAPE: Final = (1, 2, 3, 4, 5, 6, 7, 8, 4, 4, 8, 8, 8, 8, 8, CARGO_TYPE_PIPELINE_STATS)
-_TAIL_12 = struct.Struct("<HQqHQBHQB")  # items 10, 11, 12: (type, length, value) each
+_TAIL_12 = _ENC_TAIL  # items 10, 11, 12: (type, length, value) each
 _TAIL_13 = struct.Struct("<HQqHQBHQBHQQ")  # items 10..13
 _TAIL_12_SHAPE: Final = (10, 11, 12, 8, 1, 1)
 _TAIL_13_SHAPE: Final = (10, 11, 12, 13, 8, 1, 1, 8)
@@ -298,12 +298,12 @@ def encode_pipeline_stats(stats: PipelineStats) -> bytes:
             stats.flow_control_mode,
             ITEM_TRANSACTION_GTIDS_PRESENT,
             1,
-            _GTIDS_PRESENT_TRUE if stats.transaction_gtids_present else 0x30,
+            _GTIDS_PRESENT_TRUE if stats.transaction_gtids_present else _GTIDS_PRESENT_FALSE,
         )
         parts = [
             head,
             committed,
-            _ENC_ITEM_HEADER.pack(ITEM_TRANSACTION_LAST_CONFLICT_FREE, len(last_free)),
+            _ITEM_HEADER.pack(ITEM_TRANSACTION_LAST_CONFLICT_FREE, len(last_free)),
             last_free,
             tail,
         ]

@@ -27,7 +27,7 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
-from protocol.pipeline_stats import decode_pipeline_stats_general
+from protocol.pipeline_stats import decode_pipeline_stats_general, scan_sent_timestamp
 
 EXAMPLES = 2000
 REASONS = {MALFORMED_FIXED_HEADER, MALFORMED_PAYLOAD_ITEM, MALFORMED_PAYLOAD_LENGTH}
@@ -84,6 +84,7 @@ def _check_stats_decoders(data: bytes) -> None:
 @given(st.binary(max_size=300))
 def test_random_bytes_only_raise_protocol_error(data: bytes) -> None:
     _check_stats_decoders(data)
+    assert 0 <= scan_sent_timestamp(data) < 2**64
 
 
 @settings(max_examples=EXAMPLES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -351,11 +352,19 @@ def test_fixed_size_optional_item_with_wrong_length_is_malformed_item() -> None:
     assert (caught.value.reason, caught.value.offset) == (MALFORMED_PAYLOAD_ITEM, 98)
 
 
-def test_huge_length_is_a_length_error_not_an_allocation() -> None:
-    header = (8).to_bytes(2, "little") + (2**64 - 1).to_bytes(8, "little")
+@pytest.mark.parametrize("length", [2**63, 2**64 - 1, 2**32])
+@pytest.mark.parametrize("code", [8, 9, 13, 99])
+def test_huge_length_is_a_length_error_not_an_allocation(code: int, length: int) -> None:
+    header = code.to_bytes(2, "little") + length.to_bytes(8, "little")
     data = _message(*_POSITIONAL) + header + b"abc"
-    with pytest.raises(ProtocolError, match=MALFORMED_PAYLOAD_LENGTH):
-        decode_pipeline_stats(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProtocolError, match=MALFORMED_PAYLOAD_LENGTH):
+            decode_pipeline_stats(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024
 
 
 def test_positional_item_with_wrong_type_is_malformed_item() -> None:
