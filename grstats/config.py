@@ -260,8 +260,9 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
     Args:
         doc: the tomllib result.
         file: the file name shown in error messages.
-        require_member: whether [member] group/id are required (not for a
-            collector, not for the mysql source which reads them from the server).
+        require_member: False for the collector: [member] group/id are not
+            required and no source settings are built. (The mysql source never
+            requires them: it reads them from the server.)
 
     Returns:
         The frozen Settings.
@@ -360,7 +361,10 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
     simulated = _table(file, doc, "simulated")
     mysql = _table(file, doc, "mysql")
     source_settings: Any = None
-    if source_kind == "simulated":
+    if not require_member:  # the collector has no local source
+        _check_keys_only(mysql, _MYSQL_KEYS)
+        _check_keys_only(simulated, _SIMULATED_KEYS)
+    elif source_kind == "simulated":
         source_settings = _parse_simulated(simulated, member)
         _check_keys_only(mysql, _MYSQL_KEYS)
     else:

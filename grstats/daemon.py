@@ -168,6 +168,7 @@ class Daemon:
         self.api: ApiServer | None = None
         self._snapshot: DaemonSnapshot | None = None
         self._snapshot_version = -1
+        self._snapshot_connected = False
         self._snapshot_at = 0.0
         self._send_gtids = True
         self._last_reject_log = 0.0
@@ -207,7 +208,12 @@ class Daemon:
             client_id=b.client_id or (f"grstats-{self._member_id}" if not self.collector else ""),
         )
         if self.collector:
-            return Bus(options, subscriptions=[f"{b.prefix}/+/+/+"], handler=self._on_message)
+            return Bus(
+                options,
+                subscriptions=[f"{b.prefix}/+/+/+"],
+                handler=self._on_message,
+                on_connect=self._on_connect,
+            )
         will = LastWill(
             self._topic("status"),
             b"offline",
@@ -226,13 +232,16 @@ class Daemon:
     def get_snapshot(self) -> DaemonSnapshot:
         """The current snapshot, rebuilt when the tables changed or time moved on."""
         mono = time.monotonic()
+        connected = self.bus is not None and self.bus.connected.is_set()
         if (
             self._snapshot is None
             or self._snapshot_version != self.tables.version
+            or self._snapshot_connected != connected
             or mono - self._snapshot_at > min(0.25, self.settings.publish.period / 2)
         ):
             self._snapshot = self._build_snapshot()
             self._snapshot_version = self.tables.version
+            self._snapshot_connected = connected
             self._snapshot_at = mono
         return self._snapshot
 
@@ -274,8 +283,9 @@ class Daemon:
 
     async def _on_connect(self) -> None:
         assert self.bus is not None
-        self._send_gtids = True  # the broker may have lost our retained messages
-        await self.bus.publish(self._topic("status"), b"online", qos=1, retain=True)
+        if not self.collector:
+            self._send_gtids = True  # the broker may have lost our retained messages
+            await self.bus.publish(self._topic("status"), b"online", qos=1, retain=True)
         if self.bus.connects == 1:
             sd_notify("READY=1\nSTATUS=connected to the bus")
             log.info("daemon.ready", group=self._group, member=self._member_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -172,7 +173,13 @@ def daemon_config(
     }
 
 
-def spawn_daemon(workdir: Path, config: dict[str, Any]) -> DaemonProc:
+def spawn_daemon(
+    workdir: Path,
+    config: dict[str, Any],
+    *,
+    env: dict[str, str] | None = None,
+    command: str = "run",
+) -> DaemonProc:
     """Start one daemon process (not waiting for anything)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "grstats.toml"
@@ -180,11 +187,13 @@ def spawn_daemon(workdir: Path, config: dict[str, Any]) -> DaemonProc:
     log_path = workdir / "daemon.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [GRSTATS, "run", "--config", str(config_path)],
+            [GRSTATS, command, "--config", str(config_path)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
         )
-    return DaemonProc(config["member"]["id"], workdir, process, log_path)
+    member_id = config.get("member", {}).get("id", "collector")
+    return DaemonProc(member_id, workdir, process, log_path)
 
 
 def wait_started(daemon: DaemonProc, *, ready: bool = True) -> DaemonProc:
