@@ -265,7 +265,13 @@ class Bus:
     # -- use ------------------------------------------------------------------
 
     async def publish(
-        self, topic: str, payload: bytes, *, qos: int = 0, retain: bool = False
+        self,
+        topic: str,
+        payload: bytes,
+        *,
+        qos: int = 0,
+        retain: bool = False,
+        timeout: float | None = None,  # noqa: ASYNC109 - aiomqtt's own per-call timeout
     ) -> bool:
         """Hand one message to the broker.
 
@@ -274,6 +280,7 @@ class Bus:
             payload: the message bytes (empty + retain deletes the retained message).
             qos: 0 or 1.
             retain: ask the broker to keep it for later subscribers.
+            timeout: seconds to wait for the hand-over (default: the client's).
 
         Returns:
             True if the message was handed over; False while disconnected or on failure.
@@ -283,7 +290,7 @@ class Bus:
             self.publish_failures += 1
             return False
         try:
-            await client.publish(topic, payload, qos=qos, retain=retain)
+            await client.publish(topic, payload, qos=qos, retain=retain, timeout=timeout)
         except aiomqtt.MqttError as exc:
             self.publish_failures += 1
             log.debug("bus.publish_failed", topic=topic, error=str(exc))

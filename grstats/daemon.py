@@ -56,6 +56,11 @@ from protocol import (
 
 log = structlog.get_logger("grstats.daemon")
 
+
+class StartupError(Exception):
+    """The daemon cannot start (address in use, unusable history directory)."""
+
+
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
 _REJECT_LOG_INTERVAL_S = 10.0
 _PUBLISHING_STATES = ("ONLINE", "RECOVERING")
@@ -369,12 +374,15 @@ class Daemon:
             ext={"communication_stack": m.communication_stack},
         )
         payload = encode_envelope(envelope)
-        if not await bus.publish(self._topic(STATS_KIND), payload, qos=0, retain=True):
+        # A stalled broker must not hold the tick loop longer than about a period.
+        wait = max(1.0, self.settings.publish.period)
+        stats_topic = self._topic(STATS_KIND)
+        if not await bus.publish(stats_topic, payload, qos=0, retain=True, timeout=wait):
             return False
         self.published += 1
         if gtids:
             self._send_gtids = False
-            await bus.publish(self._topic(GTIDS_KIND), payload, qos=0, retain=True)
+            await bus.publish(self._topic(GTIDS_KIND), payload, qos=0, retain=True, timeout=wait)
         return gtids
 
     def _record_local(self, sample: LocalSample, *, gtids: bool) -> None:
@@ -447,9 +455,20 @@ class Daemon:
         if self.source is not None:
             await self.source.start()
         if self.history is not None:
-            await self.history.start()
+            from grstats.history import HistoryError  # noqa: PLC0415 - pyarrow only when used
+
+            try:
+                await self.history.start()
+            except (HistoryError, OSError) as exc:
+                raise StartupError(f"history: {exc}") from exc
         self.api = ApiServer(self.settings.api.host, self.settings.api.port, self.get_snapshot)
-        await self.api.start()
+        try:
+            await self.api.start()
+        except OSError as exc:
+            raise StartupError(
+                f"api: cannot listen on {self.settings.api.host}:{self.settings.api.port}: "
+                f"{exc.strerror or exc}"
+            ) from exc
         if not self.collector and not (self._group and self._member_id):
             await self._wait_for_identity()
         self.bus = self._make_bus()
@@ -590,6 +609,7 @@ def run_process(
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    except OSError as exc:
+    except StartupError as exc:
         log.error("daemon.start_failed", error=str(exc))
+        print(f"grstats: {exc}", file=sys.stderr)
         return 1
