@@ -30,7 +30,6 @@ import dataclasses
 import os
 import random
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -42,14 +41,14 @@ from grstats.api import ApiServer
 from grstats.bus import Bus, BusOptions, LastWill
 from grstats.config import ConfigError, Settings, load_config
 from grstats.logs import configure_logging
-from grstats.records import HistoryRow
+from grstats.notify import sd_notify, watchdog_interval_s
+from grstats.rows import history_row
 from grstats.snapshot import DaemonSnapshot
 from grstats.sources.base import LocalSample, Source
 from grstats.tables import GTIDS_KIND, STATS_KIND, Accepted, MemberTables, Rejected
 from protocol import (
     Envelope,
     MemberInfo,
-    PipelineStats,
     encode_envelope,
     encode_pipeline_stats,
 )
@@ -69,82 +68,6 @@ _PUBLISHING_STATES = ("ONLINE", "RECOVERING")
 def now_us() -> int:
     """Wall clock in microseconds since the epoch (UTC)."""
     return time.time_ns() // 1000
-
-
-def sd_notify(state: str) -> bool:
-    """Send one sd_notify datagram if NOTIFY_SOCKET is set (abstract '@' sockets too).
-
-    Args:
-        state: newline-separated assignments, e.g. "READY=1".
-
-    Returns:
-        True if a datagram was sent.
-    """
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return False
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK) as sock:
-            sock.sendto(state.encode(), address)
-    except OSError as exc:
-        log.warning("sd_notify.failed", error=str(exc))
-        return False
-    return True
-
-
-def _watchdog_interval_s() -> float | None:
-    usec = os.environ.get("WATCHDOG_USEC")
-    pid = os.environ.get("WATCHDOG_PID")
-    if not usec or not usec.isdigit() or int(usec) == 0:
-        return None
-    if pid and pid.isdigit() and int(pid) != os.getpid():
-        return None
-    return int(usec) / 2 / 1_000_000
-
-
-def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) -> HistoryRow:
-    """A history row for one accepted envelope (GTID columns None unless flag '1').
-
-    Args:
-        envelope: the accepted envelope.
-        stats: its decoded stats.
-        sampled_at_us: when it was sampled (the sender's clock).
-
-    Returns:
-        The HistoryRow.
-    """
-    m = envelope.member
-    gtids = stats.transaction_gtids_present
-    return HistoryRow(
-        group_name=envelope.group,
-        member_id=m.id,
-        member_host=m.host,
-        member_port=m.port,
-        member_state=m.state,
-        member_role=m.role,
-        member_version=m.version,
-        view_id=envelope.view_id,
-        incarnation=envelope.incarnation,
-        seq=envelope.seq,
-        sampled_at=sampled_at_us,
-        count_transactions_in_queue=stats.transactions_waiting_certification,
-        count_transactions_checked=stats.transactions_certified,
-        count_conflicts_detected=stats.transactions_negative_certified,
-        count_transactions_rows_validating=stats.transactions_rows_validating,
-        count_transactions_remote_in_applier_queue=stats.transactions_waiting_apply,
-        count_transactions_remote_applied=stats.transactions_applied,
-        count_transactions_local_proposed=stats.transactions_local,
-        count_transactions_local_rollback=stats.transactions_local_rollback,
-        transactions_committed_all_members=(
-            stats.transactions_committed_all_members.decode("utf-8", "replace") if gtids else None
-        ),
-        last_conflict_free_transaction=(
-            stats.transaction_last_conflict_free.decode("utf-8", "replace") if gtids else None
-        ),
-        flow_control_mode=stats.flow_control_mode,
-    )
 
 
 class Daemon:
@@ -497,7 +420,7 @@ class Daemon:
 
     async def _serve(self) -> None:
         assert self.bus is not None
-        watchdog = _watchdog_interval_s()
+        watchdog = watchdog_interval_s()
         async with asyncio.TaskGroup() as tg:
             bus_task = tg.create_task(self.bus.run(), name="bus")
             tick_task = tg.create_task(self._tick_loop(), name="tick")

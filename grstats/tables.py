@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from grstats.rows import member_row, remote_member_row, stats_row
 from grstats.snapshot import (
     GROUP_REPLICATION_CHANNEL,
     MEMBER_STATS_COLUMNS,
@@ -53,7 +54,6 @@ from protocol import (
     decode_pipeline_stats,
 )
 
-_U64 = 1 << 64
 _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN_COUNTERS = 4096  # bound on rejection counters kept for never-accepted members
 STATS_KIND = "stats"
@@ -61,18 +61,6 @@ STATUS_KIND = "status"
 GTIDS_KIND = "gtids"
 
 MemberKey = tuple[str, str]  # (group, member id)
-
-
-def unsigned64(value: int) -> int:
-    """How performance_schema shows a signed wire value: negative -> 2^64 - |x|.
-
-    Args:
-        value: a signed int32/int64 counter as decoded from the wire.
-
-    Returns:
-        The value as an unsigned 64-bit integer.
-    """
-    return value % _U64
 
 
 def parse_topic(topic: str) -> tuple[str, str, str] | None:
@@ -436,8 +424,9 @@ class MemberTables:
             for key in sorted(self._remotes):
                 remote = self._remotes[key]
                 unreachable = now_us - remote.last_seen_us > self._unreachable_us
-                stats_rows.append(_remote_stats_row(remote, view_id or remote.envelope.view_id))
-                member_rows.append(_remote_member_row(remote, unreachable=unreachable))
+                env = remote.envelope
+                stats_rows.append(stats_row(view_id or env.view_id, env.member.id, remote.state))
+                member_rows.append(remote_member_row(env, unreachable=unreachable))
                 status_rows.append(self._remote_status_row(key, remote, now_us))
         merged_counters = self.counters()
         if counters:
@@ -469,21 +458,7 @@ class MemberTables:
                 LAST_CONFLICT_FREE_TRANSACTION="",
             )
             return row
-        s = sample.stats
-        return _stats_row(
-            view_id=sample.member.view_id,
-            member_id=member_id,
-            in_queue=s.transactions_waiting_certification,
-            checked=s.transactions_certified,
-            conflicts=s.transactions_negative_certified,
-            rows_validating=s.transactions_rows_validating,
-            committed=s.transactions_committed_all_members,
-            last_free=s.transaction_last_conflict_free,
-            applier_queue=s.transactions_waiting_apply,
-            applied=s.transactions_applied,
-            proposed=s.transactions_local,
-            rollback=s.transactions_local_rollback,
-        )
+        return stats_row(sample.member.view_id, member_id, sample.stats)
 
     def _local_member_row(self) -> Row:
         sample = self._local.sample
@@ -500,7 +475,7 @@ class MemberTables:
                 "MEMBER_COMMUNICATION_STACK": m.communication_stack if m else "",
             }
         m = sample.member
-        return _member_row(
+        return member_row(
             member_id=m.member_id,
             host=m.host,
             port=m.port,
@@ -542,98 +517,3 @@ class MemberTables:
         for reason in REJECT_REASONS:
             row[f"REJECTED_{reason.upper()}"] = counts[reason]
         return row
-
-
-def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
-
-
-def _stats_row(
-    *,
-    view_id: str,
-    member_id: str,
-    in_queue: int,
-    checked: int,
-    conflicts: int,
-    rows_validating: int,
-    committed: bytes,
-    last_free: bytes,
-    applier_queue: int,
-    applied: int,
-    proposed: int,
-    rollback: int,
-) -> Row:
-    return {
-        "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
-        "VIEW_ID": view_id,
-        "MEMBER_ID": member_id,
-        "COUNT_TRANSACTIONS_IN_QUEUE": unsigned64(in_queue),
-        "COUNT_TRANSACTIONS_CHECKED": unsigned64(checked),
-        "COUNT_CONFLICTS_DETECTED": unsigned64(conflicts),
-        "COUNT_TRANSACTIONS_ROWS_VALIDATING": unsigned64(rows_validating),
-        "TRANSACTIONS_COMMITTED_ALL_MEMBERS": _text(committed),
-        "LAST_CONFLICT_FREE_TRANSACTION": _text(last_free),
-        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": unsigned64(applier_queue),
-        "COUNT_TRANSACTIONS_REMOTE_APPLIED": unsigned64(applied),
-        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": unsigned64(proposed),
-        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": unsigned64(rollback),
-    }
-
-
-def _remote_stats_row(remote: _Remote, view_id: str) -> Row:
-    s = remote.state
-    return _stats_row(
-        view_id=view_id,
-        member_id=remote.envelope.member.id,
-        in_queue=s.transactions_waiting_certification,
-        checked=s.transactions_certified,
-        conflicts=s.transactions_negative_certified,
-        rows_validating=s.transactions_rows_validating,
-        committed=s.transactions_committed_all_members,
-        last_free=s.transaction_last_conflict_free,
-        applier_queue=s.transactions_waiting_apply,
-        applied=s.transactions_applied,
-        proposed=s.transactions_local,
-        rollback=s.transactions_local_rollback,
-    )
-
-
-def _member_row(
-    *,
-    member_id: str,
-    host: str,
-    port: int,
-    state: str,
-    underlying_state: str,
-    role: str,
-    version: str,
-    stack: str,
-) -> Row:
-    # MEMBER_ROLE is empty unless the member is ONLINE or RECOVERING (PROTOCOL.md 8);
-    # UNREACHABLE overrides the shown state but the role follows the underlying one.
-    shown_role = role if underlying_state in ("ONLINE", "RECOVERING") else ""
-    return {
-        "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
-        "MEMBER_ID": member_id,
-        "MEMBER_HOST": host,
-        "MEMBER_PORT": port,
-        "MEMBER_STATE": state,
-        "MEMBER_ROLE": shown_role,
-        "MEMBER_VERSION": version,
-        "MEMBER_COMMUNICATION_STACK": stack,
-    }
-
-
-def _remote_member_row(remote: _Remote, *, unreachable: bool) -> Row:
-    m = remote.envelope.member
-    stack = remote.envelope.ext.get("communication_stack") if remote.envelope.ext else None
-    return _member_row(
-        member_id=m.id,
-        host=m.host,
-        port=m.port,
-        state="UNREACHABLE" if unreachable else m.state,
-        underlying_state=m.state,
-        role=m.role,
-        version=m.version,
-        stack=stack if isinstance(stack, str) else "XCOM",
-    )

@@ -81,6 +81,7 @@ async def test_reconnects_and_resubscribes_after_broker_restart(broker: Broker) 
     pub = Bus(BusOptions(host=broker.host, port=broker.port))
     async with running(sub), running(pub):
         await asyncio.wait_for(sub.connected.wait(), 10)
+        await asyncio.wait_for(pub.connected.wait(), 10)
         broker.stop()
         await until(lambda: not sub.connected.is_set() and not pub.connected.is_set())
         await asyncio.to_thread(broker.start)

@@ -1,0 +1,50 @@
+"""systemd notification protocol (sd_notify) with the standard library only.
+
+`NOTIFY_SOCKET` names a datagram socket, abstract when it starts with '@';
+`WATCHDOG_USEC` (and `WATCHDOG_PID`, when set, must be ours) asks for a
+WATCHDOG=1 ping at least that often — we ping at half the interval. Without
+NOTIFY_SOCKET everything here is a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import structlog
+
+log = structlog.get_logger("grstats.notify")
+
+
+def sd_notify(state: str) -> bool:
+    """Send one sd_notify datagram if NOTIFY_SOCKET is set (abstract '@' sockets too).
+
+    Args:
+        state: newline-separated assignments, e.g. "READY=1".
+
+    Returns:
+        True if a datagram was sent.
+    """
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK) as sock:
+            sock.sendto(state.encode(), address)
+    except OSError as exc:
+        log.warning("sd_notify.failed", error=str(exc))
+        return False
+    return True
+
+
+def watchdog_interval_s() -> float | None:
+    """Seconds between WATCHDOG=1 pings (half of WATCHDOG_USEC), or None if not asked."""
+    usec = os.environ.get("WATCHDOG_USEC")
+    pid = os.environ.get("WATCHDOG_PID")
+    if not usec or not usec.isdigit() or int(usec) == 0:
+        return None
+    if pid and pid.isdigit() and int(pid) != os.getpid():
+        return None
+    return int(usec) / 2 / 1_000_000
