@@ -233,6 +233,37 @@ class MemberTables:
             return Ignored("tombstoned")
         return self._stats(key, envelope, stats, received_at_us, retained=retained)
 
+    def apply(
+        self,
+        envelope: Envelope,
+        stats: PipelineStats,
+        received_at_us: int,
+        *,
+        retained: bool = False,
+    ) -> ReceiveResult:
+        """Apply an already decoded stats envelope (group, own and staleness rules).
+
+        `receive()` is the bus entry point (size, decoding and topic checks
+        first); this is the same rule set for callers holding dataclasses.
+
+        Args:
+            envelope: the decoded envelope.
+            stats: its decoded PipelineStats.
+            received_at_us: wall clock at reception, microseconds.
+            retained: True when delivered from the broker's retained store.
+
+        Returns:
+            Accepted, Rejected("other_group" | "stale") or Ignored("own").
+        """
+        key: MemberKey = (envelope.group, envelope.member.id)
+        if not self.collector:
+            if envelope.member.id == self.local_member_id:
+                self.own_total += 1
+                return Ignored("own")
+            if envelope.group != self.group:
+                return self._reject(key, "other_group", envelope.group)
+        return self._stats(key, envelope, stats, received_at_us, retained=retained)
+
     def _stats(
         self,
         key: MemberKey,

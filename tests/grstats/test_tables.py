@@ -11,6 +11,8 @@ from protocol import (
     Envelope,
     MemberInfo,
     PipelineStats,
+    decode_envelope,
+    decode_pipeline_stats,
     encode_envelope,
     encode_pipeline_stats,
 )
@@ -199,6 +201,18 @@ def test_member_role_is_empty_unless_online_or_recovering() -> None:
     assert row_of(snap, REMOTE, "members")["MEMBER_ROLE"] == ""
     assert row_of(snap, THIRD, "members")["MEMBER_ROLE"] == "SECONDARY"
     assert row_of(snap, THIRD, "members")["MEMBER_VERSION"] == "8.4.3"
+
+
+def test_apply_takes_decoded_envelopes_with_the_same_rules() -> None:
+    tables = online_tables()
+    data = envelope(seq=3, transactions_certified=77)
+    env = decode_envelope(data)
+    stats = decode_pipeline_stats(env.stats)
+    assert isinstance(tables.apply(env, stats, T0), Accepted)
+    result = tables.apply(env, stats, T0 + 1)
+    assert isinstance(result, Rejected)
+    assert result.reason == "stale"
+    assert row_of(tables.snapshot(T0), REMOTE)["COUNT_TRANSACTIONS_CHECKED"] == 77
 
 
 # -- rejections ------------------------------------------------------------------
