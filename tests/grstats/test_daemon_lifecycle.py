@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -139,3 +140,53 @@ def test_api_serves_tables_metrics_health_and_json_404(broker: Broker, tmp_path:
         with socket.create_connection(("127.0.0.1", d.api_port), timeout=5) as raw:
             raw.sendall(b"garbage\r\n\r\n")
             assert raw.recv(100).startswith(b"HTTP/1.1 400")
+
+
+async def test_mysql_source_daemon_learns_identity_from_the_server(
+    broker: Broker, tmp_path: Path
+) -> None:
+    from tests.grstats import test_mysql_source as fake_mysql  # noqa: PLC0415 - its fake server
+
+    server = fake_mysql.FakeMySQL()  # GR not started yet: no rows
+    await server.start()
+    try:
+        config = daemon_config(broker.port, M1, [M1], period=PERIOD)
+        del config["simulated"]
+        config["member"] = {}  # group and id come from the server
+        config["source"] = {"kind": "mysql"}
+        config["mysql"] = {
+            "dsn": f"mysql://{fake_mysql.USER}@127.0.0.1:{server.port}",
+            "password_env": "GRSTATS_TEST_MYSQL_PW",
+            "retry_initial": 0.05,
+            "retry_max": 0.2,
+        }
+        env = {"GRSTATS_TEST_MYSQL_PW": fake_mysql.PASSWORD}
+        d = spawn_daemon(tmp_path / "d", config, env=env)
+        d = await asyncio.to_thread(wait_started, d, ready=False)
+
+        def offline_row() -> list[dict[str, object]] | None:
+            rows = d.table(STATS)
+            return rows if rows and rows[0]["VIEW_ID"] == "" else None
+
+        rows = await asyncio.to_thread(wait_for, offline_row, 10, "the pre-join row")
+        assert len(rows) == 1
+        assert rows[0]["COUNT_TRANSACTIONS_CHECKED"] == 0
+
+        fake_mysql.online_84(server)  # the member joins the group
+        await asyncio.to_thread(
+            wait_for, lambda: d.has_event("daemon.ready"), 20, "identity learned, bus connected"
+        )
+        row = await asyncio.to_thread(
+            wait_for,
+            lambda: (r := d.rows_by_member().get(fake_mysql.UUID)) and r["VIEW_ID"] and r,
+            10,
+            "the live local row",
+        )
+        assert row["COUNT_TRANSACTIONS_CHECKED"] == 12345
+        assert row["COUNT_TRANSACTIONS_LOCAL_ROLLBACK"] == 2
+        _, health = await asyncio.to_thread(d.get, "/healthz")
+        assert health["group"] == fake_mysql.GROUP
+        assert await asyncio.to_thread(d.terminate) == 0
+    finally:
+        server.release.set()
+        await server.stop()
