@@ -18,7 +18,9 @@ Invariants (DESIGN.md section 4, PROTOCOL.md sections 7-8):
   last accepted one from that member. A different incarnation is a restart:
   the stored state is reset (the first message's deltas equal its counters).
   The last few incarnations of a member are remembered so that a replay of an
-  older incarnation is "stale", not a restart;
+  older incarnation is "stale", not a restart. A *retained* copy of a message
+  already applied (delivered again after every re-subscribe) is ignored, not
+  counted as stale;
 - the `gtids` topic carries a member's last flag-'1' envelope, retained, so
   that a late receiver shows every member's GTID columns at once. It only
   ever updates the GTID columns of the same incarnation;
@@ -278,6 +280,8 @@ class MemberTables:
             last = remote.envelope
             if envelope.incarnation == last.incarnation:
                 if envelope.seq <= last.seq:
+                    if retained:  # the broker's copy of what we already have (re-subscribe)
+                        return Ignored("retained_seen")
                     return self._reject(key, "stale", f"seq {envelope.seq} <= {last.seq}")
                 state = remote.state.apply(stats)
             elif envelope.incarnation in remote.retired:

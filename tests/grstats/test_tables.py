@@ -292,6 +292,15 @@ def test_duplicate_of_last_message_is_stale() -> None:
     assert_rejected(tables, tables.receive(topic(), data, T0 + 1), "stale")
 
 
+def test_retained_copy_of_an_applied_message_is_ignored_not_counted() -> None:
+    tables = online_tables()
+    data = envelope(seq=5)
+    tables.receive(topic(), data, T0)
+    result = tables.receive(topic(), data, T0 + 1, retained=True)  # after a reconnect
+    assert isinstance(result, Ignored)
+    assert tables.rejected_total["stale"] == 0
+
+
 def test_replay_of_an_older_incarnation_is_stale_not_a_restart() -> None:
     tables = online_tables()
     old = envelope(incarnation=7, seq=9, transactions_certified=1)
