@@ -226,9 +226,11 @@ class Daemon:
         gtid_every = max(1, round(self.settings.publish.gtid_interval / period))
         start = loop.time()
         tick = 0
+        next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
         while not self.stop_event.is_set():
-            if tick % gtid_every == 0:
+            if tick >= next_gtid_tick:
                 self._send_gtids = True
+                next_gtid_tick = tick + gtid_every
             try:
                 await self._tick()
             except Exception:  # a bug in one tick must not stop the member's broadcast
