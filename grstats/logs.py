@@ -2,7 +2,8 @@
 
 JSON lines when stderr is not a terminal (systemd, tests, pipes), the console
 renderer on a terminal; `format` forces one or the other. The standard
-library's logging (aiomqtt/paho) is routed to the same output at WARNING+.
+library's logging (aiomqtt/paho) goes to the same stream, rendered the same
+way, at WARNING and above.
 """
 
 from __future__ import annotations
@@ -41,7 +42,17 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    # Third-party stdlib records (aiomqtt/paho) get the same renderer: one format per stream.
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processor=renderer,
+            foreign_pre_chain=[
+                structlog.stdlib.add_logger_name,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+        )
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.WARNING))
