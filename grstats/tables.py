@@ -161,7 +161,7 @@ class MemberTables:
         self._local = _Local()
         self._remotes: dict[MemberKey, _Remote] = {}
         self._rejections: dict[MemberKey, dict[str, int]] = {}
-        self._tombstones: set[MemberKey] = set()
+        self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
         self._pending_gtids: dict[MemberKey, tuple[Envelope, PipelineStats]] = {}
         self.accepted_total = 0
         self.own_total = 0
@@ -303,7 +303,7 @@ class MemberTables:
         # A retained message says when it was sent, not that the member is alive now.
         remote.last_seen_us = min(envelope.sent_us, received_at_us) if retained else received_at_us
         remote.accepted += 1
-        self._tombstones.discard(key)
+        self._tombstones.pop(key, None)
         self.accepted_total += 1
         self.version += 1
         return Accepted(envelope, stats)
@@ -355,7 +355,7 @@ class MemberTables:
             self.status(key[1], "offline", group=key[0])
             return Ignored("offline")
         if text == "online":
-            self._tombstones.discard(key)
+            self._tombstones.pop(key, None)
         return Ignored("status")
 
     def status(self, member_id: str, status: str, *, group: str | None = None) -> None:
@@ -368,12 +368,15 @@ class MemberTables:
         """
         key: MemberKey = (group if group is not None else (self.group or ""), member_id)
         if status == "offline":
-            self._tombstones.add(key)
+            self._tombstones[key] = None
+            if len(self._tombstones) > _MAX_UNKNOWN_COUNTERS:
+                self._tombstones.pop(next(iter(self._tombstones)))
             self._pending_gtids.pop(key, None)
+            self._rejections.pop(key, None)
             if self._remotes.pop(key, None) is not None:
                 self.version += 1
         elif status == "online":
-            self._tombstones.discard(key)
+            self._tombstones.pop(key, None)
 
     def _reject(self, key: MemberKey, reason: str, detail: str) -> Rejected:
         self.rejected_total[reason] += 1
