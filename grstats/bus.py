@@ -3,11 +3,13 @@
 Strategy: `Bus.run()` is a reconnect loop that lives as long as the daemon.
 Each round opens one `aiomqtt.Client` (MQTT 5), subscribes to every topic
 filter, sets `connected`, calls the `on_connect` hook (the daemon publishes
-`online` there) and then drains the client's message iterator, handing each
-message to a synchronous handler at once — the handler must be quick (decode
-and apply), so the broker never sees us fall behind and Mosquitto never drops
-messages for us. When the connection fails the loop waits a capped, jittered
-backoff (0.1 s doubling to 5 s) and starts again, forever, until `close()`.
+`online` there) and then waits for the connection to end. Every message is
+handed to a synchronous handler straight from paho's read callback (see
+`_DirectClient`) — the handler must be quick (decode and apply), so we drain
+the socket as fast as it fills and Mosquitto never drops messages for us
+(it silently does beyond `max_queued_messages`). When the connection fails the
+loop waits a capped, jittered backoff (0.1 s doubling to 5 s) and starts
+again, forever, until `close()`.
 
 Invariants:
 - aiomqtt/paho exceptions never leave this module: `publish()` returns False
