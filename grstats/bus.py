@@ -259,6 +259,9 @@ class Bus:
             keepalive=o.keepalive,
             timeout=max(5.0, float(o.keepalive)),
             properties=connect_props,
+            # Resume our own session after a blip: a session taken over before the
+            # Will Delay expires cancels the Will, so receivers see no false `offline`.
+            clean_start=self.connects == 0,
             tls_params=tls_params,
             logger=logging.getLogger("grstats.bus.mqtt"),
             handler=self._dispatch,
