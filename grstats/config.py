@@ -25,7 +25,11 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the source modules are imported only for the configured source
+    from grstats.sources.mysql import MySQLSettings
+    from grstats.sources.simulated import SimulationSettings
 
 DEFAULT_CONFIG_PATH = Path("/etc/grstats/grstats.toml")
 
@@ -101,7 +105,7 @@ class Settings:
     path: str
     member: MemberSettings = field(default_factory=MemberSettings)
     source_kind: str = "simulated"
-    source_settings: Any = None
+    source_settings: SimulationSettings | MySQLSettings | None = None
     bus: BusSettings = field(default_factory=BusSettings)
     publish: PublishSettings = field(default_factory=PublishSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
@@ -360,7 +364,7 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
 
     simulated = _table(file, doc, "simulated")
     mysql = _table(file, doc, "mysql")
-    source_settings: Any = None
+    source_settings: SimulationSettings | MySQLSettings | None = None
     if not require_member:  # the collector has no local source
         _check_keys_only(mysql, _MYSQL_KEYS)
         _check_keys_only(simulated, _SIMULATED_KEYS)
@@ -452,7 +456,7 @@ def _check_keys_only(section: _Section, allowed: tuple[str, ...]) -> None:
             raise section.fail(key, "unknown key")
 
 
-def _parse_mysql(section: _Section) -> Any:
+def _parse_mysql(section: _Section) -> MySQLSettings:
     from grstats.sources.mysql import MySQLSettings  # noqa: PLC0415 - asyncmy only when used
 
     kwargs: dict[str, Any] = {
@@ -523,7 +527,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
     return tuple(events)
 
 
-def _parse_simulated(section: _Section, member: MemberSettings) -> Any:
+def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSettings:
     from grstats.sources.simulated import SimulationSettings  # noqa: PLC0415 - numpy only when used
 
     members_raw = section.raw("members")

@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import structlog
 
@@ -42,6 +42,7 @@ from grstats.bus import Bus, BusOptions, LastWill
 from grstats.config import ConfigError, Settings, load_config
 from grstats.logs import configure_logging
 from grstats.notify import sd_notify, watchdog_interval_s
+from grstats.records import HistoryRow
 from grstats.rows import history_row
 from grstats.snapshot import DaemonSnapshot
 from grstats.sources.base import LocalSample, Source
@@ -54,6 +55,16 @@ from protocol import (
 )
 
 log = structlog.get_logger("grstats.daemon")
+
+
+class HistorySink(Protocol):
+    """What the daemon needs of grstats.history.HistoryWriter."""
+
+    async def start(self) -> None: ...
+
+    def record(self, row: HistoryRow) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class StartupError(Exception):
@@ -80,7 +91,9 @@ class Daemon:
         history: a HistoryWriter-like object (start/record/close) or None.
     """
 
-    def __init__(self, settings: Settings, source: Source | None, history: Any = None) -> None:
+    def __init__(
+        self, settings: Settings, source: Source | None, history: HistorySink | None = None
+    ) -> None:
         self.settings = settings
         self.source = source
         self.history = history
@@ -311,6 +324,8 @@ class Daemon:
         return gtids
 
     def _record_local(self, sample: LocalSample, *, gtids: bool) -> None:
+        if self.history is None:
+            return
         m = sample.member
         stats = dataclasses.replace(sample.stats, transaction_gtids_present=gtids)
         envelope = Envelope(
@@ -471,18 +486,24 @@ class Daemon:
 
 def _make_source(settings: Settings) -> Source:
     if settings.source_kind == "mysql":
-        from grstats.sources.mysql import MySQLSource  # noqa: PLC0415 - asyncmy only when used
+        from grstats.sources.mysql import (  # noqa: PLC0415 - asyncmy only when used
+            MySQLSettings,
+            MySQLSource,
+        )
 
+        assert isinstance(settings.source_settings, MySQLSettings)
         return MySQLSource(settings.source_settings)
     from grstats.sources.simulated import (  # noqa: PLC0415 - numpy only when used
         GroupModel,
         SimulatedSource,
+        SimulationSettings,
     )
 
+    assert isinstance(settings.source_settings, SimulationSettings)
     return SimulatedSource(GroupModel(settings.source_settings), settings.member.id)
 
 
-def _make_history(settings: Settings, *, collector: bool) -> Any:
+def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
     h = settings.history
     if not h.dir:
         return None
