@@ -113,7 +113,7 @@ class ApiServer:
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             return _json(400, {"error": "bad request line"})
         method, target = parts[0], parts[1]
-        if method not in ("GET", "HEAD"):
+        if method != "GET":
             return _json(405, {"error": "only GET"})
         path = target.split("?", 1)[0]
         return self.route(path)
