@@ -1,0 +1,273 @@
+"""Spark rollup of a simulated week (9 members, 1 Hz, ~5.4 M rows) beside DuckDB.
+
+Usage: python benchmarks/bench_rollup.py [--history DIR] [--members 9] [--days 7]
+
+The input is `grstats simulate --members 9 --days 7` output when --history
+points at one (e.g. the shared /tmp/sim-week); otherwise the benchmark writes
+an equivalent history with pyarrow (same schema, same Parquet options as the
+daemon when grstats.history is importable).  It then times:
+- the Spark session start (reported separately),
+- `spark_rollups.rollup.run_rollup` on local[2] (all five tables, written),
+- the same five tables computed by DuckDB over the same Parquet and written,
+and prints rows/s, the ratio Spark/DuckDB and the input's bytes per sample.
+Figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+START = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)  # a Monday (ISO week 2026-W47)
+
+
+def generate(out: Path, members: int, days: int, seed: int = 7) -> int:
+    """Write a synthetic history: per member 1 Hz samples, one counter reset, one restart.
+
+    Returns:
+        Rows written.
+    """
+    try:  # the daemon's exact Parquet options when the package is available
+        from grstats.history import PARQUET_OPTIONS, history_schema  # noqa: PLC0415
+
+        options, schema = dict(PARQUET_OPTIONS), history_schema()
+    except ImportError:  # pragma: no cover - benchmark run outside the repo
+        options, schema = {"compression": "zstd"}, None
+    rng = np.random.default_rng(seed)
+    n = 86_400
+    total = 0
+    group_checked = np.zeros(members, dtype=np.int64)
+    state = [np.zeros(5, dtype=np.int64) for _ in range(members)]
+    for day in range(days):
+        date = (START + dt.timedelta(days=day)).date()
+        base_us = int((START + dt.timedelta(days=day)).timestamp() * 1_000_000)
+        columns: dict[str, list[np.ndarray]] = {}
+        for m in range(members):
+            t = base_us + np.arange(n, dtype=np.int64) * 1_000_000 + m * 37_000
+            load = 40 + 30 * np.sin(np.arange(n) / n * 2 * np.pi - 1.5)
+            checked_step = rng.poisson(load * members).astype(np.int64)
+            proposed_step = rng.binomial(checked_step, 1.0 / members)
+            conflict_step = rng.binomial(checked_step, 0.004)
+            rollback_step = rng.binomial(proposed_step, 0.004)
+            applied_step = checked_step - proposed_step
+            steps = np.stack(
+                [checked_step, conflict_step, applied_step, proposed_step, rollback_step]
+            )
+            values = np.cumsum(steps, axis=1) + state[m][:, None]
+            incarnation = np.full(n, 1000 + m, dtype=np.uint64)
+            if m == 1 and day == 2:  # server restart at noon: counters start again at 0
+                values[:, n // 2 :] -= values[:, n // 2 - 1 : n // 2]
+                incarnation[n // 2 :] += 100
+            state[m] = values[:, -1]
+            group_checked[m] = values[0, -1]
+            cols = {
+                "group_name": np.full(n, "bench", dtype=object),
+                "member_id": np.full(n, f"00000000-0000-0000-0000-{m:012d}", dtype=object),
+                "member_host": np.full(n, f"db{m}", dtype=object),
+                "member_port": np.full(n, 3306, dtype=np.int32),
+                "member_state": np.full(n, "ONLINE", dtype=object),
+                "member_role": np.full(n, "PRIMARY" if m == 0 else "SECONDARY", dtype=object),
+                "member_version": np.full(n, "8.4.3", dtype=object),
+                "view_id": np.full(n, "17000000:1", dtype=object),
+                "incarnation": incarnation,
+                "seq": (day * n + np.arange(n)).astype(np.int64),
+                "sampled_at": t,
+                "count_transactions_in_queue": rng.poisson(3, n).astype(np.int64),
+                "count_transactions_checked": values[0],
+                "count_conflicts_detected": values[1],
+                "count_transactions_rows_validating": rng.poisson(20, n).astype(np.int64),
+                "count_transactions_remote_in_applier_queue": rng.poisson(5, n).astype(np.int64),
+                "count_transactions_remote_applied": values[2],
+                "count_transactions_local_proposed": values[3],
+                "count_transactions_local_rollback": values[4],
+                "transactions_committed_all_members": np.full(n, None, dtype=object),
+                "last_conflict_free_transaction": np.full(n, None, dtype=object),
+                "flow_control_mode": np.ones(n, dtype=np.int8),
+            }
+            for key, value in cols.items():
+                columns.setdefault(key, []).append(value)
+        arrays = {k: np.concatenate(v) for k, v in columns.items()}
+        table = pa.table(
+            {
+                k: pa.array(v, type=pa.timestamp("us", tz="UTC")) if k == "sampled_at" else v
+                for k, v in arrays.items()
+            }
+        )
+        if schema is not None:
+            table = table.cast(schema)
+        part = out / "group=bench" / f"date={date.isoformat()}"
+        part.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, part / "part-0000000000000000-bench.parquet", **options)
+        total += table.num_rows
+    return total
+
+
+def duckdb_rollup(history: Path, out: Path, threads: int) -> float:
+    """The five tables in DuckDB (same semantics as transforms.py), written as Parquet."""
+    import duckdb  # noqa: PLC0415 - only this function needs it
+
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    counters = {
+        "transactions_checked": "count_transactions_checked",
+        "conflicts_detected": "count_conflicts_detected",
+        "transactions_remote_applied": "count_transactions_remote_applied",
+        "transactions_local_proposed": "count_transactions_local_proposed",
+        "transactions_local_rollback": "count_transactions_local_rollback",
+    }
+    gauges = {
+        "transactions_in_queue": "count_transactions_in_queue",
+        "transactions_remote_in_applier_queue": "count_transactions_remote_in_applier_queue",
+        "transactions_rows_validating": "count_transactions_rows_validating",
+    }
+    lags = ", ".join(f"lag({src}) OVER w AS p_{out}" for out, src in counters.items())
+    steps = ", ".join(
+        f"CASE WHEN {src} - p_{out} < 0 THEN {src} ELSE {src} - p_{out} END AS {out}"
+        for out, src in counters.items()
+    )
+    reset = " OR ".join(f"{src} < p_{out}" for out, src in counters.items())
+    con.execute(
+        f"""
+        CREATE TEMP TABLE s AS
+        SELECT group_name, member_id, sampled_at, {steps},
+               coalesce({reset}, false) AS is_reset,
+               coalesce(p_inc <> incarnation, false) AS is_restart,
+               {", ".join(f"{src} AS {out}_g" for out, src in gauges.items())}
+        FROM (
+          SELECT *, lag(incarnation) OVER w AS p_inc, {lags}
+          FROM (SELECT DISTINCT ON (member_id, incarnation, seq) *
+                FROM read_parquet('{history}/*/*/part-*.parquet', hive_partitioning = false))
+          WINDOW w AS (PARTITION BY group_name, member_id ORDER BY sampled_at, incarnation, seq)
+        )
+        """
+    )
+    sums = ", ".join(f"coalesce(sum({out}), 0) AS {out}" for out in counters)
+    member_aggs = {}
+    for unit, seconds in (("minute", 60), ("hour", 3600), ("day", 86400)):
+        gauge_aggs = ", ".join(
+            f"min({g}_g) AS {g}_min, avg({g}_g) AS {g}_avg, max({g}_g) AS {g}_max"
+            + (
+                f", quantile_cont({g}_g, 0.95) AS {g}_p95"
+                if g != "transactions_rows_validating"
+                else ""
+            )
+            for g in gauges
+        )
+        member_aggs[unit] = (
+            f"SELECT group_name, member_id, date_trunc('{unit}', sampled_at) AS bucket_start, "
+            f"{sums}, {gauge_aggs}, count(*) AS samples, count(*) / {seconds}.0 AS coverage, "
+            "sum(is_reset::INT) AS resets, sum(is_restart::INT) AS restarts FROM s "
+            "GROUP BY ALL"
+        )
+        con.execute(f"CREATE TEMP TABLE member_{unit} AS {member_aggs[unit]}")
+    for unit, seconds in (("hour", 3600), ("day", 86400)):
+        con.execute(
+            f"""CREATE TEMP TABLE group_{unit} AS
+            SELECT group_name, bucket_start, count(*) AS members,
+              max(transactions_checked) AS transactions_checked,
+              max(conflicts_detected) AS conflicts_detected,
+              max(transactions_remote_applied) AS transactions_remote_applied,
+              sum(transactions_local_proposed) AS transactions_local_proposed,
+              sum(transactions_local_rollback) AS transactions_local_rollback,
+              max(conflicts_detected) / nullif(max(transactions_checked), 0) AS conflict_rate,
+              max(transactions_in_queue_max) AS transactions_in_queue_max,
+              max(transactions_remote_in_applier_queue_max)
+                AS transactions_remote_in_applier_queue_max,
+              sum(samples) AS samples, sum(samples) / (count(*) * {seconds}.0) AS coverage,
+              sum(resets) AS resets, sum(restarts) AS restarts
+            FROM member_{unit} GROUP BY ALL"""
+        )
+    for table in ("member_minute", "member_hour", "member_day", "group_hour", "group_day"):
+        con.execute(
+            f"COPY (SELECT *, strftime(bucket_start, '%Y-%m-%d') AS date FROM {table}) "
+            f"TO '{out}/{table}' (FORMAT parquet, PARTITION_BY (group_name, date), "
+            "OVERWRITE_OR_IGNORE)"
+        )
+    con.close()
+    return time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--history", type=Path, help="existing history (e.g. grstats simulate)")
+    parser.add_argument("--members", type=int, default=9)
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-rollup-"))
+    try:
+        history = args.history
+        if history is None:
+            history = work / "history"
+            started = time.monotonic()
+            rows = generate(history, args.members, args.days)
+            print(f"generated {rows} rows in {time.monotonic() - started:.1f} s (pyarrow)")
+        files = list(history.rglob("part-*.parquet"))
+        rows = sum(pq.read_metadata(f).num_rows for f in files)
+        size = sum(f.stat().st_size for f in files)
+        machine = f"{platform.machine()} {os.cpu_count()} cpus"
+        print(f"machine: {machine}, python {platform.python_version()}")
+        print(
+            f"input: {rows} rows, {len(files)} files, {size / 1e6:.1f} MB, "
+            f"{size / rows:.2f} bytes/sample"
+        )
+
+        from spark_rollups.rollup import build_session, run_rollup  # noqa: PLC0415
+
+        started = time.monotonic()
+        spark = build_session("local[2]", "bench-rollup")
+        spark.sparkContext.setLogLevel("ERROR")
+        session_s = time.monotonic() - started
+        print(f"spark session start: {session_s:.1f} s")
+        timings = []
+        for attempt in ("cold", "warm"):
+            out = work / f"spark-{attempt}"
+            started = time.monotonic()
+            run_rollup(
+                spark,
+                str(history),
+                str(out),
+                since="1970-01-01",
+                progress=lambda line: print("  " + line),
+            )
+            timings.append(time.monotonic() - started)
+            print(
+                f"spark rollup ({attempt} JVM): {timings[-1]:.1f} s, "
+                f"{rows / timings[-1] / 1e6:.2f} M rows/s"
+            )
+        spark.stop()
+        duck = duckdb_rollup(history, work / "duckdb", threads=2)
+        print(f"duckdb rollup (2 threads): {duck:.1f} s, {rows / duck / 1e6:.2f} M rows/s")
+        print(
+            f"ratio spark/duckdb: {timings[-1] / duck:.2f} (warm), {timings[0] / duck:.2f} (cold)"
+        )
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

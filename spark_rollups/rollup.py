@@ -1,0 +1,367 @@
+"""`rollup`: history Parquet -> member/group minute, hour and day tables.
+
+Strategy: one Spark job per run.  The dates to process are chosen per group
+from the partition directories (`--since`/`--until`, or incrementally: every
+history date from the newest already rolled up, which is redone, onwards).
+The samples are read with column pruning, ordered once (`with_steps`), the
+member minutes are aggregated and persisted, and every coarser table is
+derived from them (p95 excepted: exact, from the samples, see transforms.py).
+The day before the first processed date is read too, only for each member's
+last sample, so the first step of an incremental run is right.
+
+Invariants:
+- Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
+  partition; dynamic partition overwrite replaces exactly the partitions a
+  run writes, so re-running a date is idempotent and other dates are kept.
+- Timestamps are UTC (session time zone), partition values are strings.
+- Local mode stays on loopback: SPARK_LOCAL_IP and the driver bind address are
+  127.0.0.1 unless the caller set them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_rollups import transforms as T
+
+__all__ = [
+    "GROUP_TABLES",
+    "MEMBER_TABLES",
+    "TABLES",
+    "RollupError",
+    "build_parser",
+    "build_session",
+    "list_partitions",
+    "main",
+    "run_rollup",
+]
+
+MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
+GROUP_TABLES = ("group_hour", "group_day")
+TABLES = (*MEMBER_TABLES, *GROUP_TABLES)
+
+
+class RollupError(Exception):
+    """A user mistake or missing input, reported as one line (exit status 2)."""
+
+
+def build_session(master: str | None = None, app_name: str = "grstats-rollup") -> SparkSession:
+    """A SparkSession configured for the rollups (loopback and small shuffles when local).
+
+    Args:
+        master: Spark master URL; None keeps spark-submit's, else `local[*]`.
+        app_name: the application name.
+
+    Returns:
+        The (possibly existing) session.
+    """
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit
+    if master is None and not submitted:
+        master = "local[*]"
+    builder = SparkSession.builder.appName(app_name)
+    local = master is not None and master.startswith("local")
+    if master is not None:
+        builder = builder.master(master)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1"
+        )
+        # A few partitions per core: local shuffles are tiny, task overhead dominates.
+        builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+    for key, value in session_settings().items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def session_settings() -> dict[str, str]:
+    """Settings the rollups rely on (also applied by the test fixture).
+
+    Returns:
+        Spark configuration keys and values.
+    """
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        # percentile keeps a small value->count map per group; the default (128
+        # groups per task) would fall back to a sort-based aggregation.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+
+
+# ----------------------------------------------------------------- partitions
+
+
+def _hadoop_fs(spark: SparkSession, root: str) -> tuple[Any, Any]:
+    # Hadoop's FileSystem lists partitions on any scheme (file, hdfs, s3a).
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(root)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def list_partitions(spark: SparkSession, root: str) -> dict[str, set[str]]:
+    """The `group=<g>/date=<d>` partition directories under a root.
+
+    Args:
+        spark: the session (its Hadoop configuration resolves the scheme).
+        root: the history or table directory.
+
+    Returns:
+        Directory group value (still escaped) -> set of ISO dates; empty if
+        the root does not exist.
+    """
+    fs, path = _hadoop_fs(spark, root)
+    found: dict[str, set[str]] = {}
+    if not fs.exists(path):
+        return found
+    for group_status in fs.listStatus(path):
+        name = group_status.getPath().getName()
+        if not (group_status.isDirectory() and name.startswith("group=")):
+            continue
+        dates = found.setdefault(name.removeprefix("group="), set())
+        for date_status in fs.listStatus(group_status.getPath()):
+            date_name = date_status.getPath().getName()
+            if date_status.isDirectory() and date_name.startswith("date="):
+                dates.add(date_name.removeprefix("date="))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one run reads and writes."""
+
+    dates: dict[str, list[str]]  # escaped group dir value -> dates to roll up
+    baselines: dict[str, list[str]]  # escaped group dir value -> dates read for last samples
+
+
+def plan_run(
+    history: dict[str, set[str]],
+    done: dict[str, set[str]],
+    since: str | None,
+    until: str | None,
+    group: str | None,
+) -> Plan:
+    """Choose the dates to roll up per group.
+
+    Args:
+        history: `list_partitions` of the history.
+        done: `list_partitions` of an output table (what is already rolled up).
+        since: first date to process (ISO); None = incremental.
+        until: last date to process (ISO); None = no limit.
+        group: only this group (unescaped name); None = all.
+
+    Returns:
+        The plan; groups with nothing to do are left out.
+    """
+    dates: dict[str, list[str]] = {}
+    baselines: dict[str, list[str]] = {}
+    for key, available in sorted(history.items()):
+        if group is not None and unquote(key) != group:
+            continue
+        start = since
+        if start is None and done.get(key):
+            start = max(done[key])  # the newest rolled-up date is redone (it may have grown)
+        chosen = sorted(
+            d for d in available if (start is None or d >= start) and (until is None or d <= until)
+        )
+        if not chosen:
+            continue
+        dates[key] = chosen
+        before = {(dt.date.fromisoformat(d) - dt.timedelta(days=1)).isoformat() for d in chosen}
+        baselines[key] = sorted((before & available) - set(chosen))
+    return Plan(dates, baselines)
+
+
+# ----------------------------------------------------------------------- run
+
+
+def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame | None:
+    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+    if not paths:
+        return None
+    reader = spark.read.option("pathGlobFilter", "part-*.parquet")
+    return T.select_samples(reader.parquet(*paths))
+
+
+def _write(frame: DataFrame, out: str, table: str) -> None:
+    (
+        frame.withColumn("group", F.col(T.GROUP_NAME))
+        .withColumn("date", F.date_format(T.DAY, "yyyy-MM-dd"))
+        .drop(T.DAY)
+        .repartition("group", "date")
+        .sortWithinPartitions(*[c for c in ("member_id", T.BUCKET) if c in frame.columns])
+        .write.mode("overwrite")
+        .partitionBy("group", "date")
+        .parquet(f"{out}/{table}")
+    )
+
+
+def run_rollup(
+    spark: SparkSession,
+    history: str,
+    out: str,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    group: str | None = None,
+    period_seconds: float = 1.0,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, int]:
+    """Roll the history up into the five tables.
+
+    Args:
+        spark: the session (`build_session`).
+        history: history root directory.
+        out: rollup root directory.
+        since: first date to process; None = incremental (see plan_run).
+        until: last date to process; None = all.
+        group: only this group; None = all.
+        period_seconds: sampling period, for coverage.
+        progress: called with one line per step.
+
+    Returns:
+        Rows written per table (empty when there was nothing to do).
+
+    Raises:
+        RollupError: the history directory does not exist.
+    """
+    fs, root = _hadoop_fs(spark, history)
+    if not fs.exists(root):
+        raise RollupError(f"history directory not found: {history}")
+    plan = plan_run(
+        list_partitions(spark, history),
+        list_partitions(spark, f"{out}/member_day"),
+        since,
+        until,
+        group,
+    )
+    if not plan.dates:
+        progress("rollup: nothing to do")
+        return {}
+    for key, days in plan.dates.items():
+        progress(f"rollup: group {unquote(key)}: {days[0]} .. {days[-1]} ({len(days)} dates)")
+    samples = _read(spark, history, plan.dates)
+    assert samples is not None
+    baseline = _read(spark, history, plan.baselines)
+    # The one expensive pass (ordering every sample); everything else reads its result.
+    raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
+    minutes = T.apply_day_boundary(
+        raw_minutes, None if baseline is None else T.last_samples(baseline)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = T.tables_from_minutes(minutes, period_seconds)
+    counts: dict[str, int] = {}
+    for table, frame in tables.items():
+        started = time.monotonic()
+        if table in ("member_hour", "member_day"):
+            frame.persist()  # the group table of the same unit reads it again
+        _write(frame, out, table)
+        counts[table] = frame.count()
+        progress(f"rollup: {table}: {counts[table]} rows in {time.monotonic() - started:.1f} s")
+    for frame in (tables["member_hour"], tables["member_day"], minutes, raw_minutes):
+        frame.unpersist()
+    return counts
+
+
+# ----------------------------------------------------------------------- CLI
+
+
+def _date(text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The `rollup` command line.
+
+    Args:
+        parser: a (sub)parser to fill; None creates one.
+
+    Returns:
+        The parser.
+    """
+    if parser is None:
+        parser = argparse.ArgumentParser(prog="rollup")
+    parser.description = (
+        "Roll grstats history up into member_minute, member_hour, member_day, "
+        "group_hour and group_day Parquet tables (DESIGN.md section 7)."
+    )
+    parser.epilog = (
+        "examples:\n"
+        "  python -m spark_rollups rollup --history /var/lib/grstats/history --out rollups\n"
+        "  python -m spark_rollups rollup --history hist --out rollups --since 2026-11-16\n"
+        "  spark-submit --master spark://head:7077 spark_rollups/__main__.py rollup "
+        "--history hdfs:///grstats/history --out hdfs:///grstats/rollups\n"
+        "Without --since, every date from the newest one already rolled up (redone) onwards."
+    )
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--history", required=True, help="history root (group=<g>/date=<d>/)")
+    parser.add_argument("--out", required=True, help="rollup root (one directory per table)")
+    parser.add_argument("--since", type=_date, help="first date to roll up (YYYY-MM-DD)")
+    parser.add_argument("--until", type=_date, help="last date to roll up (YYYY-MM-DD)")
+    parser.add_argument("--group", help="only this group")
+    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--period", type=float, default=1.0, help="sampling period in seconds (coverage)"
+    )
+    return parser
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `rollup`.
+
+    Args:
+        argv: arguments after the command name; None = sys.argv[1:].
+
+    Returns:
+        0 on success, 2 on a user error (one line on stderr).
+    """
+    args = build_parser().parse_args(argv)
+    if _is_local(args.history) and not os.path.isdir(args.history.removeprefix("file://")):
+        print(f"rollup: history directory not found: {args.history}", file=sys.stderr)
+        return 2
+    if args.period <= 0:
+        print("rollup: --period must be positive", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    spark = build_session(args.master)
+    print(f"rollup: spark session ready in {time.monotonic() - started:.1f} s", flush=True)
+    try:
+        counts = run_rollup(
+            spark,
+            args.history,
+            args.out,
+            since=args.since,
+            until=args.until,
+            group=args.group,
+            period_seconds=args.period,
+            progress=lambda line: print(line, flush=True),
+        )
+    except RollupError as exc:
+        print(f"rollup: {exc}", file=sys.stderr)
+        return 2
+    total = time.monotonic() - started
+    print(f"rollup: done in {total:.1f} s ({sum(counts.values())} rows written)", flush=True)
+    return 0
