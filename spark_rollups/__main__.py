@@ -45,13 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command == "rollup":
-        from spark_rollups import rollup  # noqa: PLC0415 - pyspark loads only when needed
+        from spark_rollups.rollup import main as rollup_main  # noqa: PLC0415 - lazy pyspark
 
-        return rollup.main(rest)
+        return rollup_main(rest)
     if command == "report":
-        from spark_rollups import report  # noqa: PLC0415 - pyspark loads only when needed
+        from spark_rollups.report import main as report_main  # noqa: PLC0415 - lazy pyspark
 
-        return report.main(rest)
+        return report_main(rest)
     print(
         f"spark_rollups: unknown command {command!r} (expected rollup or report)", file=sys.stderr
     )
