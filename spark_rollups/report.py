@@ -281,14 +281,13 @@ def _totals(data: WeekData) -> Table:
         ["metric", "this week", "previous week", "change"],
         rows,
         note=note,
-        percent=frozenset({"change"}),
+        percent=frozenset({"change", "conflict rate", "rollback ratio"}),
     )
 
 
 def _short_labels(ids: list[str]) -> list[str]:
     """Member ids short enough for a chart axis while still telling them apart."""
-    for cut in (lambda i: i[:8], lambda i: i[-12:]):
-        labels = [cut(i) for i in ids]
+    for labels in ([i[:8] for i in ids], [i[-12:] for i in ids]):
         if len(set(labels)) == len(set(ids)):
             return labels
     return ids

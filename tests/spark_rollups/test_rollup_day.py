@@ -1,0 +1,266 @@
+"""A simulated group rolled up by Spark, checked against an independent computation.
+
+The history is `grstats simulate` output (3 members, 2 days) with day two
+made awkward on purpose: a gap, a server restart (counters drop), a daemon
+restart (new incarnation, counters go on) and a file of duplicate rows.  The
+expected tables are computed here with numpy, separately from transforms.py:
+drop duplicates, sort, diff, then contiguous-segment reductions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from grstats.commands.simulate import member_ids, simulate_history
+from spark_rollups.rollup import TABLES, run_rollup
+
+pytestmark = pytest.mark.slow
+
+GROUP = "g-test"
+DAY1, DAY2 = dt.date(2026, 11, 16), dt.date(2026, 11, 17)
+COUNTERS = {
+    "transactions_checked": "count_transactions_checked",
+    "conflicts_detected": "count_conflicts_detected",
+    "transactions_remote_applied": "count_transactions_remote_applied",
+    "transactions_local_proposed": "count_transactions_local_proposed",
+    "transactions_local_rollback": "count_transactions_local_rollback",
+}
+GAUGES = {
+    "transactions_in_queue": "count_transactions_in_queue",
+    "transactions_remote_in_applier_queue": "count_transactions_remote_in_applier_queue",
+    "transactions_rows_validating": "count_transactions_rows_validating",
+}
+US = 1_000_000
+
+
+def _at(day: dt.date, hour: int, minute: int = 0) -> int:
+    moment = dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=dt.UTC)
+    return int(moment.timestamp()) * US
+
+
+def _make_awkward(history: Path, members: list[str]) -> None:
+    """Rewrite day two with a gap, a counter reset, a new incarnation and duplicates."""
+    partition = history / f"group={GROUP}" / f"date={DAY2.isoformat()}"
+    files = sorted(partition.glob("part-*.parquet"))
+    table = pa.concat_tables(pq.read_table(f) for f in files)
+    schema = table.schema
+    for f in files:
+        f.unlink()
+    t = pc.cast(table["sampled_at"], pa.int64()).to_numpy()
+    member = np.array(table["member_id"].to_pylist())
+    columns = {name: table[name].to_numpy(zero_copy_only=False).copy() for name in schema.names}
+    # member 2: nothing from 10:00 to 10:30 (a gap)
+    keep = ~((member == members[2]) & (t >= _at(DAY2, 10)) & (t < _at(DAY2, 10, 30)))
+    # member 1: server restart at 15:00, the counters start again near zero
+    restarted = (member == members[1]) & (t >= _at(DAY2, 15))
+    before = (member == members[1]) & (t == _at(DAY2, 15) - US)
+    for src in COUNTERS.values():
+        columns[src][restarted] -= columns[src][before][0]
+    # member 0: daemon restart at 12:00: new incarnation, seq again from 1, counters go on
+    daemon = (member == members[0]) & (t >= _at(DAY2, 12))
+    columns["incarnation"][daemon] += 1
+    columns["seq"][daemon] = np.arange(1, int(daemon.sum()) + 1)
+    rewritten = pa.table(columns, schema=schema).filter(pa.array(keep))
+    pq.write_table(rewritten, partition / "part-0000-rewritten.parquet")
+    # the same five minutes of member 0 written twice (a crash replay)
+    dup_t = pc.cast(rewritten["sampled_at"], pa.int64())
+    mask = pc.and_(
+        pc.equal(rewritten["member_id"], members[0]),
+        pc.and_(pc.greater_equal(dup_t, _at(DAY2, 8)), pc.less(dup_t, _at(DAY2, 8, 5))),
+    )
+    pq.write_table(rewritten.filter(mask), partition / "part-0001-duplicates.parquet")
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("history")
+    members = member_ids(5, 3)
+    simulate_history(root, group=GROUP, members=members, days=2, seed=5, start=DAY1)
+    _make_awkward(root, members)
+    return root
+
+
+# --------------------------------------------------------------- expected
+
+
+def _member_tables(history: Path) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
+    """Independent member tables keyed by (member, bucket start in seconds)."""
+    table = pa.concat_tables(pq.read_table(f) for f in sorted(history.rglob("part-*.parquet")))
+    member = np.array(table["member_id"].to_pylist())
+    inc = np.array(table["incarnation"].to_pylist(), dtype=object)
+    seq = table["seq"].to_numpy()
+    t = pc.cast(table["sampled_at"], pa.int64()).to_numpy()
+    values = {name: table[src].to_numpy() for name, src in {**COUNTERS, **GAUGES}.items()}
+    out: dict[str, dict[tuple[str, int], dict[str, Any]]] = {
+        "member_minute": {},
+        "member_hour": {},
+        "member_day": {},
+    }
+    for m in sorted(set(member)):
+        idx = np.flatnonzero(member == m)
+        order = sorted(idx, key=lambda i: (t[i], inc[i], seq[i]))
+        unique: list[int] = []
+        for i in order:  # drop exact duplicates (same incarnation and seq)
+            if unique and inc[unique[-1]] == inc[i] and seq[unique[-1]] == seq[i]:
+                continue
+            unique.append(i)
+        rows = np.array(unique)
+        n = len(rows)
+        steps = {}
+        reset = np.zeros(n, dtype=bool)
+        for name in COUNTERS:
+            v = values[name][rows]
+            diff = np.diff(v, prepend=v[0])
+            steps[name] = np.where(diff < 0, v, diff)
+            steps[name][0] = 0  # the first sample is only a baseline
+            reset |= diff < 0
+        incs = inc[rows]
+        restart = np.array([False] + [incs[k] != incs[k - 1] for k in range(1, n)])
+        for table_name, seconds in (
+            ("member_minute", 60),
+            ("member_hour", 3600),
+            ("member_day", 86400),
+        ):
+            bucket = t[rows] // (seconds * US) * seconds
+            starts = np.flatnonzero(np.diff(bucket, prepend=bucket[0] - 1))
+            ends = [*starts[1:], n]
+            for a, b in zip(starts, ends, strict=True):
+                rec: dict[str, Any] = {name: int(steps[name][a:b].sum()) for name in COUNTERS}
+                for name in GAUGES:
+                    g = values[name][rows][a:b]
+                    rec[f"{name}_min"] = int(g.min())
+                    rec[f"{name}_max"] = int(g.max())
+                    rec[f"{name}_avg"] = float(g.mean())
+                    if name != "transactions_rows_validating":
+                        rec[f"{name}_p95"] = float(np.percentile(g, 95))  # linear interpolation
+                rec["samples"] = int(b - a)
+                rec["coverage"] = (b - a) / seconds
+                rec["resets"] = int(reset[a:b].sum())
+                rec["restarts"] = int(restart[a:b].sum())
+                out[table_name][(m, int(bucket[a]))] = rec
+    return out
+
+
+def _group_tables(
+    members: dict[str, dict[tuple[str, int], dict[str, Any]]], seconds: int
+) -> dict[int, dict[str, Any]]:
+    by_bucket: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for (_, bucket), rec in members.items():
+        by_bucket[bucket].append(rec)
+    out = {}
+    for bucket, recs in by_bucket.items():
+        checked = max(r["transactions_checked"] for r in recs)
+        conflicts = max(r["conflicts_detected"] for r in recs)
+        out[bucket] = {
+            "members": len(recs),
+            "transactions_checked": checked,
+            "conflicts_detected": conflicts,
+            "transactions_remote_applied": max(r["transactions_remote_applied"] for r in recs),
+            "transactions_local_proposed": sum(r["transactions_local_proposed"] for r in recs),
+            "transactions_local_rollback": sum(r["transactions_local_rollback"] for r in recs),
+            "conflict_rate": conflicts / checked if checked else None,
+            "samples": sum(r["samples"] for r in recs),
+            "coverage": sum(r["samples"] for r in recs) / (len(recs) * seconds),
+            "resets": sum(r["resets"] for r in recs),
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+    members = _member_tables(history)
+    return {
+        **members,
+        "group_hour": _group_tables(members["member_hour"], 3600),
+        "group_day": _group_tables(members["member_day"], 86400),
+    }
+
+
+# --------------------------------------------------------------- actual
+
+
+def _read(spark: Any, out: Path, table: str) -> dict[Any, dict[str, Any]]:
+    frame = spark.read.parquet(str(out / table)).withColumn(
+        "bucket_start", F.col("bucket_start").cast("long")
+    )
+    result = {}
+    for row in frame.collect():
+        rec = row.asDict()
+        key = (rec["member_id"], rec["bucket_start"]) if "member_id" in rec else rec["bucket_start"]
+        assert key not in result, f"{table}: {key} twice"
+        result[key] = rec
+    return result
+
+
+def _assert_same(
+    table: str, actual: dict[Any, dict[str, Any]], expected: dict[Any, dict[str, Any]]
+) -> None:
+    assert set(actual) == set(expected), table
+    for key, want in expected.items():
+        got = actual[key]
+        for column, value in want.items():
+            if isinstance(value, float):
+                assert got[column] == pytest.approx(value, rel=1e-9, abs=1e-9), (table, key, column)
+            else:
+                assert got[column] == value, (table, key, column)
+
+
+@pytest.fixture(scope="module")
+def rolled(spark: Any, history: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rollups")
+    run_rollup(spark, str(history), str(out))
+    return out
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_table_equals_the_independent_computation(
+    spark: Any, rolled: Path, expected: dict[str, Any], table: str
+) -> None:
+    _assert_same(table, _read(spark, rolled, table), expected[table])
+
+
+def test_tables_are_partitioned_by_group_and_date(rolled: Path) -> None:
+    for table in TABLES:
+        partitions = sorted(
+            p.relative_to(rolled / table).as_posix() for p in (rolled / table).glob("*/*")
+        )
+        assert partitions == [f"group={GROUP}/date={DAY1}", f"group={GROUP}/date={DAY2}"]
+        for partition in (rolled / table).glob("*/*"):
+            assert len(list(partition.glob("*.parquet"))) == 1
+
+
+def test_rerunning_a_date_replaces_it(
+    spark: Any, rolled: Path, history: Path, tmp_path: Path, expected: dict[str, Any]
+) -> None:
+    out = tmp_path / "rollups"
+    shutil.copytree(rolled, out)
+    day1 = out / "member_minute" / f"group={GROUP}" / f"date={DAY1}"
+    day1_files = sorted(day1.iterdir())
+    run_rollup(spark, str(history), str(out), since=DAY2.isoformat())
+    assert sorted(day1.iterdir()) == day1_files  # other dates untouched
+    for table in TABLES:
+        _assert_same(table, _read(spark, out, table), expected[table])
+
+
+def test_incremental_since_gives_the_same_tables_as_one_run(
+    spark: Any, history: Path, tmp_path: Path, expected: dict[str, Any]
+) -> None:
+    out = tmp_path / "rollups"
+    run_rollup(spark, str(history), str(out), until=DAY1.isoformat())
+    assert not (out / "member_day" / f"group={GROUP}" / f"date={DAY2}").exists()
+    lines: list[str] = []
+    run_rollup(spark, str(history), str(out), since=DAY2.isoformat(), progress=lines.append)
+    assert any(DAY2.isoformat() in line and "1 dates" in line for line in lines)
+    for table in TABLES:
+        _assert_same(table, _read(spark, out, table), expected[table])
