@@ -436,6 +436,8 @@ def _batch_part(processes: Processes, out: Path, logs: Path, days: int) -> Path:
             str(days),
             "--seed",
             str(SIMULATE_SEED),
+            "--group",
+            GROUP,
             "--start",
             monday.isoformat(),
             "--slow-member",
