@@ -1,6 +1,7 @@
 """`grstats stats|members|status|watch` against real daemons, and `--bus` against a real broker.
 
-One Mosquitto and two simulated member daemons (`grstats run` subprocesses)
+One Mosquitto and two simulated member daemons (`grstats run` subprocesses,
+started with tests/grstats/daemon_helpers.py)
 serve the whole module; each test runs the CLI as a user would (a
 subprocess: real exit status, real stderr). Expected values are the configs
 the test wrote, the daemon's API read directly with urllib, or messages the
@@ -16,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,10 +28,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.bus import Bus, BusOptions
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker, find_mosquitto, free_port
+from tests.grstats.daemon_helpers import (
+    GROUP,
+    M1,
+    M2,
+    STATS,
+    DaemonProc,
+    daemon_config,
+    daemons,
+    wait_for,
+)
 
-GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-M1 = "11111111-1111-1111-1111-111111111111"
-M2 = "22222222-2222-2222-2222-222222222222"
 GRSTATS = [sys.executable, "-c", "from grstats.cli import main; main()"]
 
 
@@ -39,53 +46,12 @@ GRSTATS = [sys.executable, "-c", "from grstats.cli import main; main()"]
 class Cluster:
     broker: Broker
     apis: list[str]
-    configs: list[Path]
-
-
-def _config(member: str, port: int, broker_port: int, api_port: int) -> str:
-    return f"""
-[member]
-group = "{GROUP}"
-id = "{member}"
-host = "127.0.0.1"
-port = {port}
-
-[source]
-kind = "simulated"
-
-[simulated]
-members = ["{M1}", "{M2}"]
-seed = 3
-mode = "multi-primary"
-
-[bus]
-host = "127.0.0.1"
-port = {broker_port}
-
-[api]
-listen = "127.0.0.1:{api_port}"
-
-[log]
-level = "warning"
-"""
+    daemons: list[DaemonProc]
 
 
 def _get_json(url: str) -> object:
     with urllib.request.urlopen(url, timeout=2) as response:
         return json.loads(response.read())
-
-
-def _wait_rows(api: str, count: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            rows = _get_json(f"{api}/v1/tables/replication_group_member_stats")
-            if isinstance(rows, list) and len(rows) >= count:
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{api} did not show {count} members within {timeout}s")
 
 
 @pytest.fixture(scope="module")
@@ -97,33 +63,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     (workdir / "broker").mkdir()
     broker = Broker(binary, workdir / "broker", free_port())
     broker.start()
-    processes: list[subprocess.Popen[bytes]] = []
-    apis: list[str] = []
-    configs: list[Path] = []
     try:
+        configs = []
         for index, member in enumerate((M1, M2)):
-            api_port = free_port()
-            config = workdir / f"member{index + 1}.toml"
-            config.write_text(_config(member, 3306 + index, broker.port, api_port))
-            log = (workdir / f"member{index + 1}.log").open("wb")
-            processes.append(
-                subprocess.Popen([*GRSTATS, "run", "--config", str(config)], stdout=log, stderr=log)
-            )
-            log.close()
-            apis.append(f"http://127.0.0.1:{api_port}")
+            config = daemon_config(broker.port, member, (M1, M2), period=0.5)
+            config["member"]["port"] = 3306 + index
+            config["simulated"]["mode"] = "multi-primary"
             configs.append(config)
-        for api in apis:
-            _wait_rows(api, 2)
-        yield Cluster(broker, apis, configs)
+        with daemons(workdir, configs) as started:
+            for d in started:
+                wait_for(lambda d=d: len(d.table(STATS)) == 2 or None, 30, "both members")
+            apis = [f"http://127.0.0.1:{d.api_port}" for d in started]
+            yield Cluster(broker, apis, started)
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
         broker.stop()
 
 
@@ -216,8 +168,11 @@ def test_stats_table_has_every_member_and_the_ps_columns(cluster: Cluster) -> No
     assert list(rows[0])[-1] == "COUNT_TRANSACTIONS_LOCAL_ROLLBACK"
 
 
-def test_status_reads_api_from_config_file(cluster: Cluster) -> None:
-    result = grstats("status", "--config", str(cluster.configs[1]), "--format", "json")
+def test_status_reads_api_from_config_file(cluster: Cluster, tmp_path: Path) -> None:
+    config = tmp_path / "grstats.toml"
+    port = cluster.daemons[1].api_port
+    config.write_text(f'[member]\ngroup = "{GROUP}"\n\n[api]\nlisten = "0.0.0.0:{port}"\n')
+    result = grstats("status", "--config", str(config), "--format", "json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     local = [r for r in rows if r["IS_LOCAL"] == 1]
