@@ -33,7 +33,15 @@ from grstats import render
 from grstats.commands.tables import TableReader, UserError, read_options
 from grstats.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
 
-__all__ = ["COLUMNS", "RATE_COLUMNS", "ViewState", "build_view", "command", "fit_columns"]
+__all__ = [
+    "COLUMNS",
+    "RATE_COLUMNS",
+    "ViewState",
+    "build_view",
+    "command",
+    "fit_columns",
+    "live_table",
+]
 
 # display column -> source column (member_stats unless noted)
 RATE_COLUMNS: Mapping[str, str] = {
@@ -218,12 +226,23 @@ def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple
     return tuple(columns), short
 
 
-def _rich_table(
+def live_table(
     rows: Sequence[Mapping[str, object]],
     changed: set[tuple[str, str]],
     title: str,
     width: int,
 ) -> Table:
+    """The rich table of one refresh: mysql-client box, changes yellow, UNREACHABLE red.
+
+    Args:
+        rows: display rows from `build_view`.
+        changed: (member_id, column) cells to highlight.
+        title: the line above the table.
+        width: terminal width (columns are dropped to fit, see `fit_columns`).
+
+    Returns:
+        A `rich.table.Table`.
+    """
     columns, short = fit_columns(rows, width)
     table = Table(box=MYSQL_BOX, title=title, title_justify="left", show_edge=True, pad_edge=True)
     for column in columns:
@@ -318,7 +337,7 @@ def command(
                 rows, changed = [dict(r) for r in (state.shown.values() if state else ())], set()
             title = _title(reader.where, interval, error)
             if console.is_terminal:
-                view = _rich_table(rows, changed, title, console.width)
+                view = live_table(rows, changed, title, console.width)
                 if live is None:
                     live = Live(view, console=console, auto_refresh=False, transient=False)
                     live.start()

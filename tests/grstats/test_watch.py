@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from grstats.commands.watch import build_view, fit_columns
+from rich.console import Console
+
+from grstats.commands.watch import build_view, fit_columns, live_table
 
 M1 = "11111111-1111-1111-1111-111111111111"
 
@@ -62,3 +64,11 @@ def test_narrow_terminal_keeps_member_state_queues_and_rates() -> None:
     wide, short = fit_columns(rows, 400)
     assert "PROPOSED" in wide
     assert not short
+
+
+def test_unreachable_member_is_drawn_in_red() -> None:
+    rows, changed, _ = build_view(_tables(1, 0, 1, 0, "UNREACHABLE"), at=1.0, previous=None)
+    console = Console(force_terminal=True, color_system="standard", width=300, record=True)
+    console.print(live_table(rows, changed, "title", 300))
+    line = next(x for x in console.export_text(styles=True).splitlines() if "UNREACHABLE" in x)
+    assert "\x1b[1;31mUNREACHABLE" in line  # bold red
