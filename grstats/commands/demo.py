@@ -531,6 +531,13 @@ def command(out: Path, seconds: float, days: int) -> None:
       make demo                                # the same as: .venv/bin/grstats demo
       GRSTATS_DEMO_SECONDS=5 grstats demo --days 2 --out /tmp/demo
     """
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        click.secho(
+            "demo failed: no Java runtime for Spark (make demo installs default-jre-headless)",
+            fg="red",
+            err=True,
+        )
+        raise SystemExit(1)
     out = out.resolve()
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
