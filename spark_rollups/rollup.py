@@ -81,6 +81,9 @@ def build_session(master: str | None = None, app_name: str = "grstats-rollup") -
         )
         # A few partitions per core: local shuffles are tiny, task overhead dominates.
         builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+        # The driver is the executor: sorting a week of samples in 1 GB (the default)
+        # spends a third of the time collecting garbage.
+        builder = builder.config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "3g"))
     for key, value in session_settings().items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -98,9 +101,10 @@ def session_settings() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-        # percentile keeps a small value->count map per group; the default (128
-        # groups per task) would fall back to a sort-based aggregation.
-        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+        # collect_list (the minutes' gauge values) is an object aggregate: the default
+        # (128 groups per task) falls back to sorting; 64 k minute groups of ~60
+        # values stay well within memory.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
 
@@ -200,13 +204,24 @@ def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFr
     return T.select_samples(reader.parquet(*paths))
 
 
+def _since(started: float) -> str:
+    return f"{time.monotonic() - started:.1f} s"
+
+
 def _write(frame: DataFrame, out: str, table: str) -> None:
+    # The tables are small (a week of minutes of nine members is 90 k rows): one
+    # writing task gives one sorted file per partition without another shuffle.
+    keys = [
+        c
+        for c in ("group", "date", "member_id", T.BUCKET)
+        if c in frame.columns or c in ("group", "date")
+    ]
     (
         frame.withColumn("group", F.col(T.GROUP_NAME))
         .withColumn("date", F.date_format(T.DAY, "yyyy-MM-dd"))
         .drop(T.DAY)
-        .repartition("group", "date")
-        .sortWithinPartitions(*[c for c in ("member_id", T.BUCKET) if c in frame.columns])
+        .coalesce(1)
+        .sortWithinPartitions(*keys)
         .write.mode("overwrite")
         .partitionBy("group", "date")
         .parquet(f"{out}/{table}")
@@ -261,20 +276,26 @@ def run_rollup(
     assert samples is not None
     baseline = _read(spark, history, plan.baselines)
     # The one expensive pass (ordering every sample); everything else reads its result.
+    started = time.monotonic()
     raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
+    minute_rows = raw_minutes.count()
+    progress(f"rollup: samples ordered into {minute_rows} member minutes in {_since(started)}")
+    started = time.monotonic()
     minutes = T.apply_day_boundary(
         raw_minutes, None if baseline is None else T.last_samples(baseline)
     ).persist(StorageLevel.MEMORY_AND_DISK)
+    sample_count = minutes.agg(F.sum("samples")).first()[0]  # type: ignore[index]
+    raw_minutes.unpersist()
+    progress(f"rollup: day boundaries joined ({sample_count} samples) in {_since(started)}")
     tables = T.tables_from_minutes(minutes, period_seconds)
     counts: dict[str, int] = {}
     for table, frame in tables.items():
         started = time.monotonic()
-        if table in ("member_hour", "member_day"):
-            frame.persist()  # the group table of the same unit reads it again
+        frame.persist()  # written, then counted (and member hours/days feed the group tables)
         _write(frame, out, table)
         counts[table] = frame.count()
-        progress(f"rollup: {table}: {counts[table]} rows in {time.monotonic() - started:.1f} s")
-    for frame in (tables["member_hour"], tables["member_day"], minutes, raw_minutes):
+        progress(f"rollup: {table}: {counts[table]} rows written in {_since(started)}")
+    for frame in (*tables.values(), minutes):
         frame.unpersist()
     return counts
 

@@ -136,9 +136,19 @@ def select_samples(history: DataFrame) -> DataFrame:
         history: rows with the DESIGN.md section 6 columns (more are ignored).
 
     Returns:
-        HISTORY_INPUT_COLUMNS plus `day`, the UTC date of sampled_at.
+        HISTORY_INPUT_COLUMNS plus `day`, the UTC date of sampled_at; incarnation
+        replaced by its xxhash64 (a long: two incarnations of one member would
+        have to collide in 64 bits to be taken for one).
     """
-    return history.select(*HISTORY_INPUT_COLUMNS).withColumn(DAY, F.to_date(SAMPLED_AT))
+    return history.select(*HISTORY_INPUT_COLUMNS).withColumns(
+        {
+            # uint64 reads as decimal(20, 0), slow to shuffle, sort and compare; only
+            # equality matters (and order among samples with the same sampled_at),
+            # so a 64-bit hash stands in for it.
+            INCARNATION: F.xxhash64(INCARNATION),
+            DAY: F.to_date(SAMPLED_AT),
+        }
+    )
 
 
 def _step(value: Column, previous: Column) -> Column:
