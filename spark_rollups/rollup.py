@@ -26,6 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -280,22 +281,26 @@ def run_rollup(
     raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
     minute_rows = raw_minutes.count()
     progress(f"rollup: samples ordered into {minute_rows} member minutes in {_since(started)}")
-    started = time.monotonic()
     minutes = T.apply_day_boundary(
         raw_minutes, None if baseline is None else T.last_samples(baseline)
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    sample_count = minutes.agg(F.sum("samples")).first()[0]  # type: ignore[index]
-    raw_minutes.unpersist()
-    progress(f"rollup: day boundaries joined ({sample_count} samples) in {_since(started)}")
     tables = T.tables_from_minutes(minutes, period_seconds)
     counts: dict[str, int] = {}
-    for table, frame in tables.items():
+
+    def write(table: str) -> None:
         started = time.monotonic()
-        frame.persist()  # written, then counted (and member hours/days feed the group tables)
+        frame = tables[table].persist()  # written, counted, and read by the group tables
         _write(frame, out, table)
         counts[table] = frame.count()
         progress(f"rollup: {table}: {counts[table]} rows written in {_since(started)}")
-    for frame in (*tables.values(), minutes):
+
+    # The tables are small: their jobs wait on scheduling and file commits more
+    # than on the cores, so they run side by side (the group tables read the
+    # persisted member tables, hence two waves).
+    with ThreadPoolExecutor(max_workers=len(MEMBER_TABLES), thread_name_prefix="rollup") as pool:
+        for wave in (MEMBER_TABLES, GROUP_TABLES):
+            list(pool.map(write, wave))
+    for frame in (*tables.values(), minutes, raw_minutes):
         frame.unpersist()
     return counts
 
