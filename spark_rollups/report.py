@@ -561,6 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.monotonic()
     spark = build_session(args.master, "grstats-report")
+    spark.sparkContext.setLogLevel("WARN")
     try:
         written = report(spark, args.rollups, args.week, args.out, args.group)
     except ReportError as exc:

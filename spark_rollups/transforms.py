@@ -6,11 +6,14 @@ UTC day, ordered by sampled_at, incarnation, seq) that yields the counter
 steps, reset/restart flags and each day's first and last sample; the minute
 table is aggregated from those rows, and the hour and day tables are sums,
 minima and maxima of minutes -- exact, since every additive quantity (steps,
-samples, resets, gauge sums) is carried through.  Only p95 is not
-decomposable: `gauge_percentiles` computes it for hours and days from the
-per-sample rows with Spark's exact `percentile` (linear interpolation between
-the closest ranks, position = 0.95 * (n - 1), like numpy's default and
-DuckDB's `quantile_cont`).
+samples, resets, gauge sums) is carried through.  p95 is not decomposable, so
+each minute also carries its sorted gauge values (`_vals_*`, at most 60 ints
+at 1 Hz); hours and days merge those arrays and take the exact percentile
+again.  Percentiles are exact everywhere: linear interpolation between the
+closest ranks, position = 0.95 * (n - 1) -- Spark's `percentile`, numpy's
+default and DuckDB's `quantile_cont`.  (Spark's `percentile` itself is not
+used: it is an object aggregate with a value map per group, and the arrays
+are needed anyway for the coarser buckets.)
 
 Invariants:
 - Steps: step_i = v_i - v_(i-1), or v_i when that is negative (a counter
