@@ -520,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
         The parser.
     """
     parser = argparse.ArgumentParser(
-        prog="report",
+        prog="python -m spark_rollups report",
         description="Write the weekly conflict report (Markdown, HTML with PNG charts, CSV) "
         "of one ISO week from the rollup tables, one directory per group.",
         epilog=(
@@ -532,11 +532,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--rollups", required=True, help="rollup root written by `rollup`")
-    parser.add_argument("--week", required=True, help="ISO week, e.g. 2026-W47")
-    parser.add_argument("--group", help="only this group")
-    parser.add_argument("--out", required=True, type=Path, help="output directory")
-    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--rollups", required=True, metavar="DIR", help="rollup root written by `rollup`"
+    )
+    parser.add_argument("--week", required=True, metavar="YYYY-Www", help="ISO week, e.g. 2026-W47")
+    parser.add_argument("--group", metavar="NAME", help="only this group")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    parser.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     return parser
 
 

@@ -1,21 +1,25 @@
 """`rollup`: history Parquet -> member/group minute, hour and day tables.
 
-Strategy: one Spark job per run.  The dates to process are chosen per group
-from the partition directories (`--since`/`--until`, or incrementally: every
-history date from the newest already rolled up, which is redone, onwards).
-The samples are read with column pruning, ordered once (`with_steps`), the
+Strategy: one Spark application per run.  The dates to process are chosen
+per group from the partition directories (`--since`/`--until`, or
+incrementally: every history date from the newest already rolled up, which is
+redone, onwards).  The samples are read with column pruning (only
+`part-*.parquet`, as history.py writes them), ordered once (`with_steps`), the
 member minutes are aggregated and persisted, and every coarser table is
-derived from them (p95 excepted: exact, from the samples, see transforms.py).
-The day before the first processed date is read too, only for each member's
-last sample, so the first step of an incremental run is right.
+derived from them exactly (p95 too, from the minutes' sorted values, see
+transforms.py).  The day before the first processed date is read too, only for
+each member's last sample, so the first step of an incremental run is right.
+The five tables are small; they are written by concurrent jobs in two waves
+(member tables, then the group tables that read them).
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
   partition; dynamic partition overwrite replaces exactly the partitions a
   run writes, so re-running a date is idempotent and other dates are kept.
 - Timestamps are UTC (session time zone), partition values are strings.
-- Local mode stays on loopback: SPARK_LOCAL_IP and the driver bind address are
-  127.0.0.1 unless the caller set them.
+- Local mode stays on loopback: the driver binds to 127.0.0.1 and
+  SPARK_LOCAL_IP defaults to it; a cluster master (spark-submit --master ...)
+  keeps its own settings.
 """
 
 from __future__ import annotations
@@ -331,7 +335,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         The parser.
     """
     if parser is None:
-        parser = argparse.ArgumentParser(prog="rollup")
+        parser = argparse.ArgumentParser(prog="python -m spark_rollups rollup")
     parser.description = (
         "Roll grstats history up into member_minute, member_hour, member_day, "
         "group_hour and group_day Parquet tables (DESIGN.md section 7)."
@@ -345,12 +349,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "Without --since, every date from the newest one already rolled up (redone) onwards."
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--history", required=True, help="history root (group=<g>/date=<d>/)")
-    parser.add_argument("--out", required=True, help="rollup root (one directory per table)")
-    parser.add_argument("--since", type=_date, help="first date to roll up (YYYY-MM-DD)")
-    parser.add_argument("--until", type=_date, help="last date to roll up (YYYY-MM-DD)")
-    parser.add_argument("--group", help="only this group")
-    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--history", required=True, metavar="DIR", help="history root (group=<g>/date=<d>/)"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="rollup root (one directory per table)"
+    )
+    parser.add_argument(
+        "--since", type=_date, metavar="DATE", help="first date to roll up (YYYY-MM-DD)"
+    )
+    parser.add_argument(
+        "--until", type=_date, metavar="DATE", help="last date to roll up (YYYY-MM-DD)"
+    )
+    parser.add_argument("--group", metavar="NAME", help="only this group")
+    parser.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     parser.add_argument(
         "--period", type=float, default=1.0, help="sampling period in seconds (coverage)"
     )
