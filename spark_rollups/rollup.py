@@ -187,12 +187,14 @@ def plan_run(
     """
     dates: dict[str, list[str]] = {}
     baselines: dict[str, list[str]] = {}
+    # history.py and Spark escape partition values differently: compare names
+    done_dates = {unquote(key): value for key, value in done.items()}
     for key, available in sorted(history.items()):
         if group is not None and unquote(key) != group:
             continue
         start = since
-        if start is None and done.get(key):
-            start = max(done[key])  # the newest rolled-up date is redone (it may have grown)
+        if start is None and done_dates.get(unquote(key)):
+            start = max(done_dates[unquote(key)])  # the newest one is redone (it may have grown)
         chosen = sorted(
             d for d in available if (start is None or d >= start) and (until is None or d <= until)
         )

@@ -24,6 +24,12 @@ def test_incremental_run_redoes_the_newest_rolled_up_date() -> None:
     assert plan.baselines == {"g1": ["2026-11-15"]}  # read only for the last samples
 
 
+def test_incremental_run_matches_groups_escaped_differently() -> None:
+    history = {"a%20b": {"2026-11-16", "2026-11-17"}}  # history.py quotes the space
+    plan = plan_run(history, {"a b": {"2026-11-17"}}, None, None, None)  # Spark does not
+    assert plan.dates == {"a%20b": ["2026-11-17"]}
+
+
 def test_since_and_until_bound_the_dates() -> None:
     plan = plan_run(HISTORY, {}, "2026-11-16", "2026-11-16", None)
     assert plan.dates == {"g1": ["2026-11-16"]}
