@@ -4,31 +4,12 @@ from __future__ import annotations
 
 import click
 
-from grstats.config import DEFAULT_CONFIG_PATH
+from grstats.commands._common import daemon_options
 from grstats.daemon import run_process
 
 
 @click.command("collect")
-@click.option(
-    "--config",
-    "config_path",
-    default=str(DEFAULT_CONFIG_PATH),
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="The grstats.toml to read [bus], [api], [history] and [publish] from.",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(["auto", "json", "console"]),
-    default=None,
-    help="Override [log] format (auto: console on a terminal, JSON lines otherwise).",
-)
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default=None,
-    help="Override [log] level.",
-)
+@daemon_options("The grstats.toml to read [bus], [api], [history] and [publish] from.")
 def command(config_path: str, log_format: str | None, log_level: str | None) -> None:
     """Collect every member of every group seen on the bus (history scope "all").
 
