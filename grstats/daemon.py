@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -293,20 +293,8 @@ class Daemon:
             ),
             sent_timestamp=now_us(),
         )
-        envelope = Envelope(
-            group=self._group,
-            member=MemberInfo(
-                id=self._member_id,
-                host=m.host,
-                port=m.port,
-                state=m.state,
-                role=m.role,
-                version=m.version,
-                gcs_id=m.gcs_id,
-            ),
-            view_id=m.view_id,
-            incarnation=self.incarnation,
-            seq=self.seq,
+        envelope = self._local_envelope(
+            sample,
             sent_us=now_us(),
             stats=encode_pipeline_stats(stats),
             ext={"communication_stack": m.communication_stack},
@@ -326,9 +314,21 @@ class Daemon:
     def _record_local(self, sample: LocalSample, *, gtids: bool) -> None:
         if self.history is None:
             return
-        m = sample.member
         stats = dataclasses.replace(sample.stats, transaction_gtids_present=gtids)
-        envelope = Envelope(
+        envelope = self._local_envelope(sample, sent_us=sample.sampled_at_us, stats=b"")
+        self.history.record(history_row(envelope, stats, sample.sampled_at_us))
+
+    def _local_envelope(
+        self,
+        sample: LocalSample,
+        *,
+        sent_us: int,
+        stats: bytes,
+        ext: dict[str, Any] | None = None,
+    ) -> Envelope:
+        """The envelope for the local member: what is published and what history records."""
+        m = sample.member
+        return Envelope(
             group=self._group,
             member=MemberInfo(
                 id=self._member_id,
@@ -342,10 +342,10 @@ class Daemon:
             view_id=m.view_id,
             incarnation=self.incarnation,
             seq=self.seq,
-            sent_us=sample.sampled_at_us,
-            stats=b"",
+            sent_us=sent_us,
+            stats=stats,
+            ext={} if ext is None else ext,
         )
-        self.history.record(history_row(envelope, stats, sample.sampled_at_us))
 
     def _update_status(self) -> None:
         snap = self.get_snapshot()
