@@ -41,6 +41,8 @@ import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from grstats.busoptions import BusOptions
+
 log = structlog.get_logger("grstats.bus")
 
 BACKOFF_INITIAL_S = 0.1
@@ -55,30 +57,6 @@ MessageHandler = Callable[[str, bytes, bool], None]
 
 class BusError(Exception):
     """A bus operation that cannot succeed (reported by our own code, never aiomqtt's)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BusOptions:
-    """How to reach the broker.
-
-    Attributes:
-        host, port: the broker.
-        username, password: credentials (None for anonymous).
-        tls: connect with TLS; ca_file/cert_file/key_file as for any TLS client.
-        keepalive: MQTT keepalive in seconds.
-        client_id: MQTT client identifier ("" lets the library choose).
-    """
-
-    host: str = "127.0.0.1"
-    port: int = 1883
-    username: str | None = None
-    password: str | None = None
-    tls: bool = False
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    keepalive: int = 10
-    client_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

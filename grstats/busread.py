@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from grstats.bus import Bus, BusOptions
+from grstats.bus import Bus
+from grstats.busoptions import BusOptions
 from grstats.reader import ReadError
 from grstats.snapshot import DaemonSnapshot
 from grstats.tables import MemberTables

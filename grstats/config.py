@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grstats.busoptions import BusOptions
+
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
     from grstats.sources.simulated import SimulationSettings
@@ -47,18 +49,10 @@ class MemberSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class BusSettings:
-    host: str = "127.0.0.1"
-    port: int = 1883
+class BusSettings(BusOptions):
+    """The broker to reach and the topic prefix (password from password_env / _file)."""
+
     prefix: str = "grstats/v1"
-    username: str | None = None
-    password: str | None = None  # resolved from password_env / password_file
-    tls: bool = False
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    keepalive: int = 10
-    client_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import structlog
 
 from grstats.api import ApiServer
-from grstats.bus import Bus, BusOptions, LastWill
+from grstats.bus import Bus, LastWill
 from grstats.config import ConfigError, Settings, load_config
 from grstats.logs import configure_logging
 from grstats.notify import sd_notify, watchdog_interval_s
@@ -136,16 +136,8 @@ class Daemon:
 
     def _make_bus(self) -> Bus:
         b = self.settings.bus
-        options = BusOptions(
-            host=b.host,
-            port=b.port,
-            username=b.username,
-            password=b.password,
-            tls=b.tls,
-            ca_file=b.ca_file,
-            cert_file=b.cert_file,
-            key_file=b.key_file,
-            keepalive=b.keepalive,
+        options = dataclasses.replace(
+            b,
             client_id=b.client_id or (f"grstats-{self._member_id}" if not self.collector else ""),
         )
         if self.collector:
