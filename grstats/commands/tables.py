@@ -11,9 +11,10 @@ non-zero (1: could not read; 2: bad arguments or config) — never a traceback.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -55,8 +56,6 @@ COLUMNS: Mapping[str, Sequence[str]] = {
 
 DEFAULT_PREFIX = "grstats/v1"
 DEFAULT_BUS_PORT = 1883
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class UserError(click.ClickException):
@@ -179,8 +178,36 @@ class TableReader:
             raise user_error(str(exc), exc.exit_code) from None
 
 
-def read_options(func: F) -> F:
-    """The options every table-reading command shares (--api, --config, --bus, ...)."""
+def read_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The options every table-reading command shares (--api, --config, --bus, ...).
+
+    Args:
+        func: the command function; it takes a keyword argument ``reader``, the
+            `TableReader` built from these options, instead of the options themselves.
+
+    Returns:
+        The command function with the options attached.
+
+    Raises:
+        UserError: (from the command) bad --api, --bus or config file.
+    """
+
+    @functools.wraps(func)
+    def with_reader(
+        *,
+        api: str | None,
+        config: Path | None,
+        bus: str | None,
+        prefix: str | None,
+        group: str | None,
+        timeout: float,
+        **kwargs: Any,
+    ) -> None:
+        reader = TableReader(
+            api=api, config=config, bus=bus, prefix=prefix, group=group, timeout=timeout
+        )
+        func(reader=reader, **kwargs)
+
     options = [
         click.option(
             "--api",
@@ -214,9 +241,10 @@ def read_options(func: F) -> F:
             help="Seconds to wait for the daemon or the broker.",
         ),
     ]
+    command: Callable[..., None] = with_reader
     for option in reversed(options):
-        func = option(func)
-    return func
+        command = option(command)
+    return command
 
 
 def _make_command(name: str, table: str, summary: str, example: str) -> click.Command:
@@ -241,20 +269,7 @@ def _make_command(name: str, table: str, summary: str, example: str) -> click.Co
         is_flag=True,
         help="One column per line, like the mysql client's \\G.",
     )
-    def command(
-        *,
-        api: str | None,
-        config: Path | None,
-        bus: str | None,
-        prefix: str | None,
-        group: str | None,
-        timeout: float,
-        fmt: str,
-        vertical: bool,
-    ) -> None:
-        reader = TableReader(
-            api=api, config=config, bus=bus, prefix=prefix, group=group, timeout=timeout
-        )
+    def command(*, reader: TableReader, fmt: str, vertical: bool) -> None:
         rows = reader.read([table])[table]
         if vertical and fmt == "table":
             fmt = "vertical"

@@ -20,7 +20,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 from rich import box
@@ -289,12 +288,7 @@ def _plain(rows: Sequence[Mapping[str, object]], title: str) -> str:
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds.")
 def command(
     *,
-    api: str | None,
-    config: Path | None,
-    bus: str | None,
-    prefix: str | None,
-    group: str | None,
-    timeout: float,
+    reader: TableReader,
     interval: float,
     count: int | None,
     duration: float | None,
@@ -312,9 +306,6 @@ def command(
       grstats watch --bus 127.0.0.1:1883     # straight from the broker
       grstats watch --count 3 --interval 1   # three refreshes, then exit
     """
-    reader = TableReader(
-        api=api, config=config, bus=bus, prefix=prefix, group=group, timeout=timeout
-    )
     console = Console(highlight=False)
     names = [MEMBER_STATS_TABLE, MEMBERS_TABLE, MEMBER_STATUS_TABLE]
     started = time.monotonic()
