@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import platform
-import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +40,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from grstats.mosquitto import (  # noqa: E402 - after the sys.path line so a plain checkout works
+    find_mosquitto,
+    write_loopback_config,
+)
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
     Envelope,
     MemberInfo,
@@ -151,13 +154,9 @@ class Procs:
 
 
 def start_broker(procs: Procs, workdir: Path) -> int:
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    binary = find_mosquitto() or "/usr/sbin/mosquitto"
     port = free_port()
-    conf = workdir / "mosquitto.conf"
-    conf.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-        "max_queued_messages 100000\npersistence false\n"
-    )
+    conf = write_loopback_config(workdir / "mosquitto.conf", port)
     procs.start([binary, "-c", str(conf)], workdir / "mosquitto.log")
     wait_port(port)
     return port
