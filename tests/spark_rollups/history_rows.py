@@ -15,18 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from grstats.records import HISTORY_COLUMNS
+from grstats.history_parquet import history_schema
 from spark_rollups import transforms
 
-_TYPES = {
-    "string": pa.string(),
-    "int8": pa.int8(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "uint64": pa.uint64(),
-    "timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"),
-}
-SCHEMA = pa.schema([pa.field(name, _TYPES[kind]) for name, kind in HISTORY_COLUMNS])
+SCHEMA = history_schema()  # the daemon's own, so the tests read what production writes
 T0 = dt.datetime(2026, 11, 17, 10, 0, tzinfo=dt.UTC)  # a Tuesday, 10:00 UTC
 
 
