@@ -361,15 +361,8 @@ class MySQLSource:
                     program_name="grstats",
                 )
         except (TimeoutError, OSError, asyncmy.errors.MySQLError) as exc:
-            delay = self._schedule_retry()
-            log.warning(
-                "mysql.connect_failed",
-                host=self._host,
-                port=self._port,
-                attempt=self._failures,
-                retry_in=round(delay, 3),
-                errno=_errno(exc),
-                error=str(exc) or type(exc).__name__,
+            self._log_connect_failed(
+                self._schedule_retry(), _errno(exc), str(exc) or type(exc).__name__
             )
             return None
         self._conn = conn
@@ -389,6 +382,17 @@ class MySQLSource:
         self._next_attempt = asyncio.get_running_loop().time() + delay
         return delay
 
+    def _log_connect_failed(self, delay: float, errno: int | None, error: str) -> None:
+        log.warning(
+            "mysql.connect_failed",
+            host=self._host,
+            port=self._port,
+            attempt=self._failures,
+            retry_in=round(delay, 3),
+            errno=errno,
+            error=error,
+        )
+
     def _lost(self, reason: str, exc: BaseException | None, *, retry_now: bool) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -399,15 +403,7 @@ class MySQLSource:
         else:
             delay = self._schedule_retry()
         if conn is None:  # the deadline hit while connecting
-            log.warning(
-                "mysql.connect_failed",
-                host=self._host,
-                port=self._port,
-                attempt=self._failures,
-                retry_in=round(delay, 3),
-                errno=None,
-                error=reason,
-            )
+            self._log_connect_failed(delay, None, reason)
             return
         log.warning(
             "mysql.disconnected",
