@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import sys
 import timeit
 import uuid
@@ -33,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+from _common import machine
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -159,11 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=9, help="timeit repeats (best is kept)")
     args = parser.parse_args(argv)
 
-    print(
-        f"machine: {platform.platform()} | {platform.machine()} | "
-        f"{platform.python_implementation()} {platform.python_version()} | "
-        f"{os.cpu_count()} CPUs | msgpack {'.'.join(map(str, msgpack.version))}"
-    )
+    print(machine(f"msgpack {'.'.join(map(str, msgpack.version))}"))
     flag0 = typical_stats()
     with_set = replace(
         flag0,

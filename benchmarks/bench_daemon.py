@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -36,6 +35,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from _common import machine
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -506,10 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.role == "publisher":
         role_publisher(args.port, args.family, args.members, args.per_member, args.seconds)
         return 0
-    print(
-        f"machine: {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"load average {os.getloadavg()[0]:.2f}"
-    )
+    print(machine(f"load average {os.getloadavg()[0]:.2f}"))
     if not args.skip_steady:
         steady(args.seconds)
     if not args.skip_fanin:
