@@ -55,6 +55,8 @@ COLUMNS: Mapping[str, Sequence[str]] = {
 }
 
 DEFAULT_PREFIX = "grstats/v1"
+# The parameters of `read_options`, handed to TableReader as they are.
+_READ_OPTION_NAMES = ("api", "config", "bus", "prefix", "group", "timeout")
 DEFAULT_BUS_PORT = 1883
 
 
@@ -193,19 +195,8 @@ def read_options(func: Callable[..., None]) -> Callable[..., None]:
     """
 
     @functools.wraps(func)
-    def with_reader(
-        *,
-        api: str | None,
-        config: Path | None,
-        bus: str | None,
-        prefix: str | None,
-        group: str | None,
-        timeout: float,
-        **kwargs: Any,
-    ) -> None:
-        reader = TableReader(
-            api=api, config=config, bus=bus, prefix=prefix, group=group, timeout=timeout
-        )
+    def with_reader(**kwargs: Any) -> None:
+        reader = TableReader(**{name: kwargs.pop(name) for name in _READ_OPTION_NAMES})
         func(reader=reader, **kwargs)
 
     options = [
