@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
-from spark_rollups.rollup import build_session
+from spark_rollups.rollup import is_local_path, run_command
 
 __all__ = [
     "ReportError",
@@ -549,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: arguments after the command name; None = sys.argv[1:].
 
     Returns:
-        0 on success, 2 on a user error (one line on stderr).
+        0 on success, 2 on a user error or a missing rollup directory.
     """
     args = build_parser().parse_args(argv)
     try:
@@ -557,20 +557,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
-    local = "://" not in args.rollups or args.rollups.startswith("file://")
-    if local and not os.path.isdir(os.path.join(args.rollups.removeprefix("file://"), "group_day")):
+    rollups = args.rollups.removeprefix("file://")
+    if is_local_path(args.rollups) and not os.path.isdir(os.path.join(rollups, "group_day")):
         print(f"report: no rollups found in {args.rollups} (missing group_day/)", file=sys.stderr)
         return 2
-    started = time.monotonic()
-    spark = build_session(args.master, "grstats-report")
-    spark.sparkContext.setLogLevel("WARN")
-    try:
+
+    def work(spark: SparkSession, started: float) -> None:
         written = report(spark, args.rollups, args.week, args.out, args.group)
-    except ReportError as exc:
-        print(f"report: {exc}", file=sys.stderr)
-        return 2
-    for group, files in written.items():
-        html_file = next(f for f in files if f.name == "report.html")
-        print(f"report: group {group}: {len(files)} files, {html_file}", flush=True)
-    print(f"report: done in {time.monotonic() - started:.1f} s", flush=True)
-    return 0
+        for group, files in written.items():
+            html_file = next(f for f in files if f.name == "report.html")
+            print(f"report: group {group}: {len(files)} files, {html_file}", flush=True)
+        print(f"report: done in {time.monotonic() - started:.1f} s", flush=True)
+
+    return run_command("report", args.master, "grstats-report", work, (ReportError,))

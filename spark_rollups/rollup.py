@@ -48,8 +48,10 @@ __all__ = [
     "RollupError",
     "build_parser",
     "build_session",
+    "is_local_path",
     "list_partitions",
     "main",
+    "run_command",
     "run_rollup",
 ]
 
@@ -371,12 +373,50 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
-def _is_local(path: str) -> bool:
+def is_local_path(path: str) -> bool:
+    """Whether a CLI path is on the local file system (checked before Spark starts).
+
+    Args:
+        path: a directory argument (plain path, file://, hdfs://, s3a://, ...).
+
+    Returns:
+        True for a plain path or a file:// URL.
+    """
     return "://" not in path or path.startswith("file://")
 
 
+def run_command(
+    command: str,
+    master: str | None,
+    app_name: str,
+    work: Callable[[SparkSession, float], None],
+    user_errors: tuple[type[Exception], ...],
+) -> int:
+    """The shared tail of `rollup` and `report`: start Spark, run, map user errors.
+
+    Args:
+        command: the command name, prefixed to the error line.
+        master: Spark master URL (see `build_session`).
+        app_name: the Spark application name.
+        work: called with the session and the monotonic start time.
+        user_errors: exception types that are the user's mistake.
+
+    Returns:
+        0 on success, 2 after a user error (one line on stderr).
+    """
+    started = time.monotonic()
+    spark = build_session(master, app_name)
+    spark.sparkContext.setLogLevel("WARN")  # the progress lines are the output
+    try:
+        work(spark, started)
+    except user_errors as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `rollup`.
+    """Run `rollup` (what the systemd timer runs).
 
     Args:
         argv: arguments after the command name; None = sys.argv[1:].
@@ -385,17 +425,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 2 on a user error (one line on stderr).
     """
     args = build_parser().parse_args(argv)
-    if _is_local(args.history) and not os.path.isdir(args.history.removeprefix("file://")):
+    if is_local_path(args.history) and not os.path.isdir(args.history.removeprefix("file://")):
         print(f"rollup: history directory not found: {args.history}", file=sys.stderr)
         return 2
     if args.period <= 0:
         print("rollup: --period must be positive", file=sys.stderr)
         return 2
-    started = time.monotonic()
-    spark = build_session(args.master)
-    spark.sparkContext.setLogLevel("WARN")  # the progress lines are the output
-    print(f"rollup: spark session ready in {time.monotonic() - started:.1f} s", flush=True)
-    try:
+
+    def work(spark: SparkSession, started: float) -> None:
+        print(f"rollup: spark session ready in {_since(started)}", flush=True)
         counts = run_rollup(
             spark,
             args.history,
@@ -406,9 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             period_seconds=args.period,
             progress=lambda line: print(line, flush=True),
         )
-    except RollupError as exc:
-        print(f"rollup: {exc}", file=sys.stderr)
-        return 2
-    total = time.monotonic() - started
-    print(f"rollup: done in {total:.1f} s ({sum(counts.values())} rows written)", flush=True)
-    return 0
+        written = sum(counts.values())
+        print(f"rollup: done in {_since(started)} ({written} rows written)", flush=True)
+
+    return run_command("rollup", args.master, "grstats-rollup", work, (RollupError,))
