@@ -11,21 +11,7 @@ from __future__ import annotations
 
 from grstats.records import HistoryRow
 from grstats.snapshot import GROUP_REPLICATION_CHANNEL, Row
-from protocol import Envelope, MemberStatsState, PipelineStats
-
-_U64 = 1 << 64
-
-
-def unsigned64(value: int) -> int:
-    """How performance_schema shows a signed wire value: negative -> 2^64 - |x|.
-
-    Args:
-        value: a signed int32/int64 counter as decoded from the wire.
-
-    Returns:
-        The value as an unsigned 64-bit integer.
-    """
-    return value % _U64
+from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
 
 
 def _text(value: bytes) -> str:
@@ -48,16 +34,16 @@ def stats_row(view_id: str, member_id: str, s: PipelineStats | MemberStatsState)
         "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
         "VIEW_ID": view_id,
         "MEMBER_ID": member_id,
-        "COUNT_TRANSACTIONS_IN_QUEUE": unsigned64(s.transactions_waiting_certification),
-        "COUNT_TRANSACTIONS_CHECKED": unsigned64(s.transactions_certified),
-        "COUNT_CONFLICTS_DETECTED": unsigned64(s.transactions_negative_certified),
-        "COUNT_TRANSACTIONS_ROWS_VALIDATING": unsigned64(s.transactions_rows_validating),
+        "COUNT_TRANSACTIONS_IN_QUEUE": as_ps_unsigned(s.transactions_waiting_certification),
+        "COUNT_TRANSACTIONS_CHECKED": as_ps_unsigned(s.transactions_certified),
+        "COUNT_CONFLICTS_DETECTED": as_ps_unsigned(s.transactions_negative_certified),
+        "COUNT_TRANSACTIONS_ROWS_VALIDATING": as_ps_unsigned(s.transactions_rows_validating),
         "TRANSACTIONS_COMMITTED_ALL_MEMBERS": _text(s.transactions_committed_all_members),
         "LAST_CONFLICT_FREE_TRANSACTION": _text(s.transaction_last_conflict_free),
-        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": unsigned64(s.transactions_waiting_apply),
-        "COUNT_TRANSACTIONS_REMOTE_APPLIED": unsigned64(s.transactions_applied),
-        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": unsigned64(s.transactions_local),
-        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": unsigned64(s.transactions_local_rollback),
+        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": as_ps_unsigned(s.transactions_waiting_apply),
+        "COUNT_TRANSACTIONS_REMOTE_APPLIED": as_ps_unsigned(s.transactions_applied),
+        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": as_ps_unsigned(s.transactions_local),
+        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": as_ps_unsigned(s.transactions_local_rollback),
     }
 
 
