@@ -2,9 +2,7 @@
 
 Strategy: the only expensive step is ordering each member's samples, so it
 happens once.  `with_steps` runs one window (partitioned by group, member and
-UTC day -- as one xxhash64 long, so that the sort compares longs, not the
-group and member strings -- ordered by sampled_at, incarnation, seq; two
-member-days would have to collide in 64 bits to share a window) that yields the counter
+UTC day, ordered by sampled_at, incarnation, seq) that yields the counter
 steps, reset/restart flags and each day's first and last sample; the minute
 table is aggregated from those rows, and the hour and day tables are sums,
 minima and maxima of minutes -- exact, since every additive quantity (steps,
@@ -132,7 +130,6 @@ _HEAD = "_head_"  # values of the member's first sample of the day (first minute
 _TAIL = "_tail_"  # values of the member's last sample of the day (last minute only)
 _SUM = "_sum_"  # gauge sums, so that coarser averages are exact
 _VALS = "_vals_"  # sorted gauge values of the minute, so that coarser p95 are exact
-_PART = "_member_day"  # xxhash64(group_name, member_id, day): the window partition
 
 
 def select_samples(history: DataFrame) -> DataFrame:
@@ -176,12 +173,8 @@ def with_steps(samples: DataFrame) -> DataFrame:
         gauges (null for duplicates), and `_head_*` / `_tail_*` counter values
         and incarnation on the day's first / last row only.
     """
-    # One long key per member-day instead of (group_name, member_id, day): the
-    # sort compares a long prefix instead of two strings (group_name is the same
-    # for every row of a group, so it never decided a comparison).
-    keyed = samples.withColumn(_PART, F.xxhash64(GROUP_NAME, MEMBER_ID, DAY))
-    window = Window.partitionBy(_PART).orderBy(SAMPLED_AT, INCARNATION, SEQ)
-    lagged = keyed.select(
+    window = Window.partitionBy(GROUP_NAME, MEMBER_ID, DAY).orderBy(SAMPLED_AT, INCARNATION, SEQ)
+    lagged = samples.select(
         "*",
         F.lag(INCARNATION).over(window).alias("_prev_inc"),
         F.lag(SEQ).over(window).alias("_prev_seq"),
@@ -196,7 +189,6 @@ def with_steps(samples: DataFrame) -> DataFrame:
     for src, out in COUNTERS:
         reset = reset | F.coalesce(F.col(src) < F.col(f"_prev_{out}"), F.lit(False))
     return lagged.select(
-        _PART,
         GROUP_NAME,
         MEMBER_ID,
         DAY,
@@ -263,8 +255,7 @@ def member_minute(steps: DataFrame) -> DataFrame:
         *(F.max(f"{_TAIL}{c}").alias(f"{_TAIL}{c}") for c in _boundary_columns()),
     ]
     bucket = F.date_trunc("minute", SAMPLED_AT).alias(BUCKET)
-    # _PART first: the rows are already partitioned by it (no second shuffle).
-    minutes = steps.groupBy(_PART, GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs).drop(_PART)
+    minutes = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
     return minutes.withColumns(
         {
             f"{out}_p95": _percentile_sorted(F.col(f"{_VALS}{out}"), P95)
