@@ -17,7 +17,7 @@ export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium
 
-.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench clean
+.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup clean
 
 $(STAMP): pyproject.toml
 	@echo ">> creating $(VENV) and installing grstats with its dev dependencies"
@@ -49,8 +49,15 @@ test: lint typecheck pytest
 demo: $(STAMP) sysdeps
 	$(BIN)/grstats demo
 
-bench: $(STAMP) sysdeps
+# Benchmarks print figures and ratios against a reference in the same run.
+bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_codec.py
+
+bench-daemon: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/bench_daemon.py
+
+bench-rollup: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/bench_rollup.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
