@@ -44,7 +44,7 @@ def generate(out: Path, members: int, days: int, seed: int = 7) -> int:
         Rows written.
     """
     try:  # the daemon's exact Parquet options when the package is available
-        from grstats.history import PARQUET_OPTIONS, history_schema  # noqa: PLC0415
+        from grstats.history.writer import PARQUET_OPTIONS, history_schema  # noqa: PLC0415
 
         options, schema = dict(PARQUET_OPTIONS), history_schema()
     except ImportError:  # pragma: no cover - benchmark run outside the repo
@@ -125,7 +125,7 @@ def simulate(out: Path, members: int, days: int) -> tuple[int, str]:
         (rows written, which generator).
     """
     try:
-        from grstats.commands.simulate import member_ids, simulate_history  # noqa: PLC0415
+        from grstats.cli.commands.simulate import member_ids, simulate_history  # noqa: PLC0415
     except ImportError:  # pragma: no cover - benchmark run without grstats
         return generate(out, members, days), "pyarrow"
     result = simulate_history(

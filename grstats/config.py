@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grstats.busoptions import BusOptions
+from grstats.bus.options import BusOptions
 
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
-    from grstats.sources.simulated import SimulationSettings
+    from grstats.sources.simulated.model import SimulationSettings
 
 DEFAULT_CONFIG_PATH = Path("/etc/grstats/grstats.toml")
 
@@ -488,7 +488,7 @@ def _timestamp(section: _Section, key: str, value: Any) -> float:
 
 
 def _parse_script(section: _Section) -> tuple[Any, ...]:
-    from grstats.sources.simulated import ScriptEvent  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.model import ScriptEvent  # noqa: PLC0415 - numpy only when used
 
     raw = section.raw("script")
     if raw is None:
@@ -522,7 +522,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
 
 
 def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSettings:
-    from grstats.sources.simulated import SimulationSettings  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.model import SimulationSettings  # noqa: PLC0415 - numpy only when used
 
     members_raw = section.raw("members")
     if members_raw is None:

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 # History column names (DESIGN.md section 6), copied because this package
-# ships without grstats; a test asserts they equal grstats.records.HISTORY_COLUMNS.
+# ships without grstats; a test asserts they equal grstats.core.records.HISTORY_COLUMNS.
 GROUP_NAME = "group_name"
 MEMBER_ID = "member_id"
 INCARNATION = "incarnation"

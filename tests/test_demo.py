@@ -21,7 +21,7 @@ import pytest
 
 from tests.fixtures.broker import find_mosquitto
 
-GRSTATS = [sys.executable, "-c", "from grstats.cli import main; main()"]
+GRSTATS = [sys.executable, "-c", "from grstats.cli.main import main; main()"]
 
 
 def _stat_fields(pid: int) -> list[str] | None:

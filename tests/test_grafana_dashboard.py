@@ -17,8 +17,8 @@ from typing import Any
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.metrics import build_registry
-from grstats.snapshot import (
+from grstats.api.metrics import build_registry
+from grstats.core.snapshot import (
     MEMBER_STATS_COLUMNS,
     MEMBER_STATUS_COLUMNS,
     MEMBERS_COLUMNS,

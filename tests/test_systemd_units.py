@@ -152,7 +152,7 @@ def test_daemon_imports_and_runs_a_loop_under_memory_deny_write_execute() -> Non
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "if libc.prctl(65, 1, 0, 0, 0) != 0: sys.exit(77)\n"  # PR_SET_MDWE, REFUSE_EXEC_GAIN
         "import asyncio, aiomqtt, msgpack, structlog, prometheus_client, pyarrow.parquet\n"
-        "import grstats.metrics, grstats.snapshot, protocol\n"
+        "import grstats.api.metrics, grstats.core.snapshot, protocol\n"
         "asyncio.run(asyncio.sleep(0))\n"
     )
     result = subprocess.run(

@@ -80,7 +80,7 @@ import asyncmy  # the only asyncmy importer (STYLE.md §4)
 import asyncmy.errors
 import structlog
 
-from grstats.sources.base import MEMBER_ROLES, MEMBER_STATES, LocalMember, LocalSample
+from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember, LocalSample
 from protocol import FLOW_CONTROL_DISABLED, FLOW_CONTROL_QUOTA, PipelineStats
 
 __all__ = ["MySQLSettings", "MySQLSource", "parse_dsn", "wire_int32", "wire_int64"]

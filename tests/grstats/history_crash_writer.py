@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from grstats.history import HistoryWriter
-from grstats.records import HistoryRow
+from grstats.core.records import HistoryRow
+from grstats.history.writer import HistoryWriter
 
 MEMBER = "c0ffee00-0000-4000-8000-000000000001"
 MAX_ROWS = 200_000

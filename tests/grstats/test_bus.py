@@ -1,4 +1,4 @@
-"""grstats.bus against a real Mosquitto: delivery, retain, reconnect, clean close."""
+"""grstats.bus.client against a real Mosquitto: delivery, retain, reconnect, clean close."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from grstats.bus import Bus, BusOptions, LastWill
+from grstats.bus.client import Bus, BusOptions, LastWill
 from tests.fixtures.broker import Broker
 
 Message = tuple[str, bytes, bool]

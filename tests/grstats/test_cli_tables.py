@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.bus import Bus, BusOptions
+from grstats.bus.client import Bus, BusOptions
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker, find_mosquitto, free_port
 from tests.grstats.daemon_helpers import (
@@ -39,7 +39,7 @@ from tests.grstats.daemon_helpers import (
     wait_for,
 )
 
-GRSTATS = [sys.executable, "-c", "from grstats.cli import main; main()"]
+GRSTATS = [sys.executable, "-c", "from grstats.cli.main import main; main()"]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from grstats.history import read_history
+from grstats.history.writer import read_history
 from tests.fixtures.broker import Broker
 from tests.grstats.daemon_helpers import (
     GROUP,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from grstats.cli import main
+from grstats.cli.main import main
 from tests.fixtures.paths import load_vectors
 
 

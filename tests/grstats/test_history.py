@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from grstats.history import (
+from grstats.core.records import HISTORY_COLUMNS, HistoryRow
+from grstats.history.writer import (
     WAL_MAGIC,
     HistoryError,
     HistoryWriter,
@@ -26,7 +27,6 @@ from grstats.history import (
     rows_to_table,
     write_segments,
 )
-from grstats.records import HISTORY_COLUMNS, HistoryRow
 from tests.grstats.history_crash_writer import make_row
 
 CRASH_WRITER = Path(__file__).with_name("history_crash_writer.py")

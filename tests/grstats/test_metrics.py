@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.metrics import build_registry
-from grstats.snapshot import DaemonSnapshot
+from grstats.api.metrics import build_registry
+from grstats.core.snapshot import DaemonSnapshot
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 M1 = "11111111-1111-1111-1111-111111111111"

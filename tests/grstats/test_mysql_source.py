@@ -29,7 +29,7 @@ from sqlglot import expressions as exp
 from sqlglot.executor import execute
 from structlog.testing import capture_logs
 
-from grstats.sources.base import LocalMember, LocalSample
+from grstats.core.sample import LocalMember, LocalSample
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
 from protocol import PipelineStats
 

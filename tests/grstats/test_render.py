@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from grstats.render import csv_text, json_text, render, table, vertical
+from grstats.cli.render import csv_text, json_text, render, table, vertical
 
 ROWS = [
     {"MEMBER_ID": "m1", "MEMBER_PORT": 3306, "MEMBER_STATE": "ONLINE"},

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from grstats.commands.simulate import command, member_ids
-from grstats.history import read_history
-from grstats.records import HISTORY_COLUMNS
-from grstats.sources.simulated import GroupModel, SimulationSettings
+from grstats.cli.commands.simulate import command, member_ids
+from grstats.core.records import HISTORY_COLUMNS
+from grstats.history.writer import read_history
+from grstats.sources.simulated.model import GroupModel, SimulationSettings
 
 DAY = dt.date(2026, 11, 20)
 DAY_START_S = 20_777 * 86_400  # 2026-11-20T00:00:00Z, by hand

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from grstats.records import HISTORY_COLUMNS
-from grstats.sources.base import LocalSample
-from grstats.sources.simulated import (
+from grstats.core.records import HISTORY_COLUMNS
+from grstats.core.sample import LocalSample
+from grstats.sources.simulated.model import (
     GroupModel,
     ScriptEvent,
     SimulatedSource,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from grstats.snapshot import MEMBER_STATS_COLUMNS, DaemonSnapshot
-from grstats.sources.base import LocalMember, LocalSample
-from grstats.tables import Accepted, Ignored, MemberTables, Rejected
+from grstats.core.sample import LocalMember, LocalSample
+from grstats.core.snapshot import MEMBER_STATS_COLUMNS, DaemonSnapshot
+from grstats.core.tables import Accepted, Ignored, MemberTables, Rejected
 from protocol import (
     Envelope,
     MemberInfo,

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from grstats.history_parquet import history_schema
+from grstats.history.parquet import history_schema
 from spark_rollups import transforms
 
 SCHEMA = history_schema()  # the daemon's own, so the tests read what production writes

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from grstats.records import HISTORY_COLUMNS
+from grstats.core.records import HISTORY_COLUMNS
 from spark_rollups import transforms
 from tests.spark_rollups.history_rows import read_samples, row, rows_of, write_history
 

@@ -1,6 +1,6 @@
 """`grstats` entry point.
 
-Strategy: each sub-command lives in its own module under `grstats.commands` and
+Strategy: each sub-command lives in its own module under `grstats.cli.commands` and
 exposes a `click.Command` named `command`. The group imports a module only when
 its command runs (or when --help lists it), so `grstats decode` never pays for
 pyarrow or aiomqtt imports.
@@ -12,7 +12,7 @@ import importlib
 
 import click
 
-# command name -> module under grstats.commands (each defines `command`)
+# command name -> module under grstats.cli.commands (each defines `command`)
 _COMMANDS: dict[str, str] = {
     "run": "run",
     "collect": "collect",
@@ -39,9 +39,9 @@ class _LazyGroup(click.Group):
         if module_name is None:
             return None
         try:
-            module = importlib.import_module(f"grstats.commands.{module_name}")
+            module = importlib.import_module(f"grstats.cli.commands.{module_name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"grstats.commands.{module_name}":
+            if exc.name == f"grstats.cli.commands.{module_name}":
                 return None  # command not part of this build
             raise
         found = getattr(module, name.replace("-", "_") + "_command", None) or getattr(

@@ -42,8 +42,8 @@ from typing import IO
 
 import click
 
-from grstats.mosquitto import find_mosquitto, write_loopback_config
-from grstats.reader import ReadError, fetch_table
+from grstats.cli.mosquitto import find_mosquitto, write_loopback_config
+from grstats.cli.reader import ReadError, fetch_table
 
 __all__ = ["command"]
 
@@ -114,7 +114,7 @@ def _grstats_argv() -> list[str]:
     script = Path(sys.executable).with_name("grstats")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from grstats.cli import main; main()"]
+    return [sys.executable, "-c", "from grstats.cli.main import main; main()"]
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Options shared by the daemon commands (`grstats run`, `grstats collect`).
 
 Both commands take the same --config / --log-format / --log-level options and
-hand them to `grstats.daemon.run_process`; one decorator declares them so the
+hand them to `grstats.daemon.lifecycle.run_process`; one decorator declares them so the
 choices and defaults cannot drift apart.
 """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from grstats.commands._common import daemon_options
-from grstats.daemon import run_process
+from grstats.cli.commands._common import daemon_options
+from grstats.daemon.lifecycle import run_process
 
 
 @click.command("collect")

@@ -37,16 +37,17 @@ from typing import Any, Protocol
 
 import structlog
 
-from grstats.api import ApiServer
-from grstats.bus import Bus, LastWill
+from grstats.api.server import ApiServer
+from grstats.bus.client import Bus, LastWill
 from grstats.config import ConfigError, Settings, load_config
+from grstats.core.records import HistoryRow
+from grstats.core.rows import history_row
+from grstats.core.sample import LocalSample
+from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.tables import GTIDS_KIND, STATS_KIND, Accepted, MemberTables, Rejected
+from grstats.daemon.notify import sd_notify, watchdog_interval_s
 from grstats.logs import configure_logging
-from grstats.notify import sd_notify, watchdog_interval_s
-from grstats.records import HistoryRow
-from grstats.rows import history_row
-from grstats.snapshot import DaemonSnapshot
-from grstats.sources.base import LocalSample, Source
-from grstats.tables import GTIDS_KIND, STATS_KIND, Accepted, MemberTables, Rejected
+from grstats.sources.base import Source
 from protocol import (
     Envelope,
     MemberInfo,
@@ -58,7 +59,7 @@ log = structlog.get_logger("grstats.daemon")
 
 
 class HistorySink(Protocol):
-    """What the daemon needs of grstats.history.HistoryWriter."""
+    """What the daemon needs of grstats.history.writer.HistoryWriter."""
 
     async def start(self) -> None: ...
 
@@ -387,7 +388,7 @@ class Daemon:
         if self.source is not None:
             await self.source.start()
         if self.history is not None:
-            from grstats.history import HistoryError  # noqa: PLC0415 - pyarrow only when used
+            from grstats.history.writer import HistoryError  # noqa: PLC0415 - pyarrow only when used
 
             try:
                 await self.history.start()
@@ -485,7 +486,7 @@ def _make_source(settings: Settings) -> Source:
 
         assert isinstance(settings.source_settings, MySQLSettings)
         return MySQLSource(settings.source_settings)
-    from grstats.sources.simulated import (  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.model import (  # noqa: PLC0415 - numpy only when used
         GroupModel,
         SimulatedSource,
         SimulationSettings,
@@ -499,7 +500,7 @@ def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
     h = settings.history
     if not h.dir:
         return None
-    from grstats.history import HistoryWriter  # noqa: PLC0415 - pyarrow only when used
+    from grstats.history.writer import HistoryWriter  # noqa: PLC0415 - pyarrow only when used
 
     return HistoryWriter(
         Path(h.dir),

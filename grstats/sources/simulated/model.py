@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from grstats.sources.base import LocalMember, LocalSample
-from grstats.sources.simulated_settings import (
+from grstats.core.sample import LocalMember, LocalSample
+from grstats.sources.simulated.settings import (
     ACTIONS,
     DEFAULT_EPOCH_S,
     MODES,
@@ -613,7 +613,7 @@ class GroupModel:
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.
 
-        Columns are those of grstats.records.HISTORY_COLUMNS except incarnation
+        Columns are those of grstats.core.records.HISTORY_COLUMNS except incarnation
         and seq; sampled_at is in microseconds; the GTID columns hold the
         current texts on seconds divisible by 30 (as if flag '1'), else None.
 

@@ -41,7 +41,7 @@ import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from grstats.busoptions import BusOptions
+from grstats.bus.options import BusOptions
 
 log = structlog.get_logger("grstats.bus")
 

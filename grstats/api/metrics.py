@@ -42,7 +42,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from grstats.snapshot import REJECT_REASONS, DaemonSnapshot, Row
+from grstats.core.snapshot import REJECT_REASONS, DaemonSnapshot, Row
 
 __all__ = [
     "MEMBER_STATE_VALUES",

@@ -3,9 +3,9 @@
 Strategy: every member's last stats envelope, its last GTID-bearing envelope
 and its `online`/`offline` status are retained on the broker, so a client that
 subscribes sees the whole group at once. `read_snapshot` connects through
-`grstats.bus.Bus` (the only aiomqtt user), subscribes to
+`grstats.bus.client.Bus` (the only aiomqtt user), subscribes to
 `<prefix>/<group or +>/+/+`, feeds every message to a collector-mode
-`grstats.tables.MemberTables` (the daemon's own validation and mapping, no
+`grstats.core.tables.MemberTables` (the daemon's own validation and mapping, no
 local member), and stops once the broker has been quiet for `quiet_s` after
 the subscribe — retained messages arrive right after it — or at the deadline.
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from grstats.bus import Bus
-from grstats.busoptions import BusOptions
-from grstats.reader import ReadError
-from grstats.snapshot import DaemonSnapshot
-from grstats.tables import MemberTables
+from grstats.bus.client import Bus
+from grstats.bus.options import BusOptions
+from grstats.cli.reader import ReadError
+from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.tables import MemberTables
 
 __all__ = ["read_snapshot", "read_snapshot_async"]
 

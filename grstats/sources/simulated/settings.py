@@ -1,4 +1,4 @@
-"""Knobs of the simulated group model (grstats.sources.simulated).
+"""Knobs of the simulated group model (grstats.sources.simulated.model).
 
 Every daemon of one group must be given equal settings: the model is a pure
 function of them and of time. Validation errors are ValueError("<field>:
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grstats.sources.base import MEMBER_STATES
+from grstats.core.sample import MEMBER_STATES
 
 __all__ = ["ACTIONS", "DEFAULT_EPOCH_S", "MODES", "ScriptEvent", "SimulationSettings"]
 

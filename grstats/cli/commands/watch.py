@@ -28,9 +28,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from grstats import render
-from grstats.commands.tables import TableReader, UserError, read_options
-from grstats.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
+from grstats.cli import render
+from grstats.cli.commands.tables import TableReader, UserError, read_options
+from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
 
 __all__ = [
     "COLUMNS",

@@ -15,7 +15,7 @@ Invariants:
   Reading stops at the first record whose length or CRC does not check out and
   the file is truncated there (torn tail cut); rows after it are not trusted.
 - Parquet segments (format, layout, atomic rename, compaction, retention:
-  `grstats.history_parquet`) are named from the WAL file's UUID, and the WAL
+  `grstats.history.parquet`) are named from the WAL file's UUID, and the WAL
   file is deleted only once its segments are durable, so a crash between the
   rename and the WAL deletion rewrites the *same* file on replay instead of
   adding a duplicate.  Leftover temporaries are deleted at start.
@@ -42,7 +42,8 @@ import msgpack
 import pyarrow as pa
 import structlog
 
-from grstats.history_parquet import (
+from grstats.core.records import HistoryRow
+from grstats.history.parquet import (
     fsync_path,
     history_schema,
     housekeep,
@@ -52,7 +53,6 @@ from grstats.history_parquet import (
     rows_to_table,
     write_segments,
 )
-from grstats.records import HistoryRow
 
 __all__ = [
     "WAL_MAGIC",

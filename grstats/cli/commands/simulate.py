@@ -1,11 +1,11 @@
 """`grstats simulate`: days of simulated group history, written offline.
 
-Strategy: the simulated group model (`grstats.sources.simulated`) yields one
+Strategy: the simulated group model (`grstats.sources.simulated.model`) yields one
 member's HistoryRow columns for a span of seconds in bulk; this command walks
 the requested days member by member, adds what only a daemon knows
 (incarnation: one per member, derived from the seed; seq: 1..n per member
 across the whole run), and hands each member-day to
-`grstats.history.write_segments` -- the very function the daemon's history
+`grstats.history.writer.write_segments` -- the very function the daemon's history
 writer uses -- so the output has exactly the daemon's format and layout.
 
 Invariants: the output is a function of (group, members, seed, start, days,
@@ -89,7 +89,7 @@ class SimulateResult:
 
 
 def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -> Any:
-    from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
+    from grstats.sources.simulated.model import GroupModel, SimulationSettings  # noqa: PLC0415
 
     settings = SimulationSettings(
         group=model_group(group),
@@ -135,7 +135,7 @@ def simulate_history(
     """
     import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
 
-    from grstats.history import history_schema, write_segments  # noqa: PLC0415
+    from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
 
     schema = history_schema()
     began = time.monotonic()

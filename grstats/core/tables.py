@@ -38,15 +38,15 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from grstats.rows import member_row, remote_member_row, stats_row
-from grstats.snapshot import (
+from grstats.core.rows import member_row, remote_member_row, stats_row
+from grstats.core.sample import LocalSample
+from grstats.core.snapshot import (
     GROUP_REPLICATION_CHANNEL,
     MEMBER_STATS_COLUMNS,
     REJECT_REASONS,
     DaemonSnapshot,
     Row,
 )
-from grstats.sources.base import LocalSample
 from protocol import (
     Envelope,
     MemberStatsState,

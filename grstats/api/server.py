@@ -12,7 +12,7 @@ Routes:
   for an unknown table.
 - `GET /healthz`: 200 when the bus is connected, else 503; JSON body with
   status, bus_connected, members, uptime_s.
-- `GET /metrics`: Prometheus text exposition (`grstats.metrics`).
+- `GET /metrics`: Prometheus text exposition (`grstats.api.metrics`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import structlog
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from grstats.metrics import build_registry
-from grstats.snapshot import TABLE_NAMES, DaemonSnapshot
+from grstats.api.metrics import build_registry
+from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
 
 log = structlog.get_logger("grstats.api")
 

@@ -7,7 +7,7 @@ daemon not running, a bad URL, a broker that does not answer) becomes one
 `ReadError` whose message is a single readable line; the commands print it and
 exit non-zero. Anything else escaping from here is a bug.
 
-The broker path (`--bus`) lives in `grstats.busread`, imported only when used,
+The broker path (`--bus`) lives in `grstats.cli.busread`, imported only when used,
 so `grstats stats` against the API never imports aiomqtt.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grstats.snapshot import TABLE_NAMES, Row
+from grstats.core.snapshot import TABLE_NAMES, Row
 
 __all__ = [
     "DEFAULT_API",

@@ -9,8 +9,8 @@ state underneath.
 
 from __future__ import annotations
 
-from grstats.records import HistoryRow
-from grstats.snapshot import GROUP_REPLICATION_CHANNEL, Row
+from grstats.core.records import HistoryRow
+from grstats.core.snapshot import GROUP_REPLICATION_CHANNEL, Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
 
 

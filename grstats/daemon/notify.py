@@ -13,7 +13,7 @@ import socket
 
 import structlog
 
-log = structlog.get_logger("grstats.notify")
+log = structlog.get_logger("grstats.daemon")
 
 
 def sd_notify(state: str) -> bool:

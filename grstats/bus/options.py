@@ -1,7 +1,7 @@
 """How to reach the MQTT broker: one plain dataclass, no aiomqtt.
 
 `grstats.config` builds it (its `BusSettings` extends it with the topic
-prefix) and `grstats.bus` connects with it; it lives here so the config can
+prefix) and `grstats.bus.client` connects with it; it lives here so the config can
 share the definition without importing aiomqtt.
 """
 

@@ -2,7 +2,7 @@
 
 Strategy: each command reads one table, either from the local daemon's HTTP
 API (default) or straight from the broker's retained topics (`--bus`), and
-prints it with `grstats.render`. The options and the choice of reader are
+prints it with `grstats.cli.render`. The options and the choice of reader are
 shared with `grstats watch` through `read_options` and `TableReader`.
 
 Invariants: a failure the user can cause prints one line on stderr and exits
@@ -18,15 +18,15 @@ from typing import Any
 
 import click
 
-from grstats import render
-from grstats.reader import (
+from grstats.cli import render
+from grstats.cli.reader import (
     DEFAULT_API,
     ReadError,
     config_defaults,
     fetch_table,
     normalize_api_url,
 )
-from grstats.snapshot import (
+from grstats.core.snapshot import (
     MEMBER_STATS_COLUMNS,
     MEMBER_STATS_TABLE,
     MEMBER_STATUS_COLUMNS,
@@ -139,7 +139,7 @@ class TableReader:
         """Read the named tables (one consistent broker read, or one GET each).
 
         Args:
-            tables: names from grstats.snapshot.TABLE_NAMES.
+            tables: names from grstats.core.snapshot.TABLE_NAMES.
 
         Returns:
             Rows per table name.
@@ -150,7 +150,7 @@ class TableReader:
         try:
             if self.bus is not None:
                 # Imported here: aiomqtt is loaded only with --bus.
-                from grstats.busread import read_snapshot  # noqa: PLC0415
+                from grstats.cli.busread import read_snapshot  # noqa: PLC0415
                 from grstats.logs import configure_logging  # noqa: PLC0415
 
                 # The bus logs each failed connect attempt; the CLI reports one line itself.

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 
-from grstats.records import HISTORY_COLUMNS, HistoryRow
+from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 
 __all__ = [
     "PARQUET_OPTIONS",

@@ -1,0 +1,1 @@
+"""The local HTTP API: JSON tables, /healthz and Prometheus /metrics."""

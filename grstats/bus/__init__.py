@@ -1,0 +1,1 @@
+"""The MQTT bus: the only package that imports aiomqtt (topics, Will, retain, reconnect)."""

@@ -1,0 +1,1 @@
+"""`grstats ...`: the entry point, table readers, rendering and the sub-commands."""

@@ -1,0 +1,1 @@
+"""One module per `grstats` sub-command; `grstats.cli.main` registers them."""

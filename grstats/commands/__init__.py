@@ -1,1 +1,0 @@
-"""One module per `grstats` sub-command; `grstats.cli` registers them."""

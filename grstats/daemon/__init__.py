@@ -1,0 +1,1 @@
+"""The member daemon and the collector: lifecycle, publisher, receiver, process wiring."""

@@ -1,0 +1,1 @@
+"""The simulated group: a deterministic model every member's daemon computes identically."""
