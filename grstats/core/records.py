@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# (column, arrow type name) in file order; history.py builds its Arrow schema from this.
+from grstats.core.columns import STATS_ITEM_COLUMNS
+
+# (column, arrow type name) in file order; history builds its Arrow schema from this.
+# The stats part is derived from the column registry (numbers, then GTID texts).
 HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("group_name", "string"),
     ("member_id", "string"),
@@ -21,16 +24,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("incarnation", "uint64"),
     ("seq", "int64"),
     ("sampled_at", "timestamp[us, tz=UTC]"),
-    ("count_transactions_in_queue", "int64"),
-    ("count_transactions_checked", "int64"),
-    ("count_conflicts_detected", "int64"),
-    ("count_transactions_rows_validating", "int64"),
-    ("count_transactions_remote_in_applier_queue", "int64"),
-    ("count_transactions_remote_applied", "int64"),
-    ("count_transactions_local_proposed", "int64"),
-    ("count_transactions_local_rollback", "int64"),
-    ("transactions_committed_all_members", "string"),  # null when the flag was '0'
-    ("last_conflict_free_transaction", "string"),  # null when the flag was '0'
+    # null GTID texts when the message's flag was '0'
+    *((str(c.history), "int64" if c.numeric else "string") for c in STATS_ITEM_COLUMNS),
     ("flow_control_mode", "int8"),
 )
 

@@ -1,17 +1,29 @@
 """Row builders for the MySQL-shaped tables (performance_schema column names and rules).
 
+Every mapping here is derived from `grstats.core.columns`: a stats column with
+an `item` is filled from that PipelineStats (or MemberStatsState) field, and
+its history column from the same field.
+
 Invariants (PROTOCOL.md section 8): numeric columns are shown as unsigned
-64-bit (a negative wire value x shows as 2^64 - |x|); GTID texts are the
-wire bytes as UTF-8; MEMBER_ROLE is empty unless the member is ONLINE or
-RECOVERING, and an UNREACHABLE override of the state keeps the role of the
-state underneath.
+64-bit; the queue items are never negative by admission (`core.admission`
+clamps them), so nothing wraps to 2^64 - x; GTID texts are the wire bytes as
+UTF-8; MEMBER_ROLE is empty unless the member is ONLINE or RECOVERING, and an
+UNREACHABLE override of the state keeps the role of the state underneath.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from grstats.core import columns as col
 from grstats.core.records import HistoryRow
-from grstats.core.snapshot import GROUP_REPLICATION_CHANNEL, Row
+from grstats.core.snapshot import Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
+
+_NUMERIC_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if c.numeric)
+_TEXT_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
+_HISTORY_NUMERIC = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if c.numeric)
+_HISTORY_TEXT = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
 
 
 def _text(value: bytes) -> str:
@@ -28,30 +40,35 @@ def stats_row(view_id: str, member_id: str, s: PipelineStats | MemberStatsState)
             (both carry the same field names).
 
     Returns:
-        The row keyed by the P_S column names.
+        The row keyed by the P_S column names, in table order.
     """
-    return {
-        "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
-        "VIEW_ID": view_id,
-        "MEMBER_ID": member_id,
-        "COUNT_TRANSACTIONS_IN_QUEUE": as_ps_unsigned(s.transactions_waiting_certification),
-        "COUNT_TRANSACTIONS_CHECKED": as_ps_unsigned(s.transactions_certified),
-        "COUNT_CONFLICTS_DETECTED": as_ps_unsigned(s.transactions_negative_certified),
-        "COUNT_TRANSACTIONS_ROWS_VALIDATING": as_ps_unsigned(s.transactions_rows_validating),
-        "TRANSACTIONS_COMMITTED_ALL_MEMBERS": _text(s.transactions_committed_all_members),
-        "LAST_CONFLICT_FREE_TRANSACTION": _text(s.transaction_last_conflict_free),
-        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": as_ps_unsigned(s.transactions_waiting_apply),
-        "COUNT_TRANSACTIONS_REMOTE_APPLIED": as_ps_unsigned(s.transactions_applied),
-        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": as_ps_unsigned(s.transactions_local),
-        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": as_ps_unsigned(s.transactions_local_rollback),
+    values: dict[str, str | int | None] = {
+        col.CHANNEL_NAME: col.GROUP_REPLICATION_CHANNEL,
+        col.VIEW_ID: view_id,
+        col.MEMBER_ID: member_id,
     }
+    for name, item in _NUMERIC_ITEMS:
+        values[name] = as_ps_unsigned(getattr(s, str(item)))
+    for name, item in _TEXT_ITEMS:
+        values[name] = _text(getattr(s, str(item)))
+    return {name: values[name] for name in col.MEMBER_STATS.names}
+
+
+def empty_stats_row(member_id: str) -> Row:
+    """The row MySQL shows for a member with no statistics: identifiers and zero counters."""
+    row: dict[str, str | int | None] = {
+        c.name: (0 if c.numeric else "") for c in col.MEMBER_STATS.columns
+    }
+    row[col.CHANNEL_NAME] = col.GROUP_REPLICATION_CHANNEL
+    row[col.MEMBER_ID] = member_id
+    return row
 
 
 def member_row(
     *,
     member_id: str,
     host: str,
-    port: int,
+    port: int | None,
     state: str,
     underlying_state: str,
     role: str,
@@ -71,14 +88,14 @@ def member_row(
     """
     shown_role = role if underlying_state in ("ONLINE", "RECOVERING") else ""
     return {
-        "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
-        "MEMBER_ID": member_id,
-        "MEMBER_HOST": host,
-        "MEMBER_PORT": port,
-        "MEMBER_STATE": state,
-        "MEMBER_ROLE": shown_role,
-        "MEMBER_VERSION": version,
-        "MEMBER_COMMUNICATION_STACK": stack,
+        col.CHANNEL_NAME: col.GROUP_REPLICATION_CHANNEL,
+        col.MEMBER_ID: member_id,
+        col.MEMBER_HOST: host,
+        col.MEMBER_PORT: port,
+        col.MEMBER_STATE: state,
+        col.MEMBER_ROLE: shown_role,
+        col.MEMBER_VERSION: version,
+        col.MEMBER_COMMUNICATION_STACK: stack,
     }
 
 
@@ -94,7 +111,7 @@ def remote_member_row(envelope: Envelope, *, unreachable: bool) -> Row:
         underlying_state=m.state,
         role=m.role,
         version=m.version,
-        stack=stack if isinstance(stack, str) else "XCOM",
+        stack=stack if isinstance(stack, str) else "",
     )
 
 
@@ -111,6 +128,10 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
     """
     m = envelope.member
     gtids = stats.transaction_gtids_present
+    numbers: dict[str, Any] = {str(h): getattr(stats, str(item)) for h, item in _HISTORY_NUMERIC}
+    texts: dict[str, Any] = {
+        str(h): (_text(getattr(stats, str(item))) if gtids else None) for h, item in _HISTORY_TEXT
+    }
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,
@@ -123,19 +144,7 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
         incarnation=envelope.incarnation,
         seq=envelope.seq,
         sampled_at=sampled_at_us,
-        count_transactions_in_queue=stats.transactions_waiting_certification,
-        count_transactions_checked=stats.transactions_certified,
-        count_conflicts_detected=stats.transactions_negative_certified,
-        count_transactions_rows_validating=stats.transactions_rows_validating,
-        count_transactions_remote_in_applier_queue=stats.transactions_waiting_apply,
-        count_transactions_remote_applied=stats.transactions_applied,
-        count_transactions_local_proposed=stats.transactions_local,
-        count_transactions_local_rollback=stats.transactions_local_rollback,
-        transactions_committed_all_members=(
-            stats.transactions_committed_all_members.decode("utf-8", "replace") if gtids else None
-        ),
-        last_conflict_free_transaction=(
-            stats.transaction_last_conflict_free.decode("utf-8", "replace") if gtids else None
-        ),
         flow_control_mode=stats.flow_control_mode,
+        **numbers,
+        **texts,
     )

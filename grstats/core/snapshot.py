@@ -4,8 +4,9 @@ Strategy: the event loop builds a new `DaemonSnapshot` after every change it
 cares about and swaps the reference; the HTTP API, the Prometheus collector and
 the CLI only ever read a snapshot, so they never race the loop.
 
-Column names of the two MySQL-shaped tables are exactly performance_schema's.
-grstats' own facts about each member live in `grstats_member_status`.
+Column names of the two MySQL-shaped tables are exactly performance_schema's
+(declared in `grstats.core.columns`). grstats' own facts about each member
+live in `grstats_member_status`.
 """
 
 from __future__ import annotations
@@ -13,56 +14,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from grstats.core import columns
+
 Cell = str | int | float | None
 Row = Mapping[str, Cell]
 
-MEMBER_STATS_TABLE = "replication_group_member_stats"
-MEMBERS_TABLE = "replication_group_members"
-MEMBER_STATUS_TABLE = "grstats_member_status"
-TABLE_NAMES = (MEMBER_STATS_TABLE, MEMBERS_TABLE, MEMBER_STATUS_TABLE)
+MEMBER_STATS_TABLE = columns.MEMBER_STATS.name
+MEMBERS_TABLE = columns.MEMBERS.name
+MEMBER_STATUS_TABLE = columns.MEMBER_STATUS.name
+TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
-MEMBER_STATS_COLUMNS = (
-    "CHANNEL_NAME",
-    "VIEW_ID",
-    "MEMBER_ID",
-    "COUNT_TRANSACTIONS_IN_QUEUE",
-    "COUNT_TRANSACTIONS_CHECKED",
-    "COUNT_CONFLICTS_DETECTED",
-    "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-    "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
-    "LAST_CONFLICT_FREE_TRANSACTION",
-    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-    "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-)
-
-MEMBERS_COLUMNS = (
-    "CHANNEL_NAME",
-    "MEMBER_ID",
-    "MEMBER_HOST",
-    "MEMBER_PORT",
-    "MEMBER_STATE",
-    "MEMBER_ROLE",
-    "MEMBER_VERSION",
-    "MEMBER_COMMUNICATION_STACK",
-)
-
-# Why an envelope was refused; each reason is counted per member and in total.
-REJECT_REASONS = ("malformed", "oversized", "spoofed", "other_group", "stale")
-
-MEMBER_STATUS_COLUMNS = (
-    "GROUP_NAME",
-    "MEMBER_ID",
-    "IS_LOCAL",  # 1 for the daemon's own member
-    "LAST_SEEN_AGE_SECONDS",  # float, None for the local member before its first sample
-    "INCARNATION",
-    "SEQ",
-    "ACCEPTED",
-    *(f"REJECTED_{reason.upper()}" for reason in REJECT_REASONS),
-)
-
-GROUP_REPLICATION_CHANNEL = "group_replication_applier"
+MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
+MEMBERS_COLUMNS = columns.MEMBERS.names
+MEMBER_STATUS_COLUMNS = columns.MEMBER_STATUS.names
+REJECT_REASONS = columns.REJECT_REASONS
+GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,25 +1,20 @@
-"""Wiring and lifecycle of the member daemon (and of the collector).
+"""Lifecycle of the member daemon and of the collector.
 
 Strategy: phases as in uvicorn's server.py — start (source, history, API),
 serve (a TaskGroup owning the bus loop, the tick loop and the watchdog until
-the stop event is set), drain (publish `offline`, disconnect, flush history —
-all under one deadline) and stop. Signals only set the stop event; a second
-SIGINT exits at once.
+the stop event is set), drain (withdraw from the bus, disconnect, flush
+history — all under one deadline) and stop. Signals only set the stop event;
+a second SIGINT exits at once.
 
 The tick loop runs on the loop clock: tick k is due at start + k x period, a
 late tick is not caught up (missed ticks are skipped), so timing never drifts.
-Each tick samples the local source (the local row stays live even while the
-broker is away), publishes one envelope when connected and the member is
-ONLINE or RECOVERING, expires silent members and refreshes the snapshot.
-`seq` counts ticks of this incarnation, published or not, so history rows
-are never duplicates. Flag '1' (GTID sets present) is set every
-`gtid_interval` worth of ticks and after every (re)connect, and stays set
-until a message is actually sent — MySQL's "send identifiers" flag. A flag-'1'
-envelope is also published, retained, on `<prefix>/<group>/<member>/gtids` so
-that a receiver starting later shows our GTID columns at once.
+Each tick lets the publisher sample and publish (member daemon only), expires
+silent members and refreshes the snapshot. The collector is this daemon
+without a publisher: it subscribes to every group and records every member.
 
-Received messages are applied synchronously inside the bus's drain loop
-(`MemberTables.receive` is pure and fast); nothing slow runs there.
+Health: `/healthz` is "ok" only while nothing is degraded; each degraded part
+adds a reason (bus disconnected with its last error, history not writing,
+source down), so a fault shows instead of being hidden behind "ok".
 """
 
 from __future__ import annotations
@@ -28,44 +23,24 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import random
 import signal
-import sys
 import time
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from grstats.api.server import ApiServer
-from grstats.bus.client import Bus, LastWill
-from grstats.config import ConfigError, Settings, load_config
-from grstats.core.records import HistoryRow
-from grstats.core.rows import history_row
-from grstats.core.sample import LocalSample
+from grstats.bus.client import Bus
+from grstats.config import Settings
+from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
-from grstats.core.tables import GTIDS_KIND, STATS_KIND, Accepted, MemberTables, Rejected
+from grstats.core.tables import Limits, MemberTables, RegistryLimits
 from grstats.daemon.notify import sd_notify, watchdog_interval_s
-from grstats.logs import configure_logging
+from grstats.daemon.publisher import HistorySink, Publisher, now_us
+from grstats.daemon.receiver import Receiver
 from grstats.sources.base import Source
-from protocol import (
-    Envelope,
-    MemberInfo,
-    encode_envelope,
-    encode_pipeline_stats,
-)
 
 log = structlog.get_logger("grstats.daemon")
-
-
-class HistorySink(Protocol):
-    """What the daemon needs of grstats.history.writer.HistoryWriter."""
-
-    async def start(self) -> None: ...
-
-    def record(self, row: HistoryRow) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 class StartupError(Exception):
@@ -73,13 +48,6 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
-_REJECT_LOG_INTERVAL_S = 10.0
-_PUBLISHING_STATES = ("ONLINE", "RECOVERING")
-
-
-def now_us() -> int:
-    """Wall clock in microseconds since the epoch (UTC)."""
-    return time.time_ns() // 1000
 
 
 class Daemon:
@@ -89,7 +57,7 @@ class Daemon:
         settings: the validated configuration.
         source: the local member's source; None runs the collector (every
             group, no publishing, history scope "all").
-        history: a HistoryWriter-like object (start/record/close) or None.
+        history: a history writer (start/record/close) or None.
     """
 
     def __init__(
@@ -98,84 +66,86 @@ class Daemon:
         self.settings = settings
         self.source = source
         self.history = history
-        self.collector = source is None
-        self.incarnation = random.getrandbits(64)
-        self.seq = 0
         self.stop_event = asyncio.Event()
         self._sigint_count = 0
-        self._group = settings.member.group
-        self._member_id = settings.member.id
-        self.tables = self._make_tables()
+        self.tables = self._make_tables(settings.member.group, settings.member.id)
+        self.publisher = (
+            None if source is None else Publisher(settings, source, self.tables, history)
+        )
+        record_remote = source is None or settings.history.scope == "all"
+        self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
         self.api: ApiServer | None = None
         self._snapshot: DaemonSnapshot | None = None
-        self._snapshot_version = -1
-        self._snapshot_connected = False
+        self._snapshot_key: tuple[int, bool] = (-1, False)
         self._snapshot_at = 0.0
-        self._send_gtids = True
-        self._last_reject_log = 0.0
-        self._suppressed_rejects = 0
         self._status_text = ""
-        self._record_remote = self.collector or settings.history.scope == "all"
-        self.published = 0
+
+    @property
+    def collector(self) -> bool:
+        """True for the collector (no local member, every group)."""
+        return self.source is None
 
     # -- wiring ---------------------------------------------------------------
 
-    def _make_tables(self) -> MemberTables:
+    def _make_tables(self, group: str, member_id: str) -> MemberTables:
         p = self.settings.publish
         return MemberTables(
-            group=None if self.collector else self._group,
-            local_member_id=None if self.collector else self._member_id,
-            period_s=p.period,
-            unreachable_after=p.unreachable_after,
-            forget_after_s=p.forget_after,
-            max_envelope_size=self.settings.limits.max_envelope_size,
+            group=None if self.collector else group,
+            local_member_id=None if self.collector else member_id,
+            registry_limits=RegistryLimits(
+                period_s=p.period,
+                unreachable_after=p.unreachable_after,
+                forget_after_s=p.forget_after,
+            ),
+            limits=Limits(max_envelope_size=self.settings.limits.max_envelope_size),
         )
-
-    def _topic(self, kind: str) -> str:
-        return f"{self.settings.bus.prefix}/{self._group}/{self._member_id}/{kind}"
 
     def _make_bus(self) -> Bus:
         b = self.settings.bus
-        options = dataclasses.replace(
-            b,
-            client_id=b.client_id or (f"grstats-{self._member_id}" if not self.collector else ""),
-        )
-        if self.collector:
+        pub = self.publisher
+        if pub is None:
             return Bus(
-                options,
-                subscriptions=[f"{b.prefix}/+/+/+"],
-                handler=self._on_message,
+                b,
+                subscriptions=[topics.collector_filter(b.prefix)],
+                handler=self.receiver.on_message,
                 on_connect=self._on_connect,
             )
-        will = LastWill(
-            self._topic("status"),
-            b"offline",
-            delay_s=max(1, round(self.settings.publish.forget_after)),
-        )
+        options = dataclasses.replace(b, client_id=b.client_id or f"grstats-{pub.member_id}")
         return Bus(
             options,
-            subscriptions=[f"{b.prefix}/{self._group}/+/+"],
-            handler=self._on_message,
-            will=will,
+            subscriptions=[topics.member_filter(b.prefix, pub.group)],
+            handler=self.receiver.on_message,
+            will=pub.will(),
             on_connect=self._on_connect,
         )
 
-    # -- snapshot -------------------------------------------------------------
+    async def _on_connect(self) -> None:
+        assert self.bus is not None
+        if self.publisher is not None:
+            await self.publisher.on_connect(self.bus)
+        if self.bus.connects == 1:
+            sd_notify("READY=1\nSTATUS=connected to the bus")
+            log.info(
+                "daemon.ready",
+                group=self.tables.group,
+                member=self.tables.local_member_id,
+            )
+
+    # -- snapshot and health ----------------------------------------------------
 
     def get_snapshot(self) -> DaemonSnapshot:
         """The current snapshot, rebuilt when the tables changed or time moved on."""
         mono = time.monotonic()
         connected = self.bus is not None and self.bus.connected.is_set()
+        key = (self.tables.version, connected)
         if (
             self._snapshot is None
-            or self._snapshot_version != self.tables.version
-            or self._snapshot_connected != connected
+            or self._snapshot_key != key
             or mono - self._snapshot_at > min(0.25, self.settings.publish.period / 2)
         ):
             self._snapshot = self._build_snapshot()
-            self._snapshot_version = self.tables.version
-            self._snapshot_connected = connected
+            self._snapshot_key = key
             self._snapshot_at = mono
         return self._snapshot
 
@@ -183,162 +153,39 @@ class Daemon:
         bus = self.bus
         counters = {
             "bus_reconnects": bus.reconnects if bus else 0,
-            "messages_published": self.published,
+            "messages_published": self.publisher.published if self.publisher else 0,
         }
-        gauges = {"bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0}
+        gauges = {
+            "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
+            **self._health_gauges(),
+        }
         return self.tables.snapshot(now_us(), counters=counters, gauges=gauges)
 
-    # -- receive path ---------------------------------------------------------
+    def _health_gauges(self) -> dict[str, float]:
+        gauges: dict[str, float] = {}
+        connected = getattr(self.source, "connected", None)
+        if self.source is not None:
+            gauges["source_up"] = 1.0 if connected is None or connected else 0.0
+        health = getattr(self.history, "health", None)
+        if callable(health):
+            gauges["history_healthy"] = 1.0 if _healthy(health()) else 0.0
+        return gauges
 
-    def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
-        received = now_us()
-        result = self.tables.receive(topic, payload, received, retained=retained)
-        if isinstance(result, Accepted):
-            if self._record_remote and self.history is not None and result.kind == STATS_KIND:
-                env = result.envelope
-                self.history.record(history_row(env, result.stats, min(env.sent_us, received)))
-        elif isinstance(result, Rejected):
-            self._log_reject(topic, result)
-
-    def _log_reject(self, topic: str, result: Rejected) -> None:
-        mono = time.monotonic()
-        if mono - self._last_reject_log < _REJECT_LOG_INTERVAL_S:
-            self._suppressed_rejects += 1
-            return
-        log.warning(
-            "envelope.rejected",
-            reason=result.reason,
-            topic=topic,
-            detail=result.detail[:200],
-            suppressed=self._suppressed_rejects,
-        )
-        self._last_reject_log = mono
-        self._suppressed_rejects = 0
-
-    async def _on_connect(self) -> None:
-        assert self.bus is not None
-        if not self.collector:
-            self._send_gtids = True  # the broker may have lost our retained messages
-            await self.bus.publish(self._topic("status"), b"online", qos=1, retain=True)
-        if self.bus.connects == 1:
-            sd_notify("READY=1\nSTATUS=connected to the bus")
-            log.info("daemon.ready", group=self._group, member=self._member_id)
-
-    # -- tick loop ------------------------------------------------------------
-
-    async def _tick_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        period = self.settings.publish.period
-        gtid_every = max(1, round(self.settings.publish.gtid_interval / period))
-        start = loop.time()
-        tick = 0
-        next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
-        while not self.stop_event.is_set():
-            if tick >= next_gtid_tick:
-                self._send_gtids = True
-                next_gtid_tick = tick + gtid_every
-            try:
-                await self._tick()
-            except Exception:  # a bug in one tick must not stop the member's broadcast
-                log.exception("daemon.tick_failed")
-            self.get_snapshot()
-            self._update_status()
-            tick += 1
-            due = start + tick * period
-            now = loop.time()
-            if due < now:  # late: skip the missed ticks instead of bursting
-                tick = int((now - start) / period) + 1
-                due = start + tick * period
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), due - now)
-
-    async def _tick(self) -> None:
-        if self.source is None:
-            self.tables.expire(now_us())
-            return
-        sample = await self.source.sample(now_us())
-        self.seq += 1
-        self.tables.set_local(sample, incarnation=self.incarnation, seq=self.seq)
-        member = sample.member
-        publishing = member.state in _PUBLISHING_STATES
-        sent_gtids = False
-        if publishing:
-            sent_gtids = await self._publish(sample)
-        if self.history is not None and publishing:
-            self._record_local(sample, gtids=sent_gtids)
-        self.tables.expire(now_us())
-
-    async def _publish(self, sample: LocalSample) -> bool:
-        """Publish one envelope; returns whether it carried the GTID sets."""
+    def health_reasons(self) -> list[str]:
+        """Why the daemon is degraded (empty when healthy)."""
+        reasons: list[str] = []
         bus = self.bus
-        gtids = self._send_gtids
         if bus is None or not bus.connected.is_set():
-            return gtids  # history still records the live GTIDs on a due tick
-        m = sample.member
-        stats = dataclasses.replace(
-            sample.stats,
-            transaction_gtids_present=gtids,
-            transactions_committed_all_members=(
-                sample.stats.transactions_committed_all_members if gtids else b""
-            ),
-            transaction_last_conflict_free=(
-                sample.stats.transaction_last_conflict_free if gtids else b""
-            ),
-            sent_timestamp=now_us(),
-        )
-        envelope = self._local_envelope(
-            sample,
-            sent_us=now_us(),
-            stats=encode_pipeline_stats(stats),
-            ext={"communication_stack": m.communication_stack},
-        )
-        payload = encode_envelope(envelope)
-        # A stalled broker must not hold the tick loop longer than about a period.
-        wait = max(1.0, self.settings.publish.period)
-        stats_topic = self._topic(STATS_KIND)
-        if not await bus.publish(stats_topic, payload, qos=0, retain=True, timeout=wait):
-            return False
-        self.published += 1
-        if gtids:
-            self._send_gtids = False
-            await bus.publish(self._topic(GTIDS_KIND), payload, qos=0, retain=True, timeout=wait)
-        return gtids
-
-    def _record_local(self, sample: LocalSample, *, gtids: bool) -> None:
-        if self.history is None:
-            return
-        stats = dataclasses.replace(sample.stats, transaction_gtids_present=gtids)
-        envelope = self._local_envelope(sample, sent_us=sample.sampled_at_us, stats=b"")
-        self.history.record(history_row(envelope, stats, sample.sampled_at_us))
-
-    def _local_envelope(
-        self,
-        sample: LocalSample,
-        *,
-        sent_us: int,
-        stats: bytes,
-        ext: dict[str, Any] | None = None,
-    ) -> Envelope:
-        """The envelope for the local member: what is published and what history records."""
-        m = sample.member
-        return Envelope(
-            group=self._group,
-            member=MemberInfo(
-                id=self._member_id,
-                host=m.host,
-                port=m.port,
-                state=m.state,
-                role=m.role,
-                version=m.version,
-                gcs_id=m.gcs_id,
-            ),
-            view_id=m.view_id,
-            incarnation=self.incarnation,
-            seq=self.seq,
-            sent_us=sent_us,
-            stats=stats,
-            ext={} if ext is None else ext,
-        )
+            last = getattr(bus, "last_error", None) if bus is not None else None
+            reasons.append(f"bus: disconnected{f' ({last})' if last else ''}")
+        if self.source is not None and getattr(self.source, "connected", True) is False:
+            reasons.append("source: not connected")
+        health = getattr(self.history, "health", None)
+        if callable(health):
+            state = health()
+            if not _healthy(state):
+                reasons.append(f"history: {_reason(state)}")
+        return reasons
 
     def _update_status(self) -> None:
         snap = self.get_snapshot()
@@ -352,6 +199,31 @@ class Daemon:
         while True:
             sd_notify("WATCHDOG=1")
             await asyncio.sleep(interval)
+
+    # -- tick loop ------------------------------------------------------------
+
+    async def _tick_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = self.settings.publish.period
+        start = loop.time()
+        tick = 0
+        while not self.stop_event.is_set():
+            try:
+                if self.publisher is not None:
+                    await self.publisher.tick(tick, self.bus)
+                self.tables.expire(now_us())
+            except Exception:  # a bug in one tick must not stop the member's broadcast
+                log.exception("daemon.tick_failed")
+            self.get_snapshot()
+            self._update_status()
+            tick += 1
+            due = start + tick * period
+            now = loop.time()
+            if due < now:  # late: skip the missed ticks instead of bursting
+                tick = int((now - start) / period) + 1
+                due = start + tick * period
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), due - now)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -388,42 +260,43 @@ class Daemon:
         if self.source is not None:
             await self.source.start()
         if self.history is not None:
-            from grstats.history.writer import HistoryError  # noqa: PLC0415 - pyarrow only when used
+            from grstats.history.writer import HistoryError  # noqa: PLC0415 - pyarrow when used
 
             try:
                 await self.history.start()
             except (HistoryError, OSError) as exc:
                 raise StartupError(f"history: {exc}") from exc
-        self.api = ApiServer(self.settings.api.host, self.settings.api.port, self.get_snapshot)
+        api = self.settings.api
+        self.api = ApiServer(api.host, api.port, self.get_snapshot)
         try:
             await self.api.start()
         except OSError as exc:
             raise StartupError(
-                f"api: cannot listen on {self.settings.api.host}:{self.settings.api.port}: "
-                f"{exc.strerror or exc}"
+                f"api: cannot listen on {api.host}:{api.port}: {exc.strerror or exc}"
             ) from exc
-        if not self.collector and not (self._group and self._member_id):
-            await self._wait_for_identity()
+        pub = self.publisher
+        if pub is not None and not (pub.group and pub.member_id):
+            await self._wait_for_identity(pub)
         self.bus = self._make_bus()
         log.info(
             "daemon.started",
             mode="collector" if self.collector else "member",
-            group=self._group or "*",
-            member=self._member_id or None,
-            incarnation=self.incarnation,
+            group=self.tables.group or "*",
+            member=self.tables.local_member_id,
+            incarnation=pub.incarnation if pub else None,
             api_port=self.api.port,
         )
 
-    async def _wait_for_identity(self) -> None:
+    async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
         assert self.source is not None
         while not self.stop_event.is_set():
             sample = await self.source.sample(now_us())
-            self.tables.set_local(sample, incarnation=self.incarnation, seq=0)
-            if sample.member.group_name and sample.member.member_id:
-                self._group = sample.member.group_name
-                self._member_id = sample.member.member_id
-                self.tables = self._make_tables()
+            self.tables.set_local(sample, incarnation=pub.incarnation, seq=0)
+            if pub.adopt_identity(sample):
+                self.tables = self._make_tables(pub.group, pub.member_id)
+                pub.tables = self.tables
+                self.receiver.tables = self.tables
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_event.wait(), self.settings.publish.period)
@@ -446,13 +319,11 @@ class Daemon:
     async def _drain_bus(self, bus_task: asyncio.Task[None], deadline: float) -> None:
         assert self.bus is not None
         loop = asyncio.get_running_loop()
-        if not self.collector and self.bus.connected.is_set():
+        if self.publisher is not None and self.bus.connected.is_set():
             try:
                 async with asyncio.timeout_at(deadline - 1.0):
                     # Clear our retained stats so that later receivers do not see a ghost.
-                    await self.bus.publish(self._topic(STATS_KIND), b"", retain=True)
-                    await self.bus.publish(self._topic(GTIDS_KIND), b"", retain=True)
-                    await self.bus.publish(self._topic("status"), b"offline", qos=1, retain=True)
+                    await self.publisher.withdraw(self.bus)
             except TimeoutError:
                 log.warning("daemon.offline_not_published")
         await self.bus.close()
@@ -471,84 +342,16 @@ class Daemon:
             await self.source.close()
         if self.api is not None:
             await self.api.close()
-        log.info("daemon.stopped", published=self.published)
+        log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)
 
 
-# -- process entry (used by `grstats run` and `grstats collect`) ---------------
+def _healthy(state: Any) -> bool:
+    ok = getattr(state, "ok", state)
+    return bool(ok[0] if isinstance(ok, tuple) else ok)
 
 
-def _make_source(settings: Settings) -> Source:
-    if settings.source_kind == "mysql":
-        from grstats.sources.mysql import (  # noqa: PLC0415 - asyncmy only when used
-            MySQLSettings,
-            MySQLSource,
-        )
-
-        assert isinstance(settings.source_settings, MySQLSettings)
-        return MySQLSource(settings.source_settings)
-    from grstats.sources.simulated.model import (  # noqa: PLC0415 - numpy only when used
-        GroupModel,
-        SimulatedSource,
-        SimulationSettings,
-    )
-
-    assert isinstance(settings.source_settings, SimulationSettings)
-    return SimulatedSource(GroupModel(settings.source_settings), settings.member.id)
-
-
-def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
-    h = settings.history
-    if not h.dir:
-        return None
-    from grstats.history.writer import HistoryWriter  # noqa: PLC0415 - pyarrow only when used
-
-    return HistoryWriter(
-        Path(h.dir),
-        scope="all" if collector else h.scope,
-        retention_days=h.retention_days,
-        flush_interval_s=h.flush_interval,
-    )
-
-
-async def _async_main(daemon: Daemon) -> int:
-    daemon.install_signal_handlers()
-    return await daemon.run()
-
-
-def run_process(
-    config_path: str,
-    *,
-    collector: bool,
-    log_format: str | None = None,
-    log_level: str | None = None,
-) -> int:
-    """Load the configuration, configure logging once, run the daemon to completion.
-
-    Args:
-        config_path: the TOML file.
-        collector: run the collector instead of a member daemon.
-        log_format: overrides [log] format.
-        log_level: overrides [log] level.
-
-    Returns:
-        The exit status: 0 after a clean stop, 2 for a configuration error,
-        1 when the daemon cannot start (address in use, unusable history dir).
-    """
-    try:
-        settings = load_config(config_path, require_member=not collector)
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    configure_logging(log_level or settings.log.level, log_format or settings.log.format)
-    try:
-        source = None if collector else _make_source(settings)
-        history = _make_history(settings, collector=collector)
-        daemon = Daemon(settings, source, history)
-        return asyncio.run(_async_main(daemon))
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    except StartupError as exc:
-        log.error("daemon.start_failed", error=str(exc))
-        print(f"grstats: {exc}", file=sys.stderr)
-        return 1
+def _reason(state: Any) -> str:
+    reason = getattr(state, "reason", None)
+    if reason is None and isinstance(state, tuple) and len(state) > 1:
+        reason = state[1]
+    return str(reason or "degraded")

@@ -80,6 +80,8 @@ import asyncmy  # the only asyncmy importer (STYLE.md §4)
 import asyncmy.errors
 import structlog
 
+from grstats.core import columns as col
+from grstats.core.columns import STATS_ITEM_COLUMNS
 from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember, LocalSample
 from protocol import FLOW_CONTROL_DISABLED, FLOW_CONTROL_QUOTA, PipelineStats
 
@@ -108,23 +110,16 @@ _SQL_MEMBERS = (
 )
 _SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
 
-# PipelineStats field <- replication_group_member_stats column (PROTOCOL.md §4).
+# PipelineStats field <- replication_group_member_stats column (PROTOCOL.md §4), from
+# the column registry; the two queue items are int32 on the wire, the rest int64.
+_INT32_ITEMS = frozenset({"transactions_waiting_certification", "transactions_waiting_apply"})
 _INT32_COLUMNS = {
-    "transactions_waiting_certification": "COUNT_TRANSACTIONS_IN_QUEUE",
-    "transactions_waiting_apply": "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
+    str(c.item): c.name for c in STATS_ITEM_COLUMNS if c.numeric and c.item in _INT32_ITEMS
 }
 _INT64_COLUMNS = {
-    "transactions_certified": "COUNT_TRANSACTIONS_CHECKED",
-    "transactions_applied": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "transactions_local": "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "transactions_negative_certified": "COUNT_CONFLICTS_DETECTED",
-    "transactions_rows_validating": "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-    "transactions_local_rollback": "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
+    str(c.item): c.name for c in STATS_ITEM_COLUMNS if c.numeric and c.item not in _INT32_ITEMS
 }
-_TEXT_COLUMNS = {
-    "transactions_committed_all_members": "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
-    "transaction_last_conflict_free": "LAST_CONFLICT_FREE_TRANSACTION",
-}
+_TEXT_COLUMNS = {str(c.item): c.name for c in STATS_ITEM_COLUMNS if not c.numeric}
 
 _VERSION_RE = re.compile(r"\d+\.\d+\.\d+")
 
@@ -455,21 +450,21 @@ class MySQLSource:
         mode = _flow_control_mode(_first_row(mode_result[1], 1)[0] if mode_result else None)
 
         server_uuid = _text(uuid)
-        state = _text(member_row.get("MEMBER_STATE")).upper() or "OFFLINE"
+        state = _text(member_row.get(col.MEMBER_STATE)).upper() or "OFFLINE"
         if state not in MEMBER_STATES:
             log.warning("mysql.unknown_member_state", state=state)
             state = "ERROR"
-        role = _text(member_row.get("MEMBER_ROLE")).upper()
+        role = _text(member_row.get(col.MEMBER_ROLE)).upper()
         member = LocalMember(
             group_name=_text(group_name),
             member_id=server_uuid,
-            host=_text(member_row.get("MEMBER_HOST")) or _text(hostname),
-            port=_integer(member_row.get("MEMBER_PORT")) or _integer(port),
+            host=_text(member_row.get(col.MEMBER_HOST)) or _text(hostname),
+            port=_integer(member_row.get(col.MEMBER_PORT)) or _integer(port),
             state=state,
             role=role if role in MEMBER_ROLES else "",
-            version=_text(member_row.get("MEMBER_VERSION")) or _short_version(_text(version)),
-            view_id=_text(stats_row.get("VIEW_ID")),
-            communication_stack=_text(member_row.get("MEMBER_COMMUNICATION_STACK")) or "XCOM",
+            version=_text(member_row.get(col.MEMBER_VERSION)) or _short_version(_text(version)),
+            view_id=_text(stats_row.get(col.VIEW_ID)),
+            communication_stack=_text(member_row.get(col.MEMBER_COMMUNICATION_STACK)) or "XCOM",
         )
         values: dict[str, Any] = {
             name: wire_int32(_integer(stats_row.get(col))) for name, col in _INT32_COLUMNS.items()

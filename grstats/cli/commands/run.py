@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from grstats.cli.commands._common import daemon_options
-from grstats.daemon.lifecycle import run_process
+from grstats.daemon.process import run_process
 
 
 @click.command("run")

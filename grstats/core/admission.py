@@ -1,0 +1,208 @@
+"""Admission: is one bus message something to apply, and if not, why not.
+
+Strategy: `admit()` is a pure function of the message, the receiver's
+identity, the limits and the reception time. It never looks at what is already
+known about a member (that is `core.registry`'s replay defence); it only checks
+what a single message can prove wrong, cheapest check first, so a flood of
+garbage costs as little as possible:
+
+1. the topic has four levels, and its group and member are UUIDs;
+2. our own messages are ignored before anything is decoded;
+3. a status payload is at most `max_status_size` bytes and says online/offline;
+4. a stats/gtids payload is at most `max_envelope_size` bytes, decodes
+   (envelope, then MySQL's message), names the topic's member and group;
+5. values are in range: `seq` in 1..2^63-1, `flow_control_mode` 0..127,
+   `sent_us` not further ahead of our clock than `max_clock_skew_s`.
+
+Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
+ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
+so a negative wire value would show as 2^64 - |x|; MySQL keeps them from going
+negative at the sender instead (pipeline_stats.cc:
+`get_transactions_waiting_apply_during_recovery` returns 0 rather than a
+negative count; Group Replication's test suite has a case for exactly that
+counter going negative during recovery and expects it never to show so). We
+cannot fix the sender, so
+admission clamps a negative size to 0 and reports the fields it clamped: the
+message is otherwise good (its counters are valid) and is applied; the clamp
+is counted by the caller. Counters are uint64 in MySQL carried as int64, so a
+negative counter is a legal value >= 2^63 and is left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from grstats.core.topics import (
+    GTIDS_KIND,
+    STATS_KIND,
+    STATUS_KIND,
+    STATUS_OFFLINE,
+    STATUS_ONLINE,
+    is_uuid,
+    parse_topic,
+)
+from protocol import (
+    DEFAULT_MAX_ENVELOPE_SIZE,
+    Envelope,
+    PipelineStats,
+    ProtocolError,
+    decode_envelope,
+    decode_pipeline_stats,
+)
+
+MemberKey = tuple[str, str]  # (group, member id)
+
+_MAX_SEQ = 2**63 - 1  # history stores seq as int64
+_MAX_FLOW_CONTROL_MODE = 127  # history stores it as int8; MySQL uses 0 and 1
+_SIZE_ITEMS = (
+    "transactions_waiting_certification",
+    "transactions_waiting_apply",
+    "transactions_rows_validating",
+)
+_NO_KEY: MemberKey = ("", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what one message may be.
+
+    Attributes:
+        max_envelope_size: stats/gtids payloads larger than this are rejected unread.
+        max_status_size: status payloads larger than this are rejected unread.
+        max_clock_skew_s: how far a sender's `sent_us` may be ahead of our clock.
+    """
+
+    max_envelope_size: int = DEFAULT_MAX_ENVELOPE_SIZE
+    max_status_size: int = 64
+    max_clock_skew_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A stats or gtids envelope that may be applied.
+
+    Attributes:
+        key: (group, member).
+        kind: STATS_KIND or GTIDS_KIND.
+        envelope: the decoded envelope.
+        stats: its decoded message, negative sizes clamped to 0.
+        clamped: the PipelineStats fields that were clamped.
+    """
+
+    key: MemberKey
+    kind: str
+    envelope: Envelope
+    stats: PipelineStats
+    clamped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A member's `online` / `offline` announcement."""
+
+    key: MemberKey
+    online: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A message refused for `reason` (one of columns.REJECT_REASONS)."""
+
+    reason: str
+    key: MemberKey
+    detail: str = ""
+
+    @property
+    def member_id(self) -> str:
+        """The member the message claimed to come from ("" when unknown)."""
+        return self.key[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A message with nothing to apply (our own echo, a cleared retained topic, ...)."""
+
+    why: str
+
+
+Admission = Admitted | Status | Rejected | Ignored
+
+
+def admit(
+    topic: str,
+    payload: bytes,
+    received_at_us: int,
+    *,
+    group: str | None,
+    local_member_id: str | None,
+    limits: Limits,
+) -> Admission:
+    """Check one bus message; see the module docstring for the order of the checks.
+
+    Args:
+        topic: `<prefix>/<group>/<member>/<kind>`.
+        payload: the message bytes.
+        received_at_us: our wall clock at reception, microseconds.
+        group: our group; None for a collector (every group).
+        local_member_id: our server UUID; None for a collector.
+        limits: the bounds.
+
+    Returns:
+        Admitted, Status, Rejected(reason) or Ignored(why).
+    """
+    parsed = parse_topic(topic)
+    if parsed is None:
+        return Rejected("malformed", _NO_KEY, "topic")
+    topic_group, topic_member, kind = parsed
+    if not (is_uuid(topic_group) and is_uuid(topic_member)):
+        return Rejected("invalid_id", _NO_KEY, f"topic {topic[:120]!r}")
+    key: MemberKey = (topic_group, topic_member)
+    if local_member_id is not None and topic_member == local_member_id:
+        return Ignored("own")
+    if kind == STATUS_KIND:
+        return _status(key, payload, group, limits)
+    if kind not in (STATS_KIND, GTIDS_KIND):
+        return Ignored("kind")
+    if not payload:
+        return Ignored("cleared")  # a retained message being deleted
+    if len(payload) > limits.max_envelope_size:
+        return Rejected("oversized", key, f"{len(payload)} bytes")
+    if group is not None and topic_group != group:
+        return Rejected("other_group", key, "topic")
+    try:
+        envelope = decode_envelope(payload, max_size=limits.max_envelope_size)
+        stats = decode_pipeline_stats(envelope.stats)
+    except ProtocolError as exc:
+        return Rejected("malformed", key, str(exc))
+    if envelope.member.id != topic_member:
+        return Rejected("spoofed", key, envelope.member.id)
+    if envelope.group != topic_group:
+        return Rejected("other_group", key, envelope.group)
+    if not 1 <= envelope.seq <= _MAX_SEQ:
+        return Rejected("out_of_range", key, f"seq {envelope.seq}")
+    if not 0 <= stats.flow_control_mode <= _MAX_FLOW_CONTROL_MODE:
+        return Rejected("out_of_range", key, f"flow_control_mode {stats.flow_control_mode}")
+    if envelope.sent_us - received_at_us > limits.max_clock_skew_s * 1_000_000:
+        return Rejected("future", key, f"sent_us {envelope.sent_us}")
+    clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
+    if clamped:
+        zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
+        stats = dataclasses.replace(stats, **zeros)
+    return Admitted(key, kind, envelope, stats, clamped)
+
+
+def _status(key: MemberKey, payload: bytes, group: str | None, limits: Limits) -> Admission:
+    if len(payload) > limits.max_status_size:
+        return Rejected("oversized", key, f"status of {len(payload)} bytes")
+    if group is not None and key[0] != group:
+        return Ignored("other_group_status")
+    text = payload.strip()
+    if text == STATUS_OFFLINE:
+        return Status(key, online=False)
+    if text == STATUS_ONLINE:
+        return Status(key, online=True)
+    if not text:
+        return Ignored("cleared")
+    return Rejected("malformed", key, "status payload")

@@ -1,0 +1,323 @@
+"""The member registry: what a receiver knows about every remote member.
+
+Strategy: `core.admission` has already proven a message well-formed; the
+registry decides whether it is *news* and keeps the result. Per (group,
+member) it holds the last accepted envelope, the `protocol.MemberStatsState`
+after it (GTID columns change only on flag '1', deltas are per message), the
+reception times, and the counts of what was accepted and rejected.
+
+Invariants:
+- replay defence: within one incarnation `seq` must grow. A retained copy of
+  what we already have (re-delivered on every re-subscribe) is ignored, any
+  other old seq is "stale". A seq may not jump further ahead than the time
+  since the last accepted message allows (two messages per period plus
+  slack), so one forged message with seq 2^63-1 cannot lock a member out;
+- a different incarnation is a restart: the stored state is reset (the first
+  message's deltas equal its counters) and the old incarnation is retired. A
+  retired incarnation is "stale" — unless the incarnation that replaced it
+  has been silent for the unreachable window while the retired one speaks
+  again: then the newer one was a forgery (or a brief double start) and the
+  member goes back to the one that is alive. So a forged incarnation hides a
+  member for at most the unreachable window;
+- the `gtids` topic carries a member's last flag-'1' envelope, retained, so
+  that a late receiver shows every member's GTID columns at once. It only
+  ever updates the GTID columns of the same incarnation; one that arrives
+  before the member's first stats message waits in a bounded pending table;
+- `offline` (status topic) and a stats message whose member state is OFFLINE
+  or ERROR remove the member at once, as MySQL removes a member that left at
+  the next view change. An `offline` leaves a tombstone so that a retained
+  stats message of that member delivered afterwards does not resurrect it (a
+  live one does). Silence longer than `forget_after` also removes it;
+- bounds: at most `max_members_per_group` members per group and `max_groups`
+  groups (a newcomer past either is "over_limit"); tombstones, pending GTIDs
+  and the reject counters of never-accepted members are bounded too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
+from grstats.core.columns import REJECT_REASONS
+from grstats.core.topics import GTIDS_KIND
+from protocol import Envelope, MemberStatsState, PipelineStats
+
+_KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
+_MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
+_SEQ_JUMP_SLACK = 64  # seqs a member may run ahead beyond two per period since last seen
+_DEPARTED_STATES = ("OFFLINE", "ERROR")
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryLimits:
+    """Timing and size bounds of the registry.
+
+    Attributes:
+        period_s: the publish period, the unit of `unreachable_after`.
+        unreachable_after: silent periods before a member shows UNREACHABLE.
+        forget_after_s: silent seconds before a member is removed.
+        max_members_per_group: members kept per group.
+        max_groups: groups kept (a collector sees many).
+    """
+
+    period_s: float = 1.0
+    unreachable_after: int = 5
+    forget_after_s: float = 60.0
+    max_members_per_group: int = 64
+    max_groups: int = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """An envelope that changed the tables."""
+
+    envelope: Envelope
+    stats: PipelineStats
+    kind: str
+
+
+@dataclass(slots=True)
+class Remote:
+    """What we keep about one remote member."""
+
+    envelope: Envelope
+    state: MemberStatsState
+    last_seen_us: int  # when it was last known alive (a retained copy: when it was sent)
+    last_received_us: int  # when its last accepted message reached us
+    gtid_seq: int = 0
+    accepted: int = 0
+    retired: deque[tuple[int, int]] = field(
+        default_factory=lambda: deque(maxlen=_KNOWN_INCARNATIONS)
+    )  # (incarnation, last seq)
+
+
+def zero_rejections() -> dict[str, int]:
+    """One counter per reject reason, all zero."""
+    return dict.fromkeys(REJECT_REASONS, 0)
+
+
+class MemberRegistry:
+    """Remote members keyed by (group, member id)."""
+
+    def __init__(self, limits: RegistryLimits) -> None:
+        self.limits = limits
+        self._unreachable_us = int(limits.unreachable_after * limits.period_s * 1_000_000)
+        self._forget_us = int(limits.forget_after_s * 1_000_000)
+        self._period_us = max(1, int(limits.period_s * 1_000_000))
+        self._remotes: dict[MemberKey, Remote] = {}
+        self._groups: dict[str, int] = {}  # group -> members kept
+        self._rejections: dict[MemberKey, dict[str, int]] = {}
+        self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
+        self._pending_gtids: dict[MemberKey, tuple[Envelope, PipelineStats]] = {}
+        self.version = 0  # bumped on every change, so readers can cache snapshots
+
+    # -- reading ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._remotes)
+
+    def items(self) -> Iterator[tuple[MemberKey, Remote]]:
+        """Remote members in (group, member) order."""
+        for key in sorted(self._remotes):
+            yield key, self._remotes[key]
+
+    def get(self, key: MemberKey) -> Remote | None:
+        """The remote member `key`, or None."""
+        return self._remotes.get(key)
+
+    def unreachable(self, remote: Remote, now_us: int) -> bool:
+        """Whether `remote` has been silent longer than the unreachable window."""
+        return now_us - remote.last_seen_us > self._unreachable_us
+
+    def rejections(self, key: MemberKey) -> dict[str, int]:
+        """Reject counts of one member (zeros when none)."""
+        return self._rejections.get(key) or zero_rejections()
+
+    # -- writing ---------------------------------------------------------------
+
+    def apply(
+        self, msg: Admitted, received_at_us: int, *, retained: bool
+    ) -> Applied | Rejected | Ignored:
+        """Apply one admitted stats or gtids envelope.
+
+        Args:
+            msg: what admission let through.
+            received_at_us: our wall clock at reception, microseconds.
+            retained: True when the broker delivered it from its retained store.
+
+        Returns:
+            Applied, Rejected("stale" | "over_limit") or Ignored(why).
+        """
+        if msg.kind == GTIDS_KIND:
+            return self._gtids(msg)
+        if retained and msg.key in self._tombstones:
+            return Ignored("tombstoned")
+        if msg.envelope.member.state in _DEPARTED_STATES:
+            self.remove(msg.key, tombstone=retained)
+            return Ignored("departed")
+        return self._stats(msg, received_at_us, retained=retained)
+
+    def _stats(
+        self, msg: Admitted, received_at_us: int, *, retained: bool
+    ) -> Applied | Rejected | Ignored:
+        key, envelope, stats = msg.key, msg.envelope, msg.stats
+        remote = self._remotes.get(key)
+        if remote is None:
+            if not self._has_room(key[0]):
+                return self.reject(key, "over_limit", "members per group or groups")
+            state = MemberStatsState().apply(stats)
+            remote = Remote(envelope, state, received_at_us, received_at_us)
+            self._remotes[key] = remote
+            self._groups[key[0]] = self._groups.get(key[0], 0) + 1
+        else:
+            verdict = self._admit_sequence(key, remote, envelope, received_at_us, retained=retained)
+            if verdict is not None:
+                return verdict
+            if envelope.incarnation == remote.envelope.incarnation:
+                state = remote.state.apply(stats)
+            else:  # the member restarted: reset, as MySQL does for a new entry
+                remote.retired.append((remote.envelope.incarnation, remote.envelope.seq))
+                remote.gtid_seq = 0
+                state = MemberStatsState().apply(stats)
+            remote.envelope = envelope
+        if stats.transaction_gtids_present:
+            remote.gtid_seq = envelope.seq
+        else:
+            state = self._merge_pending_gtids(key, remote, state)
+        remote.state = state
+        # A retained message says when it was sent, not that the member is alive now.
+        remote.last_seen_us = min(envelope.sent_us, received_at_us) if retained else received_at_us
+        remote.last_received_us = received_at_us
+        remote.accepted += 1
+        self._tombstones.pop(key, None)
+        self.version += 1
+        return Applied(envelope, stats, msg.kind)
+
+    def _admit_sequence(
+        self,
+        key: MemberKey,
+        remote: Remote,
+        envelope: Envelope,
+        received_at_us: int,
+        *,
+        retained: bool,
+    ) -> Rejected | Ignored | None:
+        last = remote.envelope
+        if envelope.incarnation == last.incarnation:
+            if envelope.seq <= last.seq:
+                if retained:  # the broker's copy of what we already have (re-subscribe)
+                    return Ignored("retained_seen")
+                return self.reject(key, "stale", f"seq {envelope.seq} <= {last.seq}")
+            elapsed = max(0, received_at_us - remote.last_received_us)
+            allowed = 2 * elapsed // self._period_us + _SEQ_JUMP_SLACK
+            if envelope.seq - last.seq > allowed:
+                return self.reject(key, "stale", f"seq jumps {envelope.seq - last.seq} > {allowed}")
+            return None
+        retired_seq = next((s for inc, s in remote.retired if inc == envelope.incarnation), None)
+        if retired_seq is None:
+            return None  # a new incarnation: a restart
+        current_silent = received_at_us - remote.last_received_us > self._unreachable_us
+        if not current_silent or envelope.seq <= retired_seq:
+            return self.reject(key, "stale", "retired incarnation")
+        # The incarnation that replaced this one went silent while this one lives on.
+        remote.retired.remove((envelope.incarnation, retired_seq))
+        return None
+
+    def _has_room(self, group: str) -> bool:
+        members = self._groups.get(group)
+        if members is None:
+            return len(self._groups) < self.limits.max_groups
+        return members < self.limits.max_members_per_group
+
+    def _merge_pending_gtids(
+        self, key: MemberKey, remote: Remote, state: MemberStatsState
+    ) -> MemberStatsState:
+        pending = self._pending_gtids.get(key)
+        if pending is None:
+            return state
+        envelope, stats = pending
+        if envelope.incarnation != remote.envelope.incarnation or envelope.seq <= remote.gtid_seq:
+            return state
+        del self._pending_gtids[key]
+        remote.gtid_seq = envelope.seq
+        return _with_gtids(state, stats)
+
+    def _gtids(self, msg: Admitted) -> Applied | Rejected | Ignored:
+        key, envelope, stats = msg.key, msg.envelope, msg.stats
+        if not stats.transaction_gtids_present:
+            return Ignored("no_gtids")
+        remote = self._remotes.get(key)
+        if remote is None or remote.envelope.incarnation != envelope.incarnation:
+            if remote is not None and any(inc == envelope.incarnation for inc, _ in remote.retired):
+                return self.reject(key, "stale", "retired incarnation")
+            self._pending_gtids[key] = (envelope, stats)  # applied when its stats arrive
+            _trim(self._pending_gtids)
+            return Ignored("pending")
+        if envelope.seq <= remote.gtid_seq:
+            return Ignored("old_gtids")  # the live stats message already carried them
+        remote.gtid_seq = envelope.seq
+        remote.state = _with_gtids(remote.state, stats)
+        self.version += 1
+        return Applied(envelope, stats, msg.kind)
+
+    def status(self, key: MemberKey, *, online: bool) -> None:
+        """Apply a status announcement: `offline` removes the member and tombstones it."""
+        if online:
+            self._tombstones.pop(key, None)
+        else:
+            self.remove(key, tombstone=True)
+
+    def remove(self, key: MemberKey, *, tombstone: bool) -> None:
+        """Forget a member (it left the group); with `tombstone`, ignore its retained stats."""
+        if tombstone:
+            self._tombstones[key] = None
+            _trim(self._tombstones)
+        self._pending_gtids.pop(key, None)
+        self._rejections.pop(key, None)
+        self._drop(key)
+
+    def _drop(self, key: MemberKey) -> None:
+        if self._remotes.pop(key, None) is None:
+            return
+        left = self._groups[key[0]] - 1
+        if left:
+            self._groups[key[0]] = left
+        else:
+            del self._groups[key[0]]
+        self.version += 1
+
+    def reject(self, key: MemberKey, reason: str, detail: str) -> Rejected:
+        """Count one rejection against `key` (bounded for members never accepted)."""
+        counts = self._rejections.get(key)
+        if counts is None:
+            if key not in self._remotes and len(self._rejections) >= _MAX_UNKNOWN:
+                return Rejected(reason, key, detail)
+            counts = self._rejections[key] = zero_rejections()
+        counts[reason] += 1
+        self.version += 1
+        return Rejected(reason, key, detail)
+
+    def expire(self, now_us: int) -> list[MemberKey]:
+        """Forget members silent longer than forget_after; returns the keys removed."""
+        gone = [k for k, r in self._remotes.items() if now_us - r.last_seen_us > self._forget_us]
+        for key in gone:
+            self._rejections.pop(key, None)
+            self._drop(key)
+        return gone
+
+
+def _with_gtids(state: MemberStatsState, stats: PipelineStats) -> MemberStatsState:
+    return dataclasses.replace(
+        state,
+        transactions_committed_all_members=stats.transactions_committed_all_members,
+        transaction_last_conflict_free=stats.transaction_last_conflict_free,
+    )
+
+
+def _trim(bounded: dict[MemberKey, Any]) -> None:
+    while len(bounded) > _MAX_UNKNOWN:
+        bounded.pop(next(iter(bounded)))

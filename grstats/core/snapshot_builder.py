@@ -1,0 +1,184 @@
+"""Freezing the three tables into a `DaemonSnapshot`.
+
+Strategy: the local member's rows come from its latest `LocalSample`, shown
+as the source reported it (a server that never started Group Replication
+shows an empty MEMBER_ID, an empty host and a NULL port — grstats shows the
+same, never its configured identity); remote rows come from the registry.
+
+Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
+- a local member that is OFFLINE shows one stats row with CHANNEL_NAME and
+  MEMBER_ID only (VIEW_ID empty, counters 0) and no remote members;
+- a local member in ERROR shows only itself (it is not in the group);
+- before the first sample the local rows are MySQL's "plugin never started"
+  rows: empty identifiers, zero counters, MEMBER_STATE OFFLINE, NULL port;
+- a remote member silent for the unreachable window shows UNREACHABLE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from grstats.core import columns as col
+from grstats.core.admission import MemberKey
+from grstats.core.registry import MemberRegistry, Remote
+from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
+from grstats.core.sample import LocalSample
+from grstats.core.snapshot import DaemonSnapshot, Row
+
+_ALONE_STATES = ("OFFLINE", "ERROR")  # the local member is not in a group
+
+
+@dataclass(frozen=True, slots=True)
+class LocalView:
+    """The local member as the daemon last saw and published it."""
+
+    sample: LocalSample | None = None
+    incarnation: int | None = None
+    seq: int | None = None
+
+
+def build_snapshot(
+    now_us: int,
+    *,
+    group: str | None,
+    local_member_id: str | None,
+    local: LocalView | None,
+    registry: MemberRegistry,
+    counters: Mapping[str, int],
+    gauges: Mapping[str, float],
+) -> DaemonSnapshot:
+    """Freeze the three tables at `now_us`.
+
+    Args:
+        now_us: wall clock, microseconds (for ages and UNREACHABLE).
+        group: our group; None for a collector.
+        local_member_id: our configured server UUID; None for a collector.
+        local: the local member's view; None for a collector.
+        registry: the remote members.
+        counters: the daemon's counters.
+        gauges: point-in-time values; "members_known" is filled here.
+
+    Returns:
+        A new immutable DaemonSnapshot.
+    """
+    stats_rows: list[Row] = []
+    member_rows: list[Row] = []
+    status_rows: list[Row] = []
+    alone = False
+    view_id = ""
+    if local is not None:
+        sample = local.sample
+        alone = sample is None or sample.member.state in _ALONE_STATES
+        view_id = sample.member.view_id if sample is not None else ""
+        stats_rows.append(_local_stats_row(sample))
+        member_rows.append(_local_member_row(sample))
+        status_rows.append(_local_status_row(local, group, local_member_id, now_us))
+    if not alone:
+        for key, remote in registry.items():
+            env = remote.envelope
+            unreachable = registry.unreachable(remote, now_us)
+            stats_rows.append(stats_row(view_id or env.view_id, env.member.id, remote.state))
+            member_rows.append(remote_member_row(env, unreachable=unreachable))
+            status_rows.append(_remote_status_row(key, remote, registry, now_us))
+    merged_gauges = {"members_known": float(len(member_rows)), **gauges}
+    return DaemonSnapshot(
+        taken_at_us=now_us,
+        group_name=group or "",
+        local_member_id=local_member_id or "",
+        member_stats=tuple(stats_rows),
+        members=tuple(member_rows),
+        member_status=tuple(status_rows),
+        counters=dict(counters),
+        gauges=merged_gauges,
+    )
+
+
+def _local_stats_row(sample: LocalSample | None) -> Row:
+    if sample is None:
+        return empty_stats_row("")
+    m = sample.member
+    if m.state == "OFFLINE":
+        return empty_stats_row(m.member_id)
+    return stats_row(m.view_id, m.member_id, sample.stats)
+
+
+def _local_member_row(sample: LocalSample | None) -> Row:
+    if sample is None:
+        return member_row(
+            member_id="",
+            host="",
+            port=None,
+            state="OFFLINE",
+            underlying_state="OFFLINE",
+            role="",
+            version="",
+            stack="",
+        )
+    m = sample.member
+    return member_row(
+        member_id=m.member_id,
+        host=m.host,
+        port=m.port,
+        state=m.state,
+        underlying_state=m.state,
+        role=m.role,
+        version=m.version,
+        stack=m.communication_stack,
+    )
+
+
+def _status_row(
+    group: str,
+    member_id: str,
+    *,
+    is_local: bool,
+    age_s: float | None,
+    incarnation: int | None,
+    seq: int | None,
+    accepted: int,
+    rejections: Mapping[str, int],
+) -> Row:
+    row: dict[str, str | int | float | None] = {
+        col.GROUP_NAME: group,
+        col.MEMBER_ID: member_id,
+        col.IS_LOCAL: 1 if is_local else 0,
+        col.LAST_SEEN_AGE_SECONDS: age_s,
+        col.INCARNATION: incarnation,
+        col.SEQ: seq,
+        col.ACCEPTED: accepted,
+    }
+    for reason in col.REJECT_REASONS:
+        row[col.rejected_column(reason)] = rejections.get(reason, 0)
+    return row
+
+
+def _local_status_row(
+    local: LocalView, group: str | None, member_id: str | None, now_us: int
+) -> Row:
+    sample = local.sample
+    return _status_row(
+        group or "",
+        member_id or "",
+        is_local=True,
+        age_s=None if sample is None else max(0.0, (now_us - sample.sampled_at_us) / 1e6),
+        incarnation=local.incarnation,
+        seq=local.seq,
+        accepted=0,
+        rejections={},
+    )
+
+
+def _remote_status_row(
+    key: MemberKey, remote: Remote, registry: MemberRegistry, now_us: int
+) -> Row:
+    return _status_row(
+        key[0],
+        key[1],
+        is_local=False,
+        age_s=max(0.0, (now_us - remote.last_seen_us) / 1e6),
+        incarnation=remote.envelope.incarnation,
+        seq=remote.envelope.seq,
+        accepted=remote.accepted,
+        rejections=registry.rejections(key),
+    )

@@ -1,0 +1,64 @@
+"""The receive path: every bus message into the tables, remote history, a quiet reject log.
+
+Strategy: messages are applied synchronously inside the bus's callback
+(`MemberTables.receive` is pure and fast), so nothing slow may run here. A
+rejected message is counted by the tables; the log line about it is
+rate-limited (one per `REJECT_LOG_INTERVAL_S`, with the number suppressed
+since), because a hostile or broken publisher can send thousands a second.
+"""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+
+from grstats.core.rows import history_row
+from grstats.core.tables import Accepted, MemberTables, Rejected
+from grstats.core.topics import STATS_KIND
+from grstats.daemon.publisher import HistorySink, now_us
+
+log = structlog.get_logger("grstats.daemon")
+
+REJECT_LOG_INTERVAL_S = 10.0
+
+
+class Receiver:
+    """Applies bus messages to the tables.
+
+    Args:
+        tables: the daemon's tables.
+        history: where remote members' rows go (collector, or scope "all"), or None.
+    """
+
+    def __init__(self, tables: MemberTables, history: HistorySink | None) -> None:
+        self.tables = tables
+        self.history = history
+        self._last_reject_log = -REJECT_LOG_INTERVAL_S
+        self._suppressed = 0
+
+    def on_message(self, topic: str, payload: bytes, retained: bool) -> None:
+        """The bus handler: apply one message (never raises for bad input)."""
+        received = now_us()
+        result = self.tables.receive(topic, payload, received, retained=retained)
+        if isinstance(result, Accepted):
+            if self.history is not None and result.kind == STATS_KIND:
+                env = result.envelope
+                self.history.record(history_row(env, result.stats, min(env.sent_us, received)))
+        elif isinstance(result, Rejected):
+            self._log_reject(topic, result)
+
+    def _log_reject(self, topic: str, result: Rejected) -> None:
+        mono = time.monotonic()
+        if mono - self._last_reject_log < REJECT_LOG_INTERVAL_S:
+            self._suppressed += 1
+            return
+        log.warning(
+            "envelope.rejected",
+            reason=result.reason,
+            topic=topic[:200],
+            detail=result.detail[:200],
+            suppressed=self._suppressed,
+        )
+        self._last_reject_log = mono
+        self._suppressed = 0
