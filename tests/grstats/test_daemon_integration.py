@@ -297,6 +297,10 @@ def test_hostile_messages_are_counted_by_reason_and_change_nothing(
             "envelopes_rejected_spoofed": 1,
             "envelopes_rejected_other_group": 0,
             "envelopes_rejected_stale": 1,
+            "envelopes_rejected_invalid_id": 0,
+            "envelopes_rejected_out_of_range": 0,
+            "envelopes_rejected_future": 0,
+            "envelopes_rejected_over_limit": 0,
         }
         assert member_ids(d2) == {M1, M2}  # no row for M3
         status = d2.rows_by_member(STATUS)[M1]

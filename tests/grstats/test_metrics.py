@@ -169,6 +169,10 @@ def test_daemon_health_counters_and_rejections_by_reason() -> None:
         "spoofed": 1,
         "other_group": 0,
         "stale": 3,
+        "invalid_id": 0,
+        "out_of_range": 0,
+        "future": 0,
+        "over_limit": 0,
     }
 
 
