@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from grstats.core.rows import member_row, remote_member_row, stats_row
+from grstats.core.rows import remote_member_row, stats_row
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import (
     GROUP_REPLICATION_CHANNEL,
@@ -484,8 +484,15 @@ class MemberTables:
         )
 
     def _local_stats_row(self, offline: bool) -> Row:
+        # Identifiers are the sample's own, verbatim (MySQL shows MEMBER_ID ""
+        # before GR ever started); no sample yet shows that empty row too. An
+        # OFFLINE member shows no VIEW_ID and no counters (ps_information.cc
+        # returns right after MEMBER_ID for an OFFLINE local member).
         sample = self._local.sample
-        member_id = (sample.member.member_id if sample else "") or (self.local_member_id or "")
+        m = sample.member if sample else None
+        member_id = ""
+        if m is not None:
+            member_id = m.member_id if m.stats_member_id is None else m.stats_member_id
         if offline or sample is None:
             row: dict[str, str | int | None] = dict.fromkeys(MEMBER_STATS_COLUMNS, 0)
             row.update(
@@ -499,30 +506,22 @@ class MemberTables:
         return stats_row(sample.member.view_id, member_id, sample.stats)
 
     def _local_member_row(self) -> Row:
+        # The sample's fields verbatim (empty MEMBER_ID/HOST, NULL port, empty
+        # version/stack when the server shows them so); before the first
+        # sample, the row of a server whose GR never started.
         sample = self._local.sample
-        if sample is None or sample.member.state == "OFFLINE":
-            m = sample.member if sample else None
-            return {
-                "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
-                "MEMBER_ID": (m.member_id if m else "") or (self.local_member_id or ""),
-                "MEMBER_HOST": m.host if m else "",
-                "MEMBER_PORT": m.port if m else None,
-                "MEMBER_STATE": "OFFLINE",
-                "MEMBER_ROLE": "",
-                "MEMBER_VERSION": m.version if m else "",
-                "MEMBER_COMMUNICATION_STACK": m.communication_stack if m else "",
-            }
-        m = sample.member
-        return member_row(
-            member_id=m.member_id,
-            host=m.host,
-            port=m.port,
-            state=m.state,
-            underlying_state=m.state,
-            role=m.role,
-            version=m.version,
-            stack=m.communication_stack,
-        )
+        m = sample.member if sample else None
+        state = m.state if m else "OFFLINE"
+        return {
+            "CHANNEL_NAME": GROUP_REPLICATION_CHANNEL,
+            "MEMBER_ID": m.member_id if m else "",
+            "MEMBER_HOST": m.host if m else "",
+            "MEMBER_PORT": m.port if m else None,
+            "MEMBER_STATE": state,
+            "MEMBER_ROLE": m.role if m and state in ("ONLINE", "RECOVERING") else "",
+            "MEMBER_VERSION": m.version if m else "",
+            "MEMBER_COMMUNICATION_STACK": m.communication_stack if m else "",
+        }
 
     def _local_status_row(self, now_us: int) -> Row:
         sample = self._local.sample

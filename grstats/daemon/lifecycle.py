@@ -326,7 +326,8 @@ class Daemon:
             member=MemberInfo(
                 id=self._member_id,
                 host=m.host,
-                port=m.port,
+                # published only ONLINE/RECOVERING, when the server shows a port
+                port=m.port or 0,
                 state=m.state,
                 role=m.role,
                 version=m.version,

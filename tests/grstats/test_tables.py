@@ -420,12 +420,23 @@ def test_before_first_sample_one_local_row_with_empty_identifiers_and_zero_count
     assert len(snap.member_stats) == 1
     row = dict(snap.member_stats[0])
     assert row["CHANNEL_NAME"] == "group_replication_applier"
-    assert row["MEMBER_ID"] == LOCAL
+    # MySQL's row before GR starts has MEMBER_ID "" (ps_information.cc,
+    # get_group_member_stats with the plugin never initialised; DESIGN.md section 4)
+    assert row["MEMBER_ID"] == ""
     assert row["VIEW_ID"] == ""
     assert row["TRANSACTIONS_COMMITTED_ALL_MEMBERS"] == ""
     counters = [c for c in MEMBER_STATS_COLUMNS if c.startswith("COUNT_")]
     assert all(row[c] == 0 for c in counters)
-    assert snap.members[0]["MEMBER_STATE"] == "OFFLINE"
+    assert dict(snap.members[0]) == {
+        "CHANNEL_NAME": "group_replication_applier",
+        "MEMBER_ID": "",
+        "MEMBER_HOST": "",
+        "MEMBER_PORT": None,
+        "MEMBER_STATE": "OFFLINE",
+        "MEMBER_ROLE": "",
+        "MEMBER_VERSION": "",
+        "MEMBER_COMMUNICATION_STACK": "",
+    }
 
 
 def test_local_offline_hides_remote_rows() -> None:
