@@ -17,17 +17,28 @@ MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
 
 @dataclass(frozen=True, slots=True)
 class LocalMember:
-    """The local member's identity and state, as replication_group_members shows it."""
+    """The local member's identity and state, as replication_group_members shows it.
+
+    Every field is what the server shows, verbatim: before Group Replication
+    ever started an 8.0 server shows MEMBER_ID/HOST "" and MEMBER_PORT NULL
+    (port None); MEMBER_COMMUNICATION_STACK is spelled as MySQL prints it
+    ("XCom", "MySQL") and is "" on servers without that column.
+    """
 
     group_name: str
-    member_id: str
+    member_id: str  # "" when the server shows no member (GR never started)
     host: str
-    port: int
+    port: int | None  # None: MEMBER_PORT is NULL
     state: str  # one of MEMBER_STATES
     role: str  # one of MEMBER_ROLES
     version: str  # "8.4.3"
     view_id: str = ""
-    communication_stack: str = "XCOM"
+    communication_stack: str = "XCom"
+    # MEMBER_ID of the replication_group_member_stats row when it differs from
+    # the replication_group_members one (a 2024+ server whose GR never started
+    # shows its UUID in replication_group_members but "" in the stats row);
+    # None: the same as member_id.
+    stats_member_id: str | None = None
 
     @property
     def gcs_id(self) -> str:

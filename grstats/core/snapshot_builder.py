@@ -98,9 +98,10 @@ def _local_stats_row(sample: LocalSample | None) -> Row:
     if sample is None:
         return empty_stats_row("")
     m = sample.member
+    member_id = m.member_id if m.stats_member_id is None else m.stats_member_id
     if m.state == "OFFLINE":
-        return empty_stats_row(m.member_id)
-    return stats_row(m.view_id, m.member_id, sample.stats)
+        return empty_stats_row(member_id)
+    return stats_row(m.view_id, member_id, sample.stats)
 
 
 def _local_member_row(sample: LocalSample | None) -> Row:

@@ -5,11 +5,13 @@ Strategy / invariants
 One asyncmy connection is kept open and every `sample()` call reads, with plain
 text-protocol SELECTs:
 
-1. ``SELECT @@server_uuid, @@group_replication_group_name, @@version, @@port,
-   @@hostname`` (without the GR variable when the plugin is not installed:
-   error 1193);
+1. ``SELECT @@server_uuid, @@group_replication_group_name`` (without the GR
+   variable when the plugin is not installed: error 1193) -- the liveness check
+   and the configured group name;
 2. ``SELECT * FROM performance_schema.replication_group_member_stats WHERE
-   MEMBER_ID = @@server_uuid`` -- columns are matched by name from the result's
+   MEMBER_ID = @@server_uuid OR MEMBER_ID = ''`` -- the local row, which has an
+   empty MEMBER_ID before Group Replication ever started (ps_information.cc,
+   plugin never initialised); columns are matched by name from the result's
    description on every read, so servers without the newer columns (5.7 and
    early 8.0 lack COUNT_TRANSACTIONS_REMOTE_* / _LOCAL_*) simply yield 0 for them;
 3. the same for ``performance_schema.replication_group_members`` (MEMBER_ROLE,
@@ -17,11 +19,19 @@ text-protocol SELECTs:
 4. ``SELECT @@group_replication_flow_control_mode`` (QUOTA -> 1, DISABLED -> 0,
    unknown variable or NULL -> 1, MySQL's default).
 
+The sample shows exactly what the server shows, nothing invented: MEMBER_ID,
+MEMBER_HOST, VIEW_ID as shown (possibly ""), MEMBER_PORT NULL -> None, state,
+role, version and communication stack as shown ("" where the column is absent
+or empty; an 8.0 server whose GR never started shows MEMBER_ID "", port NULL,
+state OFFLINE; a 2024+ one shows its own identity with state OFFLINE in
+replication_group_members but still MEMBER_ID "" in the stats row).
+
 P_S shows every counter as BIGINT UNSIGNED; the wire message carries signed
 two's complement (PROTOCOL.md §4, §8). `wire_int64` maps the unsigned value back
-(>= 2**63 wraps negative) and `wire_int32` does what MySQL's ``static_cast<int32>``
-of the queue sizes does (keep the low 32 bits, two's complement), so a value
-the server shows round-trips to the bytes the server itself would broadcast.
+(>= 2**63 wraps negative), so a counter the server shows round-trips to the
+bytes the server itself would broadcast. The two queue sizes are int32 on the
+wire and `wire_int32` clamps them to [0, 2**31 - 1] rather than wrapping (see
+its docstring for why).
 
 `sample()` never raises for a server problem and returns within
 ``poll_timeout`` seconds: the whole call (a reconnect attempt included) runs
@@ -35,8 +45,9 @@ good sample is returned (restamped with the caller's ``now_us``) until
 ``offline_after`` seconds of the caller's clock have passed since it; then a
 sample whose member is OFFLINE (identifiers kept; role, view id, counters and
 GTID texts empty or 0, as MySQL shows an OFFLINE member). A server that answers
-but has no GR rows (plugin missing or stopped) gives state OFFLINE with the
-server UUID and the configured group name (empty when not configured).
+but has no GR rows (plugin not installed) gives state OFFLINE with empty
+identifiers, as the row MySQL shows before GR starts, and the configured group
+name (empty when not configured).
 A query that the server rejects (missing table or variable, missing privilege)
 is treated as absent and logged once per connection.
 
@@ -69,7 +80,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -97,16 +107,17 @@ DSN_PARAMS = ("charset", "unix_socket")
 _CONNECTION_ENDING_ERRORS = frozenset({1053, 1927, 3169, 4031})
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 
-_SQL_IDENTITY = (
-    "SELECT @@server_uuid, @@group_replication_group_name, @@version, @@port, @@hostname"
-)
-_SQL_IDENTITY_NO_GR = "SELECT @@server_uuid, @@version, @@port, @@hostname"
+_SQL_IDENTITY = "SELECT @@server_uuid, @@group_replication_group_name"
+_SQL_IDENTITY_NO_GR = "SELECT @@server_uuid"
+# The local row: ours by UUID, or the one with an empty MEMBER_ID that MySQL
+# shows before GR ever started (ps_information.cc: plugin never initialised).
 _SQL_MEMBER_STATS = (
     "SELECT * FROM performance_schema.replication_group_member_stats"
-    " WHERE MEMBER_ID = @@server_uuid"
+    " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
 )
 _SQL_MEMBERS = (
-    "SELECT * FROM performance_schema.replication_group_members WHERE MEMBER_ID = @@server_uuid"
+    "SELECT * FROM performance_schema.replication_group_members"
+    " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
 )
 _SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
 
@@ -121,7 +132,7 @@ _INT64_COLUMNS = {
 }
 _TEXT_COLUMNS = {str(c.item): c.name for c in STATS_ITEM_COLUMNS if not c.numeric}
 
-_VERSION_RE = re.compile(r"\d+\.\d+\.\d+")
+_INT32_MAX = (1 << 31) - 1
 
 
 def wire_int64(value: int) -> int:
@@ -138,20 +149,27 @@ def wire_int64(value: int) -> int:
 
 
 def wire_int32(value: int) -> int:
-    """Map a P_S queue size to the int32 MySQL puts on the wire.
+    """Map a P_S queue size to the int32 item of the wire message, clamped, never wrapped.
 
-    MySQL builds the message with ``static_cast<int32>`` of the queue size, i.e.
-    it keeps the low 32 bits; a negative int32 shown by P_S as 2**64 - |x|
-    comes back as -|x|.
+    MySQL's sender (pipeline_stats.cc, send_stats_member_message) puts
+    ``static_cast<int32>(applier_module->get_message_queue_size())`` on the
+    wire, which would wrap a size >= 2**31 into a negative number; and before
+    MySQL fixed it, the waiting-apply counter could go negative (it is an
+    int32 that P_S shows as 2**64 - |x|) -- the fix makes
+    ``get_transactions_waiting_apply_during_recovery`` return 0 rather than go
+    negative. A queue size is never negative, so a wrapped value would only
+    show operators a nonsense number. Decision: read the column as the signed
+    64-bit value P_S was given and clamp it to [0, 2**31 - 1]: a wrapped
+    negative (>= 2**63) becomes 0, as fixed MySQL reports it, and a size too
+    large for int32 saturates at 2**31 - 1 instead of wrapping.
 
     Args:
-        value: the column value (any int; only its low 32 bits matter).
+        value: the column value (BIGINT UNSIGNED; any int is accepted).
 
     Returns:
-        The two's-complement int32 in [-2**31, 2**31 - 1].
+        An int32 in [0, 2**31 - 1].
     """
-    low = value & 0xFFFF_FFFF
-    return low - (1 << 32) if low >= (1 << 31) else low
+    return max(0, min(wire_int64(value), _INT32_MAX))
 
 
 def parse_dsn(dsn: str) -> tuple[str, str, int, dict[str, str]]:
@@ -414,8 +432,16 @@ class MySQLSource:
         if last is not None and now_us - last.sampled_at_us < grace_us:
             return replace(last, sampled_at_us=now_us)
         if last is None:
+            # never reached: nothing shown, as for a server whose GR never started
             member = LocalMember(
-                group_name="", member_id="", host="", port=0, state="OFFLINE", role="", version=""
+                group_name="",
+                member_id="",
+                host="",
+                port=None,
+                state="OFFLINE",
+                role="",
+                version="",
+                communication_stack="",
             )
             mode = FLOW_CONTROL_QUOTA
         else:
@@ -434,37 +460,39 @@ class MySQLSource:
 
     async def _read(self, conn: asyncmy.Connection, now_us: int) -> LocalSample:
         identity = await self._query(conn, "identity", _SQL_IDENTITY)
+        group_name: Any = None
         if identity is None:
             identity = await self._query(conn, "identity", _SQL_IDENTITY_NO_GR)
             if identity is None:
                 raise _PollFailed("the server did not answer the identity query")
-            _, rows = identity
-            uuid, version, port, hostname = _first_row(rows, 4)
-            group_name: Any = None
+            _first_row(identity[1], 1)
         else:
-            _, rows = identity
-            uuid, group_name, version, port, hostname = _first_row(rows, 5)
-        stats_row = _first_dict(await self._query(conn, "member_stats", _SQL_MEMBER_STATS))
-        member_row = _first_dict(await self._query(conn, "members", _SQL_MEMBERS))
+            group_name = _first_row(identity[1], 2)[1]
+        stats_row = _local_row(await self._query(conn, "member_stats", _SQL_MEMBER_STATS))
+        member_row = _local_row(await self._query(conn, "members", _SQL_MEMBERS))
         mode_result = await self._query(conn, "flow_control_mode", _SQL_FLOW_CONTROL)
         mode = _flow_control_mode(_first_row(mode_result[1], 1)[0] if mode_result else None)
 
-        server_uuid = _text(uuid)
+        # No members row (plugin not installed): the row MySQL shows before GR starts.
         state = _text(member_row.get(col.MEMBER_STATE)).upper() or "OFFLINE"
         if state not in MEMBER_STATES:
             log.warning("mysql.unknown_member_state", state=state)
             state = "ERROR"
         role = _text(member_row.get(col.MEMBER_ROLE)).upper()
+        member_id = _text(member_row.get(col.MEMBER_ID))
+        stats_member_id = _text(stats_row.get(col.MEMBER_ID)) if stats_row else member_id
+        port = member_row.get(col.MEMBER_PORT)
         member = LocalMember(
             group_name=_text(group_name),
-            member_id=server_uuid,
-            host=_text(member_row.get(col.MEMBER_HOST)) or _text(hostname),
-            port=_integer(member_row.get(col.MEMBER_PORT)) or _integer(port),
+            member_id=member_id,
+            host=_text(member_row.get(col.MEMBER_HOST)),
+            port=None if port is None else _integer(port),
             state=state,
             role=role if role in MEMBER_ROLES else "",
-            version=_text(member_row.get(col.MEMBER_VERSION)) or _short_version(_text(version)),
+            version=_text(member_row.get(col.MEMBER_VERSION)),
             view_id=_text(stats_row.get(col.VIEW_ID)),
-            communication_stack=_text(member_row.get(col.MEMBER_COMMUNICATION_STACK)) or "XCOM",
+            communication_stack=_text(member_row.get(col.MEMBER_COMMUNICATION_STACK)),
+            stats_member_id=None if stats_member_id == member_id else stats_member_id,
         )
         values: dict[str, Any] = {
             name: wire_int32(_integer(stats_row.get(col))) for name, col in _INT32_COLUMNS.items()
@@ -516,11 +544,13 @@ def _first_row(rows: Sequence[Sequence[Any]], width: int) -> Sequence[Any]:
     return rows[0]
 
 
-def _first_dict(result: tuple[list[str], list[Sequence[Any]]] | None) -> Mapping[str, Any]:
+def _local_row(result: tuple[list[str], list[Sequence[Any]]] | None) -> Mapping[str, Any]:
+    """The row of our UUID if the server shows one, else the empty-MEMBER_ID one, else {}."""
     if not result or not result[1]:
         return {}
     names, rows = result
-    return dict(zip(names, rows[0], strict=False))
+    dicts = [dict(zip(names, row, strict=False)) for row in rows]
+    return next((d for d in dicts if _text(d.get(col.MEMBER_ID))), dicts[0])
 
 
 def _integer(value: Any) -> int:
@@ -555,12 +585,6 @@ def _raw(value: Any) -> bytes:
     if isinstance(value, bytes | bytearray):
         return bytes(value)
     return str(value).encode("utf-8")
-
-
-def _short_version(version: str) -> str:
-    """``8.4.3-log`` / ``8.0.36-28`` -> the ``X.Y.Z`` that MEMBER_VERSION shows."""
-    match = _VERSION_RE.match(version)
-    return match.group(0) if match else version
 
 
 def _flow_control_mode(value: Any) -> int:

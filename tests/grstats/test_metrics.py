@@ -40,7 +40,7 @@ def _member_row(member_id: str, port: int, state: str, role: str) -> dict[str, s
         "MEMBER_STATE": state,
         "MEMBER_ROLE": role,
         "MEMBER_VERSION": "8.4.3",
-        "MEMBER_COMMUNICATION_STACK": "XCOM",
+        "MEMBER_COMMUNICATION_STACK": "XCom",
     }
 
 
@@ -148,7 +148,7 @@ def test_member_info_carries_host_port_role_version() -> None:
         member_port="3307",
         member_role="SECONDARY",
         member_version="8.4.3",
-        member_communication_stack="XCOM",
+        member_communication_stack="XCom",
     )
     assert samples[("mysql_perf_schema_replication_group_member_info", labels)] == 1
 

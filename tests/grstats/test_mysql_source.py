@@ -30,6 +30,7 @@ from sqlglot.executor import execute
 from structlog.testing import capture_logs
 
 from grstats.core.sample import LocalMember, LocalSample
+from grstats.core.tables import MemberTables
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
 from protocol import PipelineStats
 
@@ -70,6 +71,7 @@ MEMBERS_COLUMNS_84 = [
     "MEMBER_VERSION",
     "MEMBER_COMMUNICATION_STACK",
 ]
+MEMBERS_COLUMNS_80 = MEMBERS_COLUMNS_84[:7]  # 8.0.2-8.0.26: no COMMUNICATION_STACK
 MEMBERS_COLUMNS_57 = MEMBERS_COLUMNS_84[:5]  # no ROLE / VERSION / COMMUNICATION_STACK
 
 COMMITTED = f"{GROUP}:1-12345,\nbbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:1-5"
@@ -215,7 +217,7 @@ def member_84(**overrides: Any) -> dict[str, Any]:
         "MEMBER_STATE": "ONLINE",
         "MEMBER_ROLE": "PRIMARY",
         "MEMBER_VERSION": "8.4.3",
-        "MEMBER_COMMUNICATION_STACK": "MYSQL",
+        "MEMBER_COMMUNICATION_STACK": "MySQL",  # as MySQL spells it
     }
     values.update(overrides)
     return values
@@ -305,20 +307,29 @@ def test_wire_int64_wraps_unsigned_counters(unsigned: int, signed: int) -> None:
     assert wire_int64(unsigned) == signed
 
 
+# A queue size is never negative, yet MySQL's sender would wrap one >= 2**31
+# (pipeline_stats.cc send_stats_member_message: static_cast<int32> of
+# applier_module->get_message_queue_size()), and the waiting-apply counter of
+# servers before MySQL's fix went negative, shown by P_S as 2**64 - |x| (the
+# fix: get_transactions_waiting_apply_during_recovery returns 0 rather than
+# going negative). grstats never sends a wrapped number: it clamps to
+# [0, 2**31 - 1] -- a negative becomes 0, as fixed MySQL reports it.
 @pytest.mark.parametrize(
-    ("unsigned", "signed"),
+    ("unsigned", "sent"),
     [
         (0, 0),
         (25000, 25000),
         (2147483647, 2147483647),  # INT32_MAX stays
-        (2147483648, -2147483648),  # 2**31 -> INT32_MIN
-        (4294967295, -1),  # 2**32 - 1
-        (3000000000, -1294967296),  # 3e9 - 2**32, what static_cast<int32> gives
-        (18446744073709551611, -5),  # P_S shows int32 -5 as 2**64 - 5
+        (2147483648, 2147483647),  # 2**31 saturates (static_cast would give -2**31)
+        (4294967291, 2147483647),  # 2**32 - 5 saturates (static_cast would give -5)
+        (3000000000, 2147483647),  # static_cast would give -1294967296
+        (2**63 - 1, 2147483647),  # the largest non-negative int64 P_S can hold
+        (18446744073709551611, 0),  # P_S shows int32 -5 as 2**64 - 5: negative -> 0
+        (2**63, 0),  # INT64_MIN seen unsigned
     ],
 )
-def test_wire_int32_keeps_low_32_bits_like_mysql_cast(unsigned: int, signed: int) -> None:
-    assert wire_int32(unsigned) == signed
+def test_wire_int32_clamps_queue_sizes_to_0_and_int32_max(unsigned: int, sent: int) -> None:
+    assert wire_int32(unsigned) == sent
 
 
 # -- DSN and settings ------------------------------------------------------------------------
@@ -391,7 +402,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
             role="PRIMARY",
             version="8.4.3",
             view_id=VIEW_ID,
-            communication_stack="MYSQL",
+            communication_stack="MySQL",
         ),
         stats=PipelineStats(
             transactions_waiting_certification=1,
@@ -442,9 +453,9 @@ async def test_old_server_without_newer_columns_defaults_them_to_zero(
         port=3306,
         state="ONLINE",
         role="",  # MEMBER_ROLE column absent
-        version="5.7.44",  # from @@version without the suffix
+        version="",  # MEMBER_VERSION column absent: nothing shown, nothing invented
         view_id=VIEW_ID,
-        communication_stack="XCOM",
+        communication_stack="",  # column absent
     )
     assert sample.stats == PipelineStats(
         transactions_waiting_certification=1,
@@ -461,10 +472,12 @@ async def test_old_server_without_newer_columns_defaults_them_to_zero(
     )
 
 
-async def test_gr_not_configured_gives_offline_member_with_server_uuid(
+async def test_gr_not_installed_gives_offline_member_with_empty_identifiers(
     fake: FakeMySQL, make_source: Any
 ) -> None:
-    # plugin not installed: the GR variables are unknown (error 1193), the tables empty
+    # plugin not installed: the GR variables are unknown (error 1193), the tables
+    # empty; the local member is shown as MySQL shows one before GR starts
+    # (DESIGN.md section 4: empty identifiers), never with an invented identity
     del fake.variables["group_replication_group_name"]
     del fake.variables["group_replication_flow_control_mode"]
     fake.variables.update(hostname="db7", port=3310)
@@ -474,13 +487,14 @@ async def test_gr_not_configured_gives_offline_member_with_server_uuid(
     assert sample == LocalSample(
         member=LocalMember(
             group_name="",
-            member_id=UUID,
-            host="db7",
-            port=3310,
+            member_id="",
+            host="",
+            port=None,
             state="OFFLINE",
             role="",
-            version="8.4.3",
+            version="",
             view_id="",
+            communication_stack="",
         ),
         stats=PipelineStats(),
         sampled_at_us=T0,
@@ -493,7 +507,7 @@ async def test_gr_stopped_keeps_configured_group_and_zero_counters(
     # plugin installed, group configured, GR stopped: one OFFLINE members row, no stats row
     fake.set_row(
         MEMBERS_TABLE,
-        **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE="", MEMBER_COMMUNICATION_STACK="XCOM"),
+        **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE="", MEMBER_COMMUNICATION_STACK="XCom"),
     )
 
     sample = await make_source(fake.port).sample(T0)
@@ -507,11 +521,136 @@ async def test_gr_stopped_keeps_configured_group_and_zero_counters(
         role="",
         version="8.4.3",
         view_id="",
+        communication_stack="XCom",
     )
     assert sample.stats == PipelineStats()
 
 
-async def test_unsigned_counters_at_or_above_2_63_become_negative(
+# -- what the server shows, old and new servers -------------------------------------------
+#
+# MySQL's plugin/group_replication/src/ps_information.cc (mysql/mysql-server),
+# read in two versions:
+#   2018 (commit 01b9dde8, copyright 2015, 2018; the 5.7 / 8.0 behaviour): when
+#     the plugin was never initialised (group_member_manager == NULL),
+#     get_group_members_info sets only CHANNEL_NAME and MEMBER_STATE = OFFLINE,
+#     and get_group_member_stats only CHANNEL_NAME; MEMBER_VERSION is blanked
+#     for an OFFLINE member;
+#   2024 (commit 56c7120e, copyright 2015, 2024; the 8.4 behaviour): the
+#     never-initialised members row carries the server's UUID, host, port,
+#     version and configured communication stack with state OFFLINE, while the
+#     stats row still has only CHANNEL_NAME; for an OFFLINE local member (GR
+#     stopped) the stats row has CHANNEL_NAME and MEMBER_ID, nothing else.
+# storage/perfschema/table_replication_group_members.cc shows MEMBER_PORT 0 as
+# NULL. MEMBER_COMMUNICATION_STACK is spelled "XCom" / "MySQL" (MySQL manual,
+# replication_group_members example output). Counters not set show 0 and texts
+# "" (the issue's description of the not-started row).
+#
+# The source must show those rows as they are, and the rows grstats builds for
+# the local member (MemberTables) must equal them.
+
+ONLINE_STATS = row_84()
+GR_CHANNEL = "group_replication_applier"
+SHAPES = {
+    # (stats columns, members columns)
+    "5.7": (STATS_COLUMNS_57, MEMBERS_COLUMNS_57),
+    "8.0": (STATS_COLUMNS_84, MEMBERS_COLUMNS_80),
+    "8.4": (STATS_COLUMNS_84, MEMBERS_COLUMNS_84),
+}
+
+
+def empty_stats(**values: Any) -> dict[str, Any]:
+    """A stats row with only the given columns set: counters 0, texts ""."""
+    row: dict[str, Any] = {c: 0 if c.startswith("COUNT_") else "" for c in STATS_COLUMNS_84}
+    row.update(CHANNEL_NAME=GR_CHANNEL, **values)
+    return row
+
+
+def member(*cells: str | int | None) -> dict[str, Any]:
+    """A members row from ID, HOST, PORT, STATE, ROLE, VERSION, COMMUNICATION_STACK."""
+    return dict(zip(MEMBERS_COLUMNS_84, (GR_CHANNEL, *cells), strict=True))
+
+
+# shape -> scenario -> (stats row, members row), as the server of that era shows them
+SERVER_ROWS: dict[str, dict[str, tuple[dict[str, Any], dict[str, Any]]]] = {
+    "old": {  # 2018 ps_information.cc
+        "never_started": (empty_stats(), member("", "", None, "OFFLINE", "", "", "")),
+        "stopped": (
+            empty_stats(MEMBER_ID=UUID),
+            member(UUID, "db1.example", 3306, "OFFLINE", "", "", ""),
+        ),
+        "online": (
+            ONLINE_STATS,
+            member(UUID, "db1.example", 3306, "ONLINE", "SECONDARY", "8.0.36", ""),
+        ),
+        "error": (
+            {**ONLINE_STATS, "VIEW_ID": ""},
+            member(UUID, "db1.example", 3306, "ERROR", "", "8.0.36", ""),
+        ),
+    },
+    "new": {  # 2024 ps_information.cc
+        "never_started": (
+            empty_stats(),
+            member(UUID, "db1.example", 3306, "OFFLINE", "", "8.4.3", "XCom"),
+        ),
+        "stopped": (
+            empty_stats(MEMBER_ID=UUID),
+            member(UUID, "db1.example", 3306, "OFFLINE", "", "8.4.3", "XCom"),
+        ),
+        "online": (
+            ONLINE_STATS,
+            member(UUID, "db1.example", 3306, "ONLINE", "PRIMARY", "8.4.3", "MySQL"),
+        ),
+        "error": (
+            {**ONLINE_STATS, "VIEW_ID": ""},
+            member(UUID, "db1.example", 3306, "ERROR", "", "8.4.3", "XCom"),
+        ),
+    },
+}
+
+
+def shown(row: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    """`row` as grstats must show it when the server has only `columns` (others: 0 / "")."""
+    return {c: row[c] if c in columns else 0 if c.startswith("COUNT_") else "" for c in row}
+
+
+@pytest.mark.parametrize("scenario", ["never_started", "stopped", "online", "error"])
+@pytest.mark.parametrize("shape", ["5.7", "8.0", "8.4"])
+async def test_local_member_and_rows_are_exactly_what_the_server_shows(
+    fake: FakeMySQL, make_source: Any, shape: str, scenario: str
+) -> None:
+    stats_columns, members_columns = SHAPES[shape]
+    stats, members = SERVER_ROWS["new" if shape == "8.4" else "old"][scenario]
+    fake.tables[STATS_TABLE] = (stats_columns, [{c: stats[c] for c in stats_columns}])
+    fake.tables[MEMBERS_TABLE] = (members_columns, [{c: members[c] for c in members_columns}])
+    if scenario in ("online", "error"):  # another member's rows must not leak in
+        fake.tables[STATS_TABLE][1].append(dict.fromkeys(stats_columns, OTHER_UUID))
+        fake.tables[MEMBERS_TABLE][1].append(dict.fromkeys(members_columns, OTHER_UUID))
+    want_stats = shown(stats, stats_columns)
+    want_member = shown(members, members_columns)
+    want_member["MEMBER_PORT"] = members["MEMBER_PORT"]  # NULL stays None
+
+    sample = await make_source(fake.port).sample(T0)
+
+    m = sample.member
+    assert (m.member_id, m.host, m.port, m.state, m.role, m.version, m.communication_stack) == (
+        want_member["MEMBER_ID"],
+        want_member["MEMBER_HOST"],
+        want_member["MEMBER_PORT"],
+        want_member["MEMBER_STATE"],
+        want_member["MEMBER_ROLE"],
+        want_member["MEMBER_VERSION"],
+        want_member["MEMBER_COMMUNICATION_STACK"],
+    )
+    assert m.view_id == want_stats["VIEW_ID"]
+    assert m.group_name == GROUP
+    tables = MemberTables(group=GROUP, local_member_id=UUID)
+    tables.set_local(sample, incarnation=1, seq=1)
+    snap = tables.snapshot(T0)
+    assert [dict(r) for r in snap.member_stats] == [want_stats]
+    assert [dict(r) for r in snap.members] == [want_member]
+
+
+async def test_unsigned_counters_wrap_to_int64_and_queue_sizes_clamp_to_int32(
     fake: FakeMySQL, make_source: Any
 ) -> None:
     online_84(
@@ -526,8 +665,8 @@ async def test_unsigned_counters_at_or_above_2_63_become_negative(
 
     stats = (await make_source(fake.port).sample(T0)).stats
 
-    assert stats.transactions_waiting_certification == -5
-    assert stats.transactions_waiting_apply == -2147483648
+    assert stats.transactions_waiting_certification == 0  # a negative queue is sent as 0
+    assert stats.transactions_waiting_apply == 2147483647  # saturated, not wrapped
     assert stats.transactions_certified == -1
     assert stats.transactions_applied == -9223372036854775808
     assert stats.transactions_local == 9223372036854775807
@@ -567,7 +706,7 @@ async def test_server_going_away_goes_offline_after_grace_and_resumes(
             role="",
             version="8.4.3",
             view_id="",
-            communication_stack="MYSQL",
+            communication_stack="MySQL",
         ),
         stats=PipelineStats(flow_control_mode=1),
         sampled_at_us=T0 + 5 * SECOND,
@@ -627,7 +766,14 @@ async def test_server_down_at_start_gives_offline_with_empty_identifiers(
 
     assert sample == LocalSample(
         member=LocalMember(
-            group_name="", member_id="", host="", port=0, state="OFFLINE", role="", version=""
+            group_name="",
+            member_id="",
+            host="",
+            port=None,
+            state="OFFLINE",
+            role="",
+            version="",
+            communication_stack="",
         ),
         stats=PipelineStats(),
         sampled_at_us=T0,
