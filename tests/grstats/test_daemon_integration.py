@@ -309,3 +309,37 @@ def test_hostile_messages_are_counted_by_reason_and_change_nothing(
         assert status["SEQ"] > seq_old
         assert d2.alive()
         assert d1.alive()
+
+
+def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
+    broker: Broker, tmp_path: Path
+) -> None:
+    # MySQL removes a member that left (STOP GROUP_REPLICATION -> OFFLINE, or ERROR)
+    # from the other members' tables at the next view change; an ERROR member shows
+    # ERROR only in its own table. forget_after is 60 s here: a member that went
+    # UNREACHABLE would stay listed far longer than the deadlines below.
+    t0 = int(time.time()) + 4
+    script = [
+        {"at": t0, "member": M2, "action": "set_state", "state": "ERROR", "duration": 300.0},
+        {"at": t0, "member": M3, "action": "set_state", "state": "OFFLINE", "duration": 6.0},
+    ]
+    simulated = {"scripted": True, "script": script}
+    configs = [
+        daemon_config(broker.port, m, [M1, M2, M3], period=PERIOD, simulated=simulated)
+        for m in (M1, M2, M3)
+    ]
+    with daemons(tmp_path, configs) as (d1, d2, d3):
+        wait_for(lambda: member_ids(d1) == {M1, M2, M3}, 10, "three rows before")
+        wait_for(lambda: time.time() > t0, 10, "the departures")
+        wait_for(lambda: member_ids(d1) == {M1}, 10, "M2 and M3 dropped from M1's tables")
+        own = wait_for(
+            lambda: (rows := d2.table(MEMBERS)) and rows[0]["MEMBER_STATE"] == "ERROR" and rows,
+            10,
+            "M2 in ERROR in its own table",
+        )
+        assert [r["MEMBER_ID"] for r in own] == [M2]
+        assert member_ids(d3) == {M3}  # OFFLINE: only itself
+        # M3 rejoins after its 6 s: every member that is in the group shows it again
+        wait_for(lambda: member_ids(d1) == {M1, M3}, 15, "M3 back on M1")
+        wait_for(lambda: member_ids(d3) == {M1, M3}, 15, "M1 back on M3")
+        assert M2 not in {r["MEMBER_ID"] for r in d1.table(MEMBERS)}
