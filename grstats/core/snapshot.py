@@ -38,7 +38,9 @@ class DaemonSnapshot:
     `counters` holds the daemon's own health as monotonically increasing
     totals: "envelopes_accepted", "envelopes_rejected_<reason>" for every
     reason in REJECT_REASONS, "bus_reconnects", "messages_published".
-    `gauges` holds point-in-time values: "bus_connected" (0/1), "members_known".
+    `gauges` holds point-in-time values: "bus_connected" (0/1), "members_known",
+    "source_up" and "history_healthy" (0/1, when the part exists).
+    `health` lists what is degraded, each with its reason ("bus: disconnected").
     """
 
     taken_at_us: int
@@ -49,6 +51,7 @@ class DaemonSnapshot:
     member_status: tuple[Row, ...] = ()
     counters: Mapping[str, int] = field(default_factory=dict)
     gauges: Mapping[str, float] = field(default_factory=dict)
+    health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
 
     def table(self, name: str) -> tuple[Row, ...]:
         """Rows of one of TABLE_NAMES; KeyError for any other name."""

@@ -47,6 +47,7 @@ def build_snapshot(
     registry: MemberRegistry,
     counters: Mapping[str, int],
     gauges: Mapping[str, float],
+    health: tuple[str, ...] = (),
 ) -> DaemonSnapshot:
     """Freeze the three tables at `now_us`.
 
@@ -58,6 +59,7 @@ def build_snapshot(
         registry: the remote members.
         counters: the daemon's counters.
         gauges: point-in-time values; "members_known" is filled here.
+        health: why the daemon is degraded (empty when healthy).
 
     Returns:
         A new immutable DaemonSnapshot.
@@ -91,6 +93,7 @@ def build_snapshot(
         member_status=tuple(status_rows),
         counters=dict(counters),
         gauges=merged_gauges,
+        health=health,
     )
 
 

@@ -171,6 +171,7 @@ class MemberTables:
         *,
         counters: Mapping[str, int] | None = None,
         gauges: Mapping[str, float] | None = None,
+        health: tuple[str, ...] = (),
     ) -> DaemonSnapshot:
         """Freeze the three tables.
 
@@ -178,6 +179,7 @@ class MemberTables:
             now_us: wall clock, microseconds (for ages and UNREACHABLE).
             counters: the daemon's own counters, merged over the receive-path ones.
             gauges: point-in-time values; "members_known" is filled here.
+            health: why the daemon is degraded (empty when healthy).
 
         Returns:
             A new immutable DaemonSnapshot.
@@ -190,4 +192,5 @@ class MemberTables:
             registry=self.registry,
             counters={**self.counters(), **(counters or {})},
             gauges=gauges or {},
+            health=health,
         )

@@ -25,7 +25,6 @@ import dataclasses
 import os
 import signal
 import time
-from typing import Any
 
 import structlog
 
@@ -35,8 +34,9 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import Limits, MemberTables, RegistryLimits
+from grstats.daemon.health import HistorySink, health_gauges, health_reasons
 from grstats.daemon.notify import sd_notify, watchdog_interval_s
-from grstats.daemon.publisher import HistorySink, Publisher, now_us
+from grstats.daemon.publisher import Publisher, now_us
 from grstats.daemon.receiver import Receiver
 from grstats.sources.base import Source
 
@@ -157,35 +157,10 @@ class Daemon:
         }
         gauges = {
             "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
-            **self._health_gauges(),
+            **health_gauges(self.source, self.history),
         }
-        return self.tables.snapshot(now_us(), counters=counters, gauges=gauges)
-
-    def _health_gauges(self) -> dict[str, float]:
-        gauges: dict[str, float] = {}
-        connected = getattr(self.source, "connected", None)
-        if self.source is not None:
-            gauges["source_up"] = 1.0 if connected is None or connected else 0.0
-        health = getattr(self.history, "health", None)
-        if callable(health):
-            gauges["history_healthy"] = 1.0 if _healthy(health()) else 0.0
-        return gauges
-
-    def health_reasons(self) -> list[str]:
-        """Why the daemon is degraded (empty when healthy)."""
-        reasons: list[str] = []
-        bus = self.bus
-        if bus is None or not bus.connected.is_set():
-            last = getattr(bus, "last_error", None) if bus is not None else None
-            reasons.append(f"bus: disconnected{f' ({last})' if last else ''}")
-        if self.source is not None and getattr(self.source, "connected", True) is False:
-            reasons.append("source: not connected")
-        health = getattr(self.history, "health", None)
-        if callable(health):
-            state = health()
-            if not _healthy(state):
-                reasons.append(f"history: {_reason(state)}")
-        return reasons
+        reasons = health_reasons(bus, self.source, self.history)
+        return self.tables.snapshot(now_us(), counters=counters, gauges=gauges, health=reasons)
 
     def _update_status(self) -> None:
         snap = self.get_snapshot()
@@ -343,15 +318,3 @@ class Daemon:
         if self.api is not None:
             await self.api.close()
         log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)
-
-
-def _healthy(state: Any) -> bool:
-    ok = getattr(state, "ok", state)
-    return bool(ok[0] if isinstance(ok, tuple) else ok)
-
-
-def _reason(state: Any) -> str:
-    reason = getattr(state, "reason", None)
-    if reason is None and isinstance(state, tuple) and len(state) > 1:
-        reason = state[1]
-    return str(reason or "degraded")

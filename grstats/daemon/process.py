@@ -9,8 +9,8 @@ from pathlib import Path
 import structlog
 
 from grstats.config import ConfigError, Settings, load_config
+from grstats.daemon.health import HistorySink
 from grstats.daemon.lifecycle import Daemon, StartupError
-from grstats.daemon.publisher import HistorySink
 from grstats.logs import configure_logging
 from grstats.sources.base import Source
 

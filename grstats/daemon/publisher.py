@@ -25,33 +25,22 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from typing import Protocol
 
 import structlog
 
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
-from grstats.core.records import HistoryRow
 from grstats.core.rows import history_row
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
+from grstats.daemon.health import HistorySink
 from grstats.sources.base import Source
 from protocol import Envelope, MemberInfo, encode_envelope, encode_pipeline_stats
 
 log = structlog.get_logger("grstats.daemon")
 
 PUBLISHING_STATES = ("ONLINE", "RECOVERING")
-
-
-class HistorySink(Protocol):
-    """What the daemon needs of grstats.history's writer."""
-
-    async def start(self) -> None: ...
-
-    def record(self, row: HistoryRow) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 def now_us() -> int:

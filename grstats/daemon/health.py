@@ -1,0 +1,68 @@
+"""What `/healthz` and the systemd status say: each degraded part with its reason.
+
+Strategy: health is derived, never stored: every snapshot asks the bus, the
+source and the history writer how they are, so a fault shows within one
+snapshot and clears as soon as the part recovers. "ok" means no reason.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from grstats.bus.client import Bus
+from grstats.core.records import HistoryRow
+from grstats.sources.base import Source
+
+
+class PartHealth(Protocol):
+    """How one part is: ok, or not with a reason."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class HistorySink(Protocol):
+    """What the daemon needs of grstats.history's writer."""
+
+    async def start(self) -> None: ...
+
+    def record(self, row: HistoryRow) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def health(self) -> PartHealth: ...
+
+
+def source_up(source: Source | None) -> bool:
+    """Whether the source reaches its server (a simulated source always does)."""
+    return source is None or bool(getattr(source, "connected", True))
+
+
+def health_gauges(source: Source | None, history: HistorySink | None) -> dict[str, float]:
+    """`source_up` and `history_healthy` as 0/1 gauges, for the parts that exist."""
+    gauges: dict[str, float] = {}
+    if source is not None:
+        gauges["source_up"] = 1.0 if source_up(source) else 0.0
+    if history is not None:
+        gauges["history_healthy"] = 1.0 if history.health().ok else 0.0
+    return gauges
+
+
+def health_reasons(
+    bus: Bus | None, source: Source | None, history: HistorySink | None
+) -> tuple[str, ...]:
+    """Why the daemon is degraded; empty when it is healthy."""
+    reasons: list[str] = []
+    if bus is None or not bus.connected.is_set():
+        last = getattr(bus, "last_error", "") if bus is not None else ""
+        reasons.append(f"bus: disconnected ({last})" if last else "bus: disconnected")
+    if not source_up(source):
+        reasons.append("source: not connected")
+    if history is not None:
+        state = history.health()
+        if not state.ok:
+            reasons.append(f"history: {state.reason or 'degraded'}")
+    return tuple(reasons)
