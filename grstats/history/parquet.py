@@ -1,8 +1,8 @@
-"""History Parquet segments: layout, format, compaction, retention (DESIGN.md section 6).
+"""History Parquet segments: schema, layout, format, atomic writes, reading (DESIGN.md 6).
 
 Strategy: every Parquet file of the history -- the daemon's segments (one per
 WAL file), `grstats simulate`'s (one per member-day) and compacted days -- is
-written by `write_segments`/`_write_file` here, so all of them share one
+written by `write_segments`/`write_file` here, so all of them share one
 format: rows sorted by (member_id, sampled_at), dictionary for strings,
 DELTA_BINARY_PACKED for integers and timestamps, zstd level 9, one large row
 group.
@@ -23,11 +23,9 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as dt
 import hashlib
 import os
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
@@ -43,25 +41,30 @@ import structlog
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 
 __all__ = [
+    "META_REPLACES",
+    "META_SEGMENT",
+    "NAMESPACE",
     "PARQUET_OPTIONS",
     "ROW_GROUP_SIZE",
     "fsync_path",
     "history_schema",
-    "housekeep",
+    "name_key",
+    "partitions",
     "read_history",
     "remove_temporaries",
+    "replaced_by_compaction",
     "row_values",
     "rows_to_table",
+    "write_file",
     "write_segments",
 ]
 
 log = structlog.get_logger("grstats.history")
 
 _US_PER_DAY = 86_400_000_000
-_COMPACT_MAX_ROWS = 2_000_000  # bounds the memory of one compaction
-_META_SEGMENT = b"grstats.segment"
-_META_REPLACES = b"grstats.replaces"
-_NAMESPACE = uuid.UUID("6b1d3c1e-4f0a-5e2b-9a57-0c7d9e2f4a11")
+META_SEGMENT = b"grstats.segment"
+META_REPLACES = b"grstats.replaces"
+NAMESPACE = uuid.UUID("6b1d3c1e-4f0a-5e2b-9a57-0c7d9e2f4a11")
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -113,6 +116,7 @@ def rows_to_table(rows: Iterable[HistoryRow]) -> pa.Table:
 
 
 def fsync_path(path: Path) -> None:
+    """fsync a file or directory by path (directories: their entries become durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -138,7 +142,8 @@ def _ensure_dir(directory: Path, path: Path) -> None:
         fsync_path(parent)
 
 
-def _write_file(path: Path, table: pa.Table, metadata: dict[bytes, bytes]) -> None:
+def write_file(path: Path, table: pa.Table, metadata: dict[bytes, bytes]) -> None:
+    """Write one Parquet file atomically: temporary, fsync, rename, fsync the directory."""
     tmp = path.with_name(f".{path.name}.tmp")
     table = table.replace_schema_metadata(None)
     with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as writer:
@@ -189,30 +194,32 @@ def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list
         target = _partition_dir(directory, group, day)
         _ensure_dir(directory, target)
         first = int(pc.min(part["sampled_at"].cast(pa.int64())).as_py())
-        name_id = uuid.uuid5(_NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
+        name_id = uuid.uuid5(NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
         path = target / f"part-{first:016d}-{name_id}.parquet"
-        _write_file(path, part, {_META_SEGMENT: segment_id.encode()})
+        write_file(path, part, {META_SEGMENT: segment_id.encode()})
         written.append(path)
     return written
 
 
-def _name_key(name: str) -> bytes:
+def name_key(name: str) -> bytes:
+    """The digest by which a compacted file lists a file it replaces."""
     # 8 bytes per replaced file keeps a compacted day's footer small (1440 inputs: 15 KB)
     return hashlib.blake2b(name.encode(), digest_size=8).digest()
 
 
-def _replaced_by_compaction(files: list[Path]) -> set[str]:
-    """Names among `files` that a compacted file in the same list replaces."""
+def replaced_by_compaction(files: list[Path]) -> set[str]:
+    """Names among `files` (one partition) that a compacted file in the list replaces."""
     keys: set[bytes] = set()
     for path in files:
         metadata = pq.read_metadata(path).metadata or {}
-        if _META_REPLACES in metadata:
-            raw = base64.b64decode(metadata[_META_REPLACES])
+        if META_REPLACES in metadata:
+            raw = base64.b64decode(metadata[META_REPLACES])
             keys.update(raw[i : i + 8] for i in range(0, len(raw), 8))
-    return {path.name for path in files if _name_key(path.name) in keys}
+    return {path.name for path in files if name_key(path.name) in keys}
 
 
-def _partitions(directory: Path) -> Iterator[Path]:
+def partitions(directory: Path) -> Iterator[Path]:
+    """The `group=*/date=*` partition directories of a history root, sorted."""
     yield from sorted(p for p in directory.glob("group=*/date=*") if p.is_dir())
 
 
@@ -226,75 +233,17 @@ def read_history(directory: Path) -> pa.Table:
         One table with `history_schema()`, ordered by partition and file name.
     """
     tables = [history_schema().empty_table()]
-    for partition in _partitions(Path(directory)):
+    for partition in partitions(Path(directory)):
         files = sorted(partition.glob("part-*.parquet"))
-        replaced = _replaced_by_compaction(files)
+        replaced = replaced_by_compaction(files)
         tables.extend(
             pq.read_table(f).cast(history_schema()) for f in files if f.name not in replaced
         )
     return pa.concat_tables(tables).replace_schema_metadata(None)
 
 
-def _compact_partition(directory: Path, partition: Path) -> int:
-    """Merge a finished day's files into files of up to _COMPACT_MAX_ROWS rows."""
-    files = sorted(partition.glob("part-*.parquet"))
-    for name in _replaced_by_compaction(files):  # a crash left the inputs behind
-        (partition / name).unlink(missing_ok=True)
-    files = sorted(partition.glob("part-*.parquet"))
-    batches: list[list[Path]] = [[]]
-    rows = 0
-    for path in files:
-        count = pq.read_metadata(path).num_rows
-        if batches[-1] and rows + count > _COMPACT_MAX_ROWS:
-            batches.append([])
-            rows = 0
-        batches[-1].append(path)
-        rows += count
-    merged = 0
-    for batch in (b for b in batches if len(b) > 1):
-        table = pa.concat_tables(pq.read_table(p).cast(history_schema()) for p in batch)
-        table = table.sort_by(
-            [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
-        )
-        names = [p.name for p in batch]
-        digest = hashlib.sha256("\n".join(names).encode()).hexdigest()
-        first = int(pc.min(table["sampled_at"].cast(pa.int64())).as_py())
-        path = partition / f"part-{first:016d}-{uuid.uuid5(_NAMESPACE, digest)}.parquet"
-        meta = {
-            _META_SEGMENT: f"compact:{digest}".encode(),
-            _META_REPLACES: base64.b64encode(b"".join(_name_key(n) for n in names)),
-        }
-        _write_file(path, table, meta)
-        for old in batch:
-            old.unlink()
-        fsync_path(partition)
-        merged += len(batch)
-    return merged
-
-
-def housekeep(directory: Path, retention_days: int, today: dt.date) -> None:
-    """Retention by age, then compaction of finished days."""
-    cutoff = today - dt.timedelta(days=retention_days)
-    for partition in list(_partitions(directory)):
-        try:
-            day = dt.date.fromisoformat(partition.name.removeprefix("date="))
-        except ValueError:
-            continue  # not ours
-        if day < cutoff:
-            shutil.rmtree(partition)
-            fsync_path(partition.parent)
-            log.info("history.partition_expired", partition=str(partition.relative_to(directory)))
-            with contextlib.suppress(OSError):  # not empty: other dates remain
-                partition.parent.rmdir()
-        elif day < today and (merged := _compact_partition(directory, partition)):
-            log.info(
-                "history.partition_compacted",
-                partition=str(partition.relative_to(directory)),
-                files=merged,
-            )
-
-
 def remove_temporaries(directory: Path) -> None:
+    """Delete leftover `.*.tmp` files (a crash during `write_file`)."""
     for tmp in directory.glob("**/.*.tmp"):
         tmp.unlink(missing_ok=True)
         log.info("history.temporary_removed", path=str(tmp.relative_to(directory)))

@@ -1,6 +1,6 @@
 """A history writer process for the crash-safety test (it is killed with SIGKILL).
 
-Usage: python history_crash_writer.py DIR SIDE_FILE INCARNATION BASE_US
+Usage: python crash_writer.py DIR SIDE_FILE INCARNATION BASE_US
 
 It records rows from `make_row` (seq 1, 2, ...) continuously with short fsync
 and flush intervals, and each time the writer reports more rows fsynced it
