@@ -8,11 +8,14 @@ DELTA_BINARY_PACKED for integers and timestamps, zstd level 9, one large row
 group.
 
 Invariants:
-- Layout `<dir>/group=<g>/date=<YYYY-MM-DD>/part-<first_sampled_at>-<uuid>.parquet`
+- Layout `<dir>/group=<g>/date=<YYYY-MM-DD>/part-<first_sampled_at>[-<writer>]-<uuid>.parquet`
   (UTC date of `sampled_at`; first_sampled_at in microseconds, 16 digits; the
-  group Hive-escaped).  Only `part-*.parquet` is data.
-- A file is written as `.<name>.tmp` beside its target, fsynced, renamed with
-  `os.replace`, and the directory fsynced: a reader sees a whole file or none.
+  group Hive-escaped; `<writer>` is the id of the daemon's writer, absent in
+  files of `grstats simulate`).  Only `part-*.parquet` is data.
+- A file is written as `.<name>[.<writer>].tmp` beside its target, fsynced,
+  renamed with `os.replace`, and the directory fsynced: a reader sees a whole
+  file or none.  A failed write deletes its temporary (a full disk stays no
+  fuller); each writer removes only its own leftovers at start.
 - File names are a function of the segment id and the partition: writing the
   same segment again replaces the file, never adds a second copy.
 - A compacted file lists (as 8-byte name digests in its footer) the files it
@@ -48,7 +51,9 @@ __all__ = [
     "ROW_GROUP_SIZE",
     "fsync_path",
     "history_schema",
+    "invalid_column",
     "name_key",
+    "partition_dir",
     "partitions",
     "read_history",
     "remove_temporaries",
@@ -73,6 +78,14 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "int64": pa.int64(),
     "uint64": pa.uint64(),
     "timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"),
+}
+# inclusive value ranges of the integer kinds; a value outside cannot be stored
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+    "timestamp[us, tz=UTC]": (-(2**63), 2**63 - 1),
 }
 _NAMES = tuple(name for name, _ in HISTORY_COLUMNS)
 _STRING_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind == "string"]
@@ -115,6 +128,30 @@ def rows_to_table(rows: Iterable[HistoryRow]) -> pa.Table:
     return pa.table(dict(zip(_NAMES, columns, strict=True)), schema=history_schema())
 
 
+def invalid_column(row: HistoryRow) -> str | None:
+    """The first column whose value the history schema cannot store.
+
+    Args:
+        row: a sample.
+
+    Returns:
+        The column name, or None when every value fits its column (nulls do).
+    """
+    for (name, kind), value in zip(HISTORY_COLUMNS, row_values(row), strict=True):
+        if value is None:
+            continue
+        if kind == "string":
+            if not isinstance(value, str):
+                return name
+        elif isinstance(value, bool) or not isinstance(value, int):
+            return name
+        else:
+            low, high = _INT_RANGES[kind]
+            if not low <= value <= high:
+                return name
+    return None
+
+
 def fsync_path(path: Path) -> None:
     """fsync a file or directory by path (directories: their entries become durable)."""
     fd = os.open(path, os.O_RDONLY)
@@ -129,7 +166,8 @@ def _partition_name(group: str) -> str:
     return quote(group, safe="") if group else "__HIVE_DEFAULT_PARTITION__"
 
 
-def _partition_dir(directory: Path, group: str, day: dt.date) -> Path:
+def partition_dir(directory: Path, group: str, day: dt.date) -> Path:
+    """The directory of one (group, UTC date) partition."""
     return directory / f"group={_partition_name(group)}" / f"date={day.isoformat()}"
 
 
@@ -142,20 +180,35 @@ def _ensure_dir(directory: Path, path: Path) -> None:
         fsync_path(parent)
 
 
-def write_file(path: Path, table: pa.Table, metadata: dict[bytes, bytes]) -> None:
-    """Write one Parquet file atomically: temporary, fsync, rename, fsync the directory."""
-    tmp = path.with_name(f".{path.name}.tmp")
+def write_file(
+    path: Path, table: pa.Table, metadata: dict[bytes, bytes], *, writer: str = ""
+) -> None:
+    """Write one Parquet file atomically: temporary, fsync, rename, fsync the directory.
+
+    Args:
+        path: the target.
+        table: its rows.
+        metadata: footer key-values.
+        writer: the writer id, part of the temporary's name (two writers never share one).
+    """
+    tmp = path.with_name(f".{path.name}.{writer}.tmp" if writer else f".{path.name}.tmp")
     table = table.replace_schema_metadata(None)
-    with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as writer:
-        writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
-        # footer only: schema metadata would be stored twice (also in ARROW:schema)
-        writer.add_key_value_metadata(metadata)
-    fsync_path(tmp)
+    try:
+        with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as parquet:
+            parquet.write_table(table, row_group_size=ROW_GROUP_SIZE)
+            # footer only: schema metadata would be stored twice (also in ARROW:schema)
+            parquet.add_key_value_metadata(metadata)
+        fsync_path(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep half a file
+        raise
     os.replace(tmp, path)
     fsync_path(path.parent)
 
 
-def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list[Path]:
+def write_segments(
+    directory: Path, table: pa.Table, *, segment_id: str, writer: str = ""
+) -> list[Path]:
     """Write rows durably as Parquet, one file per (group, UTC date) partition.
 
     The daemon (one segment per WAL file) and `grstats simulate` (one per
@@ -167,6 +220,7 @@ def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list
         directory: the history root.
         table: rows with `history_schema()`, any order.
         segment_id: a text unique to this set of rows (e.g. the WAL file UUID).
+        writer: the daemon writer's id, part of the file names ("" for simulate).
 
     Returns:
         The paths written, in partition order.
@@ -191,12 +245,13 @@ def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list
             [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
         )
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        target = _partition_dir(directory, group, day)
+        target = partition_dir(directory, group, day)
         _ensure_dir(directory, target)
         first = int(pc.min(part["sampled_at"].cast(pa.int64())).as_py())
         name_id = uuid.uuid5(NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
-        path = target / f"part-{first:016d}-{name_id}.parquet"
-        write_file(path, part, {META_SEGMENT: segment_id.encode()})
+        tag = f"{writer}-" if writer else ""
+        path = target / f"part-{first:016d}-{tag}{name_id}.parquet"
+        write_file(path, part, {META_SEGMENT: segment_id.encode()}, writer=writer)
         written.append(path)
     return written
 
@@ -242,8 +297,16 @@ def read_history(directory: Path) -> pa.Table:
     return pa.concat_tables(tables).replace_schema_metadata(None)
 
 
-def remove_temporaries(directory: Path) -> None:
-    """Delete leftover `.*.tmp` files (a crash during `write_file`)."""
-    for tmp in directory.glob("**/.*.tmp"):
+def remove_temporaries(directory: Path, writer: str = "") -> None:
+    """Delete this writer's leftover temporaries (a crash during `write_file`).
+
+    Args:
+        directory: the history root.
+        writer: the writer id; temporaries without one (older versions) go too.
+    """
+    leftovers = list(directory.glob("**/.part-*.parquet.tmp"))
+    if writer:
+        leftovers += directory.glob(f"**/.part-*.{writer}.tmp")
+    for tmp in leftovers:
         tmp.unlink(missing_ok=True)
         log.info("history.temporary_removed", path=str(tmp.relative_to(directory)))

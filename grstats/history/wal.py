@@ -12,13 +12,22 @@ Invariants:
   repair truncates the file there (rows after it are not trusted).
 - `WalFile` holds at most one file descriptor.  A failed append leaves the
   file as it was before the append (truncated back), or closes it: the torn
-  tail is cut at replay.  Opening never leaks the descriptor or an empty file.
+  tail is cut at replay.  A failed open closes its descriptor and deletes the
+  half-made file: a full disk never leaks either.
+- Names: `wal-<writer>-<counter>-<uuid>.log`.  A writer replays only its own
+  files (and those of older versions, `wal-<counter>-<uuid>.log`), so several
+  writers can share one history directory.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import socket
 import struct
+import time
+import uuid
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +36,7 @@ import msgpack
 import structlog
 
 from grstats.core.records import HistoryRow
+from grstats.history.fileops import FileOps
 from grstats.history.parquet import fsync_path, row_values
 
 __all__ = [
@@ -34,9 +44,13 @@ __all__ = [
     "WalFile",
     "WalScan",
     "encode_record",
+    "new_wal_path",
     "repair_wal",
     "scan_wal",
+    "wal_counter",
     "wal_id",
+    "writer_id",
+    "writer_wals",
 ]
 
 log = structlog.get_logger("grstats.history")
@@ -121,6 +135,46 @@ def repair_wal(path: Path) -> WalScan | None:
     return scan
 
 
+_LEGACY_WAL = re.compile(r"wal-(\d{12})-[0-9a-zA-Z]+\.log")
+
+
+def writer_id(instance: str = "") -> str:
+    """A stable, file-name-safe id of one writer: from the host name and `instance`.
+
+    Args:
+        instance: tells apart writers of one host sharing a directory (e.g. a member id).
+
+    Returns:
+        "w" + 10 hex digits.
+    """
+    key = f"{socket.gethostname()}\0{instance}".encode()
+    return "w" + hashlib.blake2b(key, digest_size=5).hexdigest()
+
+
+def writer_wals(wal_dir: Path, writer: str) -> list[Path]:
+    """The WAL files `writer` owns: its own and older versions', oldest first.
+
+    Args:
+        wal_dir: the `wal/` directory.
+        writer: the writer id.
+
+    Returns:
+        Paths ordered by their counter.
+    """
+    legacy = sorted(p for p in wal_dir.glob("wal-*.log") if _LEGACY_WAL.fullmatch(p.name))
+    return legacy + sorted(wal_dir.glob(f"wal-{writer}-*.log"))
+
+
+def new_wal_path(wal_dir: Path, writer: str, counter: int) -> Path:
+    """The name of a writer's next WAL file."""
+    return wal_dir / f"wal-{writer}-{counter:012d}-{uuid.uuid4().hex}.log"
+
+
+def wal_counter(path: Path) -> int:
+    """The counter in a WAL file's name (either naming)."""
+    return int(path.stem.split("-")[-2])
+
+
 def wal_id(path: Path) -> str:
     """The segment id of a WAL file: its name without `wal-` and `.log`.
 
@@ -138,16 +192,32 @@ class WalFile:
 
     Args:
         path: the file to create (must not exist).
+        ops: the OS-call boundary.
+
+    Raises:
+        OSError: the file could not be created; nothing is left behind.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ops: FileOps) -> None:
         self.path = path
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        os.write(fd, WAL_MAGIC)
-        os.fsync(fd)
-        fsync_path(path.parent)  # the new name must survive a crash too
+        self._ops = ops
+        self.last_fsync_s = 0.0
+        fd = ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        try:
+            self._write_all(fd, WAL_MAGIC)
+            ops.fsync(fd)
+            fsync_path(path.parent)  # the new name must survive a crash too
+        except BaseException:
+            ops.close(fd)
+            path.unlink(missing_ok=True)
+            raise
         self._fd: int | None = fd
         self.size = len(WAL_MAGIC)
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # a regular file may take less than asked (e.g. disk full)
+            view = view[self._ops.write(fd, view) :]
 
     def append(self, data: bytes) -> None:
         """Append records and fsync them.
@@ -159,10 +229,10 @@ class WalFile:
             OSError: the write or fsync failed; the file may hold a partial tail.
         """
         assert self._fd is not None
-        view = memoryview(data)
-        while view:  # a regular file may take less than asked (e.g. disk full)
-            view = view[os.write(self._fd, view) :]
-        os.fsync(self._fd)
+        self._write_all(self._fd, data)
+        started = time.monotonic()
+        self._ops.fsync(self._fd)
+        self.last_fsync_s = time.monotonic() - started
         self.size += len(data)
 
     def truncate_to_good(self) -> None:
@@ -172,10 +242,10 @@ class WalFile:
             OSError: the truncate failed.
         """
         assert self._fd is not None
-        os.ftruncate(self._fd, self.size)
+        self._ops.ftruncate(self._fd, self.size)
 
     def close(self) -> None:
         """Close the descriptor (idempotent)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            os.close(fd)
+            self._ops.close(fd)

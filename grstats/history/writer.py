@@ -1,20 +1,24 @@
 """The history writer: a bounded buffer on the event loop, a thread that owns the files.
 
-Strategy: `HistoryWriter.record()` only appends a row to an in-memory buffer
-under a lock; a dedicated thread ("grstats-history") owns every file.  Each
-tick (`fsync_interval_s`) it appends the buffered rows to the current WAL file
-(`grstats.history.wal`) under `<dir>/wal/` and fsyncs it; every
-`flush_interval_s` (and on `flush()` / `close()`) it closes that WAL file and
-turns it into Parquet segments (`grstats.history.parquet`) by re-reading it
-from disk -- the same function replays a previous run's WAL at `start()`.
+Strategy: `HistoryWriter.record()` only appends a row to a bounded in-memory
+buffer under a lock; a dedicated thread ("grstats-history") owns every file
+through `grstats.history.journal.Journal`.  Each tick (`fsync_interval_s`) it
+appends the buffered rows to the WAL and fsyncs them; every
+`flush_interval_s` (and on `flush()` / `close()`) it turns the WAL into
+Parquet segments.  A failing disk is a state, not a crash: the rows stay in
+the buffer, the thread retries with a capped exponential backoff, `health()`
+says `degraded` with the reason, the fault is logged once per
+`log_interval_s` (with the count suppressed), and the first success logs
+`history.recovered` and clears it.
 
 Invariants:
-- Rows are fsynced in the order they were recorded.
-- Segments are named from the WAL file's id and the WAL file is deleted only
-  once its segments are durable, so a crash between the rename and the WAL
-  deletion rewrites the *same* file on replay instead of adding a duplicate.
-- Leftover temporaries are deleted at start; retention and compaction run in
-  `grstats.history.housekeeping`'s own thread once a day.
+- Rows are fsynced in the order they were recorded; fsynced rows are never
+  lost (a failed rotation keeps the WAL file; a close on a failing disk
+  leaves it for the next start).
+- The buffer holds at most `max_buffer_rows` rows; beyond, the oldest is
+  dropped and counted (`buffer_full`).  Every row that will never be stored
+  is counted under a reason (`HistoryStats.dropped`); none is lost silently.
+- At most one WAL file descriptor is open.
 """
 
 from __future__ import annotations
@@ -24,37 +28,23 @@ import concurrent.futures
 import datetime as dt
 import threading
 import time
-import uuid
 from collections import deque
 from pathlib import Path
 
-import pyarrow as pa
 import structlog
 
 from grstats.core.records import HistoryRow
+from grstats.history.fileops import FileOps
 from grstats.history.housekeeping import Housekeeper
-from grstats.history.parquet import (
-    fsync_path,
-    history_schema,
-    read_history,
-    remove_temporaries,
-    rows_to_table,
-    write_segments,
-)
-from grstats.history.stats import Counters, HistoryStats
-from grstats.history.wal import (
-    WAL_MAGIC,
-    WalFile,
-    WalScan,
-    encode_record,
-    repair_wal,
-    scan_wal,
-    wal_id,
-)
+from grstats.history.journal import Journal
+from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
+from grstats.history.stats import Counters, HistoryHealth, HistoryStats, RateLimitedLog
+from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal, writer_id
 
 __all__ = [  # the names the daemon, the CLI and older imports use
     "WAL_MAGIC",
     "HistoryError",
+    "HistoryHealth",
     "HistoryStats",
     "HistoryWriter",
     "WalScan",
@@ -69,7 +59,9 @@ __all__ = [  # the names the daemon, the CLI and older imports use
 
 log = structlog.get_logger("grstats.history")
 
-_MAX_PENDING = 1_000_000  # rows buffered while the disk fails; oldest dropped beyond
+# ~2.5 h of a 9-member collector at one sample a second (81 000 rows/h), ~500
+# bytes a row: ~100 MB at the bound.  Longer outages are the WAL's job.
+DEFAULT_MAX_BUFFER_ROWS = 200_000
 
 
 class HistoryError(Exception):
@@ -85,6 +77,12 @@ class HistoryWriter:
         retention_days: date partitions older than this many days are deleted.
         flush_interval_s: how often the WAL is turned into Parquet segments.
         fsync_interval_s: how often buffered rows are appended and fsynced (<= 1 s).
+        max_buffer_rows: bound of the in-memory buffer (oldest dropped beyond).
+        retry_max_s: cap of the backoff between retries on a failing disk.
+        log_interval_s: a repeating fault is logged at most once per this.
+        instance: tells apart writers of one host sharing `directory`; the
+            writer id in file names is derived from the host name and this.
+        file_ops: the OS-call boundary (tests inject faults there).
     """
 
     def __init__(
@@ -95,41 +93,76 @@ class HistoryWriter:
         retention_days: int = 30,
         flush_interval_s: float = 60.0,
         fsync_interval_s: float = 1.0,
+        max_buffer_rows: int = DEFAULT_MAX_BUFFER_ROWS,
+        retry_max_s: float = 30.0,
+        log_interval_s: float = 60.0,
+        instance: str = "",
+        file_ops: FileOps | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.scope = scope
-        self.retention_days = retention_days
         self.flush_interval_s = flush_interval_s
         self.fsync_interval_s = fsync_interval_s
-        self._wal_dir = self.directory / "wal"
+        self.max_buffer_rows = max_buffer_rows
+        self.retry_max_s = retry_max_s
+        self.writer_id = writer_id(instance)
         self._cond = threading.Condition()
         self._pending: deque[HistoryRow] = deque()
+        self._in_flight = 0
         self._flush_waiters: list[concurrent.futures.Future[None]] = []
         self._stopping = False
         self._closed = False
         self._thread: threading.Thread | None = None
         self._counters = Counters()
-        self._housekeeper = Housekeeper(self.directory, retention_days, self._count_error)
-        # owned by the worker thread (or by start() before the thread exists)
-        self._wal: WalFile | None = None
-        self._closed_wals: list[Path] = []
-        self._next_wal = 1
+        self._limiter = RateLimitedLog(log, log_interval_s)
+        self._journal = Journal(
+            self.directory, self.writer_id, file_ops or FileOps(), self._counters, self._limiter
+        )
+        self._housekeeper = Housekeeper(
+            self.directory, retention_days, self._count_error, self.writer_id
+        )
+        self._fault: str | None = None  # set by the worker thread, read anywhere
+        # owned by the worker thread
+        self._backoff_s = 0.0
+        self._retry_at = 0.0
 
     @property
     def stats(self) -> HistoryStats:
         """A snapshot of the counters."""
-        return self._counters.snapshot()
+        with self._cond:
+            buffered = len(self._pending) + self._in_flight
+        return self._counters.snapshot(buffered)
+
+    def health(self) -> HistoryHealth:
+        """Whether the history is being written, and if not, why (for /healthz).
+
+        Returns:
+            ok, or degraded with the reason.
+        """
+        fault = self._fault
+        if fault is not None:
+            return HistoryHealth(False, fault)
+        if self._thread is None or not self._thread.is_alive():
+            return HistoryHealth(False, "history writer not running")
+        return HistoryHealth(True)
 
     async def start(self) -> None:
         """Recover a previous run (temporaries, WAL replay, compaction), start the thread.
 
+        A previous run's WAL that cannot be turned into segments now (a full
+        disk) is kept and retried: the writer starts degraded, not at all.
+
         Raises:
-            HistoryError: the directory cannot be prepared or the WAL not replayed.
+            HistoryError: the directory cannot be prepared.
         """
         try:
-            await asyncio.to_thread(self._recover)
+            await asyncio.to_thread(self._journal.wal_dir.mkdir, parents=True, exist_ok=True)
         except OSError as exc:
             raise HistoryError(f"{self.directory}: cannot recover history: {exc}") from exc
+        try:
+            await asyncio.to_thread(self._journal.recover)
+        except OSError as exc:
+            self._failed(exc)
         self._thread = threading.Thread(target=self._run, name="grstats-history", daemon=True)
         self._thread.start()
 
@@ -145,13 +178,14 @@ class HistoryWriter:
         with self._cond:
             if self._closed:
                 raise HistoryError("history writer is closed")
-            if len(self._pending) >= _MAX_PENDING:
+            dropped = 0
+            if len(self._pending) >= self.max_buffer_rows:
                 self._pending.popleft()
-                with self._counters.lock:
-                    self._counters.rows_dropped += 1
+                dropped = 1
             self._pending.append(row)
         with self._counters.lock:
             self._counters.rows_recorded += 1
+            self._counters.buffer_full += dropped
 
     async def flush(self) -> None:
         """Make every row recorded so far durable in the WAL and written as Parquet.
@@ -171,7 +205,8 @@ class HistoryWriter:
         """Final flush (WAL fsync and Parquet), then stop the thread.
 
         Raises:
-            HistoryError: the final flush failed (fsynced rows remain in the WAL).
+            HistoryError: the final flush failed (fsynced rows remain in the WAL;
+                rows never fsynced are counted as dropped `disk_full`).
         """
         with self._cond:
             self._closed = True
@@ -194,15 +229,6 @@ class HistoryWriter:
         with self._counters.lock:
             self._counters.errors += 1
 
-    def _recover(self) -> None:
-        self._wal_dir.mkdir(parents=True, exist_ok=True)
-        remove_temporaries(self.directory)
-        wals = sorted(self._wal_dir.glob("wal-*.log"))
-        for path in wals:
-            self._next_wal = max(self._next_wal, int(path.stem.split("-")[1]) + 1)
-        for path in wals:
-            self._segment_wal(path, recovering=True)
-
     def _run(self) -> None:
         next_sync = time.monotonic() + self.fsync_interval_s
         next_flush = time.monotonic() + self.flush_interval_s
@@ -214,18 +240,23 @@ class HistoryWriter:
                 )
                 stopping, waiters = self._stopping, self._flush_waiters
                 self._flush_waiters = []
+            now = time.monotonic()
+            next_sync = now + self.fsync_interval_s
             failure: BaseException | None = None
-            try:
-                next_sync = time.monotonic() + self.fsync_interval_s
-                self._sync_wal()
-                if stopping or waiters or time.monotonic() >= next_flush:
-                    next_flush = time.monotonic() + self.flush_interval_s
-                    self._rotate()
-                self._housekeeper.run_daily(dt.datetime.now(dt.UTC).date())
-            except Exception as exc:  # thread boundary: hand it to the awaiting coroutine
-                failure = exc
-                self._count_error()
-                log.error("history.write_failed", error=str(exc), directory=str(self.directory))
+            if stopping or waiters or now >= self._retry_at:
+                try:
+                    self._sync()
+                    if stopping or waiters or now >= next_flush:
+                        next_flush = now + self.flush_interval_s
+                        self._journal.rotate()
+                except Exception as exc:  # thread boundary: a state, handed to the waiters
+                    failure = exc
+                    self._failed(exc)
+                else:
+                    self._succeeded()
+            self._housekeeper.run_daily(dt.datetime.now(dt.UTC).date())
+            if stopping:
+                self._stop(failure)
             for waiter in waiters:
                 if failure is None:
                     waiter.set_result(None)
@@ -234,89 +265,62 @@ class HistoryWriter:
             if stopping:
                 return
 
-    def _sync_wal(self) -> None:
+    def _sync(self) -> None:
         with self._cond:
             batch = list(self._pending)
             self._pending.clear()
-        if not batch:
-            return
-        records: list[bytes] = []
-        for row in batch[:]:
-            try:
-                records.append(encode_record(row))
-            except (TypeError, ValueError, OverflowError) as exc:  # a caller's bug, not ours
-                batch.remove(row)
-                self._count_error()
-                log.error("history.row_rejected", error=str(exc), member=str(row.member_id))
-        if not records:
-            return
+            self._in_flight = len(batch)
         try:
-            if self._wal is None:
-                self._open_wal()
-            assert self._wal is not None
-            self._wal.append(b"".join(records))
-        except OSError:
-            self._abandon_batch(batch)
-            raise
-        with self._counters.lock:
-            self._counters.rows_durable += len(batch)
-
-    def _abandon_batch(self, batch: list[HistoryRow]) -> None:
-        # Cut what the failed write may have left, then retry the rows later.
-        if self._wal is not None:
             try:
-                self._wal.truncate_to_good()
-            except OSError:
-                self._retire_wal()  # replay cuts its torn tail
+                rows = self._journal.prepare(batch)
+            except BaseException:
+                self._requeue(batch)
+                raise
+            try:
+                self._journal.write(rows)
+            except BaseException:
+                self._requeue(rows)  # the dropped ones are counted once, not again
+                raise
+        finally:
+            with self._cond:
+                self._in_flight = 0
+
+    def _requeue(self, batch: list[HistoryRow]) -> None:
+        # The batch goes back in front of what was recorded meanwhile; the bound holds.
         with self._cond:
             self._pending.extendleft(reversed(batch))
-
-    def _open_wal(self) -> None:
-        path = self._wal_dir / f"wal-{self._next_wal:012d}-{uuid.uuid4().hex}.log"
-        self._next_wal += 1
-        self._wal = WalFile(path)
-
-    def _retire_wal(self) -> None:
-        if self._wal is not None:
-            self._wal.close()
-            self._closed_wals.append(self._wal.path)
-        self._wal = None
-
-    def _rotate(self) -> None:
-        self._retire_wal()
-        while self._closed_wals:
-            self._segment_wal(self._closed_wals[0], recovering=False)
-            self._closed_wals.pop(0)
-
-    def _segment_wal(self, path: Path, *, recovering: bool) -> None:
-        scan = repair_wal(path)
-        if scan is None:
-            return  # not ours: leave it for a human
-        written = write_segments(self.directory, self._table(scan.rows), segment_id=wal_id(path))
-        path.unlink()
-        fsync_path(self._wal_dir)
+            excess = max(0, len(self._pending) - self.max_buffer_rows)
+            for _ in range(excess):
+                self._pending.popleft()
         with self._counters.lock:
-            self._counters.segments_written += len(written)
-            if recovering:
-                self._counters.rows_recovered += len(scan.rows)
-                self._counters.wal_bytes_cut += scan.file_size - scan.good_size
-        if recovering:
-            log.info(
-                "history.wal_replayed", path=path.name, rows=len(scan.rows), segments=len(written)
-            )
+            self._counters.buffer_full += excess
 
-    def _table(self, rows: list[HistoryRow]) -> pa.Table:
-        # A row of the wrong types must not poison its WAL file forever: drop it alone.
-        try:
-            return rows_to_table(rows)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            good = []
-            for row in rows:
-                try:
-                    rows_to_table([row])
-                except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                    self._count_error()
-                    log.error("history.row_rejected", error=str(exc), member=str(row.member_id))
-                else:
-                    good.append(row)
-            return rows_to_table(good)
+    def _failed(self, exc: BaseException) -> None:
+        self._count_error()
+        with self._cond:
+            buffered = len(self._pending)
+        self._fault = f"history write failing: {exc} ({buffered} rows buffered)"
+        self._backoff_s = min(max(2 * self._backoff_s, self.fsync_interval_s), self.retry_max_s)
+        self._retry_at = time.monotonic() + self._backoff_s
+        self._limiter.emit(
+            "error", "history.write_failed", error=str(exc), directory=str(self.directory)
+        )
+
+    def _succeeded(self) -> None:
+        if self._fault is None:
+            return
+        suppressed = self._limiter.reset("history.write_failed")
+        self._fault, self._backoff_s, self._retry_at = None, 0.0, 0.0
+        log.info("history.recovered", directory=str(self.directory), suppressed=suppressed)
+
+    def _stop(self, failure: BaseException | None) -> None:
+        self._journal.close()
+        if failure is None:
+            return
+        with self._cond:
+            lost = len(self._pending)
+            self._pending.clear()
+        with self._counters.lock:
+            self._counters.disk_full += lost
+        if lost:
+            log.error("history.rows_lost_at_close", rows=lost, error=str(failure))
