@@ -1,5 +1,39 @@
 """Crash-safe history: write-ahead log, then Parquet segments, then housekeeping.
 
-Modules import pyarrow; the daemon imports this package only when history is
-configured.
+Modules (each imports only the standard library, pyarrow, msgpack, structlog
+and `grstats.core`):
+- `writer`: `HistoryWriter`, the bounded buffer, the thread, backoff, health.
+- `journal`: one writer's WAL files -> Parquet segments (no threads, no retries).
+- `wal`: WAL record codec, torn-tail repair, the one open WAL file, names.
+- `dedupe`: the newest seq written per (group, member, incarnation).
+- `parquet`: schema, value ranges, segment layout and format, atomic writes, reading.
+- `housekeeping`: retention by age and compaction of finished days.
+- `stats`: typed counters, health, rate-limited logging.
+- `fileops`: the OS-call boundary (where tests inject ENOSPC).
+
+The daemon imports this package only when history is configured (pyarrow).
 """
+
+from grstats.history.fileops import FileOps
+from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
+from grstats.history.stats import DropCounts, HistoryHealth, HistoryStats
+from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal
+from grstats.history.writer import HistoryError, HistoryWriter
+
+__all__ = [
+    "WAL_MAGIC",
+    "DropCounts",
+    "FileOps",
+    "HistoryError",
+    "HistoryHealth",
+    "HistoryStats",
+    "HistoryWriter",
+    "WalScan",
+    "encode_record",
+    "history_schema",
+    "read_history",
+    "repair_wal",
+    "rows_to_table",
+    "scan_wal",
+    "write_segments",
+]

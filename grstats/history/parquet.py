@@ -1,18 +1,21 @@
-"""History Parquet segments: layout, format, compaction, retention (DESIGN.md section 6).
+"""History Parquet segments: schema, layout, format, atomic writes, reading (DESIGN.md 6).
 
 Strategy: every Parquet file of the history -- the daemon's segments (one per
 WAL file), `grstats simulate`'s (one per member-day) and compacted days -- is
-written by `write_segments`/`_write_file` here, so all of them share one
+written by `write_segments`/`write_file` here, so all of them share one
 format: rows sorted by (member_id, sampled_at), dictionary for strings,
 DELTA_BINARY_PACKED for integers and timestamps, zstd level 9, one large row
 group.
 
 Invariants:
-- Layout `<dir>/group=<g>/date=<YYYY-MM-DD>/part-<first_sampled_at>-<uuid>.parquet`
+- Layout `<dir>/group=<g>/date=<YYYY-MM-DD>/part-<first_sampled_at>[-<writer>]-<uuid>.parquet`
   (UTC date of `sampled_at`; first_sampled_at in microseconds, 16 digits; the
-  group Hive-escaped).  Only `part-*.parquet` is data.
-- A file is written as `.<name>.tmp` beside its target, fsynced, renamed with
-  `os.replace`, and the directory fsynced: a reader sees a whole file or none.
+  group Hive-escaped; `<writer>` is the id of the daemon's writer, absent in
+  files of `grstats simulate`).  Only `part-*.parquet` is data.
+- A file is written as `.<name>[.<writer>].tmp` beside its target, fsynced,
+  renamed with `os.replace`, and the directory fsynced: a reader sees a whole
+  file or none.  A failed write deletes its temporary (a full disk stays no
+  fuller); each writer removes only its own leftovers at start.
 - File names are a function of the segment id and the partition: writing the
   same segment again replaces the file, never adds a second copy.
 - A compacted file lists (as 8-byte name digests in its footer) the files it
@@ -23,11 +26,9 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as dt
 import hashlib
 import os
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
@@ -43,25 +44,32 @@ import structlog
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 
 __all__ = [
+    "META_REPLACES",
+    "META_SEGMENT",
+    "NAMESPACE",
     "PARQUET_OPTIONS",
     "ROW_GROUP_SIZE",
     "fsync_path",
     "history_schema",
-    "housekeep",
+    "invalid_column",
+    "name_key",
+    "partition_dir",
+    "partitions",
     "read_history",
     "remove_temporaries",
+    "replaced_by_compaction",
     "row_values",
     "rows_to_table",
+    "write_file",
     "write_segments",
 ]
 
 log = structlog.get_logger("grstats.history")
 
 _US_PER_DAY = 86_400_000_000
-_COMPACT_MAX_ROWS = 2_000_000  # bounds the memory of one compaction
-_META_SEGMENT = b"grstats.segment"
-_META_REPLACES = b"grstats.replaces"
-_NAMESPACE = uuid.UUID("6b1d3c1e-4f0a-5e2b-9a57-0c7d9e2f4a11")
+META_SEGMENT = b"grstats.segment"
+META_REPLACES = b"grstats.replaces"
+NAMESPACE = uuid.UUID("6b1d3c1e-4f0a-5e2b-9a57-0c7d9e2f4a11")
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -70,6 +78,14 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "int64": pa.int64(),
     "uint64": pa.uint64(),
     "timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"),
+}
+# inclusive value ranges of the integer kinds; a value outside cannot be stored
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+    "timestamp[us, tz=UTC]": (-(2**63), 2**63 - 1),
 }
 _NAMES = tuple(name for name, _ in HISTORY_COLUMNS)
 _STRING_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind == "string"]
@@ -112,7 +128,32 @@ def rows_to_table(rows: Iterable[HistoryRow]) -> pa.Table:
     return pa.table(dict(zip(_NAMES, columns, strict=True)), schema=history_schema())
 
 
+def invalid_column(row: HistoryRow) -> str | None:
+    """The first column whose value the history schema cannot store.
+
+    Args:
+        row: a sample.
+
+    Returns:
+        The column name, or None when every value fits its column (nulls do).
+    """
+    for (name, kind), value in zip(HISTORY_COLUMNS, row_values(row), strict=True):
+        if value is None:
+            continue
+        if kind == "string":
+            if not isinstance(value, str):
+                return name
+        elif isinstance(value, bool) or not isinstance(value, int):
+            return name
+        else:
+            low, high = _INT_RANGES[kind]
+            if not low <= value <= high:
+                return name
+    return None
+
+
 def fsync_path(path: Path) -> None:
+    """fsync a file or directory by path (directories: their entries become durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -125,7 +166,8 @@ def _partition_name(group: str) -> str:
     return quote(group, safe="") if group else "__HIVE_DEFAULT_PARTITION__"
 
 
-def _partition_dir(directory: Path, group: str, day: dt.date) -> Path:
+def partition_dir(directory: Path, group: str, day: dt.date) -> Path:
+    """The directory of one (group, UTC date) partition."""
     return directory / f"group={_partition_name(group)}" / f"date={day.isoformat()}"
 
 
@@ -138,19 +180,35 @@ def _ensure_dir(directory: Path, path: Path) -> None:
         fsync_path(parent)
 
 
-def _write_file(path: Path, table: pa.Table, metadata: dict[bytes, bytes]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+def write_file(
+    path: Path, table: pa.Table, metadata: dict[bytes, bytes], *, writer: str = ""
+) -> None:
+    """Write one Parquet file atomically: temporary, fsync, rename, fsync the directory.
+
+    Args:
+        path: the target.
+        table: its rows.
+        metadata: footer key-values.
+        writer: the writer id, part of the temporary's name (two writers never share one).
+    """
+    tmp = path.with_name(f".{path.name}.{writer}.tmp" if writer else f".{path.name}.tmp")
     table = table.replace_schema_metadata(None)
-    with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as writer:
-        writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
-        # footer only: schema metadata would be stored twice (also in ARROW:schema)
-        writer.add_key_value_metadata(metadata)
-    fsync_path(tmp)
+    try:
+        with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as parquet:
+            parquet.write_table(table, row_group_size=ROW_GROUP_SIZE)
+            # footer only: schema metadata would be stored twice (also in ARROW:schema)
+            parquet.add_key_value_metadata(metadata)
+        fsync_path(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep half a file
+        raise
     os.replace(tmp, path)
     fsync_path(path.parent)
 
 
-def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list[Path]:
+def write_segments(
+    directory: Path, table: pa.Table, *, segment_id: str, writer: str = ""
+) -> list[Path]:
     """Write rows durably as Parquet, one file per (group, UTC date) partition.
 
     The daemon (one segment per WAL file) and `grstats simulate` (one per
@@ -162,6 +220,7 @@ def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list
         directory: the history root.
         table: rows with `history_schema()`, any order.
         segment_id: a text unique to this set of rows (e.g. the WAL file UUID).
+        writer: the daemon writer's id, part of the file names ("" for simulate).
 
     Returns:
         The paths written, in partition order.
@@ -186,33 +245,36 @@ def write_segments(directory: Path, table: pa.Table, *, segment_id: str) -> list
             [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
         )
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        target = _partition_dir(directory, group, day)
+        target = partition_dir(directory, group, day)
         _ensure_dir(directory, target)
         first = int(pc.min(part["sampled_at"].cast(pa.int64())).as_py())
-        name_id = uuid.uuid5(_NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
-        path = target / f"part-{first:016d}-{name_id}.parquet"
-        _write_file(path, part, {_META_SEGMENT: segment_id.encode()})
+        name_id = uuid.uuid5(NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
+        tag = f"{writer}-" if writer else ""
+        path = target / f"part-{first:016d}-{tag}{name_id}.parquet"
+        write_file(path, part, {META_SEGMENT: segment_id.encode()}, writer=writer)
         written.append(path)
     return written
 
 
-def _name_key(name: str) -> bytes:
+def name_key(name: str) -> bytes:
+    """The digest by which a compacted file lists a file it replaces."""
     # 8 bytes per replaced file keeps a compacted day's footer small (1440 inputs: 15 KB)
     return hashlib.blake2b(name.encode(), digest_size=8).digest()
 
 
-def _replaced_by_compaction(files: list[Path]) -> set[str]:
-    """Names among `files` that a compacted file in the same list replaces."""
+def replaced_by_compaction(files: list[Path]) -> set[str]:
+    """Names among `files` (one partition) that a compacted file in the list replaces."""
     keys: set[bytes] = set()
     for path in files:
         metadata = pq.read_metadata(path).metadata or {}
-        if _META_REPLACES in metadata:
-            raw = base64.b64decode(metadata[_META_REPLACES])
+        if META_REPLACES in metadata:
+            raw = base64.b64decode(metadata[META_REPLACES])
             keys.update(raw[i : i + 8] for i in range(0, len(raw), 8))
-    return {path.name for path in files if _name_key(path.name) in keys}
+    return {path.name for path in files if name_key(path.name) in keys}
 
 
-def _partitions(directory: Path) -> Iterator[Path]:
+def partitions(directory: Path) -> Iterator[Path]:
+    """The `group=*/date=*` partition directories of a history root, sorted."""
     yield from sorted(p for p in directory.glob("group=*/date=*") if p.is_dir())
 
 
@@ -226,75 +288,25 @@ def read_history(directory: Path) -> pa.Table:
         One table with `history_schema()`, ordered by partition and file name.
     """
     tables = [history_schema().empty_table()]
-    for partition in _partitions(Path(directory)):
+    for partition in partitions(Path(directory)):
         files = sorted(partition.glob("part-*.parquet"))
-        replaced = _replaced_by_compaction(files)
+        replaced = replaced_by_compaction(files)
         tables.extend(
             pq.read_table(f).cast(history_schema()) for f in files if f.name not in replaced
         )
     return pa.concat_tables(tables).replace_schema_metadata(None)
 
 
-def _compact_partition(directory: Path, partition: Path) -> int:
-    """Merge a finished day's files into files of up to _COMPACT_MAX_ROWS rows."""
-    files = sorted(partition.glob("part-*.parquet"))
-    for name in _replaced_by_compaction(files):  # a crash left the inputs behind
-        (partition / name).unlink(missing_ok=True)
-    files = sorted(partition.glob("part-*.parquet"))
-    batches: list[list[Path]] = [[]]
-    rows = 0
-    for path in files:
-        count = pq.read_metadata(path).num_rows
-        if batches[-1] and rows + count > _COMPACT_MAX_ROWS:
-            batches.append([])
-            rows = 0
-        batches[-1].append(path)
-        rows += count
-    merged = 0
-    for batch in (b for b in batches if len(b) > 1):
-        table = pa.concat_tables(pq.read_table(p).cast(history_schema()) for p in batch)
-        table = table.sort_by(
-            [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
-        )
-        names = [p.name for p in batch]
-        digest = hashlib.sha256("\n".join(names).encode()).hexdigest()
-        first = int(pc.min(table["sampled_at"].cast(pa.int64())).as_py())
-        path = partition / f"part-{first:016d}-{uuid.uuid5(_NAMESPACE, digest)}.parquet"
-        meta = {
-            _META_SEGMENT: f"compact:{digest}".encode(),
-            _META_REPLACES: base64.b64encode(b"".join(_name_key(n) for n in names)),
-        }
-        _write_file(path, table, meta)
-        for old in batch:
-            old.unlink()
-        fsync_path(partition)
-        merged += len(batch)
-    return merged
+def remove_temporaries(directory: Path, writer: str = "") -> None:
+    """Delete this writer's leftover temporaries (a crash during `write_file`).
 
-
-def housekeep(directory: Path, retention_days: int, today: dt.date) -> None:
-    """Retention by age, then compaction of finished days."""
-    cutoff = today - dt.timedelta(days=retention_days)
-    for partition in list(_partitions(directory)):
-        try:
-            day = dt.date.fromisoformat(partition.name.removeprefix("date="))
-        except ValueError:
-            continue  # not ours
-        if day < cutoff:
-            shutil.rmtree(partition)
-            fsync_path(partition.parent)
-            log.info("history.partition_expired", partition=str(partition.relative_to(directory)))
-            with contextlib.suppress(OSError):  # not empty: other dates remain
-                partition.parent.rmdir()
-        elif day < today and (merged := _compact_partition(directory, partition)):
-            log.info(
-                "history.partition_compacted",
-                partition=str(partition.relative_to(directory)),
-                files=merged,
-            )
-
-
-def remove_temporaries(directory: Path) -> None:
-    for tmp in directory.glob("**/.*.tmp"):
+    Args:
+        directory: the history root.
+        writer: the writer id; temporaries without one (older versions) go too.
+    """
+    leftovers = list(directory.glob("**/.part-*.parquet.tmp"))
+    if writer:
+        leftovers += directory.glob(f"**/.part-*.{writer}.tmp")
+    for tmp in leftovers:
         tmp.unlink(missing_ok=True)
         log.info("history.temporary_removed", path=str(tmp.relative_to(directory)))

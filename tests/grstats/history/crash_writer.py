@@ -1,6 +1,6 @@
 """A history writer process for the crash-safety test (it is killed with SIGKILL).
 
-Usage: python history_crash_writer.py DIR SIDE_FILE INCARNATION BASE_US
+Usage: python crash_writer.py DIR SIDE_FILE INCARNATION BASE_US
 
 It records rows from `make_row` (seq 1, 2, ...) continuously with short fsync
 and flush intervals, and each time the writer reports more rows fsynced it
@@ -69,7 +69,7 @@ async def main(directory: Path, side_file: Path, incarnation: int, base_us: int)
             seq += 1
             writer.record(make_row(incarnation, seq, base_us))
         # rows are fsynced in recording order, so "durable count" == highest durable seq
-        durable = writer.stats.rows_durable
+        durable = writer.stats.rows_written
         if durable > reported:
             os.write(fd, f"{incarnation} {durable}\n".encode())
             os.fsync(fd)  # the side file's own fsync: the line is true once it is on disk

@@ -1,0 +1,145 @@
+"""Write-time de-duplication: the newest seq written per (group, member, incarnation).
+
+Strategy: a collector restart gets the retained (and QoS 1 unacknowledged)
+samples again; they must not be written twice.  A sample's identity is
+(group, member, incarnation, seq) and a member's seq only grows within an
+incarnation, so it is enough to remember, per (member, incarnation), the
+highest seq already written -- per (group, UTC date) partition, because that
+is where the earlier copy must be.  A partition's marks are read lazily from
+its Parquet files (three columns only) the first time a row of it arrives,
+so a restart costs one small read per partition it actually receives, and a
+retained sample from days ago is caught as well as today's.
+
+Invariants:
+- A row is a duplicate iff its seq is <= the mark of its (member,
+  incarnation) in its partition (a late, out-of-order row counts as one too).
+- Marks of rows not yet durable are tentative: `commit()` after the fsync,
+  `rollback()` when the write failed (the rows are retried, not duplicates).
+- Marks of rows only in the WAL (not yet in Parquet) are never evicted:
+  `trim()` is called only when every WAL file is in segments.  Bound: the
+  partitions touched since the last segment write, plus `max_partitions`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import OrderedDict
+from pathlib import Path
+from typing import TypeAlias
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grstats.core.records import HistoryRow
+from grstats.history.parquet import partition_dir
+
+__all__ = ["SeenIndex"]
+
+_US_PER_DAY = 86_400_000_000
+_COLUMNS = ["member_id", "incarnation", "seq"]
+_RELIST_ATTEMPTS = 3  # compaction may delete files between the listing and the read
+
+_Partition: TypeAlias = tuple[str, int]
+_Marks: TypeAlias = dict[tuple[str, int], int]
+
+
+class SeenIndex:
+    """The highest seq written per (member, incarnation), per partition.
+
+    Args:
+        directory: the history root.
+        max_partitions: partitions kept after `trim()` (most recently used).
+    """
+
+    def __init__(self, directory: Path, max_partitions: int = 16) -> None:
+        self.directory = directory
+        self.max_partitions = max_partitions
+        self._marks: OrderedDict[_Partition, _Marks] = OrderedDict()
+        self._tentative: dict[_Partition, _Marks] = {}
+
+    def admit(self, row: HistoryRow) -> bool:
+        """Whether `row` is new; if so, mark it tentatively.
+
+        Args:
+            row: a valid row (its values fit the schema).
+
+        Returns:
+            False for a duplicate.
+
+        Raises:
+            OSError: the partition's files could not be read.
+        """
+        part = (row.group_name, row.sampled_at // _US_PER_DAY)
+        marks = self._load(part)
+        key = (row.member_id, row.incarnation)
+        tentative = self._tentative.setdefault(part, {})
+        best = max(marks.get(key, 0), tentative.get(key, 0))
+        if row.seq <= best:
+            return False
+        tentative[key] = row.seq
+        return True
+
+    def commit(self) -> None:
+        """The tentatively marked rows are durable."""
+        for part, tentative in self._tentative.items():
+            marks = self._load(part)
+            for key, seq in tentative.items():
+                marks[key] = max(marks.get(key, 0), seq)
+        self._tentative.clear()
+
+    def rollback(self) -> None:
+        """The tentatively marked rows were not written."""
+        self._tentative.clear()
+
+    def note(self, rows: list[HistoryRow]) -> None:
+        """Mark rows durable elsewhere (a WAL file whose segments are not written yet).
+
+        Args:
+            rows: valid rows.
+        """
+        for row in rows:
+            self.admit(row)
+        self.commit()
+
+    def trim(self) -> None:
+        """Forget the least recently used partitions beyond the bound (all are in Parquet)."""
+        while len(self._marks) > self.max_partitions:
+            self._marks.popitem(last=False)
+
+    def _load(self, part: _Partition) -> _Marks:
+        marks = self._marks.get(part)
+        if marks is not None:
+            self._marks.move_to_end(part)
+            return marks
+        group, day_number = part
+        day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
+        marks = _read_marks(partition_dir(self.directory, group, day))
+        self._marks[part] = marks
+        return marks
+
+
+def _read_columns(partition: Path) -> list[pa.Table]:
+    for _ in range(_RELIST_ATTEMPTS - 1):
+        try:
+            return [pq.read_table(p, columns=_COLUMNS) for p in partition.glob("part-*.parquet")]
+        except FileNotFoundError:
+            continue  # compacted meanwhile: list again
+    return [pq.read_table(p, columns=_COLUMNS) for p in partition.glob("part-*.parquet")]
+
+
+def _read_marks(partition: Path) -> _Marks:
+    # inputs replaced by a compaction hold the same rows as their compacted file: harmless
+    tables = _read_columns(partition)
+    if not tables:
+        return {}
+    table = pa.concat_tables(tables)
+    grouped = table.group_by(["member_id", "incarnation"]).aggregate([("seq", "max")])
+    return {
+        (member, incarnation): seq
+        for member, incarnation, seq in zip(
+            grouped["member_id"].to_pylist(),
+            grouped["incarnation"].to_pylist(),
+            grouped["seq_max"].to_pylist(),
+            strict=True,
+        )
+    }

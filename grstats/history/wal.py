@@ -1,0 +1,251 @@
+"""The write-ahead log: record codec, torn-tail repair, and the one open WAL file.
+
+Strategy: a WAL file is the only place a sample is durable before it is in
+Parquet.  It is append-only and fsynced after every batch; a segment is always
+built by re-reading a *closed* WAL file from disk, with the same function that
+replays a previous run's files at start.
+
+Invariants:
+- A file starts with `WAL_MAGIC`; a record is u32 length + u32 CRC32 (little
+  endian) + a msgpack list of the row's values in HISTORY_COLUMNS order.
+- Reading stops at the first record whose length or CRC does not check out;
+  repair truncates the file there (rows after it are not trusted).
+- `WalFile` holds at most one file descriptor.  A failed append leaves the
+  file as it was before the append (truncated back), or closes it: the torn
+  tail is cut at replay.  A failed open closes its descriptor and deletes the
+  half-made file: a full disk never leaks either.
+- Names: `wal-<writer>-<counter>-<uuid>.log`.  A writer replays only its own
+  files (and those of older versions, `wal-<counter>-<uuid>.log`), so several
+  writers can share one history directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+import struct
+import time
+import uuid
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgpack
+import structlog
+
+from grstats.core.records import HistoryRow
+from grstats.history.fileops import FileOps
+from grstats.history.parquet import fsync_path, row_values
+
+__all__ = [
+    "WAL_MAGIC",
+    "WalFile",
+    "WalScan",
+    "encode_record",
+    "new_wal_path",
+    "repair_wal",
+    "scan_wal",
+    "wal_counter",
+    "wal_id",
+    "writer_id",
+    "writer_wals",
+]
+
+log = structlog.get_logger("grstats.history")
+
+WAL_MAGIC = b"GRSWAL1\n"
+_RECORD_HEADER = struct.Struct("<II")
+_MAX_RECORD = 1 << 20  # a row is ~300 bytes; anything larger is a corrupt length
+
+
+def encode_record(row: HistoryRow) -> bytes:
+    """One WAL record: u32 length + u32 CRC32 of the payload + msgpack payload.
+
+    Args:
+        row: the sample.
+
+    Returns:
+        The record bytes.
+    """
+    payload: bytes = msgpack.packb(row_values(row), use_bin_type=True)
+    return _RECORD_HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+@dataclass(frozen=True, slots=True)
+class WalScan:
+    """Result of reading one WAL file: the valid rows and where they end."""
+
+    rows: list[HistoryRow]
+    good_size: int  # bytes of the file that hold valid records (incl. the magic)
+    file_size: int
+
+
+def scan_wal(data: bytes) -> WalScan:
+    """Decode the valid prefix of a WAL file's bytes.
+
+    Args:
+        data: the whole file.
+
+    Returns:
+        The rows up to the first torn or corrupt record and the valid size.
+    """
+    if not data.startswith(WAL_MAGIC):
+        return WalScan([], 0, len(data))
+    rows: list[HistoryRow] = []
+    offset = len(WAL_MAGIC)
+    while offset + _RECORD_HEADER.size <= len(data):
+        length, crc = _RECORD_HEADER.unpack_from(data, offset)
+        start = offset + _RECORD_HEADER.size
+        if length > _MAX_RECORD or start + length > len(data):
+            break
+        payload = data[start : start + length]
+        if zlib.crc32(payload) != crc:
+            break
+        try:
+            values = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+            row = HistoryRow(*values)
+        except (ValueError, TypeError, msgpack.exceptions.UnpackException):
+            break  # CRC good but not a row of ours: treat as the end
+        rows.append(row)
+        offset = start + length
+    return WalScan(rows, offset, len(data))
+
+
+def repair_wal(path: Path) -> WalScan | None:
+    """Read a WAL file and truncate (durably) a torn or corrupt tail.
+
+    Args:
+        path: the WAL file.
+
+    Returns:
+        The valid rows, or None when the file is not a grstats WAL (left untouched).
+    """
+    scan = scan_wal(path.read_bytes())
+    if scan.good_size == 0 and scan.file_size >= len(WAL_MAGIC):
+        log.error("history.wal_unknown_format", path=str(path))
+        return None
+    if scan.good_size < scan.file_size:
+        with path.open("r+b") as f:
+            f.truncate(scan.good_size)
+            os.fsync(f.fileno())
+        cut = scan.file_size - scan.good_size
+        log.warning("history.wal_tail_cut", path=path.name, bytes=cut, rows=len(scan.rows))
+    return scan
+
+
+_LEGACY_WAL = re.compile(r"wal-(\d{12})-[0-9a-zA-Z]+\.log")
+
+
+def writer_id(instance: str = "") -> str:
+    """A stable, file-name-safe id of one writer: from the host name and `instance`.
+
+    Args:
+        instance: tells apart writers of one host sharing a directory (e.g. a member id).
+
+    Returns:
+        "w" + 10 hex digits.
+    """
+    key = f"{socket.gethostname()}\0{instance}".encode()
+    return "w" + hashlib.blake2b(key, digest_size=5).hexdigest()
+
+
+def writer_wals(wal_dir: Path, writer: str) -> list[Path]:
+    """The WAL files `writer` owns: its own and older versions', oldest first.
+
+    Args:
+        wal_dir: the `wal/` directory.
+        writer: the writer id.
+
+    Returns:
+        Paths ordered by their counter.
+    """
+    legacy = sorted(p for p in wal_dir.glob("wal-*.log") if _LEGACY_WAL.fullmatch(p.name))
+    return legacy + sorted(wal_dir.glob(f"wal-{writer}-*.log"))
+
+
+def new_wal_path(wal_dir: Path, writer: str, counter: int) -> Path:
+    """The name of a writer's next WAL file."""
+    return wal_dir / f"wal-{writer}-{counter:012d}-{uuid.uuid4().hex}.log"
+
+
+def wal_counter(path: Path) -> int:
+    """The counter in a WAL file's name (either naming)."""
+    return int(path.stem.split("-")[-2])
+
+
+def wal_id(path: Path) -> str:
+    """The segment id of a WAL file: its name without `wal-` and `.log`.
+
+    Args:
+        path: a WAL file path.
+
+    Returns:
+        The id its Parquet segments are named from.
+    """
+    return path.stem.split("-", 1)[1]
+
+
+class WalFile:
+    """The one open WAL file of a writer (owned by a single thread).
+
+    Args:
+        path: the file to create (must not exist).
+        ops: the OS-call boundary.
+
+    Raises:
+        OSError: the file could not be created; nothing is left behind.
+    """
+
+    def __init__(self, path: Path, ops: FileOps) -> None:
+        self.path = path
+        self._ops = ops
+        self.last_fsync_s = 0.0
+        fd = ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        try:
+            self._write_all(fd, WAL_MAGIC)
+            ops.fsync(fd)
+            fsync_path(path.parent)  # the new name must survive a crash too
+        except BaseException:
+            ops.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        self._fd: int | None = fd
+        self.size = len(WAL_MAGIC)
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # a regular file may take less than asked (e.g. disk full)
+            view = view[self._ops.write(fd, view) :]
+
+    def append(self, data: bytes) -> None:
+        """Append records and fsync them.
+
+        Args:
+            data: encoded records.
+
+        Raises:
+            OSError: the write or fsync failed; the file may hold a partial tail.
+        """
+        assert self._fd is not None
+        self._write_all(self._fd, data)
+        started = time.monotonic()
+        self._ops.fsync(self._fd)
+        self.last_fsync_s = time.monotonic() - started
+        self.size += len(data)
+
+    def truncate_to_good(self) -> None:
+        """Cut what a failed append may have left.
+
+        Raises:
+            OSError: the truncate failed.
+        """
+        assert self._fd is not None
+        self._ops.ftruncate(self._fd, self.size)
+
+    def close(self) -> None:
+        """Close the descriptor (idempotent)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            self._ops.close(fd)

@@ -1,0 +1,364 @@
+"""History faults (issue 15): full disk, unstorable rows, duplicates, shared trees.
+
+Each test reproduces one fault against the real file system: ENOSPC injected
+at the writer's OS-call boundary (`FileOps`, so it always runs) and a real
+2 MiB tmpfs (skipped with the reason where mounting is not permitted).
+Expected values are written by hand or generated independently of the writer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from structlog.testing import capture_logs
+
+from grstats.core.records import HistoryRow
+from grstats.history.fileops import FileOps
+from grstats.history.parquet import read_history
+from grstats.history.writer import HistoryWriter
+from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row
+
+pytestmark = pytest.mark.faults
+
+DEADLINE_S = 30.0
+
+
+class FullDisk(FileOps):
+    """Real file operations, except that writes fail with ENOSPC while `full`."""
+
+    def __init__(self) -> None:
+        self.full = False
+        self.failures = 0
+
+    def _check(self) -> None:
+        if self.full:
+            self.failures += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        self._check()
+        return super().write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self._check()
+        super().fsync(fd)
+
+    def write_segments(
+        self, directory: Path, table: pa.Table, *, segment_id: str, writer: str = ""
+    ) -> list[Path]:
+        self._check()
+        return super().write_segments(directory, table, segment_id=segment_id, writer=writer)
+
+
+class Watch:
+    """Samples the process's file descriptors and the WAL directory while waiting."""
+
+    def __init__(self, wal_dir: Path) -> None:
+        self.wal_dir = wal_dir
+        self.max_fds = 0
+        self.max_wal_fds = 0
+        self.max_wal_files = 0
+        self.wal_names: set[str] = set()
+
+    def sample(self) -> None:
+        fds = os.listdir("/proc/self/fd")
+        wal_fds = 0
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile
+            wal_fds += target.startswith(str(self.wal_dir))
+        names = {p.name for p in self.wal_dir.glob("wal-*.log")}
+        self.wal_names |= names
+        self.max_fds = max(self.max_fds, len(fds))
+        self.max_wal_fds = max(self.max_wal_fds, wal_fds)
+        self.max_wal_files = max(self.max_wal_files, len(names))
+
+    def until(self, condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            self.sample()
+            if condition():
+                return
+            time.sleep(0.005)
+        raise AssertionError(f"timed out waiting for {what}")
+
+
+def _fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _keys(directory: Path) -> list[tuple[Any, ...]]:
+    table = read_history(directory)
+    names = ("group_name", "member_id", "incarnation", "seq")
+    return list(zip(*(table[n].to_pylist() for n in names), strict=True))
+
+
+def _fast_writer(directory: Path, **kwargs: Any) -> HistoryWriter:
+    settings: dict[str, Any] = {
+        "retention_days": 36500,
+        "flush_interval_s": 0.05,
+        "fsync_interval_s": 0.01,
+        "retry_max_s": 0.05,
+        "log_interval_s": 3600.0,
+    }
+    return HistoryWriter(directory, **(settings | kwargs))
+
+
+def _events(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == name]
+
+
+# ---------------------------------------------------------------- disk full
+
+
+async def _fill_then_recover(
+    directory: Path, writer: HistoryWriter, fill: Callable[[], None], free: Callable[[], None]
+) -> tuple[Watch, list[dict[str, Any]]]:
+    """Rows 1-10 in Parquet, 11-20 fsynced, then the disk fills; rows 21-60 meanwhile."""
+    await writer.start()
+    for seq in range(1, 11):
+        writer.record(sample_row(seq))
+    await writer.flush()
+    watch = Watch(directory / "wal")
+    for seq in range(11, 21):
+        writer.record(sample_row(seq))
+    watch.until(lambda: writer.stats.rows_written == 20, "rows 11-20 fsynced")
+    fds_before = _fd_count()
+    with capture_logs() as events:
+        fill()
+        errors_at_fill = writer.stats.errors
+        for seq in range(21, 61):
+            writer.record(sample_row(seq))
+        # many retries: at 10 ms ticks and a 50 ms backoff cap, ~20 flush intervals
+        watch.until(lambda: writer.stats.errors >= errors_at_fill + 20, "repeated failures")
+        health = writer.health()
+        assert not health.ok
+        assert "No space left on device" in health.reason, health.reason
+        assert watch.max_fds <= fds_before + 1, (watch.max_fds, fds_before)
+        free()
+        watch.until(lambda: writer.health().ok and writer.stats.rows_buffered == 0, "recovery")
+        await writer.flush()
+        await writer.close()
+    assert watch.max_wal_fds <= 1
+    return watch, events
+
+
+async def test_disk_full_injected_bounded_degraded_and_recovers(tmp_path: Path) -> None:
+    ops = FullDisk()
+    writer = _fast_writer(tmp_path, file_ops=ops)
+
+    def fill() -> None:
+        ops.full = True
+
+    def free() -> None:
+        ops.full = False
+
+    watch, events = await _fill_then_recover(tmp_path, writer, fill, free)
+    assert ops.failures >= 20
+    # at most the open WAL and one closed WAL waiting for its segments
+    assert watch.max_wal_files <= 2
+    assert len(_events(events, "history.write_failed")) == 1  # then suppressed, counted
+    (recovered,) = _events(events, "history.recovered")
+    assert recovered["suppressed"] >= 19
+    keys = _keys(tmp_path)
+    assert sorted(k[3] for k in keys) == list(range(1, 61))  # nothing lost, no duplicate
+    assert list((tmp_path / "wal").iterdir()) == []
+    stats = writer.stats
+    assert stats.dropped.buffer_full == 0 and stats.dropped.disk_full == 0
+
+
+async def test_close_while_disk_full_keeps_fsynced_rows_for_the_next_start(
+    tmp_path: Path,
+) -> None:
+    ops = FullDisk()
+    writer = _fast_writer(tmp_path, file_ops=ops, flush_interval_s=3600.0)
+    await writer.start()
+    for seq in range(1, 6):
+        writer.record(sample_row(seq))
+    Watch(tmp_path / "wal").until(lambda: writer.stats.rows_written == 5, "rows fsynced")
+    ops.full = True
+    for seq in range(6, 9):
+        writer.record(sample_row(seq))
+    with pytest.raises(Exception, match="No space left"):  # HistoryError
+        await writer.close()
+    assert writer.stats.dropped.disk_full == 3  # never fsynced: counted, not silent
+    ops.full = False
+    again = _fast_writer(tmp_path)
+    await again.start()
+    await again.close()
+    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 2, 3, 4, 5]
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "fs"
+    mount_point.mkdir()
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a 2 MiB tmpfs here: {result.stderr.strip() or 'not root'}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+async def test_disk_full_real_tmpfs_bounded_degraded_and_recovers(small_fs: Path) -> None:
+    directory = small_fs / "history"
+    ballast = small_fs / "ballast"
+    writer = _fast_writer(directory)
+
+    def fill() -> None:
+        with ballast.open("wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+
+    def free() -> None:
+        ballast.unlink()
+
+    watch, events = await _fill_then_recover(directory, writer, fill, free)
+    assert watch.max_wal_files <= 2
+    assert len(_events(events, "history.write_failed")) == 1
+    assert sorted(k[3] for k in _keys(directory)) == list(range(1, 61))
+    assert list(directory.glob("**/.*.tmp")) == []
+
+
+async def test_buffer_bound_drops_oldest_and_counts_them(tmp_path: Path) -> None:
+    ops = FullDisk()
+    writer = _fast_writer(tmp_path, file_ops=ops, max_buffer_rows=100)
+    await writer.start()
+    ops.full = True
+    for seq in range(1, 251):
+        writer.record(sample_row(seq))
+    assert writer.stats.dropped.buffer_full == 150
+    ops.full = False
+    await writer.flush()
+    await writer.close()
+    assert sorted(k[3] for k in _keys(tmp_path)) == list(range(151, 251))
+
+
+# ---------------------------------------------------------------- unstorable rows
+
+
+async def test_rows_out_of_column_range_are_counted_invalid_never_silent(tmp_path: Path) -> None:
+    bad = [
+        dataclasses.replace(sample_row(2), seq=2**63),
+        dataclasses.replace(sample_row(3), flow_control_mode=128),
+        dataclasses.replace(sample_row(4), member_port=2**31),
+        dataclasses.replace(sample_row(5), count_transactions_checked=-(2**63) - 1),
+    ]
+    writer = _fast_writer(tmp_path)
+    await writer.start()
+    with capture_logs() as events:
+        writer.record(sample_row(1))
+        for row in bad:
+            writer.record(row)
+        writer.record(sample_row(6))
+        await writer.close()
+    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 6]
+    assert writer.stats.dropped.invalid == 4
+    rejected = _events(events, "history.row_rejected")
+    assert len(rejected) == 1  # rate-limited: the other three are counted as suppressed
+    assert rejected[0]["column"] == "seq"
+
+
+# ---------------------------------------------------------------- duplicates
+
+
+def _member_row(group: str, member: str, incarnation: int, seq: int, at_us: int) -> HistoryRow:
+    return dataclasses.replace(
+        sample_row(1),
+        group_name=group,
+        member_id=member,
+        incarnation=incarnation,
+        seq=seq,
+        sampled_at=at_us,
+        transactions_committed_all_members=None,
+        last_conflict_free_transaction=None,
+    )
+
+
+async def test_collector_restarted_ten_times_writes_each_sample_once(tmp_path: Path) -> None:
+    # g1/A restarts its daemon (new incarnation) at cycle 5, g2/C every 4 cycles;
+    # g1/B keeps one incarnation; g1/D died 3 days ago and its retained sample
+    # is redelivered at every collector start.
+    dead = _member_row("g1", "D", 77, 9, MIDNIGHT_US - 3 * 86_400 * US)
+    incarnations = {"A": [2**64 - 3, 12], "B": [2**63 + 1], "C": [5, 6, 7]}
+    groups = {"A": "g1", "B": "g1", "C": "g2"}
+    expected: set[tuple[Any, ...]] = {("g1", "D", 77, 9)}
+    last: dict[str, list[HistoryRow]] = {}
+    seqs: dict[tuple[str, int], int] = {}
+    duplicates_per_cycle = []
+    for cycle in range(10):
+        writer = HistoryWriter(tmp_path, scope="all", retention_days=36500)
+        await writer.start()
+        redelivered = [dead]
+        for member in sorted(last):
+            redelivered.append(last[member][-1])  # the retained sample
+        if "A" in last:
+            redelivered.extend(last["A"][-3:])  # QoS 1 redelivery of unacknowledged ones
+        for row in redelivered:
+            writer.record(row)
+        for member, incs in incarnations.items():
+            inc = incs[min(cycle * len(incs) // 10, len(incs) - 1)]
+            new = []
+            for _ in range(20):
+                seq = seqs[member, inc] = seqs.get((member, inc), 0) + 1
+                at_us = MIDNIGHT_US + (cycle * 100 + seq) * US
+                new.append(_member_row(groups[member], member, inc, seq, at_us))
+                expected.add((groups[member], member, inc, seq))
+            for row in new:
+                writer.record(row)
+            last[member] = new
+        await writer.close()
+        duplicates_per_cycle.append(writer.stats.dropped.duplicate)
+    keys = _keys(tmp_path)
+    assert len(keys) == len(set(keys)), "duplicated samples"
+    assert set(keys) == expected
+    # cycle 0 has nothing to repeat; later cycles: D, A, B, C retained + 3 of A again
+    assert duplicates_per_cycle == [0] + [7] * 9
+
+
+# ---------------------------------------------------------------- shared tree
+
+
+async def test_two_writers_on_one_directory_never_take_each_others_files(
+    tmp_path: Path,
+) -> None:
+    first = _fast_writer(tmp_path, instance="collector-a", flush_interval_s=3600.0)
+    second = _fast_writer(tmp_path, instance="collector-b", flush_interval_s=3600.0)
+    await first.start()
+    await second.start()
+    for seq in range(1, 11):
+        second.record(sample_row(seq, member="m-b"))
+    Watch(tmp_path / "wal").until(lambda: second.stats.rows_written == 10, "b fsynced")
+    await first.close()
+    restarted = _fast_writer(tmp_path, instance="collector-a")  # must not replay b's WAL
+    await restarted.start()
+    for seq in range(11, 21):
+        second.record(sample_row(seq, member="m-b"))
+    restarted.record(sample_row(1, member="m-a"))
+    await restarted.close()
+    await second.close()
+    assert sorted(_keys(tmp_path)) == sorted(
+        [("g", "m-a", 2**63 + 5, 1)] + [("g", "m-b", 2**63 + 5, s) for s in range(1, 21)]
+    )

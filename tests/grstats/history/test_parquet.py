@@ -1,0 +1,59 @@
+"""Parquet segments: partitioning, file names, format settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from grstats.core.records import HISTORY_COLUMNS
+from grstats.history.parquet import read_history, rows_to_table, write_segments
+from tests.grstats.history.rows import (
+    MIDNIGHT_US,
+    sample_row,
+)
+
+
+def test_partitions_by_utc_date_across_midnight(tmp_path: Path) -> None:
+    rows = [
+        sample_row(1, at_us=MIDNIGHT_US - 1),
+        sample_row(2, at_us=MIDNIGHT_US),
+        sample_row(3, group="a/b c"),
+    ]
+    paths = write_segments(tmp_path, rows_to_table(rows), segment_id="x")
+    rel = sorted(str(p.parent.relative_to(tmp_path)) for p in paths)
+    assert rel == [
+        "group=a%2Fb%20c/date=2026-11-20",
+        "group=g/date=2026-11-19",
+        "group=g/date=2026-11-20",
+    ]
+    before = pq.read_table(tmp_path / "group=g/date=2026-11-19")
+    assert before.column("seq").to_pylist() == [1]
+    # file name: part-<first sampled_at, 16 digits>-<uuid>.parquet
+    name = next(p.name for p in paths if "2026-11-19" in str(p))
+    assert name.startswith(f"part-{MIDNIGHT_US - 1:016d}-") and name.endswith(".parquet")
+
+
+def test_parquet_settings_applied(tmp_path: Path) -> None:
+    (path,) = write_segments(
+        tmp_path, rows_to_table(sample_row(s) for s in range(1, 50)), segment_id="s"
+    )
+    meta = pq.ParquetFile(path).metadata
+    columns = {
+        meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+        for i in range(meta.num_columns)
+    }
+    for name in ("seq", "sampled_at", "incarnation", "count_transactions_checked", "member_port"):
+        assert "DELTA_BINARY_PACKED" in columns[name].encodings, name
+    for name in ("member_id", "view_id", "transactions_committed_all_members"):
+        assert "RLE_DICTIONARY" in columns[name].encodings, name
+    assert {c.compression for c in columns.values()} == {"ZSTD"}
+    assert [(f.name, str(f.type)) for f in pq.read_schema(path)] == list(HISTORY_COLUMNS)
+
+
+def test_same_segment_written_twice_is_one_file(tmp_path: Path) -> None:
+    table = rows_to_table([sample_row(1), sample_row(2)])
+    first = write_segments(tmp_path, table, segment_id="wal-7")
+    second = write_segments(tmp_path, table, segment_id="wal-7")
+    assert first == second
+    assert read_history(tmp_path).num_rows == 2

@@ -1,0 +1,45 @@
+"""Rate-limited logging of repeating history faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grstats.history.stats import RateLimitedLog
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, dict[str, Any]]] = []
+
+    def warning(self, event: str, **context: Any) -> None:
+        self.lines.append((event, context))
+
+
+def test_repeats_within_the_interval_are_counted_and_reported_on_the_next_line() -> None:
+    now = [100.0]
+    out = Recorder()
+    limiter = RateLimitedLog(out, 60.0, clock=lambda: now[0])
+    for second in range(0, 121, 10):  # 13 occurrences at t = 100, 110, ..., 220
+        now[0] = 100.0 + second
+        limiter.emit("warning", "history.write_failed", error="ENOSPC")
+    # logged at 100 (0 held back), 160 (5 held back: 110-150), 220 (5: 170-210)
+    assert [c["suppressed"] for _, c in out.lines] == [0, 5, 5]
+
+
+def test_reset_returns_the_held_back_count_and_logs_the_next_at_once() -> None:
+    now = [0.0]
+    out = Recorder()
+    limiter = RateLimitedLog(out, 60.0, clock=lambda: now[0])
+    for _ in range(4):
+        limiter.emit("warning", "e")
+    assert limiter.reset("e") == 3
+    limiter.emit("warning", "e")
+    assert len(out.lines) == 2
+
+
+def test_events_are_limited_independently() -> None:
+    out = Recorder()
+    limiter = RateLimitedLog(out, 60.0, clock=lambda: 0.0)
+    limiter.emit("warning", "a")
+    limiter.emit("warning", "b")
+    assert [e for e, _ in out.lines] == ["a", "b"]
