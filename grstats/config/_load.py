@@ -223,23 +223,34 @@ class ClientSettings:
     bus: BusSettings
 
 
-def load_client_settings(path: str | Path, *, bus: bool) -> ClientSettings:
+def load_client_settings(
+    path: str | Path | None, *, bus: bool, bus_overrides: Mapping[str, Any] | None = None
+) -> ClientSettings:
     """Read `[api]` and `[bus]` as a client: same checks, unknown keys ignored.
 
     Args:
-        path: the TOML file.
+        path: the TOML file, or None for no file (defaults, then overrides).
         bus: the client will connect to the broker: read the password and check
             the TLS files (otherwise the [bus] keys are type-checked only, so
             reading the daemon's API never needs the broker's secrets).
+        bus_overrides: [bus] keys given another way (command-line options), as
+            TOML values; they replace the file's. Giving password_env or
+            password_file replaces both of the file's.
 
     Returns:
         The [api] and [bus] settings (defaults where absent).
 
     Raises:
-        ConfigError: unreadable file, TOML syntax error or an invalid key.
+        ConfigError: unreadable file, TOML syntax error or an invalid key
+            (`key` is the dotted key, whether it came from the file or an override).
     """
-    name, doc = read_toml(path)
+    name, doc = read_toml(path) if path is not None else ("", {})
+    base = dict(table(name, doc, "bus").data)
+    overrides = dict(bus_overrides or {})
+    if overrides.keys() & {"password_env", "password_file"}:
+        base.pop("password_env", None)
+        base.pop("password_file", None)
     return ClientSettings(
         api=_parse_listen(table(name, doc, "api")),
-        bus=_parse_bus(table(name, doc, "bus"), resolve=bus),
+        bus=_parse_bus(Section(name, "bus", {**base, **overrides}), resolve=bus),
     )

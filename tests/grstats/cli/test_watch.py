@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from grstats.cli.commands.watch import build_view, fit_columns, live_table
+from grstats.cli.watchview import build_view, fit_columns, live_table
 
 M1 = "11111111-1111-1111-1111-111111111111"
 
