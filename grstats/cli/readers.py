@@ -110,7 +110,8 @@ class TableReader:
             settings = load_client_settings(config, bus=bus is not None, bus_overrides=overrides)
         except ConfigError as exc:
             key = exc.key.removeprefix("bus.")
-            if exc.key.startswith("bus.") and key in overrides:
+            # Name the option when it holds the value, or when there is no file at all.
+            if exc.key.startswith("bus.") and (key in overrides or not exc.file):
                 raise BadArgument(f"{_FLAG_OF_KEY[key]}: {exc.problem}") from None
             raise BadArgument(str(exc)) from None
         try:

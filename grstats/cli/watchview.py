@@ -166,7 +166,7 @@ def _cell(column: str, value: object) -> str:
 def title_line(where: str, interval: float, error: str | None) -> str:
     clock = datetime.now(UTC).strftime("%H:%M:%S UTC")
     title = f"replication_group_member_stats @ {where}  every {interval:g}s  {clock}"
-    return f"{title}  [stale: {error}]" if error else title
+    return render.visible(f"{title}  [stale: {error}]" if error else title)
 
 
 # Columns given up, in this order, when the terminal is too narrow; the member,
@@ -236,7 +236,13 @@ def live_table(
         A `rich.table.Table`.
     """
     columns, short = fit_columns(rows, width)
-    table = Table(box=MYSQL_BOX, title=title, title_justify="left", show_edge=True, pad_edge=True)
+    table = Table(
+        box=MYSQL_BOX,
+        title=render.visible(title),
+        title_justify="left",
+        show_edge=True,
+        pad_edge=True,
+    )
     for column in columns:
         if column in _RIGHT:
             table.add_column(column, justify="right", no_wrap=True)

@@ -235,7 +235,8 @@ def load_client_settings(
             reading the daemon's API never needs the broker's secrets).
         bus_overrides: [bus] keys given another way (command-line options), as
             TOML values; they replace the file's. Giving password_env or
-            password_file replaces both of the file's.
+            password_file replaces both of the file's; tls = false drops the
+            file's ca_file, cert_file and key_file.
 
     Returns:
         The [api] and [bus] settings (defaults where absent).
@@ -250,6 +251,9 @@ def load_client_settings(
     if overrides.keys() & {"password_env", "password_file"}:
         base.pop("password_env", None)
         base.pop("password_file", None)
+    if overrides.get("tls") is False:  # a plain connection: the file's TLS files do not apply
+        for key in _TLS_FILES:
+            base.pop(key, None)
     return ClientSettings(
         api=_parse_listen(table(name, doc, "api")),
         bus=_parse_bus(Section(name, "bus", {**base, **overrides}), resolve=bus),
