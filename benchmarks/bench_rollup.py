@@ -125,7 +125,7 @@ def simulate(out: Path, members: int, days: int) -> tuple[int, str]:
         (rows written, which generator).
     """
     try:
-        from grstats.cli.commands.simulate import member_ids, simulate_history  # noqa: PLC0415
+        from grstats.cli.backfill import member_ids, simulate_history  # noqa: PLC0415
     except ImportError:  # pragma: no cover - benchmark run without grstats
         return generate(out, members, days), "pyarrow"
     result = simulate_history(

@@ -21,7 +21,7 @@ import time
 
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
-from grstats.cli.reader import ReadError
+from grstats.cli.errors import ReadError
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
 
@@ -33,8 +33,7 @@ def _now_us() -> int:
 
 
 async def read_snapshot_async(
-    host: str,
-    port: int,
+    options: BusOptions,
     *,
     prefix: str = "grstats/v1",
     group: str | None = None,
@@ -44,7 +43,7 @@ async def read_snapshot_async(
     """Collect the retained messages under `prefix` and build the tables.
 
     Args:
-        host, port: the MQTT broker.
+        options: the MQTT broker, credentials and TLS.
         prefix: topic prefix (`[bus] prefix`).
         group: only this group; None for every group on the broker.
         deadline_s: give up connecting after this many seconds; also bounds
@@ -65,7 +64,7 @@ async def read_snapshot_async(
         arrived.set()
 
     topic_filter = f"{prefix.rstrip('/')}/{group or '+'}/+/+"
-    bus = Bus(BusOptions(host=host, port=port), subscriptions=[topic_filter], handler=handle)
+    bus = Bus(options, subscriptions=[topic_filter], handler=handle)
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
     connected = True
@@ -86,13 +85,14 @@ async def read_snapshot_async(
                 break
         await bus.close()
     if not connected:
-        raise ReadError(f"cannot reach the MQTT broker at {host}:{port} within {deadline_s:g} s")
+        raise ReadError(
+            f"cannot reach the MQTT broker at {options.host}:{options.port} within {deadline_s:g} s"
+        )
     return tables.snapshot(_now_us())
 
 
 def read_snapshot(
-    host: str,
-    port: int,
+    options: BusOptions,
     *,
     prefix: str = "grstats/v1",
     group: str | None = None,
@@ -102,7 +102,7 @@ def read_snapshot(
     """Synchronous `read_snapshot_async` for the CLI (runs its own event loop).
 
     Args:
-        host, port, prefix, group, deadline_s, quiet_s: as `read_snapshot_async`.
+        options, prefix, group, deadline_s, quiet_s: as `read_snapshot_async`.
 
     Returns:
         The snapshot.
@@ -112,6 +112,6 @@ def read_snapshot(
     """
     return asyncio.run(
         read_snapshot_async(
-            host, port, prefix=prefix, group=group, deadline_s=deadline_s, quiet_s=quiet_s
+            options, prefix=prefix, group=group, deadline_s=deadline_s, quiet_s=quiet_s
         )
     )

@@ -4,6 +4,11 @@ Strategy: each sub-command lives in its own module under `grstats.cli.commands` 
 exposes a `click.Command` named `command`. The group imports a module only when
 its command runs (or when --help lists it), so `grstats decode` never pays for
 pyarrow or aiomqtt imports.
+
+Logging is configured once per process: here for the client commands (errors
+only: a reader reports a failure as one line itself, so the bus's reconnect
+warnings would be noise), and by `grstats.daemon.lifecycle.run_process` for
+`run` and `collect`, whose level and format come from their config file.
 """
 
 from __future__ import annotations
@@ -50,9 +55,14 @@ class _LazyGroup(click.Group):
         return found if isinstance(found, click.Command) else None
 
 
+# Commands that configure logging themselves, from their config file.
+_DAEMON_COMMANDS = ("run", "collect")
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="grstats")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """grstats: MySQL Group Replication member statistics for every member.
 
     \b
@@ -61,3 +71,7 @@ def main() -> None:
       grstats stats                                    # replication_group_member_stats
       grstats decode 0100000010001000...               # decode a captured message
     """
+    if ctx.invoked_subcommand not in _DAEMON_COMMANDS:
+        from grstats.logs import configure_logging  # noqa: PLC0415 - structlog only when run
+
+        configure_logging(level="error")

@@ -8,6 +8,11 @@ mysql client's `\\G` output; `csv_text` and `json_text` are for scripts.
 
 Invariants: the column order is the one given (the performance_schema order),
 never the order keys happen to have in a row; a key missing from a row is NULL.
+Text from the bus or a server is untrusted: every cell of the table, vertical
+and CSV renderings goes through `visible`, which shows control characters as
+escapes (`\x1b`, `\x9b`, `\u202e`), so a member's host, state or version
+cannot move the cursor, clear or recolour the operator's terminal, or split a
+CSV record. JSON escapes them itself.
 """
 
 from __future__ import annotations
@@ -15,13 +20,45 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["FORMATS", "cell_text", "csv_text", "json_text", "render", "table", "vertical"]
+__all__ = [
+    "FORMATS",
+    "cell_text",
+    "csv_text",
+    "json_text",
+    "render",
+    "table",
+    "vertical",
+    "visible",
+]
 
 FORMATS = ("table", "vertical", "json", "csv")
 
 _STARS = "*" * 27
+
+# C0 controls (ESC, CR, LF, BS, ...), DEL, C1 controls (CSI 0x9b, ...), and the
+# characters that reorder or break lines on a terminal: bidi marks, embeddings,
+# overrides and isolates, LINE and PARAGRAPH SEPARATOR.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character shown as an escape (`\\x1b`, `\\u202e`).
+
+    Args:
+        text: untrusted text.
+
+    Returns:
+        Text that prints as itself: nothing in it acts on a terminal.
+    """
+    return _CONTROL.sub(_escape, text)
 
 
 def cell_text(value: object) -> str:
@@ -39,7 +76,7 @@ def cell_text(value: object) -> str:
         return str(int(value))
     if isinstance(value, float):
         return f"{value:.3f}"
-    return str(value)
+    return visible(str(value))
 
 
 def _is_number(value: object) -> bool:
@@ -116,8 +153,14 @@ def vertical(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> st
     return "\n".join(out) + "\n"
 
 
+def _csv_cell(value: object) -> object:
+    if value is None:
+        return ""
+    return visible(value) if isinstance(value, str) else value
+
+
 def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
-    """RFC 4180 CSV with a header line; None is an empty field.
+    """RFC 4180 CSV with a header line; None is an empty field, control characters escaped.
 
     Args:
         rows: the rows to show.
@@ -130,7 +173,7 @@ def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> st
     writer = csv.writer(buffer)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if row.get(col) is None else row.get(col) for col in columns])
+        writer.writerow([_csv_cell(row.get(col)) for col in columns])
     return buffer.getvalue()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grstats.config import ConfigError, load_config
+from grstats.config import ConfigError, load_client_settings, load_config
 from tests.fixtures.paths import REPO_ROOT
 
 GRSTATS = str(Path(sys.executable).parent / "grstats")
@@ -204,3 +204,69 @@ def test_cli_missing_config_file_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "none.toml: cannot read" in result.stderr
+
+
+def test_error_carries_file_key_and_problem_as_data(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, MINIMAL + "[publish]\nperiod = 0\n"))
+    assert info.value.file == "grstats.toml"
+    assert info.value.key == "publish.period"
+    assert info.value.problem == "expected a number 0.05-3600, got 0"
+
+
+def test_empty_bus_host_is_a_config_error(tmp_path: Path) -> None:
+    assert error_of(tmp_path, MINIMAL + '[bus]\nhost = ""\n') == (
+        "grstats.toml: bus.host: must not be empty"
+    )
+
+
+@pytest.mark.parametrize("key", ["ca_file", "cert_file", "key_file"])
+def test_tls_file_that_cannot_be_read_names_the_key(tmp_path: Path, key: str) -> None:
+    pem = tmp_path / "present.pem"
+    pem.write_text("not checked here\n")
+    files = {"ca_file": pem, "cert_file": pem, "key_file": pem}
+    files[key] = tmp_path / "missing.pem"
+    lines = "".join(f"{k} = '{v}'\n" for k, v in files.items())
+    message = error_of(tmp_path, MINIMAL + "[bus]\ntls = true\n" + lines)
+    assert message == (
+        f"grstats.toml: bus.{key}: cannot read {tmp_path / 'missing.pem'}: "
+        "No such file or directory"
+    )
+
+
+def test_tls_file_without_tls_is_a_mistake(tmp_path: Path) -> None:
+    pem = tmp_path / "ca.pem"
+    pem.write_text("x\n")
+    message = error_of(tmp_path, MINIMAL + f"[bus]\nca_file = '{pem}'\n")
+    assert message.startswith("grstats.toml: bus.ca_file: set, but tls is false")
+
+
+def test_readable_tls_files_are_kept(tmp_path: Path) -> None:
+    pem = tmp_path / "ca.pem"
+    pem.write_text("x\n")
+    settings = load_config(write(tmp_path, MINIMAL + f"[bus]\ntls = true\nca_file = '{pem}'\n"))
+    assert (settings.bus.tls, settings.bus.ca_file, settings.bus.cert_file) == (
+        True,
+        str(pem),
+        None,
+    )
+
+
+def test_client_settings_ignore_unknown_keys_and_leave_secrets_unread(tmp_path: Path) -> None:
+    text = (
+        "[api]\nlisten = '0.0.0.0:9999'\nfuture_key = 1\n"
+        "[bus]\nport = 1884\npassword_env = 'GRSTATS_SURELY_UNSET_VAR'\n"
+        "[sql]\nlisten = '127.0.0.1:3307'\n"
+    )
+    client = load_client_settings(write(tmp_path, text), bus=False)
+    assert (client.api.host, client.api.port) == ("0.0.0.0", 9999)
+    assert (client.bus.port, client.bus.password) == (1884, None)
+    with pytest.raises(ConfigError) as info:
+        load_client_settings(write(tmp_path, text), bus=True)
+    assert info.value.key == "bus.password_env"
+
+
+def test_client_settings_check_types_like_the_daemon(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_client_settings(write(tmp_path, '[bus]\nport = "abc"\n'), bus=False)
+    assert str(info.value) == 'grstats.toml: bus.port: expected an integer 1-65535, got "abc"'

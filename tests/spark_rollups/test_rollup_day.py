@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from grstats.cli.commands.simulate import member_ids, simulate_history
+from grstats.cli.backfill import member_ids, simulate_history
 from spark_rollups.rollup import TABLES, run_rollup
 
 pytestmark = pytest.mark.slow

@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from grstats.cli import render
 from protocol import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
@@ -136,7 +137,8 @@ def _table(header: FixedHeader, stats: PipelineStats, size: int) -> str:
     indent = " " * (field_width + column_width + 4)
     lines = [f"{'FIELD':<{field_width}}  {'P_S COLUMN':<{column_width}}  VALUE"]
     for field, column, value in rows:
-        first, *rest = value.split("\n")
+        # captured bytes are untrusted: nothing in them may act on the terminal
+        first, *rest = (render.visible(line) for line in value.split("\n"))
         lines.append(f"{field:<{field_width}}  {column:<{column_width}}  {first}")
         lines.extend(indent + line for line in rest)
     return "\n".join(lines)

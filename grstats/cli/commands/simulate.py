@@ -1,218 +1,28 @@
 """`grstats simulate`: days of simulated group history, written offline.
 
-Strategy: the simulated group model (`grstats.sources.simulated.model`) yields one
-member's HistoryRow columns for a span of seconds in bulk; this command walks
-the requested days member by member, adds what only a daemon knows
-(incarnation: one per member, derived from the seed; seq: 1..n per member
-across the whole run), and hands each member-day to
-`grstats.history.writer.write_segments` -- the very function the daemon's history
-writer uses -- so the output has exactly the daemon's format and layout.
-
-Invariants: the output is a function of (group, members, seed, start, days,
-slow member): member UUIDs and incarnations derive from the seed, and each
-member-day's segment name derives from those inputs, so re-running into the
-same directory replaces the files instead of duplicating rows.  Days are whole
-UTC days; the default start makes the run end with the last full UTC day
-(yesterday): `--days 7` run on a Sunday covers the previous Sunday to Saturday.
+The work is `grstats.cli.backfill.simulate_history` (the daemon's own Parquet
+format and layout); this command chooses the inputs and reports the result.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-_NAMESPACE = uuid.UUID("0f6d8f3a-2c51-5c1e-b7a4-9e2a61d0c3b7")
-SECONDS_PER_DAY = 86_400
+from grstats.cli.backfill import (
+    SECONDS_PER_DAY,
+    SimulateResult,
+    default_group,
+    default_start,
+    member_ids,
+    run_with_progress,
+    simulate_history,
+)
 
-
-def member_ids(seed: int, count: int) -> list[str]:
-    """The deterministic server UUIDs of a simulated group.
-
-    Args:
-        seed: the simulation seed.
-        count: number of members.
-
-    Returns:
-        `count` UUID texts, the same for the same seed.
-    """
-    return [str(uuid.uuid5(_NAMESPACE, f"{seed}/member/{i}")) for i in range(1, count + 1)]
-
-
-def default_group(seed: int) -> str:
-    """The group name (a UUID) used when --group is not given."""
-    return str(uuid.uuid5(_NAMESPACE, f"{seed}/group"))
-
-
-def model_group(group: str) -> str:
-    """The group UUID the model uses for GTIDs: `group` itself when it is a UUID.
-
-    GR group names are UUIDs; for any other text a UUID is derived from it, so
-    the GTID columns stay valid while `group_name` keeps the text given.
-    """
-    try:
-        return str(uuid.UUID(group))
-    except ValueError:
-        return str(uuid.uuid5(_NAMESPACE, f"group/{group}"))
-
-
-def incarnation_of(seed: int, member_id: str) -> int:
-    """One daemon incarnation (u64) per simulated member, derived from the seed."""
-    digest = hashlib.sha256(f"{seed}/incarnation/{member_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-@dataclass(frozen=True, slots=True)
-class SimulateResult:
-    """What a run wrote."""
-
-    rows: int
-    files: int
-    bytes_on_disk: int
-    seconds: float
-
-    @property
-    def bytes_per_sample(self) -> float:
-        return self.bytes_on_disk / self.rows if self.rows else 0.0
-
-    @property
-    def rows_per_second(self) -> float:
-        return self.rows / self.seconds if self.seconds else 0.0
-
-
-def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -> Any:
-    from grstats.sources.simulated.model import GroupModel, SimulationSettings  # noqa: PLC0415
-
-    settings = SimulationSettings(
-        group=model_group(group),
-        members=tuple(members),
-        seed=seed,
-        slow_member=members[-1] if slow_member else None,
-    )
-    return GroupModel(settings)
-
-
-def _chunks(members: list[str], start: dt.date, days: int) -> Iterator[tuple[dt.date, int, str]]:
-    for day_index in range(days):
-        day = start + dt.timedelta(days=day_index)
-        for member in members:
-            yield day, day_index, member
-
-
-def simulate_history(
-    out: Path,
-    *,
-    group: str,
-    members: list[str],
-    days: int,
-    seed: int,
-    start: dt.date,
-    slow_member: bool = False,
-    on_chunk: Callable[[int], None] | None = None,
-) -> SimulateResult:
-    """Write `days` whole UTC days of every member's 1 Hz history under `out`.
-
-    Args:
-        out: history root (created if missing).
-        group: group name.
-        members: member UUIDs.
-        days: number of days.
-        seed: model seed.
-        start: first UTC day.
-        slow_member: make the last member the slow one (applier capacity).
-        on_chunk: called with the number of rows after each member-day.
-
-    Returns:
-        Rows and files written, their size on disk and the elapsed time.
-    """
-    import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
-
-    from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
-
-    schema = history_schema()
-    began = time.monotonic()
-    model = _build_model(group, members, seed, slow_member)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    rows = 0
-    for day, day_index, member in _chunks(members, start, days):
-        start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
-        columns: dict[str, Any] = dict(model.history_columns(member, start_s, SECONDS_PER_DAY))
-        first_seq = day_index * SECONDS_PER_DAY + 1
-        columns["group_name"] = [group] * SECONDS_PER_DAY
-        columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
-        columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
-        table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
-        segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
-        paths.extend(write_segments(out, table, segment_id=segment))
-        rows += table.num_rows
-        if on_chunk is not None:
-            on_chunk(table.num_rows)
-    size = sum(p.stat().st_size for p in set(paths))
-    return SimulateResult(rows, len(set(paths)), size, time.monotonic() - began)
-
-
-def _default_start(days: int) -> dt.date:
-    return dt.datetime.now(dt.UTC).date() - dt.timedelta(days=days)
-
-
-def _run_with_progress(
-    total_rows: int, run: Callable[[Callable[[int], None]], SimulateResult]
-) -> SimulateResult:
-    from rich.console import Console  # noqa: PLC0415
-    from rich.progress import (  # noqa: PLC0415
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    console = Console(stderr=True)
-    if console.is_terminal:
-        columns = (
-            TextColumn("simulate"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("rows"),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("rows", total=total_rows, rate="")
-
-            def advance(n: int) -> None:
-                progress.advance(task, n)
-                speed = progress.tasks[task].speed or 0.0
-                progress.update(task, rate=f"{speed:,.0f} rows/s")
-
-            return run(advance)
-    began, done = time.monotonic(), 0
-
-    def report(n: int) -> None:
-        nonlocal done
-        done += n
-        elapsed = time.monotonic() - began
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (total_rows - done) / rate if rate > 0 else 0.0
-        print(
-            f"simulate progress rows={done}/{total_rows} rows_per_s={rate:.0f} eta_s={eta:.0f}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return run(report)
+__all__ = ["command"]
 
 
 @click.command("simulate")
@@ -264,7 +74,7 @@ def command(
     """
     group_name = default_group(seed) if group is None else group
     ids = member_ids(seed, members)
-    first_day = _default_start(days) if start is None else start.date()
+    first_day = default_start(days) if start is None else start.date()
     total = members * days * SECONDS_PER_DAY
 
     def run(on_chunk: Callable[[int], None]) -> SimulateResult:
@@ -280,7 +90,7 @@ def command(
         )
 
     try:
-        result = _run_with_progress(total, run)
+        result = run_with_progress(total, run)
     except OSError as exc:  # the user's --out: say which path and why, no traceback
         raise click.ClickException(f"{exc.filename or out}: {exc.strerror or exc}") from exc
     click.echo(

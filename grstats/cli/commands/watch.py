@@ -1,275 +1,30 @@
 """`grstats watch`: the member-stats table, refreshed live, with rates per second.
 
 Strategy: every `--interval` seconds read the three tables (daemon API, or the
-broker with `--bus`), join them per member, and compute rates since the
-previous refresh from the counter columns (checked/s, conflicts/s, applied/s).
-`build_view` is pure (rows in, display rows out) so the arithmetic is tested
-without a terminal. On a terminal the table is redrawn in place with rich's
-`Live` (changed cells highlighted, UNREACHABLE in red); off a terminal each
-refresh is printed as a plain mysql-client table, so logs stay readable.
+broker with `--bus`), build the view (`grstats.cli.watchview`: rates since the
+previous refresh, changed cells) and show it: on a terminal redrawn in place
+with rich's `Live`; off a terminal each refresh is printed as a plain
+mysql-client table, so logs stay readable.
 
-Invariants: a counter that went down (member restart) shows no rate for that
-refresh, never a negative one; Ctrl-C ends the loop and exits 0; `--count` and
-`--duration` bound a non-interactive run; a read failure after the first
-successful one is shown in the title and retried, the first one exits 1.
+Invariants: Ctrl-C ends the loop and exits 0; `--count` and `--duration` bound
+a non-interactive run; a read failure after the first successful one is shown
+in the title and retried, the first one exits 1.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import click
-from rich import box
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
-from grstats.cli import render
-from grstats.cli.commands.tables import TableReader, UserError, read_options
-from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
+from grstats.cli.errors import UserError
+from grstats.cli.readers import TableReader, read_options
+from grstats.cli.watchview import ViewState, build_view, live_table, plain_table, title_line
+from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE
 
-__all__ = [
-    "COLUMNS",
-    "RATE_COLUMNS",
-    "ViewState",
-    "build_view",
-    "command",
-    "fit_columns",
-    "live_table",
-]
-
-# display column -> source column (member_stats unless noted)
-RATE_COLUMNS: Mapping[str, str] = {
-    "checked/s": "COUNT_TRANSACTIONS_CHECKED",
-    "conflicts/s": "COUNT_CONFLICTS_DETECTED",
-    "applied/s": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-}
-COLUMNS: tuple[str, ...] = (
-    "MEMBER",
-    "MEMBER_ID",
-    "STATE",
-    "ROLE",
-    "IN_QUEUE",
-    "APPLIER_QUEUE",
-    "CHECKED",
-    "checked/s",
-    "CONFLICTS",
-    "conflicts/s",
-    "APPLIED",
-    "applied/s",
-    "PROPOSED",
-    "ROLLBACK",
-    "ROWS_VALIDATING",
-    "LAST_SEEN_S",
-)
-_STATS_SOURCES: Mapping[str, str] = {
-    "IN_QUEUE": "COUNT_TRANSACTIONS_IN_QUEUE",
-    "APPLIER_QUEUE": "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-    "CHECKED": "COUNT_TRANSACTIONS_CHECKED",
-    "CONFLICTS": "COUNT_CONFLICTS_DETECTED",
-    "APPLIED": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "PROPOSED": "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "ROLLBACK": "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-    "ROWS_VALIDATING": "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-}
-_RIGHT = frozenset(COLUMNS) - {"MEMBER", "MEMBER_ID", "STATE", "ROLE"}
-_NOT_HIGHLIGHTED = {"LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
-
-# The mysql client's box: +---+ rules, | between cells.
-MYSQL_BOX = box.Box("+-++\n| ||\n+-++\n| ||\n+-++\n+-++\n| ||\n+-++\n", ascii=True)
-
-
-@dataclass(frozen=True, slots=True)
-class ViewState:
-    """What one refresh leaves for the next: counters and display rows per member."""
-
-    at: float  # time.monotonic() of the read
-    counters: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    shown: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return None
-
-
-def build_view(
-    tables: Mapping[str, Sequence[Row]], at: float, previous: ViewState | None
-) -> tuple[list[dict[str, object]], set[tuple[str, str]], ViewState]:
-    """Join the three tables per member and compute rates since `previous`.
-
-    Args:
-        tables: rows of replication_group_member_stats, replication_group_members
-            and grstats_member_status (the last two may be missing or empty).
-        at: monotonic seconds of this read.
-        previous: what the last refresh returned, None on the first.
-
-    Returns:
-        (display rows keyed by COLUMNS, the (member_id, column) cells whose
-        value changed since `previous`, the state for the next refresh).
-        A rate is None on the first refresh, for a new member, or after a
-        counter went down (a restart).
-    """
-    members = {str(r.get("MEMBER_ID")): r for r in tables.get(MEMBERS_TABLE, ())}
-    status = {str(r.get("MEMBER_ID")): r for r in tables.get(MEMBER_STATUS_TABLE, ())}
-    rows: list[dict[str, object]] = []
-    changed: set[tuple[str, str]] = set()
-    counters: dict[str, dict[str, int]] = {}
-    shown: dict[str, dict[str, object]] = {}
-    elapsed = at - previous.at if previous is not None else 0.0
-    for stats in tables.get(MEMBER_STATS_TABLE, ()):
-        member_id = str(stats.get("MEMBER_ID") or "")
-        member = members.get(member_id, {})
-        host, port = member.get("MEMBER_HOST"), member.get("MEMBER_PORT")
-        row: dict[str, object] = {
-            "MEMBER": f"{host}:{port}" if host else "",
-            "MEMBER_ID": member_id,
-            "STATE": member.get("MEMBER_STATE"),
-            "ROLE": member.get("MEMBER_ROLE"),
-            "LAST_SEEN_S": status.get(member_id, {}).get("LAST_SEEN_AGE_SECONDS"),
-        }
-        for display, column in _STATS_SOURCES.items():
-            row[display] = stats.get(column)
-        now_counters = {
-            column: value
-            for column in RATE_COLUMNS.values()
-            if (value := _int(stats.get(column))) is not None
-        }
-        before = previous.counters.get(member_id, {}) if previous is not None else {}
-        for display, column in RATE_COLUMNS.items():
-            rate: float | None = None
-            if column in now_counters and column in before and elapsed > 0:
-                step = now_counters[column] - before[column]
-                rate = step / elapsed if step >= 0 else None
-            row[display] = rate
-        if previous is not None and member_id in previous.shown:
-            old = previous.shown[member_id]
-            changed.update(
-                (member_id, col)
-                for col in COLUMNS
-                if col not in _NOT_HIGHLIGHTED and old.get(col) != row.get(col)
-            )
-        counters[member_id] = now_counters
-        shown[member_id] = row
-        rows.append(row)
-    return rows, changed, ViewState(at=at, counters=counters, shown=shown)
-
-
-def _cell(column: str, value: object) -> str:
-    if value is None:
-        return "" if column.endswith("/s") else "NULL"
-    if column.endswith("/s") and isinstance(value, float):
-        return f"{value:.1f}"
-    if column == "LAST_SEEN_S" and isinstance(value, float):
-        return f"{value:.1f}"
-    return render.cell_text(value)
-
-
-def _title(where: str, interval: float, error: str | None) -> str:
-    clock = datetime.now(UTC).strftime("%H:%M:%S UTC")
-    title = f"replication_group_member_stats @ {where}  every {interval:g}s  {clock}"
-    return f"{title}  [stale: {error}]" if error else title
-
-
-# Columns given up, in this order, when the terminal is too narrow; the member,
-# its state and the queues and rates always stay.
-_DROP_ORDER = (
-    "PROPOSED",
-    "APPLIED",
-    "CHECKED",
-    "MEMBER_ID",  # first shortened to 8 characters, then dropped
-    "ROWS_VALIDATING",
-    "ROLE",
-    "LAST_SEEN_S",
-    "CONFLICTS",
-    "ROLLBACK",
-)
-_SHORT_ID = 8
-
-
-def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple[str, ...], bool]:
-    """The columns that fit in `width` terminal cells.
-
-    Args:
-        rows: display rows from `build_view`.
-        width: the terminal width.
-
-    Returns:
-        (columns in display order, whether MEMBER_ID is shortened).
-    """
-
-    def needed(columns: Sequence[str], short: bool) -> int:
-        total = 1
-        for column in columns:
-            cells = [_cell(column, row.get(column)) for row in rows]
-            if short and column == "MEMBER_ID":
-                cells = [c[:_SHORT_ID] for c in cells]
-            total += max([len(column), *map(len, cells)]) + 3
-        return total
-
-    columns = list(COLUMNS)
-    short = False
-    for victim in _DROP_ORDER:
-        if needed(columns, short) <= width:
-            break
-        if victim == "MEMBER_ID" and not short:
-            short = True
-            if needed(columns, short) <= width:
-                break
-        columns.remove(victim)
-    return tuple(columns), short
-
-
-def live_table(
-    rows: Sequence[Mapping[str, object]],
-    changed: set[tuple[str, str]],
-    title: str,
-    width: int,
-) -> Table:
-    """The rich table of one refresh: mysql-client box, changes yellow, UNREACHABLE red.
-
-    Args:
-        rows: display rows from `build_view`.
-        changed: (member_id, column) cells to highlight.
-        title: the line above the table.
-        width: terminal width (columns are dropped to fit, see `fit_columns`).
-
-    Returns:
-        A `rich.table.Table`.
-    """
-    columns, short = fit_columns(rows, width)
-    table = Table(box=MYSQL_BOX, title=title, title_justify="left", show_edge=True, pad_edge=True)
-    for column in columns:
-        if column in _RIGHT:
-            table.add_column(column, justify="right", no_wrap=True)
-        else:
-            table.add_column(column, justify="left", no_wrap=True)
-    for row in rows:
-        member_id = str(row["MEMBER_ID"])
-        unreachable = row.get("STATE") == "UNREACHABLE"
-        cells: list[Text] = []
-        for column in columns:
-            style = ""
-            if unreachable and column in ("STATE", "MEMBER", "MEMBER_ID"):
-                style = "bold red"
-            elif (member_id, column) in changed:
-                style = "bold yellow"
-            text = _cell(column, row.get(column))
-            if short and column == "MEMBER_ID":
-                text = text[:_SHORT_ID]
-            cells.append(Text(text, style=style))
-        table.add_row(*cells, style="red" if unreachable else "")
-    return table
-
-
-def _plain(rows: Sequence[Mapping[str, object]], title: str) -> str:
-    texts = [{c: _cell(c, r.get(c)) for c in COLUMNS} for r in rows]
-    return title + "\n" + render.table(texts, COLUMNS, right=_RIGHT)
+__all__ = ["command"]
 
 
 @click.command(
@@ -326,7 +81,7 @@ def command(
                 rows, changed, state = build_view(tables, time.monotonic(), state)
             else:
                 rows, changed = [dict(r) for r in (state.shown.values() if state else ())], set()
-            title = _title(reader.where, interval, error)
+            title = title_line(reader.where, interval, error)
             if console.is_terminal:
                 view = live_table(rows, changed, title, console.width)
                 if live is None:
@@ -335,7 +90,7 @@ def command(
                 else:
                     live.update(view, refresh=True)
             else:
-                click.echo(_plain(rows, title))
+                click.echo(plain_table(rows, title))
             refreshes += 1
             if count is not None and refreshes >= count:
                 break

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from grstats.cli.commands.simulate import command, member_ids
+from grstats.cli.backfill import member_ids
+from grstats.cli.commands.simulate import command
 from grstats.core.records import HISTORY_COLUMNS
 from grstats.history.writer import read_history
 from grstats.sources.simulated.model import GroupModel, SimulationSettings

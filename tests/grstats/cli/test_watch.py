@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from grstats.cli.commands.watch import build_view, fit_columns, live_table
+from grstats.cli.watchview import build_view, fit_columns, live_table, plain_table
 
 M1 = "11111111-1111-1111-1111-111111111111"
 
@@ -68,7 +68,27 @@ def test_narrow_terminal_keeps_member_state_queues_and_rates() -> None:
 
 def test_unreachable_member_is_drawn_in_red() -> None:
     rows, changed, _ = build_view(_tables(1, 0, 1, 0, "UNREACHABLE"), at=1.0, previous=None)
-    console = Console(force_terminal=True, color_system="standard", width=300, record=True)
+    # Pin the terminal: rich assumes 80x25 on TERM=dumb unless both sizes are given.
+    console = Console(
+        force_terminal=True, color_system="standard", width=300, height=25, record=True
+    )
     console.print(live_table(rows, changed, "title", 300))
     line = next(x for x in console.export_text(styles=True).splitlines() if "UNREACHABLE" in x)
     assert "\x1b[1;31mUNREACHABLE" in line  # bold red
+
+
+def test_remote_text_cannot_reach_the_terminal_raw() -> None:
+    tables = _tables(1, 0, 1, 0, "ONLINE\x1b[2J")
+    tables["replication_group_members"][0]["MEMBER_HOST"] = "db1\x1b]0;owned\x07"
+    rows, changed, _ = build_view(tables, at=1.0, previous=None)
+    console = Console(
+        force_terminal=True, color_system="standard", width=300, height=25, record=True
+    )
+    console.print(live_table(rows, changed, "title\x1b[H", 300))
+    text = console.export_text(styles=False)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "db1\\x1b]0;owned\\x07:3306" in text
+    assert "ONLINE\\x1b[2J" in text
+    assert "title\\x1b[H" in text
+    plain = plain_table(rows, "t")
+    assert "\x1b" not in plain and "ONLINE\\x1b[2J" in plain

@@ -77,3 +77,37 @@ def test_missing_key_is_null_in_every_format() -> None:
 def test_explicit_right_alignment_overrides_detection() -> None:
     text = table([{"A": "1", "B": "x"}, {"A": "22", "B": "y"}], ("A", "B"), right={"A"})
     assert "|  1 | x |" in text
+
+
+HOSTILE = [{"MEMBER_ID": "m1", "MEMBER_PORT": 1, "MEMBER_STATE": "ON\x1b[2JLINE\x9b31m\x07\x7f"}]
+
+
+def test_table_shows_control_characters_as_escapes() -> None:
+    expected = (
+        "+-----------+-------------+------------------------------+\n"
+        "| MEMBER_ID | MEMBER_PORT | MEMBER_STATE                 |\n"
+        "+-----------+-------------+------------------------------+\n"
+        "| m1        |           1 | ON\\x1b[2JLINE\\x9b31m\\x07\\x7f |\n"
+        "+-----------+-------------+------------------------------+\n"
+        "1 row in set\n"
+    )
+    assert table(HOSTILE, COLUMNS) == expected
+
+
+def test_vertical_shows_line_breaks_and_bidi_overrides_as_escapes() -> None:
+    rows = [{"MEMBER_ID": "a\nb\r", "MEMBER_PORT": 1, "MEMBER_STATE": "\u202eENILNO"}]
+    lines = vertical(rows, COLUMNS).splitlines()
+    assert lines[1] == "   MEMBER_ID: a\\x0ab\\x0d"
+    assert lines[3] == "MEMBER_STATE: \\u202eENILNO"
+
+
+def test_csv_neutralises_control_characters() -> None:
+    text = csv_text(HOSTILE, COLUMNS)
+    assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text
+    assert list(csv.reader(io.StringIO(text)))[1] == ["m1", "1", "ON\\x1b[2JLINE\\x9b31m\\x07\\x7f"]
+
+
+def test_json_keeps_the_data_escaped_by_json() -> None:
+    text = json_text(HOSTILE, COLUMNS)
+    assert "\x1b" not in text
+    assert json.loads(text)[0]["MEMBER_STATE"] == "ON\x1b[2JLINE\x9b31m\x07\x7f"

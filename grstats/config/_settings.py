@@ -1,0 +1,126 @@
+"""The typed settings: each key's default and check, stated once, here.
+
+A field declared with `setting(default, spec)` is the TOML key of the same
+name in its section; the parser (`grstats.config._load`) reads the fields, so
+adding a key is adding a field. Fields without a spec are derived (`password`
+from password_env / password_file, `[api] host/port` from `listen`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grstats.bus.options import BusOptions
+from grstats.config._reader import Spec, flag, integer, number, optional_text, setting, text
+
+if TYPE_CHECKING:  # the source modules are imported only for the configured source
+    from grstats.sources.mysql import MySQLSettings
+    from grstats.sources.simulated.model import SimulationSettings
+
+__all__ = [
+    "BUS_SPECS",
+    "DEFAULT_CONFIG_PATH",
+    "ApiSettings",
+    "BusSettings",
+    "HistorySettings",
+    "LimitSettings",
+    "LogSettings",
+    "MemberSettings",
+    "PublishSettings",
+    "Settings",
+]
+
+DEFAULT_CONFIG_PATH = Path("/etc/grstats/grstats.toml")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("auto", "json", "console")
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSettings:
+    group: str = setting("", text(lower=True))
+    id: str = setting("", text(lower=True))
+    host: str = setting("127.0.0.1", text())
+    port: int = setting(3306, integer(1, 65535))
+
+
+# The checks of the fields BusSettings inherits from grstats.bus.options.BusOptions
+# (whose defaults are the defaults); `password` comes from password_env / password_file.
+BUS_SPECS: dict[str, Spec] = {
+    "host": text(nonempty=True),
+    "port": integer(1, 65535),
+    "username": optional_text(),
+    "tls": flag(),
+    "ca_file": optional_text(),
+    "cert_file": optional_text(),
+    "key_file": optional_text(),
+    "keepalive": integer(1, 3600),
+    "client_id": text(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BusSettings(BusOptions):
+    """The broker to reach and the topic prefix (password from password_env / _file)."""
+
+    prefix: str = setting("grstats/v1", text())
+
+
+@dataclass(frozen=True, slots=True)
+class PublishSettings:
+    period: float = setting(1.0, number(0.05, 3600.0))
+    # 30-60 s as MySQL; 0.1 s and up only with allow_short_gtid_interval (tests)
+    gtid_interval: float = setting(30.0, number(30.0, 60.0))
+    unreachable_after: int = setting(5, integer(1, 1_000_000))
+    forget_after: float = setting(60.0, number(0.1, 30 * 86400.0))
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    host: str = "127.0.0.1"  # [api] listen = "host:port"
+    port: int = 8437
+
+    @property
+    def listen(self) -> str:
+        """The `host:port` text of `[api] listen`."""
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySettings:
+    dir: str = setting("", text())  # empty: history disabled
+    scope: str = setting("local", text(choices=("local", "all")))
+    retention_days: int = setting(30, integer(1, 36500))
+    flush_interval: float = setting(60.0, number(0.1, 86400.0))
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSettings:
+    max_envelope_size: int = setting(65536, integer(256, 1 << 24))
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    level: str = setting("info", text(choices=LOG_LEVELS))
+    format: str = setting("auto", text(choices=LOG_FORMATS))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The whole validated configuration.
+
+    `source_settings` is a `SimulationSettings` for kind "simulated", a
+    `MySQLSettings` for kind "mysql", None in collector use without a source.
+    """
+
+    path: str
+    member: MemberSettings = field(default_factory=MemberSettings)
+    source_kind: str = "simulated"
+    source_settings: SimulationSettings | MySQLSettings | None = None
+    bus: BusSettings = field(default_factory=BusSettings)
+    publish: PublishSettings = field(default_factory=PublishSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    log: LogSettings = field(default_factory=LogSettings)

@@ -1,0 +1,1 @@
+"""Tests of grstats.cli: commands, readers, rendering."""
