@@ -145,22 +145,13 @@ class ApplierQueues:
             self._carries.popitem(last=False)
         return best
 
-    def _stopped(self, m: int, s: int) -> bool:
-        return any(a <= s < b for a, b in self._stops[m])
-
-    def _restart_carry(self, m: int, h: int) -> int:
-        # the queue restarts empty at an hour boundary unless the applier is stopped there
-        if h <= self._w.h0 or not self._stopped(m, h * HOUR):
-            return 0
-        return int(self.queue(m, h - 1)[-1])
-
     def queue(self, m: int, h: int) -> I64:
         """Remote transactions waiting in member m's applier, per second of hour h."""
         got = self._queues.get((m, h))
         if got is None:
             if h < self._w.h0:
                 return np.zeros(HOUR, dtype=np.int64)
-            q0 = self._restart_carry(m, h)
+            q0 = self.carry(m, h)
             walk = self._walks(h, [m])[0]
             got = walk - np.minimum(np.minimum.accumulate(walk), -q0)
             self._queues[(m, h)] = got

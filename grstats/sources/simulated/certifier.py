@@ -81,13 +81,15 @@ class Certification:
             self._stable.move_to_end(minute)
             return got
         w = self._w
-        sent = minute
+        sent = minute - 1  # the members' gtid_executed as the round reads them
         if sent < w.h0 * HOUR:
             return (sent, 0, "")
         point = sent
         ok = w.ok_at(sent)
         total = int(ok.sum())
         for m in range(w.n):
+            if not self._members.in_view(m, sent):
+                continue
             q = self._q.queue_at(m, sent)
             if q > 0:
                 v = np.ones(w.n, dtype=np.int64)
@@ -106,7 +108,7 @@ class Certification:
         first = start // GC_PERIOD_S
         rounds = range(first * GC_PERIOD_S, stop, GC_PERIOD_S)
         stable = np.array([self.stable_at(x)[1] for x in rounds], dtype=np.int64)
-        kept = np.zeros_like(stable)
+        kept = (stable > 0).astype(np.int64)  # the last stable transaction's write-set
         i = np.arange(start, stop) // GC_PERIOD_S - first
         rows: I64 = ok_total - stable[i] + kept[i]
         return rows

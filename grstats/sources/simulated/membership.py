@@ -75,7 +75,7 @@ class Membership:
         self._fixed = s.epoch_s * _TICKS_PER_S + mix_py(key(s.seed, s.group, "view")) % 1000
         self._view_secs: list[int] = []  # seconds at which a new view was installed
         self._vcle_secs: list[list[int]] = [[] for _ in range(n)]  # joins m applied, ONLINE
-        vcle = False
+        vcle = logs_view_change_event(s.version)
         view = set(range(n))
         for sec in sorted({sec for secs in self._state_secs for sec in secs}):
             now = {m for m in range(n) if self.state(m, sec) in IN_VIEW}
@@ -120,7 +120,10 @@ class Membership:
 
     def view_id(self, m: int, s: int) -> str:
         """VIEW_ID member m shows at second s ("" while outside the view)."""
-        return f"{self.settings.epoch_s}:{len(self.settings.members)}"
+        if not self.in_view(m, s):
+            return ""
+        monotonic = len(self.settings.members) + bisect.bisect_right(self._view_secs, s)
+        return f"{self._fixed}:{monotonic}"
 
     def views_changed(self) -> bool:
         """Whether any view is installed after the epoch's."""
@@ -128,6 +131,8 @@ class Membership:
 
     def view_changes_applied(self, m: int, start: int, stop: int) -> I64:
         """View_change_log_event transactions member m applied, ONLINE, through each second."""
+        if not self._vcle_secs[m]:
+            return np.zeros(stop - start, dtype=np.int64)
         secs = np.arange(start, stop, dtype=np.int64)
         applied: I64 = np.searchsorted(np.array(self._vcle_secs[m], dtype=np.int64), secs, "right")
         return applied.astype(np.int64)
