@@ -80,6 +80,9 @@ def test_view_id_monotonic_part_counts_every_installed_view() -> None:
     assert _monotonic(model, C, T0 + 52) == 5  # suspected, still in the view
     assert _monotonic(model, C, T0 + 70) is None  # outside the view: no VIEW_ID
     assert model.member_at(C, (T0 + 70) * US).state == "ERROR"
+    for member in MEMBERS:  # the history rows show the same views
+        column = model.history_columns(member, T0, 80)["view_id"]
+        assert column == [model.member_at(member, (T0 + i) * US).view_id for i in range(80)]
 
 
 def test_leavers_and_joiners_of_one_second_install_one_view() -> None:
