@@ -125,7 +125,9 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
         if not member:
             raise item.fail("member", "required")
         action = item.string(
-            "action", "", choices=("commit", "conflict", "applier_stop", "set_state")
+            "action",
+            "",
+            choices=("commit", "conflict", "applier_stop", "set_state", "certifier_queue"),
         )
         events.append(
             ScriptEvent(

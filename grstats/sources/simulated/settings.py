@@ -18,7 +18,7 @@ __all__ = ["ACTIONS", "DEFAULT_EPOCH_S", "MODES", "ScriptEvent", "SimulationSett
 
 DEFAULT_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 MODES = ("multi-primary", "single-primary")
-ACTIONS = ("commit", "conflict", "applier_stop", "set_state")
+ACTIONS = ("commit", "conflict", "applier_stop", "set_state", "certifier_queue")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MAX_PEAK_RATE = 100_000.0  # tx/s per member; keeps the model's integer arithmetic in int64
 
@@ -30,7 +30,10 @@ class ScriptEvent:
     Actions: "commit" (`member` proposes `count` transactions that certify
     positively), "conflict" (`count` transactions negatively certified),
     "applier_stop" (the member's applier stops for `duration_s`),
-    "set_state" (the member shows `state`; for `duration_s` if > 0, then ONLINE).
+    "set_state" (the member shows `state`; for `duration_s` if > 0, then ONLINE;
+    OFFLINE and ERROR leave the group's view, coming back joins it),
+    "certifier_queue" (the member's COUNT_TRANSACTIONS_IN_QUEUE is `count` for
+    `duration_s` if > 0, else from then on).
     """
 
     at_s: float
@@ -129,6 +132,8 @@ class SimulationSettings:
                 ev.action == "conflict" or ev.member.lower() != self.members[0]
             ):
                 raise fail("script", "single-primary: only the primary writes, no conflicts")
+        if ev.action == "certifier_queue" and ev.count < 0:
+            raise fail("script", "count must be >= 0")
         if ev.duration_s < 0:
             raise fail("script", "duration_s must be >= 0")
         if ev.action == "set_state" and ev.state not in MEMBER_STATES:
