@@ -46,7 +46,7 @@ def _full_snapshot() -> DaemonSnapshot:
         member_status=(status,),
         counters={"envelopes_accepted": 1, "bus_reconnects": 1}
         | {f"envelopes_rejected_{r}": 1 for r in REJECT_REASONS},
-        gauges={"bus_connected": 1},
+        gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
     )
 
 

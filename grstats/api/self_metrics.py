@@ -10,6 +10,7 @@ counters come from `get_api_stats`, a frozen `ApiStats` copy per scrape.
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Iterator
 from importlib import metadata
 
@@ -21,10 +22,28 @@ from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 
 __all__ = [
     "ApiCollector",
+    "BoottimeProcessCollector",
     "BuildInfoCollector",
     "process_registry",
     "register_process_collectors",
 ]
+
+
+class BoottimeProcessCollector(ProcessCollector):
+    """prometheus_client's process collector, also under systemd's `ProcSubset=pid`.
+
+    The stock collector exports nothing when it cannot read the boot time from
+    /proc/stat, which `ProcSubset=pid` (systemd/grstats.service) hides; the
+    boot time is then the wall clock minus CLOCK_BOOTTIME, the same instant to
+    within the clocks' adjustment.
+    """
+
+    def _boot_time(self) -> float:
+        try:
+            # untyped in prometheus_client; returns the float from /proc/stat
+            return float(super()._boot_time())  # type: ignore[no-untyped-call]
+        except OSError:
+            return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 def _version() -> str:
@@ -103,7 +122,7 @@ def register_process_collectors(
         get_api_stats: the API server's counters now; the default exposes zeros
             (for an exposition without a server, as in tests).
     """
-    ProcessCollector(registry=registry)
+    BoottimeProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
     registry.register(BuildInfoCollector())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from prometheus_client import generate_latest
+import time
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
+from grstats.api.self_metrics import BoottimeProcessCollector
 from grstats.core.snapshot import DaemonSnapshot
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -291,3 +295,14 @@ def test_empty_snapshot_before_first_sample_still_exposes_health() -> None:
     samples = _samples(snapshot)
     assert samples[("grstats_envelopes_accepted_total", frozenset())] == 0
     assert samples[("grstats_bus_connected", frozenset())] == 0
+
+
+def test_process_metrics_survive_a_proc_without_stat(tmp_path: Path) -> None:
+    # systemd's ProcSubset=pid hides /proc/stat (the boot time); /proc/self stays.
+    (tmp_path / "self").symlink_to("/proc/self")
+    registry = CollectorRegistry(auto_describe=False)
+    BoottimeProcessCollector(proc=str(tmp_path), registry=registry)
+    families = {f.name: f for f in registry.collect()}
+    start = families["process_start_time_seconds"].samples[0].value
+    assert 0 < start <= time.time()
+    assert families["process_resident_memory_bytes"].samples[0].value > 0
