@@ -67,6 +67,8 @@ _REASONS = {
 _METHODS = ("GET", "HEAD")
 # How long a refused or unread connection may take to close its side.
 _LINGER_S = 1.0
+# A client misbehaving in a loop must not flood the log (STYLE 13).
+_DROP_LOG_EVERY_S = 60.0
 _REFUSED = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
     b"Content-Length: 0\r\nConnection: close\r\n\r\n"
@@ -116,6 +118,8 @@ class ApiServer:
         self._started = time.monotonic()
         self._open = 0
         self._refusing = 0
+        self._transports: set[asyncio.WriteTransport] = set()
+        self._last_drop_log = -_DROP_LOG_EVERY_S
         self._accepted = 0
         self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
         self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
@@ -149,7 +153,9 @@ class ApiServer:
         log.info("api.listening", host=self._host, port=self.port)
 
     async def close(self) -> None:
-        """Stop accepting and close the listening socket."""
+        """Stop accepting, close the listening socket and drop every open connection."""
+        for transport in list(self._transports):
+            transport.abort()  # its handler sees the connection lost and returns
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(asyncio.TimeoutError):
@@ -164,6 +170,7 @@ class ApiServer:
             return
         self._open += 1
         self._accepted += 1
+        self._transports.add(writer.transport)
         try:
             self._bound_buffers(writer)
             answer = await self._read_request(reader)
@@ -179,9 +186,10 @@ class ApiServer:
                 await self._close(writer)
         finally:
             self._open -= 1
+            self._transports.discard(writer.transport)
 
     async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._refused["limit"] += 1
+        self._count(self._refused, "limit")
         if self._refusing >= self._max_connections:
             writer.transport.abort()  # a flood: refuse without the courtesy
             return
@@ -211,6 +219,20 @@ class ApiServer:
         except (TimeoutError, ConnectionError):
             transport.abort()
 
+    def _count(self, counters: dict[str, int], key: str) -> None:
+        """Count a refused or dropped connection; log the totals at most once a minute."""
+        counters[key] += 1
+        now = time.monotonic()
+        if now - self._last_drop_log >= _DROP_LOG_EVERY_S:
+            self._last_drop_log = now
+            log.warning(
+                "api.connections_dropped",
+                last=key,
+                refused=dict(self._refused),
+                timed_out=dict(self._timed_out),
+                open=self._open,
+            )
+
     def _bound_buffers(self, writer: asyncio.StreamWriter) -> None:
         writer.transport.set_write_buffer_limits(high=self._write_buffer_bytes)
         sock = writer.get_extra_info("socket")
@@ -226,16 +248,16 @@ class ApiServer:
             async with asyncio.timeout(self._head_timeout_s):
                 head = await reader.readuntil(b"\r\n\r\n")
         except TimeoutError:
-            self._timed_out["read"] += 1
+            self._count(self._timed_out, "read")
             return None
         except asyncio.LimitOverrunError:
-            self._refused["too_large"] += 1
+            self._count(self._refused, "too_large")
             return (*_encode(_json(431, {"error": "request head too large"})), True)
         except (asyncio.IncompleteReadError, ConnectionError):
             return None  # the client went away before asking anything
         parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            self._refused["bad_request"] += 1
+            self._count(self._refused, "bad_request")
             return (*_encode(_json(400, {"error": "bad request line"})), False)
         method, target = parts[0], parts[1]
         if method not in _METHODS:
@@ -262,7 +284,7 @@ class ApiServer:
                 transport.set_write_buffer_limits(high=0)
                 await writer.drain()
         except TimeoutError:
-            self._timed_out["write"] += 1
+            self._count(self._timed_out, "write")
             transport.abort()
             return False
         except ConnectionError:

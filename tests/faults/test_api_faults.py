@@ -195,3 +195,16 @@ async def test_an_oversized_request_head_is_refused_with_431_and_counted() -> No
         assert server.stats().refused["too_large"] == 1
         status, _, _ = await _get(server.port, "/metrics")
         assert status == 200
+
+
+async def test_close_drops_every_open_connection() -> None:
+    snapshot = DaemonSnapshot(taken_at_us=0, group_name="g", local_member_id="m")
+    server = ApiServer("127.0.0.1", 0, lambda: snapshot, head_timeout_s=DEADLINE_S)
+    await server.start()
+    base_fds = _open_fds()
+    with _closing_all([]) as socks:
+        socks += [await _attacker(server.port, b"") for _ in range(3)]
+        await _wait_until(lambda: server.stats().open == 3, "three silent clients")
+        await server.close()
+        await _wait_until(lambda: server.stats().open == 0, "their handlers returned")
+        assert _open_fds() <= base_fds + len(socks) - 1  # the listener and the 3 server ends
