@@ -46,7 +46,7 @@ def _full_snapshot() -> DaemonSnapshot:
         member_status=(status,),
         counters={"envelopes_accepted": 1, "bus_reconnects": 1}
         | {f"envelopes_rejected_{r}": 1 for r in REJECT_REASONS},
-        gauges={"bus_connected": 1},
+        gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
     )
 
 
@@ -144,3 +144,37 @@ def test_dashboard_covers_queues_rates_ratio_rollbacks_and_states() -> None:
         .get("steps", [])
     ]
     assert 25000 in thresholds  # the flow-control thresholds' default
+
+
+def _datasource_refs(node: Any) -> list[Any]:
+    found: list[Any] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "datasource":
+                found.append(value)
+            else:
+                found.extend(_datasource_refs(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_datasource_refs(item))
+    return found
+
+
+def test_import_asks_for_the_prometheus_data_source() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    inputs = {i["name"]: i for i in dashboard["__inputs"]}
+    assert inputs["DS_PROMETHEUS"]["type"] == "datasource"
+    assert inputs["DS_PROMETHEUS"]["pluginId"] == "prometheus"
+    required = {(r["type"], r["id"]) for r in dashboard["__requires"]}
+    assert ("datasource", "prometheus") in required
+
+
+def test_every_query_uses_the_imported_data_source() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    refs = _datasource_refs(dashboard["panels"]) + _datasource_refs(dashboard["templating"])
+    assert refs
+    assert all(ref == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"} for ref in refs), refs
+    # Provisioned without an import, ${DS_PROMETHEUS} resolves as this variable.
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["DS_PROMETHEUS"]["type"] == "datasource"
+    assert variables["DS_PROMETHEUS"]["query"] == "prometheus"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import configparser
 import ctypes
+import inspect
 import os
 import shutil
 import subprocess
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from grstats.api.server import ApiServer
 
 UNITS_DIR = Path(__file__).resolve().parents[1] / "systemd"
 UNIT_FILES = (
@@ -91,6 +94,22 @@ def test_daemon_unit_is_hardened() -> None:
         assert service.get(key, [None])[-1] == value, key
     assert set(service["RestrictAddressFamilies"][-1].split()) == {"AF_INET", "AF_INET6", "AF_UNIX"}
     assert service["SystemCallFilter"][0] == "@system-service"
+
+
+def _bytes(size: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
+def test_daemon_unit_bounds_memory_tasks_and_files() -> None:
+    service = _parse("grstats.service")["Service"]
+    high, most = _bytes(service["MemoryHigh"][-1]), _bytes(service["MemoryMax"][-1])
+    assert 0 < high < most
+    assert int(service["TasksMax"][-1]) >= 64
+    nofile = int(service["LimitNOFILE"][-1])
+    # The API may hold max_connections served plus as many refused-lingering sockets.
+    cap = inspect.signature(ApiServer).parameters["max_connections"].default
+    assert 2 * cap + 64 <= nofile
 
 
 def test_timers_fire_daily_and_weekly_and_catch_up() -> None:

@@ -21,10 +21,19 @@ daemon knows every member.
 Member state is the gauge `mysql_perf_schema_replication_group_member_state`
 with the mapping of Percona's group-replication queries for mysqld_exporter
 (see MEMBER_STATE_VALUES): 0 unknown/empty, 1 ONLINE, 2 RECOVERING, 3 OFFLINE,
-4 ERROR, 5 UNREACHABLE. The descriptive columns are the info metric
-`mysql_perf_schema_replication_group_member_info` (value 1; labels are the
-lower-cased column names as mysqld_exporter uses them), without the state so
-that a state change does not churn the info series.
+4 ERROR, 5 UNREACHABLE. `mysql_perf_schema_replication_group_member_info` is
+exactly mysqld_exporter's (perf_schema.replication_group_members): a gauge of
+value 1 per row whose labels are every column of replication_group_members,
+lower-cased, the state included (so it changes series when the state
+changes, as there) and NULL as "". Like mysqld_exporter's it has no `group`
+label; join on `member_id` (a server UUID) for it.
+
+The daemon's own member is marked by `grstats_local_member_info{group,
+member_id}` (one series, value 1), because every daemon exports every member:
+a dashboard or a recording rule uses it to pick the daemon that speaks for a
+member. When a member was last heard of is the Unix time
+`grstats_member_last_seen_timestamp_seconds` (snapshot time minus the age),
+so it does not move while nothing is heard and `time() - x` is the age.
 
 Invariants: a cell that is None or not a number is skipped (no series), never
 reported as 0; a row without MEMBER_ID is skipped.
@@ -37,18 +46,20 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
-    InfoMetricFamily,
     Metric,
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from grstats.core.snapshot import REJECT_REASONS, DaemonSnapshot, Row
+from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
+from grstats.api.self_metrics import register_process_collectors
+from grstats.core.snapshot import MEMBERS_COLUMNS, REJECT_REASONS, DaemonSnapshot, Row
 
 __all__ = [
     "MEMBER_STATE_VALUES",
     "MEMBER_STATS_METRICS",
     "SnapshotCollector",
     "build_registry",
+    "snapshot_registry",
 ]
 
 # Percona mysqld_exporter (queries-mysqld-group-replication.yml) member_state mapping.
@@ -113,15 +124,8 @@ MEMBER_STATS_METRICS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 _MEMBER_LABELS = ("group", "member_id")
-# Info labels: mysqld_exporter's lower-cased replication_group_members column names.
-_INFO_COLUMNS = (
-    ("channel_name", "CHANNEL_NAME"),
-    ("member_host", "MEMBER_HOST"),
-    ("member_port", "MEMBER_PORT"),
-    ("member_role", "MEMBER_ROLE"),
-    ("member_version", "MEMBER_VERSION"),
-    ("member_communication_stack", "MEMBER_COMMUNICATION_STACK"),
-)
+# mysqld_exporter: every replication_group_members column, lower-cased, in table order.
+_INFO_LABELS = tuple(column.lower() for column in MEMBERS_COLUMNS)
 
 
 def _strip_total(name: str) -> str:
@@ -201,9 +205,16 @@ def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Member state: 0 unknown, 1 ONLINE, 2 RECOVERING, 3 OFFLINE, 4 ERROR, 5 UNREACHABLE.",
         labels=_MEMBER_LABELS,
     )
-    info = InfoMetricFamily(
-        "mysql_perf_schema_replication_group_member",
-        "Information about the replication group member (replication_group_members).",
+    info = GaugeMetricFamily(
+        "mysql_perf_schema_replication_group_member_info",
+        "Information about the replication group member: channel_name, member_id, "
+        "member_host, member_port, member_state. (member_role and member_version "
+        "where available)",
+        labels=_INFO_LABELS,
+    )
+    local = GaugeMetricFamily(
+        "grstats_local_member_info",
+        "The member this daemon speaks for (publishes for); 1.",
         labels=_MEMBER_LABELS,
     )
     for row in snapshot.members:
@@ -211,9 +222,13 @@ def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         if labels is None:
             continue
         state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get("MEMBER_STATE")), 0))
-        info.add_metric(labels, {label: _text(row.get(col)) for label, col in _INFO_COLUMNS})
+        info.add_metric([_text(row.get(column)) for column in MEMBERS_COLUMNS], 1)
+    if snapshot.local_member_id:
+        group = groups.get(snapshot.local_member_id, snapshot.group_name)
+        local.add_metric([group, snapshot.local_member_id], 1)
     yield state
     yield info
+    yield local
 
 
 def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -253,15 +268,43 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Members in the daemon's tables, the local one included.",
         value=gauges.get("members_known", len(snapshot.members)),
     )
+    yield from _source_families(snapshot)
     yield from _member_status_families(snapshot)
+
+
+def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    gauges = snapshot.gauges
+    if "source_up" in gauges:
+        yield GaugeMetricFamily(
+            "grstats_source_up",
+            "1 when the last read of the local member's statistics succeeded, else 0 "
+            "(like mysql_up).",
+            value=gauges["source_up"],
+        )
+    if "history_healthy" in gauges:
+        yield GaugeMetricFamily(
+            "grstats_history_healthy",
+            "1 while history is being written, 0 when writes fail or are dropped.",
+            value=gauges["history_healthy"],
+        )
+    status = GaugeMetricFamily(
+        "grstats_health_status",
+        "1 while this reason degrades /healthz, else 0 (one series per tracked reason).",
+        labels=("reason",),
+    )
+    active = set(health_reasons(snapshot))
+    for reason in dict.fromkeys((*tracked_health_reasons(snapshot), *sorted(active))):
+        status.add_metric([reason], 1 if reason in active else 0)
+    yield status
 
 
 def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     last_seen = GaugeMetricFamily(
-        "grstats_member_last_seen_seconds",
-        "Seconds since the last accepted envelope (or sample, for the local member).",
+        "grstats_member_last_seen_timestamp_seconds",
+        "Unix time of the last accepted envelope (or sample, for the local member).",
         labels=_MEMBER_LABELS,
     )
+    taken_at_s = snapshot.taken_at_us / 1e6
     member_accepted = CounterMetricFamily(
         "grstats_member_envelopes_accepted",
         "Envelopes accepted from this member.",
@@ -278,7 +321,7 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             continue
         age = _number(row.get("LAST_SEEN_AGE_SECONDS"))
         if age is not None:
-            last_seen.add_metric(labels, age)
+            last_seen.add_metric(labels, taken_at_s - age)
         count = _number(row.get("ACCEPTED"))
         if count is not None:
             member_accepted.add_metric(labels, count)
@@ -291,8 +334,11 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield member_rejected
 
 
-def build_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegistry:
-    """A fresh registry exposing the daemon's snapshot (nothing global is touched).
+def snapshot_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegistry:
+    """A fresh registry exposing only the daemon's snapshot (nothing global is touched).
+
+    Its exposition depends on the snapshot alone, so one rendering can serve
+    every scrape of the same snapshot.
 
     Args:
         get_snapshot: returns the current immutable snapshot; called once per
@@ -304,4 +350,21 @@ def build_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegis
     """
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(get_snapshot))
+    return registry
+
+
+def build_registry(
+    get_snapshot: Callable[[], DaemonSnapshot], get_api_stats: Callable[[], ApiStats] = ApiStats
+) -> CollectorRegistry:
+    """One registry with everything /metrics shows: the snapshot and the process.
+
+    Args:
+        get_snapshot: as for `snapshot_registry`.
+        get_api_stats: the API server's counters now; zeros by default.
+
+    Returns:
+        A fresh `CollectorRegistry` (nothing global is touched).
+    """
+    registry = snapshot_registry(get_snapshot)
+    register_process_collectors(registry, get_api_stats)
     return registry

@@ -1,18 +1,36 @@
 """Local HTTP API: the three tables as JSON, /healthz and /metrics.
 
-Strategy: a deliberately tiny HTTP/1.1 server on asyncio streams — GET only,
-one request per connection (`Connection: close`), request head capped at
-8 KiB and 5 s — because the API is local, read-only and scraped a few times a
-minute; a framework would cost more memory than the whole daemon. Handlers
-only read the current immutable `DaemonSnapshot` through `get_snapshot`, so a
-request can never observe a half-applied message.
+Strategy: a deliberately tiny HTTP/1.1 server on asyncio streams — GET and
+HEAD only, one request per connection (`Connection: close`) — because the API
+is local, read-only and scraped a few times a minute; a framework would cost
+more memory than the whole daemon. Handlers only read the current immutable
+`DaemonSnapshot` through `get_snapshot`, so a request can never observe a
+half-applied message.
 
-Routes:
-- `GET /v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON
-  for an unknown table.
-- `GET /healthz`: 200 when the bus is connected, else 503; JSON body with
-  status, bus_connected, members, uptime_s.
-- `GET /metrics`: Prometheus text exposition (`grstats.api.metrics`).
+Invariants (every bound has a counter, see `ApiStats`, exported on /metrics):
+- at most `max_connections` connections are served at once; one more is
+  answered 503 with `Retry-After` and closed at once (refused "limit");
+- the request head must arrive within `head_timeout_s` (else the connection is
+  dropped, timed out "read") and fit in `max_request_bytes` (else 431,
+  refused "too_large");
+- the whole answer must be taken by the client within `write_timeout_s`, else
+  the connection is aborted and its buffers freed (timed out "write");
+- a connection buffers at most `write_buffer_bytes` in user space (the
+  answer is written in slices of that size, draining between them) and asks
+  the kernel for a send buffer of the same size, so a client that never reads
+  pins neither process nor socket memory;
+- /metrics bodies are shared: the snapshot's part of the exposition is
+  rendered once per snapshot and sent as is to every scraper of that
+  snapshot (only the small process/API part is rendered per request), so N
+  slow scrapers hold one body, not N.
+
+Routes (GET; HEAD answers the same head without the body):
+- `/v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON for
+  an unknown table. `/v1/tables`: the table names.
+- `/healthz`: 200 when no fault degrades the daemon, else 503; JSON body
+  with status, reasons (`grstats.api.health.health_reasons`), bus_connected,
+  members, uptime_s, counters and the API's own counters.
+- `/metrics`: Prometheus text exposition (`grstats.api.metrics`).
 """
 
 from __future__ import annotations
@@ -20,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,36 +47,95 @@ import structlog
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from grstats.api.metrics import build_registry
+from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats, health_reasons
+from grstats.api.metrics import snapshot_registry
+from grstats.api.self_metrics import process_registry
 from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
+
+__all__ = ["ApiServer"]
 
 log = structlog.get_logger("grstats.api")
 
-_MAX_HEAD = 8192
-_READ_TIMEOUT_S = 5.0
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-_REASONS[503] = "Service Unavailable"
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+_METHODS = ("GET", "HEAD")
+# How long a refused or unread connection may take to close its side.
+_LINGER_S = 1.0
+# A client misbehaving in a loop must not flood the log (STYLE 13).
+_DROP_LOG_EVERY_S = 60.0
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+    b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+)
 
-Response = tuple[int, str, bytes]
+# status, content type, body as parts sent one after the other (see "shared").
+Response = tuple[int, str, tuple[bytes, ...]]
 
 
 class ApiServer:
-    """Serve the snapshot over HTTP.
+    """Serve the snapshot over HTTP, within stated bounds.
 
     Args:
         host: address to bind (127.0.0.1 by default configuration).
         port: TCP port; 0 binds an ephemeral port (see `port` after `start()`).
         get_snapshot: returns the current snapshot; never blocks.
+        max_connections: connections served at once; more are refused with 503.
+        head_timeout_s: time a client has to send its whole request head.
+        write_timeout_s: time a client has to take the whole answer.
+        max_request_bytes: bound on the request head (request line + headers).
+        write_buffer_bytes: user-space and kernel send buffer per connection.
     """
 
-    def __init__(self, host: str, port: int, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        get_snapshot: Callable[[], DaemonSnapshot],
+        *,
+        max_connections: int = 64,
+        head_timeout_s: float = 5.0,
+        write_timeout_s: float = 10.0,
+        max_request_bytes: int = 8192,
+        write_buffer_bytes: int = 65536,
+    ) -> None:
         self._host = host
         self._requested_port = port
         self._get_snapshot = get_snapshot
-        self._registry = build_registry(get_snapshot)
+        self._max_connections = max_connections
+        self._head_timeout_s = head_timeout_s
+        self._write_timeout_s = write_timeout_s
+        self._max_request_bytes = max_request_bytes
+        self._write_buffer_bytes = write_buffer_bytes
+        self._snapshot_registry = snapshot_registry(get_snapshot)
+        self._process_registry = process_registry(self.stats)
         self._server: asyncio.Server | None = None
         self._started = time.monotonic()
+        self._open = 0
+        self._refusing = 0
+        self._transports: set[asyncio.WriteTransport] = set()
+        self._last_drop_log = -_DROP_LOG_EVERY_S
+        self._accepted = 0
+        self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
+        self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
+        # (snapshot, its rendering): see "bodies are shared".
+        self._metrics_cache: tuple[DaemonSnapshot, bytes] | None = None
         self.port = port
+
+    def stats(self) -> ApiStats:
+        """The API's own counters now (a frozen copy)."""
+        return ApiStats(
+            open=self._open,
+            accepted=self._accepted,
+            max_connections=self._max_connections,
+            refused=dict(self._refused),
+            timed_out=dict(self._timed_out),
+        )
 
     async def start(self) -> None:
         """Bind and start accepting connections.
@@ -66,7 +144,7 @@ class ApiServer:
             OSError: the address cannot be bound.
         """
         self._server = await asyncio.start_server(
-            self._serve, self._host, self._requested_port, limit=_MAX_HEAD
+            self._serve, self._host, self._requested_port, limit=self._max_request_bytes
         )
         sockets = self._server.sockets
         if sockets:
@@ -75,51 +153,157 @@ class ApiServer:
         log.info("api.listening", host=self._host, port=self.port)
 
     async def close(self) -> None:
-        """Stop accepting and close the listening socket."""
+        """Stop accepting, close the listening socket and drop every open connection."""
+        for transport in list(self._transports):
+            transport.abort()  # its handler sees the connection lost and returns
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
             self._server = None
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            status, ctype, body = await asyncio.wait_for(self._handle(reader), _READ_TIMEOUT_S)
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
-            status, ctype, body = _json(400, {"error": "bad request"})
-        except ConnectionError:
-            writer.close()
-            return
-        head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-            f"Content-Type: {ctype}\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n"
-        ).encode("ascii")
-        try:
-            writer.write(head + body)
-            await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+    # -- one connection -------------------------------------------------------
 
-    async def _handle(self, reader: asyncio.StreamReader) -> Response:
-        head = await reader.readuntil(b"\r\n\r\n")
-        request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = request_line.split()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= self._max_connections:
+            await self._refuse(reader, writer)
+            return
+        self._open += 1
+        self._accepted += 1
+        self._transports.add(writer.transport)
+        try:
+            self._bound_buffers(writer)
+            answer = await self._read_request(reader)
+            if answer is None:
+                writer.transport.abort()
+                return
+            head, body, unread = answer
+            if not await self._write(writer, head, body):
+                return
+            if unread:
+                await self._linger(reader, writer)
+            else:
+                await self._close(writer)
+        finally:
+            self._open -= 1
+            self._transports.discard(writer.transport)
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._count(self._refused, "limit")
+        if self._refusing >= self._max_connections:
+            writer.transport.abort()  # a flood: refuse without the courtesy
+            return
+        self._refusing += 1
+        try:
+            writer.write(_REFUSED)  # fits any fresh socket's send buffer
+            await self._linger(reader, writer)
+        finally:
+            self._refusing -= 1
+
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Close a connection whose request was not read, without a reset.
+
+        Closing a socket with unread input sends RST, which can destroy the
+        answer before the client reads it. So: end our side, read and discard
+        until the client closes (bounded in time and per read), then close.
+        """
+        transport = writer.transport
+        try:
+            async with asyncio.timeout(min(self._head_timeout_s, _LINGER_S)):
+                if transport.can_write_eof():
+                    transport.write_eof()
+                while await reader.read(self._max_request_bytes):
+                    pass
+                writer.close()
+                await writer.wait_closed()
+        except (TimeoutError, ConnectionError):
+            transport.abort()
+
+    def _count(self, counters: dict[str, int], key: str) -> None:
+        """Count a refused or dropped connection; log the totals at most once a minute."""
+        counters[key] += 1
+        now = time.monotonic()
+        if now - self._last_drop_log >= _DROP_LOG_EVERY_S:
+            self._last_drop_log = now
+            log.warning(
+                "api.connections_dropped",
+                last=key,
+                refused=dict(self._refused),
+                timed_out=dict(self._timed_out),
+                open=self._open,
+            )
+
+    def _bound_buffers(self, writer: asyncio.StreamWriter) -> None:
+        writer.transport.set_write_buffer_limits(high=self._write_buffer_bytes)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._write_buffer_bytes)
+
+    async def _read_request(
+        self, reader: asyncio.StreamReader
+    ) -> tuple[bytes, tuple[bytes, ...], bool] | None:
+        """-> (head, body parts, request left unread) to answer, or None to drop."""
+        try:
+            async with asyncio.timeout(self._head_timeout_s):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except TimeoutError:
+            self._count(self._timed_out, "read")
+            return None
+        except asyncio.LimitOverrunError:
+            self._count(self._refused, "too_large")
+            return (*_encode(_json(431, {"error": "request head too large"})), True)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return None  # the client went away before asking anything
+        parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            return _json(400, {"error": "bad request line"})
+            self._count(self._refused, "bad_request")
+            return (*_encode(_json(400, {"error": "bad request line"})), False)
         method, target = parts[0], parts[1]
-        if method != "GET":
-            return _json(405, {"error": "only GET"})
-        path = target.split("?", 1)[0]
-        return self.route(path)
+        if method not in _METHODS:
+            return (*_encode(_json(405, {"error": "only GET and HEAD"}), allow=True), False)
+        head_bytes, body = _encode(self.route(target.split("?", 1)[0]))
+        return head_bytes, (() if method == "HEAD" else body), False
+
+    async def _write(
+        self, writer: asyncio.StreamWriter, head: bytes, body: tuple[bytes, ...]
+    ) -> bool:
+        """Send the answer within the write deadline; False if the connection was dropped."""
+        transport = writer.transport
+        step = max(self._write_buffer_bytes, 1)
+        try:
+            async with asyncio.timeout(self._write_timeout_s):
+                writer.write(head)
+                for part in body:
+                    view = memoryview(part)
+                    for start in range(0, len(view), step):
+                        writer.write(view[start : start + step])
+                        await writer.drain()
+                # drain() now returns only once the buffer is empty, so closing
+                # cannot leave a socket lingering on unsent bytes.
+                transport.set_write_buffer_limits(high=0)
+                await writer.drain()
+        except TimeoutError:
+            self._count(self._timed_out, "write")
+            transport.abort()
+            return False
+        except ConnectionError:
+            transport.abort()
+            return False
+        return True
+
+    @staticmethod
+    async def _close(writer: asyncio.StreamWriter) -> None:
+        writer.close()  # nothing is buffered any more: closes at once
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+    # -- routes ---------------------------------------------------------------
 
     def route(self, path: str) -> Response:
         """Answer one GET for `path` (also used directly by tests)."""
+        if path == "/metrics":
+            return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
         snapshot = self._get_snapshot()
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
@@ -127,23 +311,53 @@ class ApiServer:
                 return _json(404, {"error": "unknown table", "table": name, "tables": TABLE_NAMES})
             return _json(200, [dict(row) for row in snapshot.table(name)])
         if path in ("/healthz", "/health"):
-            connected = bool(snapshot.gauges.get("bus_connected", 0))
-            body = {
-                "status": "ok" if connected else "degraded",
-                "bus_connected": connected,
-                "members": len(snapshot.members),
-                "uptime_s": round(time.monotonic() - self._started, 3),
-                "group": snapshot.group_name,
-                "member_id": snapshot.local_member_id,
-                "counters": dict(snapshot.counters),
-            }
-            return _json(200 if connected else 503, body)
-        if path == "/metrics":
-            return 200, CONTENT_TYPE_PLAIN_0_0_4, generate_latest(self._registry)
+            return self._health(snapshot)
         if path == "/v1/tables":
             return _json(200, list(TABLE_NAMES))
         return _json(404, {"error": "not found", "path": path})
 
+    def _health(self, snapshot: DaemonSnapshot) -> Response:
+        reasons = health_reasons(snapshot)
+        api = self.stats()
+        body = {
+            "status": "degraded" if reasons else "ok",
+            "reasons": list(reasons),
+            "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
+            "members": len(snapshot.members),
+            "uptime_s": round(time.monotonic() - self._started, 3),
+            "group": snapshot.group_name,
+            "member_id": snapshot.local_member_id,
+            "counters": dict(snapshot.counters),
+            "api": {
+                "open": api.open,
+                "max_connections": api.max_connections,
+                "refused": dict(api.refused),
+                "timed_out": dict(api.timed_out),
+            },
+        }
+        return _json(503 if reasons else 200, body)
+
+    def _metrics_body(self) -> tuple[bytes, ...]:
+        snapshot = self._get_snapshot()
+        cached = self._metrics_cache
+        if cached is None or cached[0] is not snapshot:
+            cached = (snapshot, generate_latest(self._snapshot_registry))
+            self._metrics_cache = cached
+        return cached[1], generate_latest(self._process_registry)
+
 
 def _json(status: int, payload: Any) -> Response:
-    return status, "application/json", json.dumps(payload, separators=(",", ":")).encode()
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return status, "application/json", (body,)
+
+
+def _encode(response: Response, *, allow: bool = False) -> tuple[bytes, tuple[bytes, ...]]:
+    status, ctype, body = response
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+        f"Content-Type: {ctype}\r\n"
+        f"Content-Length: {sum(len(part) for part in body)}\r\n"
+        + ("Allow: GET, HEAD\r\n" if allow else "")
+        + "Connection: close\r\n\r\n"
+    ).encode("ascii")
+    return head, body

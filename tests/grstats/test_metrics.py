@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from prometheus_client import generate_latest
+import time
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
+from grstats.api.self_metrics import BoottimeProcessCollector
 from grstats.core.snapshot import DaemonSnapshot
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -139,18 +143,42 @@ def test_member_state_is_numeric_with_documented_mapping() -> None:
     assert samples[("mysql_perf_schema_replication_group_member_state", _member(M2))] == 5
 
 
-def test_member_info_carries_host_port_role_version() -> None:
+def test_member_info_is_mysqld_exporters_every_column_lower_cased_value_one() -> None:
+    # prometheus/mysqld_exporter collector/perf_schema_replication_group_members.go:
+    # SELECT * ... ; label = strings.ToLower(column), value 1, gauge; no group label.
     samples = _samples(_snapshot())
-    labels = _member(
-        M2,
-        channel_name="group_replication_applier",
-        member_host="127.0.0.1",
-        member_port="3307",
-        member_role="SECONDARY",
-        member_version="8.4.3",
-        member_communication_stack="XCom",
+    labels = frozenset(
+        {
+            "channel_name": "group_replication_applier",
+            "member_id": M2,
+            "member_host": "127.0.0.1",
+            "member_port": "3307",
+            "member_state": "UNREACHABLE",
+            "member_role": "SECONDARY",
+            "member_version": "8.4.3",
+            "member_communication_stack": "XCom",
+        }.items()
     )
     assert samples[("mysql_perf_schema_replication_group_member_info", labels)] == 1
+    assert _types(_snapshot())["mysql_perf_schema_replication_group_member_info"] == "gauge"
+
+
+def test_member_info_reports_a_null_cell_as_an_empty_label() -> None:
+    row: dict[str, str | int | None] = {**_member_row(M2, 3307, "ONLINE", "SECONDARY")}
+    row["MEMBER_COMMUNICATION_STACK"] = None
+    snapshot = DaemonSnapshot(taken_at_us=0, group_name=GROUP, local_member_id=M1, members=(row,))
+    infos = [
+        dict(labels)
+        for (name, labels), _ in _samples(snapshot).items()
+        if name == "mysql_perf_schema_replication_group_member_info"
+    ]
+    assert [info["member_communication_stack"] for info in infos] == [""]
+
+
+def test_local_member_is_marked_once() -> None:
+    samples = _samples(_snapshot())
+    local = {labels for (name, labels) in samples if name == "grstats_local_member_info"}
+    assert local == {_member(M1)}
 
 
 def test_daemon_health_counters_and_rejections_by_reason() -> None:
@@ -176,10 +204,72 @@ def test_daemon_health_counters_and_rejections_by_reason() -> None:
     }
 
 
-def test_last_seen_is_per_member_and_absent_when_unknown() -> None:
+def test_last_seen_is_a_unix_timestamp_per_member_and_absent_when_unknown() -> None:
+    samples = _samples(_snapshot())  # taken at 1_700_000_000 s; M2 heard 2.5 s before
+    name = "grstats_member_last_seen_timestamp_seconds"
+    assert samples[(name, _member(M2))] == 1_699_999_997.5
+    assert (name, _member(M1)) not in samples
+
+
+def test_source_up_and_history_healthy_are_absent_until_the_daemon_tracks_them() -> None:
+    names = {name for name, _ in _samples(_snapshot())}
+    assert "grstats_source_up" not in names
+    assert "grstats_history_healthy" not in names
+
+
+def test_source_up_history_healthy_and_health_reasons_follow_the_gauges() -> None:
+    snapshot = DaemonSnapshot(
+        taken_at_us=0,
+        group_name=GROUP,
+        local_member_id=M1,
+        gauges={"bus_connected": 1, "source_up": 0, "history_healthy": 1, "degraded_disk": 1},
+    )
+    samples = _samples(snapshot)
+    assert samples[("grstats_source_up", frozenset())] == 0
+    assert samples[("grstats_history_healthy", frozenset())] == 1
+    status = {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples.items()
+        if name == "grstats_health_status"
+    }
+    assert status == {
+        "bus_disconnected": 0,
+        "source_down": 1,
+        "history_degraded": 0,
+        "disk": 1,
+    }
+
+
+def test_build_info_process_and_python_metrics_are_in_the_registry() -> None:
     samples = _samples(_snapshot())
-    assert samples[("grstats_member_last_seen_seconds", _member(M2))] == 2.5
-    assert ("grstats_member_last_seen_seconds", _member(M1)) not in samples
+    build = [dict(labels) for (name, labels) in samples if name == "grstats_build_info"]
+    assert len(build) == 1
+    assert build[0]["version"]
+    assert build[0]["python"].count(".") == 2
+    names = {name for name, _ in samples}
+    assert {"process_resident_memory_bytes", "process_open_fds", "python_info"} <= names
+    assert "python_gc_collections_total" in names
+
+
+def test_api_connection_counters_are_exposed_even_without_a_server() -> None:
+    samples = _samples(_snapshot())
+    assert samples[("grstats_api_connections_open", frozenset())] == 0
+    refused = {
+        dict(labels)["reason"]
+        for (name, labels) in samples
+        if name == "grstats_api_connections_refused_total"
+    }
+    assert refused == {"limit", "too_large", "bad_request"}
+
+
+def test_registries_are_independent_and_the_global_one_is_untouched() -> None:
+    from prometheus_client import REGISTRY  # noqa: PLC0415 - only this test looks at it
+
+    before = {family.name for family in REGISTRY.collect()}
+    build_registry(_snapshot)
+    build_registry(_snapshot)  # a second one: no duplicate-registration error
+    assert {family.name for family in REGISTRY.collect()} == before
+    assert "grstats_build_info" not in before
 
 
 def test_null_cell_gives_no_series_rather_than_zero() -> None:
@@ -209,3 +299,14 @@ def test_empty_snapshot_before_first_sample_still_exposes_health() -> None:
     samples = _samples(snapshot)
     assert samples[("grstats_envelopes_accepted_total", frozenset())] == 0
     assert samples[("grstats_bus_connected", frozenset())] == 0
+
+
+def test_process_metrics_survive_a_proc_without_stat(tmp_path: Path) -> None:
+    # systemd's ProcSubset=pid hides /proc/stat (the boot time); /proc/self stays.
+    (tmp_path / "self").symlink_to("/proc/self")
+    registry = CollectorRegistry(auto_describe=False)
+    BoottimeProcessCollector(proc=str(tmp_path), registry=registry)
+    families = {f.name: f for f in registry.collect()}
+    start = families["process_start_time_seconds"].samples[0].value
+    assert 0 < start <= time.time()
+    assert families["process_resident_memory_bytes"].samples[0].value > 0
