@@ -21,6 +21,7 @@ _COMMANDS: dict[str, str] = {
     "status": "tables",
     "watch": "watch",
     "decode": "decode",
+    "binlog": "binlog",
     "simulate": "simulate",
     "demo": "demo",
 }
@@ -60,4 +61,5 @@ def main() -> None:
       grstats run --config /etc/grstats/grstats.toml   # the member daemon
       grstats stats                                    # replication_group_member_stats
       grstats decode 0100000010001000...               # decode a captured message
+      grstats binlog --summary relay-bin.000042        # hop delays from a relay log
     """
