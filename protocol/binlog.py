@@ -180,7 +180,7 @@ class GtidEvent:
 
     Attributes:
         event_type: 33, 34 or 42.
-        flags: gtid_flags (bit 0: the transaction may have changes logged with SBR).
+        gtid_flags: bit 0: the transaction may have changes logged with SBR.
         sid: source UUID, lowercase dashed (all zeros for anonymous).
         gno: 1 .. GNO_MAX (0 for anonymous).
         tag: lowercase tag, "" when untagged.
@@ -197,7 +197,7 @@ class GtidEvent:
     """
 
     event_type: int
-    flags: int
+    gtid_flags: int
     sid: str
     gno: int
     tag: str = ""
@@ -366,7 +366,7 @@ def _decode_classic_gtid(event_type: int, body: bytes | bytearray | memoryview) 
         pos = _decode_gtid_tail(body, pos, fields)
     elif 0 < n - pos < 17 and body[pos] == _LOGICAL_TIMESTAMP_TYPECODE:
         _fail(f"{INVALID_GTID}: logical clock truncated", n)
-    return GtidEvent(event_type=event_type, flags=flags, sid=sid, gno=gno, **fields)
+    return GtidEvent(event_type=event_type, gtid_flags=flags, sid=sid, gno=gno, **fields)
 
 
 def _signed64(value: int) -> int:
@@ -535,7 +535,7 @@ def _decode_tagged_gtid(body: bytes | bytearray | memoryview) -> GtidEvent:
     values.setdefault("original_commit_timestamp", values["immediate_commit_timestamp"])
     values.setdefault("original_server_version", values["immediate_server_version"])
     return GtidEvent(
-        event_type=event_type, flags=flags, sid=_uuid_text(sid_raw), gno=gno, tag=tag, **values
+        event_type=event_type, gtid_flags=flags, sid=_uuid_text(sid_raw), gno=gno, tag=tag, **values
     )
 
 

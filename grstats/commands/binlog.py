@@ -160,7 +160,7 @@ def _decoded_fields(decoded: DecodedEvent) -> dict[str, Any]:
         out.update(gtid=body.gtid, sid=body.sid, gno=body.gno)
         if body.tag:
             out["tag"] = body.tag
-        out["gtid_flags"] = body.flags
+        out["gtid_flags"] = body.gtid_flags
         for key in _GTID_KEYS:
             value = getattr(body, key)
             if value is not None:
