@@ -105,7 +105,9 @@ def test_classic_gtid_body_stops_cleanly_at_each_historical_length() -> None:
 
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
 @pytest.mark.parametrize("entry", COMPLETE_FILES, ids=lambda e: e["file"])
-def test_real_file_transactions_decode_to_their_expected_values(entry: dict[str, Any], chunk: int) -> None:
+def test_real_file_transactions_decode_to_their_expected_values(
+    entry: dict[str, Any], chunk: int
+) -> None:
     data = (VECTORS / "files" / entry["file"]).read_bytes()
     gtids = [e for e in _scan(data, chunk) if isinstance(e.body, GtidEvent)]
     assert len(gtids) == len(entry["transactions"])
