@@ -17,6 +17,7 @@ the checksum algorithm in force is the one of the last FORMAT_DESCRIPTION_EVENT
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass
 from typing import Final
@@ -61,6 +62,7 @@ _REPORTED_TYPES: Final = _DECODED_TYPES | {
 """Types reported to the caller: the decoded ones, and those that end a transaction."""
 
 _MODES: Final = ("auto", "crc32", "none")
+_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,14 +152,25 @@ class BinlogScanner:
             if not self._magic_done or self._pending:
                 i = self._fill_pending(view, i, out)
                 continue
-            # Fast path: whole events in place.
+            # Fast path: whole events in place; skipped ones only get their CRC checked.
+            unpack = _U32.unpack_from
+            crc32 = zlib.crc32
             while n - i >= COMMON_HEADER_LEN:
-                size = int.from_bytes(view[i + 9 : i + 13], "little")
+                size = unpack(view, i + 9)[0]
                 if size < COMMON_HEADER_LEN:
                     raise ProtocolError(f"{EVENT_TOO_SMALL}: event_size {size}", self._position + 9)
                 if n - i < size:
                     break
-                self._whole_event(view[i : i + size], out)
+                if not self._crc_on or view[i + 4] in _REPORTED_TYPES:
+                    self._whole_event(view[i : i + size], out)
+                else:
+                    self._check_room(size, self._position)
+                    end = i + size - CHECKSUM_LEN
+                    if crc32(view[i:end]) != unpack(view, end)[0]:
+                        raise ProtocolError(CRC_FAILED, self._position + size - CHECKSUM_LEN)
+                    self._position += size
+                    self.events_seen += 1
+                    self.bytes_checksummed += size - CHECKSUM_LEN
                 i += size
             else:
                 if i < n:

@@ -27,7 +27,9 @@ SOURCE_B = "9a1b2c3d-0000-4000-8000-00000000000b"
 BASE_US = 1_763_900_000_000_000  # 2025-11-23T12:13:20Z
 
 
-def _event(event_type: int, body: bytes, timestamp: int = 1_763_900_000, server_id: int = 7) -> bytes:
+def _event(
+    event_type: int, body: bytes, timestamp: int = 1_763_900_000, server_id: int = 7
+) -> bytes:
     size = 19 + len(body) + 4
     raw = struct.pack("<IBIIIH", timestamp, event_type, server_id, size, 0, 0) + body
     return raw + struct.pack("<I", zlib.crc32(raw))
@@ -38,9 +40,9 @@ def _fde() -> bytes:
     return _event(15, body + bytes(41) + bytes([1]))
 
 
-def _gtid_body(sid: str, gno: int, seq: int, immediate: int, original: int, length: int) -> bytes:
+def _gtid_body(sid: str, gno: int, immediate: int, original: int, length: int) -> bytes:
     body = bytes([0]) + bytes.fromhex(sid.replace("-", "")) + struct.pack("<q", gno)
-    body += bytes([2]) + struct.pack("<qq", seq - 1, seq)
+    body += bytes([2]) + struct.pack("<qq", gno - 1, gno)
     if original != immediate:
         body += (immediate | 1 << 55).to_bytes(7, "little") + original.to_bytes(7, "little")
     else:
@@ -49,13 +51,13 @@ def _gtid_body(sid: str, gno: int, seq: int, immediate: int, original: int, leng
     return body + struct.pack("<I", 80040)
 
 
-def _transaction(sid: str, gno: int, seq: int, immediate: int, original: int) -> bytes:
+def _transaction(sid: str, gno: int, immediate: int, original: int) -> bytes:
     rows = _event(30, bytes(300)) + _event(16, struct.pack("<Q", gno))
     length = 0
     for _ in range(3):  # the length's own width is part of the length
-        gtid = _event(33, _gtid_body(sid, gno, seq, immediate, original, length))
+        gtid = _event(33, _gtid_body(sid, gno, immediate, original, length))
         length = len(gtid) + len(rows)
-    return _event(33, _gtid_body(sid, gno, seq, immediate, original, length)) + rows
+    return _event(33, _gtid_body(sid, gno, immediate, original, length)) + rows
 
 
 def _relay_log(path: Path, delays: list[tuple[str, int]]) -> Path:
@@ -64,7 +66,7 @@ def _relay_log(path: Path, delays: list[tuple[str, int]]) -> Path:
     for i, (sid, delay) in enumerate(delays):
         immediate = BASE_US + i * 1_000_000
         original = 0 if delay < 0 else immediate - delay
-        data += _transaction(sid, i + 1, i + 1, immediate, original)
+        data += _transaction(sid, i + 1, immediate, original)
     path.write_bytes(data)
     return path
 
@@ -136,7 +138,10 @@ def test_csv_has_a_header_and_one_row_per_transaction(tmp_path: Path) -> None:
 
 
 def test_real_logs_in_order_keep_their_lengths_and_spans() -> None:
-    files = [VECTORS / "files" / "mysql-enum-string-set.000001", VECTORS / "files" / "json-opaque.binlog"]
+    files = [
+        VECTORS / "files" / "mysql-enum-string-set.000001",
+        VECTORS / "files" / "json-opaque.binlog",
+    ]
     result = _run("--format", "json", *map(str, files))
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.output.splitlines()]
