@@ -122,11 +122,6 @@ class BinlogScanner:
         """Offset of the next byte the scanner expects."""
         return self._position
 
-    @property
-    def at_boundary(self) -> bool:
-        """True when the bytes fed so far end exactly at an event boundary."""
-        return self._magic_done and not self._pending and self._stream_left == 0
-
     def feed(self, data: bytes | bytearray | memoryview) -> list[ScannedEvent]:
         """Consume the next chunk of the log.
 
@@ -142,7 +137,7 @@ class BinlogScanner:
                 offset is absolute in the log.
         """
         out: list[ScannedEvent] = []
-        view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+        view = memoryview(data).cast("B")
         i = 0
         n = len(view)
         while i < n:
