@@ -311,14 +311,17 @@ class Summary:
             else:
                 self.original_unknown += 1
         minute = trx.commit_time // 60_000_000
-        groups = (
-            self.by_source.setdefault(trx.source, _Group()),
-            self.by_minute.setdefault(minute, _Group()),
-        )
-        for group in groups:
-            group.total += 1
-            if delay is not None:
-                group.hist.add(delay)
+        source = self.by_source.get(trx.source)
+        if source is None:
+            source = self.by_source[trx.source] = _Group()
+        per_minute = self.by_minute.get(minute)
+        if per_minute is None:
+            per_minute = self.by_minute[minute] = _Group()
+        source.total += 1
+        per_minute.total += 1
+        if delay is not None:
+            source.hist.add(delay)
+            per_minute.hist.add(delay)
 
     def rows(self, which: str) -> list[DelayStats]:
         """Figures per source ("source") or per minute ("minute"), sorted by key."""

@@ -39,6 +39,10 @@ INVALID_PREVIOUS_GTIDS: Final = "Invalid Previous_gtids_log_event"
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+_PREFIX_56 = struct.Struct("<B16sq")  # flags, SID, GNO (signed, as MySQL reads it)
+_PREFIX_57 = struct.Struct(
+    "<B16sqBqq"
+)  # + logical clock type code, last_committed, sequence_number
 _TS_FLAG: Final = 1 << 55  # top bit of the 7-byte immediate timestamp
 _VERSION_FLAG: Final = 1 << 31  # top bit of the 4-byte immediate server version
 _INT64_MIN: Final = -(1 << 63)
@@ -106,7 +110,7 @@ class GtidEvent:
 
 
 def _uuid_text(raw: bytes | bytearray | memoryview) -> str:
-    h = bytes(raw).hex()
+    h = raw.hex()
     return f"{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
@@ -119,30 +123,26 @@ def _check_gno(event_type: int, gno: int, offset: int) -> None:
 
 
 def _decode_classic_gtid(event_type: int, body: bytes | bytearray | memoryview) -> GtidEvent:
+    body = bytes(body)  # under 100 bytes; slicing bytes is cheaper than a memoryview
     n = len(body)
     if n < 25:
         _fail(f"{INVALID_GTID}: body of {n} bytes, at least 25 expected", n)
-    flags = body[0]
-    sid = _uuid_text(body[1:17])
-    gno = _U64.unpack_from(body, 17)[0]
-    if gno > _INT64_MAX:
-        gno -= 1 << 64  # MySQL reads it as a signed 64-bit integer
-    _check_gno(event_type, gno, 17)
     fields: dict[str, Any] = {}
-    pos = 25
     # 5.7+: logical clock. Like MySQL, a type code other than 2 ends the read.
-    if n - pos >= 17 and body[pos] == _LOGICAL_TIMESTAMP_TYPECODE:
-        fields["last_committed"] = _signed64(_U64.unpack_from(body, pos + 1)[0])
-        fields["sequence_number"] = _signed64(_U64.unpack_from(body, pos + 9)[0])
-        pos += 17
-        pos = _decode_gtid_tail(body, pos, fields)
-    elif 0 < n - pos < 17 and body[pos] == _LOGICAL_TIMESTAMP_TYPECODE:
-        _fail(f"{INVALID_GTID}: logical clock truncated", n)
-    return GtidEvent(event_type=event_type, gtid_flags=flags, sid=sid, gno=gno, **fields)
-
-
-def _signed64(value: int) -> int:
-    return value - (1 << 64) if value > _INT64_MAX else value
+    if n >= 42 and body[25] == _LOGICAL_TIMESTAMP_TYPECODE:
+        flags, raw_sid, gno, _, last_committed, sequence_number = _PREFIX_57.unpack_from(body)
+        fields["last_committed"] = last_committed
+        fields["sequence_number"] = sequence_number
+        _check_gno(event_type, gno, 17)
+        _decode_gtid_tail(body, 42, fields)
+    else:
+        if 25 < n < 42 and body[25] == _LOGICAL_TIMESTAMP_TYPECODE:
+            _fail(f"{INVALID_GTID}: logical clock truncated", n)
+        flags, raw_sid, gno = _PREFIX_56.unpack_from(body)
+        _check_gno(event_type, gno, 17)
+    return GtidEvent(
+        event_type=event_type, gtid_flags=flags, sid=_uuid_text(raw_sid), gno=gno, **fields
+    )
 
 
 def _decode_gtid_tail(
