@@ -212,3 +212,18 @@ def test_help_shows_examples() -> None:
     output = _run("--help").output
     assert "grstats binlog --summary" in output
     assert "decode" in output and "scan" in output
+
+
+def test_summary_table_lists_sources_and_minutes_in_ms(tmp_path: Path) -> None:
+    log = _relay_log(
+        tmp_path / "relay-bin.000005", [(SOURCE_A, 2000), (SOURCE_A, 4000), (SOURCE_B, -1)]
+    )
+    result = _run("--summary", str(log))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "original unknown (pre-8.0.1 source): 1" in lines[0]
+    (row_a,) = [line for line in lines if line.startswith(SOURCE_A)]
+    assert row_a.split()[1:] == ["2", "2", "2.000", "4.000", "4.000", "4.000"]
+    (row_b,) = [line for line in lines if line.startswith(SOURCE_B)]
+    assert row_b.split()[1:] == ["1", "0", "-", "-", "-", "-"]
+    assert any(line.startswith("2025-11-23T12:13Z") for line in lines)
