@@ -17,7 +17,7 @@ export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus
 
-.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup clean
+.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup bench-binlog clean
 
 $(STAMP): pyproject.toml
 	@echo ">> creating $(VENV) and installing grstats with its dev dependencies"
@@ -58,6 +58,9 @@ bench-daemon: $(STAMP) sysdeps
 
 bench-rollup: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/bench_rollup.py
+
+bench-binlog: $(STAMP)
+	$(BIN)/python benchmarks/bench_binlog.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -26,6 +26,7 @@ _COMMANDS: dict[str, str] = {
     "status": "tables",
     "watch": "watch",
     "decode": "decode",
+    "binlog": "binlog",
     "simulate": "simulate",
     "demo": "demo",
 }
@@ -70,6 +71,7 @@ def main(ctx: click.Context) -> None:
       grstats run --config /etc/grstats/grstats.toml   # the member daemon
       grstats stats                                    # replication_group_member_stats
       grstats decode 0100000010001000...               # decode a captured message
+      grstats binlog --summary relay-bin.000042        # hop delays from a relay log
     """
     if ctx.invoked_subcommand not in _DAEMON_COMMANDS:
         from grstats.logs import configure_logging  # noqa: PLC0415 - structlog only when run

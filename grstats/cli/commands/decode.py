@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import click
 
 from grstats.cli import render
+from grstats.cli.rawinput import InputError, read_input
 from protocol import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
@@ -34,54 +34,8 @@ from protocol import (
     decode_pipeline_stats,
 )
 
-_HEX_NOISE = re.compile(r"[\s:]+")
 _STRING_FIELDS = ("transactions_committed_all_members", "transaction_last_conflict_free")
 _CARGO_NAMES = {6: "pipeline stats"}
-
-
-class InputError(Exception):
-    """The bytes to decode could not be obtained; the message is for the user."""
-
-
-def parse_hex(text: str) -> bytes:
-    """Turn pasted hex into bytes, tolerating whitespace, colons and a 0x prefix.
-
-    Args:
-        text: hex digits as copied from a capture or a log.
-
-    Returns:
-        The bytes.
-
-    Raises:
-        InputError: not an even number of hex digits.
-    """
-    cleaned = _HEX_NOISE.sub("", text)
-    if cleaned[:2].lower() == "0x":
-        cleaned = cleaned[2:]
-    try:
-        return bytes.fromhex(cleaned)
-    except ValueError:
-        odd = " (odd number of digits)" if len(cleaned) % 2 else ""
-        raise InputError(f"not valid hex{odd}: {_preview(cleaned)}") from None
-
-
-def _preview(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _read_input(hex_args: tuple[str, ...], file: Path | None) -> bytes:
-    if file is not None:
-        if hex_args:
-            raise InputError("give either HEX or --file, not both")
-        try:
-            return file.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
-    if not hex_args:
-        raise InputError("nothing to decode: give HEX, '-' for hex on stdin, or --file PATH")
-    if hex_args == ("-",):
-        return parse_hex(sys.stdin.read())
-    return parse_hex("".join(hex_args))
 
 
 def _string_value(raw: bytes) -> str:
@@ -217,7 +171,7 @@ def command(hex_text: tuple[str, ...], file: Path | None, output_format: str) ->
     MySQL's reason and the byte offset where decoding stopped.
     """
     try:
-        data = _read_input(hex_text, file)
+        data = read_input(hex_text, file)
     except InputError as exc:
         click.echo(f"grstats decode: {exc}", err=True)
         sys.exit(2)
