@@ -13,12 +13,24 @@ paho's read callback, through aiomqtt's public `queue_type` parameter (a queue
 whose `put_nowait` calls the handler and stores nothing, `_HandOverQueue`).
 The handler must be quick (decode and apply): we drain the socket as fast as it
 fills, any backlog stays in the kernel socket buffer and the broker's bounded
-queue, never in our memory. Measured with `benchmarks/bench_daemon.py` fan-in
-(2 publishers x 300 members, daemon accepted envelopes/s as a ratio of a bare
-aiomqtt subscriber in the same run): public iterator 0.41, private
-`_on_message` override 0.95, `queue_type` hand-over 0.93 — the public
-iterator costs a queue put, a task and an `asyncio.wait` per message, the
-hand-over the same as the override, without touching aiomqtt internals.
+queue, never in our memory.
+
+Why not the plain public iterator, and why no private override: measured with
+`benchmarks/bench_daemon.py --skip-steady --fanin-seconds 8` (2 publishers x
+300 members, 120 000 envelopes; daemon accepted/s as a ratio of a bare aiomqtt
+subscriber in the same run, and daemon CPU per accepted envelope; 2 shared
+cores at load ~8, so single runs vary by 2x):
+
+    receive path                      ratio (runs)            CPU/envelope  RSS
+    public iterator + handler         0.36 0.28               ~110 us       ~500 MB
+    override of aiomqtt._on_message   1.41 1.01 0.55 0.73     ~51 us        53 MB
+    queue_type hand-over (this)       0.57 0.87 0.54 0.58     ~55 us        53 MB
+
+The iterator costs a queue put, a task and an `asyncio.wait` per message and
+its queue grows without bound when we fall behind (RSS 500 MB, ~5% lost at
+the broker). The hand-over and the override are within the noise of each
+other (the hand-over adds aiomqtt's `Message` wrapper, ~0.9 us a message in
+isolation), so we keep the one that uses only aiomqtt's documented API.
 
 Invariants:
 - aiomqtt/paho exceptions never leave this module: `publish()` returns False
