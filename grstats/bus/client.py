@@ -3,17 +3,41 @@
 Strategy: `Bus.run()` is a reconnect loop that lives as long as the daemon.
 Each round opens one `aiomqtt.Client` (MQTT 5), subscribes to every topic
 filter, sets `connected`, calls the `on_connect` hook (the daemon publishes
-`online` there) and then waits for the connection to end. Every message is
-handed to a synchronous handler straight from paho's read callback (see
-`_DirectClient`) — the handler must be quick (decode and apply), so we drain
-the socket as fast as it fills and Mosquitto never drops messages for us
-(it silently does beyond `max_queued_messages`). When the connection fails the
-loop waits a capped, jittered backoff (0.1 s doubling to 5 s) and starts
-again, forever, until `close()`.
+`online` there) and then waits for the connection to end. When the connection
+fails — refused, unreachable, TLS, bad options — the loop records the reason in
+`last_error`, logs it (rate-limited) and waits a capped, jittered backoff
+(0.1 s doubling to 5 s) before it tries again, forever, until `close()`.
+
+Receive path: every message is handed to a synchronous handler straight from
+paho's read callback, through aiomqtt's public `queue_type` parameter (a queue
+whose `put_nowait` calls the handler and stores nothing, `_HandOverQueue`).
+The handler must be quick (decode and apply): we drain the socket as fast as it
+fills, any backlog stays in the kernel socket buffer and the broker's bounded
+queue, never in our memory.
+
+Why not the plain public iterator, and why no private override: measured with
+`benchmarks/bench_daemon.py --skip-steady --fanin-seconds 8` (2 publishers x
+300 members, 120 000 envelopes; daemon accepted/s as a ratio of a bare aiomqtt
+subscriber in the same run, and daemon CPU per accepted envelope; 2 shared
+cores at load ~8, so single runs vary by 2x):
+
+    receive path                      ratio (runs)            CPU/envelope  RSS
+    public iterator + handler         0.36 0.28               ~110 us       ~500 MB
+    override of aiomqtt._on_message   1.41 1.01 0.55 0.73     ~51 us        53 MB
+    queue_type hand-over (this)       0.57 0.87 0.54 0.58     ~55 us        53 MB
+
+The iterator costs a queue put, a task and an `asyncio.wait` per message and
+its queue grows without bound when we fall behind (RSS 500 MB, ~5% lost at
+the broker). The hand-over and the override are within the noise of each
+other (the hand-over adds aiomqtt's `Message` wrapper, ~0.9 us a message in
+isolation), so we keep the one that uses only aiomqtt's documented API.
 
 Invariants:
 - aiomqtt/paho exceptions never leave this module: `publish()` returns False
   when the message could not be handed to the broker, `run()` only returns.
+- We announce an MQTT 5 Maximum Packet Size (`BusOptions.max_packet_size`):
+  a compliant broker drops a larger message for us rather than sending it, so
+  an oversized publish costs this process nothing.
 - The Will (`offline`, retained, QoS 1) carries an MQTT 5 Will Delay and the
   session outlives the socket by the same time, so a crashed member first
   goes silent (receivers show UNREACHABLE) and is announced `offline` only
@@ -32,9 +56,8 @@ import contextlib
 import logging
 import random
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import aiomqtt
 import structlog
@@ -43,20 +66,30 @@ from paho.mqtt.properties import Properties
 
 from grstats.bus.options import BusOptions
 
+__all__ = ["Bus", "BusOptions", "LastWill", "MessageHandler"]
+
 log = structlog.get_logger("grstats.bus")
 
 BACKOFF_INITIAL_S = 0.1
 BACKOFF_MAX_S = 5.0
+# A session shorter than this does not reset the backoff: a broker that accepts
+# and then drops us at once (a client-id fight, an ACL kick) must not make us
+# reconnect ten times a second.
+STABLE_SESSION_S = BACKOFF_MAX_S
+# At most one connection warning per this many seconds; the rest are counted.
+WARN_INTERVAL_S = 10.0
 # A healthy daemon has at most a handful of publishes in flight; far above that
 # something is wrong and one warning per publish is then deserved.
 PENDING_CALLS_THRESHOLD = 1000
-_QUEUE_LIMIT = 100_000  # messages buffered for messages() consumers before dropping
+
+# What a connection attempt or a live connection can fail with. aiomqtt wraps
+# socket and TLS errors in MqttError, but paho raises ValueError for an empty
+# or malformed host (UnicodeError for bad IDNA labels is a ValueError too),
+# OverflowError for a port outside 0-65535, and OSError/ssl.SSLError from
+# loading TLS files. None of these may end the reconnect loop.
+_CONNECTION_ERRORS = (aiomqtt.MqttError, OSError, ValueError, OverflowError)
 
 MessageHandler = Callable[[str, bytes, bool], None]
-
-
-class BusError(Exception):
-    """A bus operation that cannot succeed (reported by our own code, never aiomqtt's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,39 +101,76 @@ class LastWill:
     delay_s: int = 0
 
 
-class _DirectClient(aiomqtt.Client):
-    """An aiomqtt.Client that hands each message straight to a handler.
+class _HandOverQueue(asyncio.Queue[aiomqtt.Message]):
+    """The "queue" given to aiomqtt (`queue_type`): hands each message on, stores none.
 
-    aiomqtt's iterator costs a queue put, a task and an `asyncio.wait` per
-    message and lets an unbounded backlog grow in our memory when we fall
-    behind; calling the (quick, synchronous) handler from paho's read callback
-    instead roughly halves the receive cost and leaves any backlog in the
-    kernel socket buffer and the broker's bounded queue. Pinned to aiomqtt 2.x
-    (pyproject), whose `_on_message` is the paho callback.
+    aiomqtt puts every message it receives with `put_nowait` from paho's read
+    callback; we call the handler right there. `get()` is never satisfied, so
+    aiomqtt's message iterator only ever ends with the disconnect MqttError —
+    which is all `Bus` uses it for.
     """
 
-    def __init__(self, *args: Any, handler: MessageHandler, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._grstats_handler = handler
+    handler: MessageHandler  # set on the per-Bus subclass made by `_hand_over_to`
 
-    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
-        try:
-            topic = message.topic
-        except UnicodeDecodeError:  # brokers validate topics; never trust it anyway
-            return
-        self._grstats_handler(topic, bytes(message.payload), bool(message.retain))
+    def put_nowait(self, item: aiomqtt.Message) -> None:
+        self.handler(item.topic.value, bytes(item.payload), bool(item.retain))
+
+
+def _hand_over_to(handler: MessageHandler) -> type[asyncio.Queue[aiomqtt.Message]]:
+    # aiomqtt instantiates `queue_type(maxsize=...)` itself, so the handler
+    # travels on a class made for this Bus.
+    return type("_BusHandOverQueue", (_HandOverQueue,), {"handler": staticmethod(handler)})
+
+
+class _RateLimit:
+    """Admit one event per `interval_s`; count the ones refused in between."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._next_at = float("-inf")
+        self._suppressed = 0
+
+    def admit(self, now: float) -> int | None:
+        """None to stay quiet, else how many were suppressed since the last admitted one."""
+        if now < self._next_at:
+            self._suppressed += 1
+            return None
+        suppressed, self._suppressed = self._suppressed, 0
+        self._next_at = now + self._interval_s
+        return suppressed
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for logs and /healthz: the error and, if wrapped, what caused it."""
+    text = str(exc) or type(exc).__name__
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text = f"{text}: {cause}"
+    return text
+
+
+def _ignore(topic: str, payload: bytes, retained: bool) -> None:
+    """The handler of a publish-only Bus (it subscribes to nothing)."""
 
 
 class Bus:
     """One logical connection to the broker that survives broker restarts.
 
     Args:
-        options: broker address, credentials, TLS.
+        options: broker address, credentials, TLS, maximum packet size.
         subscriptions: topic filters to (re-)subscribe on every connect.
-        handler: called with (topic, payload, retained) for every message; when
-            None, messages are queued for `messages()`.
+        handler: called with (topic, payload, retained) for every message, from
+            the socket's read callback: it must be quick and must not block.
+            None for a Bus that only publishes.
         will: the Last Will, or None.
         on_connect: awaited after each successful connect and subscribe.
+
+    Attributes:
+        connected: set while a connection is up and subscribed.
+        last_error: why the latest connection attempt failed or the latest
+            connection ended ("" before any failure and after each successful
+            connect) — for `/healthz` ("degraded: bus: <last_error>").
+        connects, reconnects, connect_failures, published, publish_failures: counters.
     """
 
     def __init__(
@@ -114,38 +184,51 @@ class Bus:
     ) -> None:
         self._options = options
         self._subscriptions = tuple(subscriptions)
-        self._handler = handler
+        self._queue_type = _hand_over_to(handler or _ignore)
         self._will = will
         self._on_connect = on_connect
         self._client: aiomqtt.Client | None = None
         self._closing = asyncio.Event()
-        self._queue: asyncio.Queue[tuple[str, bytes, bool]] | None = (
-            asyncio.Queue(_QUEUE_LIMIT) if handler is None else None
-        )
+        self._warnings = _RateLimit(WARN_INTERVAL_S)
         self.connected = asyncio.Event()
         self.ever_connected = asyncio.Event()
+        self.last_error = ""
         self.connects = 0
         self.reconnects = 0
+        self.connect_failures = 0
         self.published = 0
         self.publish_failures = 0
-        self.dropped = 0
 
     # -- connection loop ------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect, subscribe, drain; reconnect forever until `close()` is called."""
+        """Connect, subscribe, drain; reconnect forever until `close()` is called.
+
+        Never raises for a connection problem: each failure lands in
+        `last_error` and a rate-limited warning, then the next attempt follows.
+        """
+        loop = asyncio.get_running_loop()
         delay = BACKOFF_INITIAL_S
+        failures = 0
         while not self._closing.is_set():
+            started = loop.time()
             try:
                 await self._session()
-                delay = BACKOFF_INITIAL_S
-            except aiomqtt.MqttError as exc:
-                if self.connected.is_set():
+            except _CONNECTION_ERRORS as exc:
+                self.last_error = _describe(exc)
+                was_connected = self.connected.is_set()
+                if was_connected:
+                    failures = 0
+                else:
+                    failures += 1
+                    self.connect_failures += 1
+                if was_connected and loop.time() - started >= STABLE_SESSION_S:
                     delay = BACKOFF_INITIAL_S
-                log.warning(
-                    "bus.disconnected",
-                    broker=f"{self._options.host}:{self._options.port}",
-                    error=str(exc),
+                self._warn(
+                    "bus.disconnected" if was_connected else "bus.connect_failed",
+                    loop.time(),
+                    error=self.last_error,
+                    attempt=failures,
                     retry_in_s=round(delay, 3),
                 )
             finally:
@@ -158,6 +241,17 @@ class Bus:
                 await asyncio.wait_for(self._closing.wait(), jittered)
             delay = min(delay * 2, BACKOFF_MAX_S)
 
+    def _warn(self, event: str, now: float, **context: object) -> None:
+        suppressed = self._warnings.admit(now)
+        if suppressed is None:
+            return
+        log.warning(
+            event,
+            broker=f"{self._options.host}:{self._options.port}",
+            suppressed=suppressed,
+            **context,
+        )
+
     async def _session(self) -> None:
         client = self._make_client()
         client.pending_calls_threshold = PENDING_CALLS_THRESHOLD
@@ -168,6 +262,7 @@ class Bus:
             self.connects += 1
             if self.connects > 1:
                 self.reconnects += 1
+            self.last_error = ""
             self.connected.set()
             self.ever_connected.set()
             log.info(
@@ -189,31 +284,24 @@ class Bus:
                 raise drain.exception()  # type: ignore[misc]  # MqttError, handled by run()
 
     async def _wait_disconnect(self, client: aiomqtt.Client) -> None:
-        # Messages go to the handler from paho's read callback (_DirectClient);
-        # this only waits for the connection to end. aiomqtt raises MqttError
-        # from its message iterator when the connection is lost.
+        # Messages go to the handler from paho's read callback (_HandOverQueue);
+        # the public iterator then only ends, with MqttError, when the
+        # connection is lost.
         async for _ in client.messages:
             pass
-
-    def _dispatch(self, topic: str, payload: bytes, retained: bool) -> None:
-        if self._handler is not None:
-            self._handler(topic, payload, retained)
-        elif self._queue is not None:
-            try:
-                self._queue.put_nowait((topic, payload, retained))
-            except asyncio.QueueFull:
-                self.dropped += 1
 
     def _make_client(self) -> aiomqtt.Client:
         o = self._options
         will = None
-        connect_props = None
+        connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]  # paho ships no hints here
+        # A compliant broker never sends us a packet larger than this (MQTT 5
+        # §3.1.2.11.4): it drops the message for this client instead.
+        connect_props.MaximumPacketSize = o.max_packet_size
         if self._will is not None:
             will_props = Properties(PacketTypes.WILLMESSAGE)  # type: ignore[no-untyped-call]  # paho ships no hints here
             if self._will.delay_s > 0:
                 will_props.WillDelayInterval = self._will.delay_s
                 # The Will waits for the session to end: keep it alive as long.
-                connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]  # paho ships no hints here
                 connect_props.SessionExpiryInterval = self._will.delay_s
             will = aiomqtt.Will(
                 self._will.topic, self._will.payload, qos=1, retain=True, properties=will_props
@@ -226,7 +314,7 @@ class Bus:
                 keyfile=o.key_file,
                 cert_reqs=ssl.CERT_REQUIRED,
             )
-        return _DirectClient(
+        return aiomqtt.Client(
             o.host,
             o.port,
             username=o.username,
@@ -242,7 +330,7 @@ class Bus:
             clean_start=self.connects == 0,
             tls_params=tls_params,
             logger=logging.getLogger("grstats.bus.mqtt"),
-            handler=self._dispatch,
+            queue_type=self._queue_type,
         )
 
     # -- use ------------------------------------------------------------------
@@ -254,6 +342,7 @@ class Bus:
         *,
         qos: int = 0,
         retain: bool = False,
+        expiry_s: int | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - aiomqtt's own per-call timeout
     ) -> bool:
         """Hand one message to the broker.
@@ -263,34 +352,35 @@ class Bus:
             payload: the message bytes (empty + retain deletes the retained message).
             qos: 0 or 1.
             retain: ask the broker to keep it for later subscribers.
+            expiry_s: MQTT 5 Message Expiry Interval in seconds: the broker
+                discards the message (retained copy included) once it is this
+                old, so a dead member's retained stats do not live forever.
+                None for no expiry.
             timeout: seconds to wait for the hand-over (default: the client's).
 
         Returns:
-            True if the message was handed over; False while disconnected or on failure.
+            True if the message was handed over; False while disconnected or on
+            failure (including a message larger than the broker's Maximum
+            Packet Size).
         """
         client = self._client
         if client is None:
             self.publish_failures += 1
             return False
+        properties = None
+        if expiry_s is not None:
+            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]  # paho ships no hints here
+            properties.MessageExpiryInterval = max(1, int(expiry_s))
         try:
-            await client.publish(topic, payload, qos=qos, retain=retain, timeout=timeout)
+            await client.publish(
+                topic, payload, qos=qos, retain=retain, properties=properties, timeout=timeout
+            )
         except aiomqtt.MqttError as exc:
             self.publish_failures += 1
-            log.debug("bus.publish_failed", topic=topic, error=str(exc))
+            log.debug("bus.publish_failed", topic=topic, error=_describe(exc))
             return False
         self.published += 1
         return True
-
-    async def messages(self) -> AsyncIterator[tuple[str, bytes, bool]]:
-        """(topic, payload, retained) for every message, across reconnects.
-
-        Raises:
-            BusError: when the bus was built with a handler (messages go there).
-        """
-        if self._queue is None:
-            raise BusError("messages() is not available when a handler is set")
-        while True:
-            yield await self._queue.get()
 
     async def close(self) -> None:
         """Leave cleanly: DISCONNECT (the broker drops the Will) and stop reconnecting."""

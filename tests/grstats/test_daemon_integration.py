@@ -279,7 +279,7 @@ def test_hostile_messages_are_counted_by_reason_and_change_nothing(
         hostile = [
             (stats_topic, b"\xc1\x00garbage"),  # malformed
             (stats_topic, old[: len(old) // 2]),  # truncated: malformed
-            (stats_topic, b"\x91" + b"\x00" * 70_000),  # oversized (> 65536)
+            (stats_topic, b"\x91" + b"\x00" * 66_000),  # oversized (> 65536, < max packet)
             (spoofed_topic, old),  # spoofed
             (stats_topic, old),  # replayed: stale
         ]
