@@ -6,9 +6,9 @@ import io
 from pathlib import Path
 
 import pytest
-from grstats.cli.commands.binlog import _Progress
 
 from grstats.cli.binlog_scan import LogHistogram, ScanError, parse_time, scan_file
+from grstats.cli.commands.binlog import _Progress
 
 FILES = Path(__file__).resolve().parents[3] / "tests" / "protocol" / "binlog_vectors" / "files"
 
