@@ -267,6 +267,7 @@ async def test_rows_out_of_column_range_are_counted_invalid_never_silent(tmp_pat
         dataclasses.replace(sample_row(3), flow_control_mode=128),
         dataclasses.replace(sample_row(4), member_port=2**31),
         dataclasses.replace(sample_row(5), count_transactions_checked=-(2**63) - 1),
+        dataclasses.replace(sample_row(5), sampled_at=2**62),  # year ~148 000: no partition
     ]
     writer = _fast_writer(tmp_path)
     await writer.start()
@@ -277,9 +278,9 @@ async def test_rows_out_of_column_range_are_counted_invalid_never_silent(tmp_pat
         writer.record(sample_row(6))
         await writer.close()
     assert sorted(k[3] for k in _keys(tmp_path)) == [1, 6]
-    assert writer.stats.dropped.invalid == 4
+    assert writer.stats.dropped.invalid == 5
     rejected = _events(events, "history.row_rejected")
-    assert len(rejected) == 1  # rate-limited: the other three are counted as suppressed
+    assert len(rejected) == 1  # rate-limited: the other four are counted as suppressed
     assert rejected[0]["column"] == "seq"
 
 
