@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,8 +26,9 @@ from structlog.testing import capture_logs
 from grstats.core.records import HistoryRow
 from grstats.history.fileops import FileOps
 from grstats.history.parquet import read_history
+from grstats.history.wal import encode_record
 from grstats.history.writer import HistoryWriter
-from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row
+from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
 
 pytestmark = pytest.mark.faults
 
@@ -200,6 +203,77 @@ async def test_close_while_disk_full_keeps_fsynced_rows_for_the_next_start(
     await again.start()
     await again.close()
     assert sorted(k[3] for k in _keys(tmp_path)) == [1, 2, 3, 4, 5]
+
+
+async def test_start_on_a_full_disk_starts_degraded_and_replays_once_space_returns(
+    tmp_path: Path,
+) -> None:
+    # a previous run's WAL: rows 1-3 fsynced, never turned into segments
+    wal_file(tmp_path, "000000000001-aa", b"".join(encode_record(sample_row(s)) for s in (1, 2, 3)))
+    ops = FullDisk()
+    ops.full = True
+    writer = _fast_writer(tmp_path, file_ops=ops)
+    await writer.start()  # a full disk is a state to report, not a reason not to run
+    assert not writer.health().ok
+    writer.record(sample_row(3))  # redelivered: it is in that WAL already
+    writer.record(sample_row(4))
+    ops.full = False
+    watch = Watch(tmp_path / "wal")
+    watch.until(lambda: writer.health().ok and writer.stats.rows_buffered == 0, "recovery")
+    await writer.close()
+    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 2, 3, 4]
+    assert writer.stats.dropped.duplicate == 1
+
+
+FD_LIMIT = 64
+# A writer on a full disk for 300 failed attempts, in a child whose fd limit
+# is FD_LIMIT: a descriptor leaked per attempt would exhaust it long before.
+_FD_LIMIT_CHILD = """
+import resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (@FD@, @FD@))  # this child only
+import asyncio, json, sys, time
+from pathlib import Path
+from grstats.history.parquet import read_history
+from tests.faults.test_history_faults import FullDisk, _fast_writer
+from tests.grstats.history.rows import sample_row
+
+async def main(directory):
+    ops = FullDisk()
+    writer = _fast_writer(directory, file_ops=ops, fsync_interval_s=0.002, retry_max_s=0.002)
+    await writer.start()
+    ops.full = True
+    for seq in range(1, 201):
+        writer.record(sample_row(seq))
+    deadline = time.monotonic() + 20
+    while ops.failures < 300 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    during = writer.health().ok
+    ops.full = False
+    await writer.flush()
+    after = writer.health().ok
+    await writer.close()
+    seqs = sorted(read_history(directory).column("seq").to_pylist())
+    print(json.dumps({"failures": ops.failures, "during": during, "after": after, "seqs": seqs}))
+
+asyncio.run(main(Path(sys.argv[1])))
+""".replace("@FD@", str(FD_LIMIT))
+
+
+def test_disk_full_under_a_low_fd_limit_recovers(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", _FD_LIMIT_CHILD, str(tmp_path)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["failures"] >= 300
+    assert report["during"] is False and report["after"] is True
+    assert report["seqs"] == list(range(1, 201))
 
 
 @pytest.fixture
