@@ -28,6 +28,18 @@ from grstats.history.fileops import FileOps
 from grstats.history.parquet import read_history
 from grstats.history.wal import encode_record
 from grstats.history.writer import HistoryWriter
+from tests.fixtures.broker import Broker
+from tests.grstats.daemon_helpers import (
+    M1,
+    M2,
+    STATS,
+    daemon_config,
+    daemons,
+    spawn_daemon,
+    start_daemon,
+    wait_for,
+    wait_started,
+)
 from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
 
 pytestmark = pytest.mark.faults
@@ -439,3 +451,50 @@ async def test_two_writers_on_one_directory_never_take_each_others_files(
     assert sorted(_keys(tmp_path)) == sorted(
         [("g", "m-a", 2**63 + 5, 1)] + [("g", "m-b", 2**63 + 5, s) for s in range(1, 21)]
     )
+
+
+# ---------------------------------------------------------------- real collector
+
+
+@pytest.mark.slow
+def test_real_collector_restarted_ten_times_writes_no_sample_twice(
+    broker: Broker, tmp_path: Path
+) -> None:
+    # M2 is SIGKILLed at once: its retained stats stay on the broker and are
+    # redelivered at every collector start.  M1 keeps publishing.
+    history = tmp_path / "history"
+    collector_config = {
+        "bus": {"host": "127.0.0.1", "port": broker.port},
+        "publish": {"period": 0.25, "unreachable_after": 4},
+        "api": {"listen": "127.0.0.1:0"},
+        "history": {"dir": str(history), "flush_interval": 0.5},
+        "log": {"format": "json"},
+    }
+    with daemons(tmp_path, [daemon_config(broker.port, M1, [M1, M2], period=0.25)]) as (live,):
+        dead = start_daemon(tmp_path / "dead", daemon_config(broker.port, M2, [M1, M2]))
+        wait_for(
+            lambda: M2 in {r["MEMBER_ID"] for r in live.table(STATS)}, 20, "M2's stats published"
+        )
+        dead.kill9()
+        for cycle in range(10):
+            collector = wait_started(
+                spawn_daemon(tmp_path / f"collector{cycle}", collector_config, command="collect")
+            )
+            try:
+                wait_for(
+                    lambda c=collector: any(  # type: ignore[misc]
+                        r["MEMBER_ID"] == M1 and r["ACCEPTED"] >= 2
+                        for r in c.table("grstats_member_status")
+                    ),
+                    20,
+                    "a few samples of M1",
+                )
+            finally:
+                assert collector.terminate() == 0
+    table = read_history(history)
+    keys = _keys(history)
+    assert len(keys) == len(set(keys)), "duplicated samples"
+    assert table.num_rows > 10
+    assert {k[1] for k in keys} == {M1, M2}
+    # every collector start received M2's one retained sample; it is written once
+    assert sum(k[1] == M2 for k in keys) == 1
