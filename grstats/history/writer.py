@@ -160,7 +160,7 @@ class HistoryWriter:
         Returns:
             ok, or degraded with the reason.
         """
-        faults = [f"{p.name}: {p.fault}" for p in self._phases.values() if p.fault is not None]
+        faults = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
         if faults:
             return HistoryHealth(False, "; ".join(faults))
         if self._thread is None or not self._thread.is_alive():
