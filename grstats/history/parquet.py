@@ -85,7 +85,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
     "uint64": (0, 2**64 - 1),
-    "timestamp[us, tz=UTC]": (-(2**63), 2**63 - 1),
+    # 1970-01-01 .. 9999-12-31 23:59:59.999999: the partition date must exist
+    "timestamp[us, tz=UTC]": (0, 253_402_300_799_999_999),
 }
 _NAMES = tuple(name for name, _ in HISTORY_COLUMNS)
 _STRING_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind == "string"]

@@ -29,6 +29,7 @@ import datetime as dt
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -66,6 +67,26 @@ DEFAULT_MAX_BUFFER_ROWS = 200_000
 
 class HistoryError(Exception):
     """The history could not be written (disk full, permissions, writer closed)."""
+
+
+class _Phase:
+    """The fault and the capped exponential backoff of one step of the writer thread."""
+
+    def __init__(self, name: str, first_s: float, max_s: float) -> None:
+        self.name = name
+        self.event = "history.write_failed" if name == "wal" else "history.segments_failed"
+        self._first_s, self._max_s = first_s, max_s
+        self.delay_s = 0.0
+        self.retry_at = 0.0
+        self.fault: str | None = None  # read by health() from any thread
+
+    def failed(self, fault: str) -> None:
+        self.fault = fault
+        self.delay_s = min(max(2 * self.delay_s, self._first_s), self._max_s)
+        self.retry_at = time.monotonic() + self.delay_s
+
+    def recovered(self) -> None:
+        self.fault, self.delay_s, self.retry_at = None, 0.0, 0.0
 
 
 class HistoryWriter:
@@ -121,10 +142,10 @@ class HistoryWriter:
         self._housekeeper = Housekeeper(
             self.directory, retention_days, self._count_error, self.writer_id
         )
-        self._fault: str | None = None  # set by the worker thread, read anywhere
-        # owned by the worker thread
-        self._backoff_s = 0.0
-        self._retry_at = 0.0
+        # faults and backoff per phase: appending to the WAL, writing segments
+        self._phases = {
+            name: _Phase(name, fsync_interval_s, retry_max_s) for name in ("wal", "segments")
+        }
 
     @property
     def stats(self) -> HistoryStats:
@@ -139,9 +160,9 @@ class HistoryWriter:
         Returns:
             ok, or degraded with the reason.
         """
-        fault = self._fault
-        if fault is not None:
-            return HistoryHealth(False, fault)
+        faults = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
+        if faults:
+            return HistoryHealth(False, "; ".join(faults))
         if self._thread is None or not self._thread.is_alive():
             return HistoryHealth(False, "history writer not running")
         return HistoryHealth(True)
@@ -161,8 +182,10 @@ class HistoryWriter:
             raise HistoryError(f"{self.directory}: cannot recover history: {exc}") from exc
         try:
             await asyncio.to_thread(self._journal.recover)
-        except OSError as exc:
-            self._failed(exc)
+        except OSError as exc:  # replaying into segments failed: retried at rotation
+            self._phases["segments"].failed(str(exc))
+            self._count_error()
+            self._limiter.emit("error", "history.segments_failed", error=str(exc))
         self._thread = threading.Thread(target=self._run, name="grstats-history", daemon=True)
         self._thread.start()
 
@@ -242,18 +265,14 @@ class HistoryWriter:
                 self._flush_waiters = []
             now = time.monotonic()
             next_sync = now + self.fsync_interval_s
+            forced = stopping or bool(waiters)
+            wal, segments = self._phases["wal"], self._phases["segments"]
             failure: BaseException | None = None
-            if stopping or waiters or now >= self._retry_at:
-                try:
-                    self._sync()
-                    if stopping or waiters or now >= next_flush:
-                        next_flush = now + self.flush_interval_s
-                        self._journal.rotate()
-                except Exception as exc:  # thread boundary: a state, handed to the waiters
-                    failure = exc
-                    self._failed(exc)
-                else:
-                    self._succeeded()
+            if forced or now >= wal.retry_at:
+                failure = self._attempt(wal, self._sync)
+            if failure is None and (forced or now >= max(next_flush, segments.retry_at)):
+                next_flush = now + self.flush_interval_s
+                failure = self._attempt(segments, self._journal.rotate)
             self._housekeeper.run_daily(dt.datetime.now(dt.UTC).date())
             if stopping:
                 self._stop(failure)
@@ -295,23 +314,21 @@ class HistoryWriter:
         with self._counters.lock:
             self._counters.buffer_full += excess
 
-    def _failed(self, exc: BaseException) -> None:
-        self._count_error()
-        with self._cond:
-            buffered = len(self._pending)
-        self._fault = f"history write failing: {exc} ({buffered} rows buffered)"
-        self._backoff_s = min(max(2 * self._backoff_s, self.fsync_interval_s), self.retry_max_s)
-        self._retry_at = time.monotonic() + self._backoff_s
-        self._limiter.emit(
-            "error", "history.write_failed", error=str(exc), directory=str(self.directory)
-        )
-
-    def _succeeded(self) -> None:
-        if self._fault is None:
-            return
-        suppressed = self._limiter.reset("history.write_failed")
-        self._fault, self._backoff_s, self._retry_at = None, 0.0, 0.0
-        log.info("history.recovered", directory=str(self.directory), suppressed=suppressed)
+    def _attempt(self, phase: _Phase, step: Callable[[], None]) -> BaseException | None:
+        try:
+            step()
+        except Exception as exc:  # thread boundary: a state, handed to the waiters
+            self._count_error()
+            with self._cond:
+                buffered = len(self._pending)
+            phase.failed(f"{exc} ({buffered} rows buffered)")
+            self._limiter.emit("error", phase.event, error=str(exc), directory=str(self.directory))
+            return exc
+        if phase.fault is not None:
+            phase.recovered()
+            suppressed = self._limiter.reset(phase.event)
+            log.info("history.recovered", phase=phase.name, suppressed=suppressed)
+        return None
 
     def _stop(self, failure: BaseException | None) -> None:
         self._journal.close()

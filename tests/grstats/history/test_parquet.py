@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from grstats.core.records import HISTORY_COLUMNS
-from grstats.history.parquet import read_history, rows_to_table, write_segments
+from grstats.history.parquet import invalid_column, read_history, rows_to_table, write_segments
 from tests.grstats.history.rows import (
     MIDNIGHT_US,
     sample_row,
@@ -57,3 +59,32 @@ def test_same_segment_written_twice_is_one_file(tmp_path: Path) -> None:
     second = write_segments(tmp_path, table, segment_id="wal-7")
     assert first == second
     assert read_history(tmp_path).num_rows == 2
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "bad"),
+    [
+        ("flow_control_mode", 127, False),
+        ("flow_control_mode", 128, True),
+        ("flow_control_mode", -128, False),
+        ("member_port", 2**31 - 1, False),
+        ("member_port", 2**31, True),
+        ("seq", 2**63 - 1, False),
+        ("seq", 2**63, True),
+        ("incarnation", 2**64 - 1, False),
+        ("incarnation", 2**64, True),
+        ("incarnation", -1, True),
+        ("sampled_at", 253_402_300_799_999_999, False),  # 9999-12-31 23:59:59.999999
+        ("sampled_at", 253_402_300_800_000_000, True),
+        ("sampled_at", -1, True),
+        ("member_id", 7, True),
+        ("seq", True, True),
+        ("seq", "1", True),
+        ("last_conflict_free_transaction", None, False),
+    ],
+)
+def test_invalid_column_names_a_value_its_column_cannot_hold(
+    column: str, value: object, bad: bool
+) -> None:
+    row = dataclasses.replace(sample_row(1), **{column: value})
+    assert invalid_column(row) == (column if bad else None)
