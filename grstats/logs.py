@@ -63,7 +63,7 @@ def configure_logging(
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=_events_logger,
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=False,  # reconfigurable (tests, CLI); logging is rare
     )
     handler = logging.StreamHandler(out)
     handler.setFormatter(

@@ -7,7 +7,7 @@ texts (the publisher decides whether a message carries them, flag '1', or not);
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol import PipelineStats
 
@@ -39,6 +39,10 @@ class LocalMember:
     # shows its UUID in replication_group_members but "" in the stats row);
     # None: the same as member_id.
     stats_member_id: str | None = None
+    # @@server_uuid: who this daemon speaks for, known even while the tables show
+    # no member (GR not started); never shown in a table, so not part of the
+    # shown member's equality. "" when unknown.
+    server_uuid: str = field(default="", compare=False)
 
     @property
     def gcs_id(self) -> str:

@@ -97,9 +97,10 @@ class Publisher:
         Returns:
             True once both are known.
         """
-        if sample.member.group_name and sample.member.member_id:
+        member_id = sample.member.server_uuid or sample.member.member_id
+        if sample.member.group_name and member_id:
             self.group = sample.member.group_name
-            self.member_id = sample.member.member_id
+            self.member_id = member_id
             return True
         return False
 

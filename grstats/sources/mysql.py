@@ -465,9 +465,9 @@ class MySQLSource:
             identity = await self._query(conn, "identity", _SQL_IDENTITY_NO_GR)
             if identity is None:
                 raise _PollFailed("the server did not answer the identity query")
-            _first_row(identity[1], 1)
+            server_uuid = _first_row(identity[1], 1)[0]
         else:
-            group_name = _first_row(identity[1], 2)[1]
+            server_uuid, group_name = _first_row(identity[1], 2)[:2]
         stats_row = _local_row(await self._query(conn, "member_stats", _SQL_MEMBER_STATS))
         member_row = _local_row(await self._query(conn, "members", _SQL_MEMBERS))
         mode_result = await self._query(conn, "flow_control_mode", _SQL_FLOW_CONTROL)
@@ -493,6 +493,7 @@ class MySQLSource:
             view_id=_text(stats_row.get(col.VIEW_ID)),
             communication_stack=_text(member_row.get(col.MEMBER_COMMUNICATION_STACK)),
             stats_member_id=None if stats_member_id == member_id else stats_member_id,
+            server_uuid=_text(server_uuid),
         )
         values: dict[str, Any] = {
             name: wire_int32(_integer(stats_row.get(col))) for name, col in _INT32_COLUMNS.items()

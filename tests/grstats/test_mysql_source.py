@@ -837,3 +837,13 @@ async def test_server_that_never_greets_does_not_block_start_or_sample(
 
     assert sample.member.state == "OFFLINE"
     assert "mysql.connect_failed" in [e["event"] for e in events]
+
+
+async def test_server_uuid_is_known_while_the_tables_show_no_member(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # GR never started: the tables show MEMBER_ID "" (what grstats shows too), but the
+    # daemon still learns whom it speaks for from @@server_uuid.
+    sample = await make_source(fake.port).sample(T0)
+    assert sample.member.member_id == ""
+    assert sample.member.server_uuid == UUID
