@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
@@ -20,3 +23,11 @@ settings.register_profile(
     derandomize=bool(os.environ.get("CI")),
 )
 settings.load_profile("grstats")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """A CLI command run in-process configures logging for the process (level, sink);
+    undo it after each test so that the next test sees structlog's defaults."""
+    yield
+    structlog.reset_defaults()
