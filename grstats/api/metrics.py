@@ -52,6 +52,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
 from grstats.api.self_metrics import register_process_collectors
+from grstats.core import columns as col
 from grstats.core.snapshot import MEMBERS_COLUMNS, REJECT_REASONS, DaemonSnapshot, Row
 
 __all__ = [
@@ -71,56 +72,10 @@ MEMBER_STATE_VALUES: Mapping[str, int] = {
     "UNREACHABLE": 5,
 }
 
-# column -> (metric name as exposed, kind, help); kind is "counter" or "gauge".
-MEMBER_STATS_METRICS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "COUNT_TRANSACTIONS_IN_QUEUE",
-        "mysql_perf_schema_transactions_in_queue",
-        "gauge",
-        "The number of transactions in the queue pending conflict detection checks.",
-    ),
-    (
-        "COUNT_TRANSACTIONS_CHECKED",
-        "mysql_perf_schema_transactions_checked_total",
-        "counter",
-        "The number of transactions that have been checked for conflicts.",
-    ),
-    (
-        "COUNT_CONFLICTS_DETECTED",
-        "mysql_perf_schema_conflicts_detected_total",
-        "counter",
-        "The number of transactions that have not passed the conflict detection check.",
-    ),
-    (
-        "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-        "mysql_perf_schema_transactions_rows_validating",
-        "gauge",
-        "Current size of the conflict detection database (rows not yet garbage collected).",
-    ),
-    (
-        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-        "mysql_perf_schema_transactions_remote_in_applier_queue",
-        "gauge",
-        "Transactions received from the group that are waiting to be applied.",
-    ),
-    (
-        "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-        "mysql_perf_schema_transactions_remote_applied_total",
-        "counter",
-        "Transactions this member has received from the group and applied.",
-    ),
-    (
-        "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-        "mysql_perf_schema_transactions_local_proposed_total",
-        "counter",
-        "Transactions which originated on this member and were sent to the group.",
-    ),
-    (
-        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-        "mysql_perf_schema_transactions_local_rollback_total",
-        "counter",
-        "Transactions which originated on this member and were rolled back by the group.",
-    ),
+# column -> (metric name as exposed, kind, help), from the column registry;
+# kind is "counter" or "gauge".
+MEMBER_STATS_METRICS: tuple[tuple[str, str, str, str], ...] = tuple(
+    (c.name, c.metric, c.kind, c.help) for c in col.MEMBER_STATS.columns if c.metric is not None
 )
 
 _MEMBER_LABELS = ("group", "member_id")
@@ -168,15 +123,15 @@ def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
     # see several groups); fall back to the daemon's own group.
     groups: dict[str, str] = {}
     for row in snapshot.member_status:
-        member_id = _text(row.get("MEMBER_ID"))
-        group = _text(row.get("GROUP_NAME"))
+        member_id = _text(row.get(col.MEMBER_ID))
+        group = _text(row.get(col.GROUP_NAME))
         if member_id and group:
             groups[member_id] = group
     return groups
 
 
 def _labels(row: Row, groups: Mapping[str, str], default_group: str) -> list[str] | None:
-    member_id = _text(row.get("MEMBER_ID"))
+    member_id = _text(row.get(col.MEMBER_ID))
     if not member_id:
         return None
     return [groups.get(member_id, default_group), member_id]
@@ -184,6 +139,13 @@ def _labels(row: Row, groups: Mapping[str, str], default_group: str) -> list[str
 
 def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     groups = _group_of(snapshot)
+    # An OFFLINE member is not in the group (MySQL shows it zeroed): no series, so
+    # its counters do not fall to 0 and come back as a bogus reset.
+    offline = {
+        _text(r.get(col.MEMBER_ID))
+        for r in snapshot.members
+        if r.get(col.MEMBER_STATE) == "OFFLINE"
+    }
     for column, name, kind, help_text in MEMBER_STATS_METRICS:
         family: CounterMetricFamily | GaugeMetricFamily
         if kind == "counter":
@@ -191,6 +153,8 @@ def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         else:
             family = GaugeMetricFamily(name, help_text, labels=_MEMBER_LABELS)
         for row in snapshot.member_stats:
+            if _text(row.get(col.MEMBER_ID)) in offline:
+                continue
             labels = _labels(row, groups, snapshot.group_name)
             value = _number(row.get(column))
             if labels is not None and value is not None:
@@ -221,7 +185,7 @@ def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         labels = _labels(row, groups, snapshot.group_name)
         if labels is None:
             continue
-        state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get("MEMBER_STATE")), 0))
+        state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get(col.MEMBER_STATE)), 0))
         info.add_metric([_text(row.get(column)) for column in MEMBERS_COLUMNS], 1)
     if snapshot.local_member_id:
         group = groups.get(snapshot.local_member_id, snapshot.group_name)
@@ -316,17 +280,17 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         labels=(*_MEMBER_LABELS, "reason"),
     )
     for row in snapshot.member_status:
-        labels = _labels(row, {}, _text(row.get("GROUP_NAME")) or snapshot.group_name)
+        labels = _labels(row, {}, _text(row.get(col.GROUP_NAME)) or snapshot.group_name)
         if labels is None:
             continue
-        age = _number(row.get("LAST_SEEN_AGE_SECONDS"))
+        age = _number(row.get(col.LAST_SEEN_AGE_SECONDS))
         if age is not None:
             last_seen.add_metric(labels, taken_at_s - age)
-        count = _number(row.get("ACCEPTED"))
+        count = _number(row.get(col.ACCEPTED))
         if count is not None:
             member_accepted.add_metric(labels, count)
         for reason in REJECT_REASONS:
-            count = _number(row.get(f"REJECTED_{reason.upper()}"))
+            count = _number(row.get(col.rejected_column(reason)))
             if count is not None:
                 member_rejected.add_metric([*labels, reason], count)
     yield last_seen

@@ -32,6 +32,7 @@ import click
 from grstats.cli.apiread import api_url, fetch_table, normalize_api_url
 from grstats.cli.errors import BadArgument, ReadError, user_error
 from grstats.config import DEFAULT_CONFIG_PATH, BusSettings, ConfigError, load_client_settings
+from grstats.core import columns as col
 from grstats.core.snapshot import MEMBER_STATUS_TABLE, Row
 
 __all__ = ["TableReader", "read_options"]
@@ -161,9 +162,9 @@ class TableReader:
                 status = out.get(MEMBER_STATUS_TABLE)
                 if status is None:
                     status = fetch_table(self.api, MEMBER_STATUS_TABLE, timeout=self.timeout)
-                ids = {r.get("MEMBER_ID") for r in status if r.get("GROUP_NAME") == self.group}
+                ids = {r.get(col.MEMBER_ID) for r in status if r.get(col.GROUP_NAME) == self.group}
                 out = {
-                    name: [r for r in rows if r.get("MEMBER_ID") in ids]
+                    name: [r for r in rows if r.get(col.MEMBER_ID) in ids]
                     for name, rows in out.items()
                 }
             return out

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grstats.cli import render
+from grstats.core import columns as col
 from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
 
 __all__ = [
@@ -37,13 +38,13 @@ __all__ = [
 
 # display column -> source column (member_stats unless noted)
 RATE_COLUMNS: Mapping[str, str] = {
-    "checked/s": "COUNT_TRANSACTIONS_CHECKED",
-    "conflicts/s": "COUNT_CONFLICTS_DETECTED",
-    "applied/s": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
+    "checked/s": col.COUNT_TRANSACTIONS_CHECKED,
+    "conflicts/s": col.COUNT_CONFLICTS_DETECTED,
+    "applied/s": col.COUNT_TRANSACTIONS_REMOTE_APPLIED,
 }
 COLUMNS: tuple[str, ...] = (
     "MEMBER",
-    "MEMBER_ID",
+    col.MEMBER_ID,
     "STATE",
     "ROLE",
     "IN_QUEUE",
@@ -60,16 +61,16 @@ COLUMNS: tuple[str, ...] = (
     "LAST_SEEN_S",
 )
 _STATS_SOURCES: Mapping[str, str] = {
-    "IN_QUEUE": "COUNT_TRANSACTIONS_IN_QUEUE",
-    "APPLIER_QUEUE": "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-    "CHECKED": "COUNT_TRANSACTIONS_CHECKED",
-    "CONFLICTS": "COUNT_CONFLICTS_DETECTED",
-    "APPLIED": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "PROPOSED": "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "ROLLBACK": "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-    "ROWS_VALIDATING": "COUNT_TRANSACTIONS_ROWS_VALIDATING",
+    "IN_QUEUE": col.COUNT_TRANSACTIONS_IN_QUEUE,
+    "APPLIER_QUEUE": col.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE,
+    "CHECKED": col.COUNT_TRANSACTIONS_CHECKED,
+    "CONFLICTS": col.COUNT_CONFLICTS_DETECTED,
+    "APPLIED": col.COUNT_TRANSACTIONS_REMOTE_APPLIED,
+    "PROPOSED": col.COUNT_TRANSACTIONS_LOCAL_PROPOSED,
+    "ROLLBACK": col.COUNT_TRANSACTIONS_LOCAL_ROLLBACK,
+    "ROWS_VALIDATING": col.COUNT_TRANSACTIONS_ROWS_VALIDATING,
 }
-_RIGHT = frozenset(COLUMNS) - {"MEMBER", "MEMBER_ID", "STATE", "ROLE"}
+_RIGHT = frozenset(COLUMNS) - {"MEMBER", col.MEMBER_ID, "STATE", "ROLE"}
 _NOT_HIGHLIGHTED = {"LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
 
 # The mysql client's box: +---+ rules, | between cells.
@@ -108,23 +109,23 @@ def build_view(
         A rate is None on the first refresh, for a new member, or after a
         counter went down (a restart).
     """
-    members = {str(r.get("MEMBER_ID")): r for r in tables.get(MEMBERS_TABLE, ())}
-    status = {str(r.get("MEMBER_ID")): r for r in tables.get(MEMBER_STATUS_TABLE, ())}
+    members = {str(r.get(col.MEMBER_ID)): r for r in tables.get(MEMBERS_TABLE, ())}
+    status = {str(r.get(col.MEMBER_ID)): r for r in tables.get(MEMBER_STATUS_TABLE, ())}
     rows: list[dict[str, object]] = []
     changed: set[tuple[str, str]] = set()
     counters: dict[str, dict[str, int]] = {}
     shown: dict[str, dict[str, object]] = {}
     elapsed = at - previous.at if previous is not None else 0.0
     for stats in tables.get(MEMBER_STATS_TABLE, ()):
-        member_id = str(stats.get("MEMBER_ID") or "")
+        member_id = str(stats.get(col.MEMBER_ID) or "")
         member = members.get(member_id, {})
-        host, port = member.get("MEMBER_HOST"), member.get("MEMBER_PORT")
+        host, port = member.get(col.MEMBER_HOST), member.get(col.MEMBER_PORT)
         row: dict[str, object] = {
             "MEMBER": f"{host}:{port}" if host else "",
-            "MEMBER_ID": member_id,
-            "STATE": member.get("MEMBER_STATE"),
-            "ROLE": member.get("MEMBER_ROLE"),
-            "LAST_SEEN_S": status.get(member_id, {}).get("LAST_SEEN_AGE_SECONDS"),
+            col.MEMBER_ID: member_id,
+            "STATE": member.get(col.MEMBER_STATE),
+            "ROLE": member.get(col.MEMBER_ROLE),
+            "LAST_SEEN_S": status.get(member_id, {}).get(col.LAST_SEEN_AGE_SECONDS),
         }
         for display, column in _STATS_SOURCES.items():
             row[display] = stats.get(column)
@@ -175,7 +176,7 @@ _DROP_ORDER = (
     "PROPOSED",
     "APPLIED",
     "CHECKED",
-    "MEMBER_ID",  # first shortened to 8 characters, then dropped
+    col.MEMBER_ID,  # first shortened to 8 characters, then dropped
     "ROWS_VALIDATING",
     "ROLE",
     "LAST_SEEN_S",
@@ -200,7 +201,7 @@ def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple
         total = 1
         for column in columns:
             cells = [_cell(column, row.get(column)) for row in rows]
-            if short and column == "MEMBER_ID":
+            if short and column == col.MEMBER_ID:
                 cells = [c[:_SHORT_ID] for c in cells]
             total += max([len(column), *map(len, cells)]) + 3
         return total
@@ -210,7 +211,7 @@ def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple
     for victim in _DROP_ORDER:
         if needed(columns, short) <= width:
             break
-        if victim == "MEMBER_ID" and not short:
+        if victim == col.MEMBER_ID and not short:
             short = True
             if needed(columns, short) <= width:
                 break
@@ -249,17 +250,17 @@ def live_table(
         else:
             table.add_column(column, justify="left", no_wrap=True)
     for row in rows:
-        member_id = str(row["MEMBER_ID"])
+        member_id = str(row[col.MEMBER_ID])
         unreachable = row.get("STATE") == "UNREACHABLE"
         cells: list[Text] = []
         for column in columns:
             style = ""
-            if unreachable and column in ("STATE", "MEMBER", "MEMBER_ID"):
+            if unreachable and column in ("STATE", "MEMBER", col.MEMBER_ID):
                 style = "bold red"
             elif (member_id, column) in changed:
                 style = "bold yellow"
             text = _cell(column, row.get(column))
-            if short and column == "MEMBER_ID":
+            if short and column == col.MEMBER_ID:
                 text = text[:_SHORT_ID]
             cells.append(Text(text, style=style))
         table.add_row(*cells, style="red" if unreachable else "")
