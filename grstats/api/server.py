@@ -322,6 +322,7 @@ class ApiServer:
         body = {
             "status": "degraded" if reasons else "ok",
             "reasons": list(reasons),
+            "details": list(snapshot.health),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
             "members": len(snapshot.members),
             "uptime_s": round(time.monotonic() - self._started, 3),

@@ -66,3 +66,26 @@ def health_reasons(
         if not state.ok:
             reasons.append(f"history: {state.reason or 'degraded'}")
     return tuple(reasons)
+
+
+class EchoWatch:
+    """Our own envelopes must come back from the broker (we subscribe to our group).
+
+    A broker ACL that refuses our writes drops them without a word (MQTT 5
+    reports it only in a QoS 1 acknowledgement aiomqtt ignores), so "published"
+    alone would say ok while every other member sees nothing of us. After
+    `patience` envelopes published with none of ours heard back, the daemon is
+    degraded ("bus: own messages do not come back").
+    """
+
+    def __init__(self, patience: int = 10) -> None:
+        self.patience = patience
+        self._last_own = 0
+        self._published_at_echo = 0
+
+    def silent(self, *, published: int, own: int) -> bool:
+        """Whether our envelopes have stopped coming back."""
+        if own != self._last_own:
+            self._last_own = own
+            self._published_at_echo = published
+        return published - self._published_at_echo > self.patience

@@ -34,7 +34,7 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import Limits, MemberTables, RegistryLimits
-from grstats.daemon.health import HistorySink, health_gauges, health_reasons
+from grstats.daemon.health import EchoWatch, HistorySink, health_gauges, health_reasons
 from grstats.daemon.notify import sd_notify, watchdog_interval_s
 from grstats.daemon.publisher import Publisher, now_us
 from grstats.daemon.receiver import Receiver
@@ -80,6 +80,7 @@ class Daemon:
         self._snapshot_key: tuple[int, bool] = (-1, False)
         self._snapshot_at = 0.0
         self._status_text = ""
+        self._echo = EchoWatch()
 
     @property
     def collector(self) -> bool:
@@ -160,6 +161,13 @@ class Daemon:
             **health_gauges(self.source, self.history),
         }
         reasons = health_reasons(bus, self.source, self.history)
+        if self.publisher is not None:
+            silent = self._echo.silent(
+                published=self.publisher.published, own=self.tables.own_total
+            )
+            gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
+            if silent:
+                reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
         return self.tables.snapshot(now_us(), counters=counters, gauges=gauges, health=reasons)
 
     def _update_status(self) -> None:
