@@ -132,7 +132,8 @@ def _parse_listen(s: Section) -> ApiSettings:
     host, sep, port_text = listen.rpartition(":")
     if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
         raise s.fail("listen", f'expected "host:port" (port 0-65535), got {show(listen)}')
-    return ApiSettings(host=host.strip("[]"), port=int(port_text))
+    fields = read_fields(s, ApiSettings)
+    return ApiSettings(host=host.strip("[]"), port=int(port_text), **fields)
 
 
 def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = True) -> Settings:

@@ -80,6 +80,11 @@ class PublishSettings:
 class ApiSettings:
     host: str = "127.0.0.1"  # [api] listen = "host:port"
     port: int = 8437
+    max_connections: int = setting(64, integer(1, 10_000))
+    head_timeout: float = setting(5.0, number(0.1, 600.0))
+    write_timeout: float = setting(10.0, number(0.1, 600.0))
+    max_request_bytes: int = setting(8192, integer(1024, 1 << 20))
+    write_buffer_bytes: int = setting(65536, integer(4096, 1 << 24))
 
     @property
     def listen(self) -> str:
@@ -93,11 +98,20 @@ class HistorySettings:
     scope: str = setting("local", text(choices=("local", "all")))
     retention_days: int = setting(30, integer(1, 36500))
     flush_interval: float = setting(60.0, number(0.1, 86400.0))
+    fsync_interval: float = setting(1.0, number(0.01, 60.0))
+    # ~490 bytes a row in memory: 200,000 rows ~ 100 MB, ~2.5 h of 9 members at 1 Hz
+    max_buffer_rows: int = setting(200_000, integer(1_000, 50_000_000))
+    retry_max: float = setting(30.0, number(0.05, 3600.0))
+    log_interval: float = setting(60.0, number(1.0, 86400.0))
 
 
 @dataclass(frozen=True, slots=True)
 class LimitSettings:
     max_envelope_size: int = setting(65536, integer(256, 1 << 24))
+    max_status_size: int = setting(64, integer(16, 4096))
+    max_members_per_group: int = setting(64, integer(1, 100_000))
+    max_groups: int = setting(1024, integer(1, 1_000_000))
+    max_clock_skew: float = setting(300.0, number(1.0, 86400.0))
 
 
 @dataclass(frozen=True, slots=True)

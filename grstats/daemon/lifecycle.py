@@ -30,6 +30,7 @@ import structlog
 
 from grstats.api.server import ApiServer
 from grstats.bus.client import Bus
+from grstats.bus.options import max_packet_size_for
 from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
@@ -91,6 +92,7 @@ class Daemon:
 
     def _make_tables(self, group: str, member_id: str) -> MemberTables:
         p = self.settings.publish
+        lim = self.settings.limits
         return MemberTables(
             group=None if self.collector else group,
             local_member_id=None if self.collector else member_id,
@@ -98,12 +100,22 @@ class Daemon:
                 period_s=p.period,
                 unreachable_after=p.unreachable_after,
                 forget_after_s=p.forget_after,
+                max_members_per_group=lim.max_members_per_group,
+                max_groups=lim.max_groups,
             ),
-            limits=Limits(max_envelope_size=self.settings.limits.max_envelope_size),
+            limits=Limits(
+                max_envelope_size=lim.max_envelope_size,
+                max_status_size=lim.max_status_size,
+                max_clock_skew_s=lim.max_clock_skew,
+            ),
         )
 
     def _make_bus(self) -> Bus:
-        b = self.settings.bus
+        # The broker never sends us a packet an envelope at our limit could not fill.
+        b = dataclasses.replace(
+            self.settings.bus,
+            max_packet_size=max_packet_size_for(self.settings.limits.max_envelope_size),
+        )
         pub = self.publisher
         if pub is None:
             return Bus(
@@ -250,7 +262,16 @@ class Daemon:
             except (HistoryError, OSError) as exc:
                 raise StartupError(f"history: {exc}") from exc
         api = self.settings.api
-        self.api = ApiServer(api.host, api.port, self.get_snapshot)
+        self.api = ApiServer(
+            api.host,
+            api.port,
+            self.get_snapshot,
+            max_connections=api.max_connections,
+            head_timeout_s=api.head_timeout,
+            write_timeout_s=api.write_timeout,
+            max_request_bytes=api.max_request_bytes,
+            write_buffer_bytes=api.write_buffer_bytes,
+        )
         try:
             await self.api.start()
         except OSError as exc:

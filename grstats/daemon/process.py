@@ -47,6 +47,12 @@ def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
         scope="all" if collector else h.scope,
         retention_days=h.retention_days,
         flush_interval_s=h.flush_interval,
+        fsync_interval_s=h.fsync_interval,
+        max_buffer_rows=h.max_buffer_rows,
+        retry_max_s=h.retry_max,
+        log_interval_s=h.log_interval,
+        # one writer id per process on a shared tree: the member, or the collector's host
+        instance="collector" if collector else settings.member.id,
     )
 
 

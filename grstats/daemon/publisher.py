@@ -182,13 +182,19 @@ class Publisher:
         # A stalled broker must not hold the tick loop longer than about a period.
         wait = max(1.0, self.settings.publish.period)
         stats_topic = self.topic(topics.STATS_KIND)
-        if not await bus.publish(stats_topic, payload, qos=0, retain=True, timeout=wait):
+        # Retained copies of a member that died expire with it (MQTT 5 message expiry).
+        expiry = max(1, round(self.settings.publish.forget_after))
+        if not await bus.publish(
+            stats_topic, payload, qos=0, retain=True, timeout=wait, expiry_s=expiry
+        ):
             return False
         self.published += 1
         if gtids:
             self._send_gtids = False
             gtids_topic = self.topic(topics.GTIDS_KIND)
-            await bus.publish(gtids_topic, payload, qos=0, retain=True, timeout=wait)
+            # re-published every gtid_interval only: keep it at least two of those
+            keep = max(expiry, round(2 * self.settings.publish.gtid_interval))
+            await bus.publish(gtids_topic, payload, qos=0, retain=True, timeout=wait, expiry_s=keep)
         return gtids
 
     def envelope(
