@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grstats.core.lag import ChannelLag
 from protocol import PipelineStats
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
@@ -56,3 +57,5 @@ class LocalSample:
     member: LocalMember
     stats: PipelineStats
     sampled_at_us: int  # wall clock, microseconds since the epoch, UTC
+    # per channel, when the source can tell (WL#7374); () when it cannot
+    lag: tuple[ChannelLag, ...] = ()
