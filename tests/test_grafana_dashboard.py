@@ -23,6 +23,7 @@ from grstats.core.snapshot import (
     MEMBER_STATUS_COLUMNS,
     MEMBERS_COLUMNS,
     REJECT_REASONS,
+    DaemonCounters,
     DaemonSnapshot,
 )
 
@@ -44,8 +45,9 @@ def _full_snapshot() -> DaemonSnapshot:
         member_stats=(stats,),
         members=(members,),
         member_status=(status,),
-        counters={"envelopes_accepted": 1, "bus_reconnects": 1}
-        | {f"envelopes_rejected_{r}": 1 for r in REJECT_REASONS},
+        counters=DaemonCounters(
+            envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
+        ),
         gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
     )
 

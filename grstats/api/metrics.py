@@ -201,7 +201,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     accepted = CounterMetricFamily(
         "grstats_envelopes_accepted",
         "Envelopes received from the bus, decoded and applied to the tables.",
-        value=counters.get("envelopes_accepted", 0),
+        value=counters.envelopes_accepted,
     )
     yield accepted
     rejected = CounterMetricFamily(
@@ -210,17 +210,17 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         labels=("reason",),
     )
     for reason in REJECT_REASONS:
-        rejected.add_metric([reason], counters.get(f"envelopes_rejected_{reason}", 0))
+        rejected.add_metric([reason], counters.rejected.get(reason, 0))
     yield rejected
     yield CounterMetricFamily(
         "grstats_bus_reconnects",
         "Times the daemon reconnected to the broker after losing it.",
-        value=counters.get("bus_reconnects", 0),
+        value=counters.bus_reconnects,
     )
     yield CounterMetricFamily(
         "grstats_messages_published",
         "Envelopes this daemon published for its local member.",
-        value=counters.get("messages_published", 0),
+        value=counters.messages_published,
     )
     yield GaugeMetricFamily(
         "grstats_bus_connected",

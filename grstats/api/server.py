@@ -328,7 +328,7 @@ class ApiServer:
             "uptime_s": round(time.monotonic() - self._started, 3),
             "group": snapshot.group_name,
             "member_id": snapshot.local_member_id,
-            "counters": dict(snapshot.counters),
+            "counters": snapshot.counters.as_dict(),
             "api": {
                 "open": api.open,
                 "max_connections": api.max_connections,

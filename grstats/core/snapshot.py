@@ -31,13 +31,50 @@ REJECT_REASONS = columns.REJECT_REASONS
 GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
 
+def _zero_rejections() -> Mapping[str, int]:
+    return dict.fromkeys(REJECT_REASONS, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonCounters:
+    """The daemon's own totals since it started (each only ever grows).
+
+    Attributes:
+        envelopes_accepted: stats envelopes applied to the tables.
+        envelopes_own: our own envelopes heard back from the broker.
+        envelopes_clamped: accepted envelopes whose negative sizes were shown as 0.
+        rejected: refused messages by reason (every reason of REJECT_REASONS).
+        bus_reconnects: broker connections after the first.
+        messages_published: stats envelopes handed to the broker.
+    """
+
+    envelopes_accepted: int = 0
+    envelopes_own: int = 0
+    envelopes_clamped: int = 0
+    rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
+    bus_reconnects: int = 0
+    messages_published: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
+        out = {
+            "envelopes_accepted": self.envelopes_accepted,
+            "envelopes_own": self.envelopes_own,
+            "envelopes_clamped": self.envelopes_clamped,
+            "bus_reconnects": self.bus_reconnects,
+            "messages_published": self.messages_published,
+        }
+        for reason in REJECT_REASONS:
+            out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class DaemonSnapshot:
     """Everything a reader may show, frozen at `taken_at_us`.
 
-    `counters` holds the daemon's own health as monotonically increasing
-    totals: "envelopes_accepted", "envelopes_rejected_<reason>" for every
-    reason in REJECT_REASONS, "bus_reconnects", "messages_published".
+    `counters` holds the daemon's own totals (typed: a renamed counter is a
+    type error, not a silent 0).
     `gauges` holds point-in-time values: "bus_connected" (0/1), "members_known",
     "source_up" and "history_healthy" (0/1, when the part exists).
     `health` lists what is degraded, each with its reason ("bus: disconnected").
@@ -49,7 +86,7 @@ class DaemonSnapshot:
     member_stats: tuple[Row, ...] = ()
     members: tuple[Row, ...] = ()
     member_status: tuple[Row, ...] = ()
-    counters: Mapping[str, int] = field(default_factory=dict)
+    counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
 

@@ -24,7 +24,7 @@ from grstats.core.admission import MemberKey
 from grstats.core.registry import MemberRegistry, Remote
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
 from grstats.core.sample import LocalSample
-from grstats.core.snapshot import DaemonSnapshot, Row
+from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 
 _ALONE_STATES = ("OFFLINE", "ERROR")  # the local member is not in a group
 
@@ -45,7 +45,7 @@ def build_snapshot(
     local_member_id: str | None,
     local: LocalView | None,
     registry: MemberRegistry,
-    counters: Mapping[str, int],
+    counters: DaemonCounters,
     gauges: Mapping[str, float],
     health: tuple[str, ...] = (),
 ) -> DaemonSnapshot:
@@ -91,7 +91,7 @@ def build_snapshot(
         member_stats=tuple(stats_rows),
         members=tuple(member_rows),
         member_status=tuple(status_rows),
-        counters=dict(counters),
+        counters=counters,
         gauges=merged_gauges,
         health=health,
     )

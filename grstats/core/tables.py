@@ -14,6 +14,7 @@ every group it hears, keyed by (group, member).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from grstats.core.admission import (
@@ -28,7 +29,7 @@ from grstats.core.admission import (
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from protocol import MemberStatsState
 
@@ -154,22 +155,21 @@ class MemberTables:
         remote = self.registry.get((group if group is not None else (self.group or ""), member_id))
         return None if remote is None else remote.state
 
-    def counters(self) -> dict[str, int]:
-        """Receive-path totals under the DaemonSnapshot counter names."""
-        out = {
-            "envelopes_accepted": self.accepted_total,
-            "envelopes_own": self.own_total,
-            "envelopes_clamped": self.clamped_total,
-        }
-        for reason, count in self.rejected_total.items():
-            out[f"envelopes_rejected_{reason}"] = count
-        return out
+    def counters(self) -> DaemonCounters:
+        """Receive-path totals (bus and publish counters are the daemon's)."""
+        return DaemonCounters(
+            envelopes_accepted=self.accepted_total,
+            envelopes_own=self.own_total,
+            envelopes_clamped=self.clamped_total,
+            rejected=dict(self.rejected_total),
+        )
 
     def snapshot(
         self,
         now_us: int,
         *,
-        counters: Mapping[str, int] | None = None,
+        bus_reconnects: int = 0,
+        messages_published: int = 0,
         gauges: Mapping[str, float] | None = None,
         health: tuple[str, ...] = (),
     ) -> DaemonSnapshot:
@@ -177,7 +177,7 @@ class MemberTables:
 
         Args:
             now_us: wall clock, microseconds (for ages and UNREACHABLE).
-            counters: the daemon's own counters, merged over the receive-path ones.
+            bus_reconnects, messages_published: the daemon's own counters.
             gauges: point-in-time values; "members_known" is filled here.
             health: why the daemon is degraded (empty when healthy).
 
@@ -190,7 +190,11 @@ class MemberTables:
             local_member_id=self.local_member_id,
             local=self._local,
             registry=self.registry,
-            counters={**self.counters(), **(counters or {})},
+            counters=dataclasses.replace(
+                self.counters(),
+                bus_reconnects=bus_reconnects,
+                messages_published=messages_published,
+            ),
             gauges=gauges or {},
             health=health,
         )

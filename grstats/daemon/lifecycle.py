@@ -164,23 +164,24 @@ class Daemon:
 
     def _build_snapshot(self) -> DaemonSnapshot:
         bus = self.bus
-        counters = {
-            "bus_reconnects": bus.reconnects if bus else 0,
-            "messages_published": self.publisher.published if self.publisher else 0,
-        }
         gauges = {
             "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
             **health_gauges(self.source, self.history),
         }
         reasons = health_reasons(bus, self.source, self.history)
-        if self.publisher is not None:
-            silent = self._echo.silent(
-                published=self.publisher.published, own=self.tables.own_total
-            )
+        pub = self.publisher
+        if pub is not None:
+            silent = self._echo.silent(published=pub.published, own=self.tables.own_total)
             gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
             if silent:
                 reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
-        return self.tables.snapshot(now_us(), counters=counters, gauges=gauges, health=reasons)
+        return self.tables.snapshot(
+            now_us(),
+            bus_reconnects=bus.reconnects if bus else 0,
+            messages_published=pub.published if pub else 0,
+            gauges=gauges,
+            health=reasons,
+        )
 
     def _update_status(self) -> None:
         snap = self.get_snapshot()

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.api.self_metrics import BoottimeProcessCollector
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import REJECT_REASONS, DaemonCounters, DaemonSnapshot
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 M1 = "11111111-1111-1111-1111-111111111111"
@@ -78,16 +78,17 @@ def _snapshot() -> DaemonSnapshot:
             _member_row(M2, 3307, "UNREACHABLE", "SECONDARY"),
         ),
         member_status=(_status_row(M1, None, 0, 0), _status_row(M2, 2.5, 90, 3)),
-        counters={
-            "envelopes_accepted": 90,
-            "envelopes_rejected_malformed": 4,
-            "envelopes_rejected_oversized": 0,
-            "envelopes_rejected_spoofed": 1,
-            "envelopes_rejected_other_group": 0,
-            "envelopes_rejected_stale": 3,
-            "bus_reconnects": 2,
-            "messages_published": 120,
-        },
+        counters=DaemonCounters(
+            envelopes_accepted=90,
+            rejected={
+                **dict.fromkeys(REJECT_REASONS, 0),
+                "malformed": 4,
+                "spoofed": 1,
+                "stale": 3,
+            },
+            bus_reconnects=2,
+            messages_published=120,
+        ),
         gauges={"bus_connected": 1, "members_known": 2},
     )
 

@@ -191,7 +191,7 @@ def test_negative_queue_sizes_are_clamped_to_zero_and_counted() -> None:
     assert row["COUNT_TRANSACTIONS_ROWS_VALIDATING"] == 0
     # a counter is a uint64 carried as int64: -5 is the legal value 2^64 - 5
     assert row["COUNT_TRANSACTIONS_CHECKED"] == 18446744073709551611
-    assert tables.counters()["envelopes_clamped"] == 1
+    assert tables.counters().envelopes_clamped == 1
 
 
 def test_new_incarnation_is_a_reset_not_a_negative_delta() -> None:
