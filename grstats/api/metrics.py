@@ -47,6 +47,7 @@ from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     Metric,
+    SummaryMetricFamily,
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -232,8 +233,65 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Members in the daemon's tables, the local one included.",
         value=gauges.get("members_known", len(snapshot.members)),
     )
+    yield CounterMetricFamily(
+        "grstats_envelopes_clamped",
+        "Accepted envelopes whose negative queue sizes were shown as 0.",
+        value=counters.envelopes_clamped,
+    )
     yield from _source_families(snapshot)
+    yield from _history_families(snapshot)
     yield from _member_status_families(snapshot)
+
+
+def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    h = snapshot.history
+    if h is None:
+        return
+    yield CounterMetricFamily(
+        "grstats_history_rows_written",
+        "History rows fsynced to the write-ahead log.",
+        value=h.rows_written,
+    )
+    dropped = CounterMetricFamily(
+        "grstats_history_rows_dropped",
+        "History rows that will never be stored, by reason.",
+        labels=("reason",),
+    )
+    for reason, count in sorted(h.dropped.items()):
+        dropped.add_metric([reason], count)
+    yield dropped
+    yield GaugeMetricFamily(
+        "grstats_history_rows_buffered",
+        "History rows recorded and not yet fsynced (bounded by [history] max_buffer_rows).",
+        value=h.rows_buffered,
+    )
+    yield GaugeMetricFamily(
+        "grstats_history_wal_bytes",
+        "Write-ahead log bytes not yet turned into Parquet segments.",
+        value=h.wal_bytes,
+    )
+    yield CounterMetricFamily(
+        "grstats_history_segments_written",
+        "Parquet segments written.",
+        value=h.segments_written,
+    )
+    fsync = SummaryMetricFamily(
+        "grstats_history_fsync_seconds",
+        "Write-ahead log fsync latency.",
+        count_value=h.fsyncs,
+        sum_value=h.fsync_seconds_sum,
+    )
+    yield fsync
+    yield GaugeMetricFamily(
+        "grstats_history_fsync_seconds_max",
+        "The slowest write-ahead log fsync since start.",
+        value=h.fsync_seconds_max,
+    )
+    yield CounterMetricFamily(
+        "grstats_history_errors",
+        "Failed history write, segment or housekeeping attempts.",
+        value=h.errors,
+    )
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

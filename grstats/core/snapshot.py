@@ -70,6 +70,31 @@ class DaemonCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryFigures:
+    """The history writer's figures (DESIGN.md section 6), for /metrics.
+
+    Attributes:
+        rows_written: rows fsynced to the write-ahead log.
+        rows_buffered: rows recorded, not yet fsynced (a gauge).
+        dropped: rows that will never be in the history, by reason.
+        wal_bytes: write-ahead log bytes not yet turned into segments (a gauge).
+        segments_written: Parquet segments written.
+        fsyncs, fsync_seconds_sum, fsync_seconds_max: write-ahead log fsync latency.
+        errors: failed write, segment or housekeeping attempts.
+    """
+
+    rows_written: int = 0
+    rows_buffered: int = 0
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    wal_bytes: int = 0
+    segments_written: int = 0
+    fsyncs: int = 0
+    fsync_seconds_sum: float = 0.0
+    fsync_seconds_max: float = 0.0
+    errors: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class DaemonSnapshot:
     """Everything a reader may show, frozen at `taken_at_us`.
 
@@ -89,6 +114,7 @@ class DaemonSnapshot:
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
+    history: HistoryFigures | None = None  # None when history is off
 
     def table(self, name: str) -> tuple[Row, ...]:
         """Rows of one of TABLE_NAMES; KeyError for any other name."""

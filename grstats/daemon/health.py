@@ -11,6 +11,7 @@ from typing import Protocol
 
 from grstats.bus.client import Bus
 from grstats.core.records import HistoryRow
+from grstats.core.snapshot import HistoryFigures
 from grstats.sources.base import Source
 
 
@@ -24,8 +25,58 @@ class PartHealth(Protocol):
     def reason(self) -> str: ...
 
 
+class DropsLike(Protocol):
+    """grstats.history's DropCounts, as the daemon reads it."""
+
+    @property
+    def buffer_full(self) -> int: ...
+
+    @property
+    def disk_full(self) -> int: ...
+
+    @property
+    def invalid(self) -> int: ...
+
+    @property
+    def duplicate(self) -> int: ...
+
+
+class HistoryStatsLike(Protocol):
+    """grstats.history's HistoryStats, as the daemon reads it."""
+
+    @property
+    def rows_written(self) -> int: ...
+
+    @property
+    def rows_buffered(self) -> int: ...
+
+    @property
+    def dropped(self) -> DropsLike: ...
+
+    @property
+    def wal_bytes(self) -> int: ...
+
+    @property
+    def segments_written(self) -> int: ...
+
+    @property
+    def fsyncs(self) -> int: ...
+
+    @property
+    def fsync_seconds_sum(self) -> float: ...
+
+    @property
+    def fsync_seconds_max(self) -> float: ...
+
+    @property
+    def errors(self) -> int: ...
+
+
 class HistorySink(Protocol):
     """What the daemon needs of grstats.history's writer."""
+
+    @property
+    def stats(self) -> HistoryStatsLike: ...
 
     async def start(self) -> None: ...
 
@@ -34,6 +85,27 @@ class HistorySink(Protocol):
     async def close(self) -> None: ...
 
     def health(self) -> PartHealth: ...
+
+
+def history_figures(stats: HistoryStatsLike) -> HistoryFigures:
+    """The writer's counters as the snapshot carries them."""
+    d = stats.dropped
+    return HistoryFigures(
+        rows_written=stats.rows_written,
+        rows_buffered=stats.rows_buffered,
+        dropped={
+            "buffer_full": d.buffer_full,
+            "disk_full": d.disk_full,
+            "invalid": d.invalid,
+            "duplicate": d.duplicate,
+        },
+        wal_bytes=stats.wal_bytes,
+        segments_written=stats.segments_written,
+        fsyncs=stats.fsyncs,
+        fsync_seconds_sum=stats.fsync_seconds_sum,
+        fsync_seconds_max=stats.fsync_seconds_max,
+        errors=stats.errors,
+    )
 
 
 def source_up(source: Source | None) -> bool:

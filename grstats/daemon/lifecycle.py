@@ -35,7 +35,13 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import Limits, MemberTables, RegistryLimits
-from grstats.daemon.health import EchoWatch, HistorySink, health_gauges, health_reasons
+from grstats.daemon.health import (
+    EchoWatch,
+    HistorySink,
+    health_gauges,
+    health_reasons,
+    history_figures,
+)
 from grstats.daemon.notify import sd_notify, watchdog_interval_s
 from grstats.daemon.publisher import Publisher, now_us
 from grstats.daemon.receiver import Receiver
@@ -175,13 +181,16 @@ class Daemon:
             gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
             if silent:
                 reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
-        return self.tables.snapshot(
+        snapshot = self.tables.snapshot(
             now_us(),
             bus_reconnects=bus.reconnects if bus else 0,
             messages_published=pub.published if pub else 0,
             gauges=gauges,
             health=reasons,
         )
+        if self.history is None:
+            return snapshot
+        return dataclasses.replace(snapshot, history=history_figures(self.history.stats))
 
     def _update_status(self) -> None:
         snap = self.get_snapshot()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.api.self_metrics import BoottimeProcessCollector
-from grstats.core.snapshot import REJECT_REASONS, DaemonCounters, DaemonSnapshot
+from grstats.core.snapshot import REJECT_REASONS, DaemonCounters, DaemonSnapshot, HistoryFigures
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 M1 = "11111111-1111-1111-1111-111111111111"
@@ -311,3 +312,35 @@ def test_process_metrics_survive_a_proc_without_stat(tmp_path: Path) -> None:
     start = families["process_start_time_seconds"].samples[0].value
     assert 0 < start <= time.time()
     assert families["process_resident_memory_bytes"].samples[0].value > 0
+
+
+def test_history_figures_are_exported_when_history_is_on() -> None:
+    figures = HistoryFigures(
+        rows_written=1234,
+        rows_buffered=7,
+        dropped={"buffer_full": 3, "disk_full": 0, "invalid": 2, "duplicate": 9},
+        wal_bytes=4096,
+        segments_written=5,
+        fsyncs=10,
+        fsync_seconds_sum=0.25,
+        fsync_seconds_max=0.1,
+        errors=4,
+    )
+    samples = _samples(dataclasses.replace(_snapshot(), history=figures))
+    assert samples[("grstats_history_rows_written_total", frozenset())] == 1234
+    assert samples[("grstats_history_rows_buffered", frozenset())] == 7
+    dropped = {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples.items()
+        if name == "grstats_history_rows_dropped_total"
+    }
+    assert dropped == {"buffer_full": 3, "disk_full": 0, "invalid": 2, "duplicate": 9}
+    assert samples[("grstats_history_fsync_seconds_count", frozenset())] == 10
+    assert samples[("grstats_history_fsync_seconds_sum", frozenset())] == 0.25
+    assert samples[("grstats_history_fsync_seconds_max", frozenset())] == 0.1
+    assert samples[("grstats_history_segments_written_total", frozenset())] == 5
+    assert samples[("grstats_history_errors_total", frozenset())] == 4
+
+
+def test_no_history_series_when_history_is_off() -> None:
+    assert not any(name.startswith("grstats_history_rows") for name, _ in _samples(_snapshot()))
