@@ -43,6 +43,7 @@ from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.columns import REJECT_REASONS
+from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
 
@@ -62,6 +63,7 @@ class RegistryLimits:
         forget_after_s: silent seconds before a member is removed.
         max_members_per_group: members kept per group.
         max_groups: groups kept (a collector sees many).
+        departed_keep_s: how long a member gone from the tables is still reported.
     """
 
     period_s: float = 1.0
@@ -69,6 +71,7 @@ class RegistryLimits:
     forget_after_s: float = 60.0
     max_members_per_group: int = 64
     max_groups: int = 1024
+    departed_keep_s: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ class MemberRegistry:
         self._rejections: dict[MemberKey, dict[str, int]] = {}
         self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
         self._pending_gtids: dict[MemberKey, tuple[Envelope, PipelineStats]] = {}
+        self._departed: dict[MemberKey, Departed] = {}  # bounded like the tombstones
         self.version = 0  # bumped on every change, so readers can cache snapshots
 
     # -- reading ---------------------------------------------------------------
@@ -132,6 +136,10 @@ class MemberRegistry:
     def unreachable(self, remote: Remote, now_us: int) -> bool:
         """Whether `remote` has been silent longer than the unreachable window."""
         return now_us - remote.last_seen_us > self._unreachable_us
+
+    def departed(self) -> tuple[Departed, ...]:
+        """Members gone from the tables within `departed_keep_s`, in key order."""
+        return tuple(self._departed[k] for k in sorted(self._departed))
 
     def rejections(self, key: MemberKey) -> dict[str, int]:
         """Reject counts of one member (zeros when none)."""
@@ -194,6 +202,7 @@ class MemberRegistry:
         remote.last_received_us = received_at_us
         remote.accepted += 1
         self._tombstones.pop(key, None)
+        self._departed.pop(key, None)
         self.version += 1
         return Applied(envelope, stats, msg.kind)
 
@@ -278,11 +287,14 @@ class MemberRegistry:
             _trim(self._tombstones)
         self._pending_gtids.pop(key, None)
         self._rejections.pop(key, None)
-        self._drop(key)
+        self._drop(key, "OFFLINE")
 
-    def _drop(self, key: MemberKey) -> None:
-        if self._remotes.pop(key, None) is None:
+    def _drop(self, key: MemberKey, state: str) -> None:
+        remote = self._remotes.pop(key, None)
+        if remote is None:
             return
+        self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
+        _trim(self._departed)
         left = self._groups[key[0]] - 1
         if left:
             self._groups[key[0]] = left
@@ -306,7 +318,11 @@ class MemberRegistry:
         gone = [k for k, r in self._remotes.items() if now_us - r.last_seen_us > self._forget_us]
         for key in gone:
             self._rejections.pop(key, None)
-            self._drop(key)
+            self._drop(key, "UNREACHABLE")
+        keep_us = self.limits.departed_keep_s * 1_000_000
+        for key in [k for k, d in self._departed.items() if now_us - d.last_seen_us > keep_us]:
+            del self._departed[key]
+            self.version += 1
         return gone
 
 

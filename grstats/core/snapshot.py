@@ -95,6 +95,23 @@ class HistoryFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class Departed:
+    """A member no longer in the tables, remembered for a while for monitoring.
+
+    MySQL drops such a member from its tables, and so do we; but a time series
+    that just stops would end an alert as if the problem were solved. So
+    /metrics keeps reporting its state (OFFLINE: it said it left; UNREACHABLE:
+    it went silent and was forgotten) and its last-seen time until it comes
+    back or `departed_keep` runs out.
+    """
+
+    group: str
+    member_id: str
+    state: str  # OFFLINE or UNREACHABLE
+    last_seen_us: int
+
+
+@dataclass(frozen=True, slots=True)
 class DaemonSnapshot:
     """Everything a reader may show, frozen at `taken_at_us`.
 
@@ -115,6 +132,7 @@ class DaemonSnapshot:
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
     history: HistoryFigures | None = None  # None when history is off
+    departed: tuple[Departed, ...] = ()  # members gone from the tables, for /metrics
 
     def table(self, name: str) -> tuple[Row, ...]:
         """Rows of one of TABLE_NAMES; KeyError for any other name."""

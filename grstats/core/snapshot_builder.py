@@ -94,6 +94,7 @@ def build_snapshot(
         counters=counters,
         gauges=merged_gauges,
         health=health,
+        departed=registry.departed(),
     )
 
 

@@ -11,7 +11,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.api.self_metrics import BoottimeProcessCollector
-from grstats.core.snapshot import REJECT_REASONS, DaemonCounters, DaemonSnapshot, HistoryFigures
+from grstats.core.snapshot import (
+    REJECT_REASONS,
+    DaemonCounters,
+    DaemonSnapshot,
+    Departed,
+    HistoryFigures,
+)
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 M1 = "11111111-1111-1111-1111-111111111111"
@@ -344,3 +350,18 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
 
 def test_no_history_series_when_history_is_off() -> None:
     assert not any(name.startswith("grstats_history_rows") for name, _ in _samples(_snapshot()))
+
+
+def test_departed_members_keep_their_state_and_last_seen_series() -> None:
+    gone = (
+        Departed(
+            GROUP, "44444444-4444-4444-4444-444444444444", "UNREACHABLE", 1_600_000_000_000_000
+        ),
+        Departed(GROUP, "55555555-5555-5555-5555-555555555555", "OFFLINE", 1_650_000_000_000_000),
+    )
+    samples = _samples(dataclasses.replace(_snapshot(), departed=gone))
+    state = "mysql_perf_schema_replication_group_member_state"
+    seen = "grstats_member_last_seen_timestamp_seconds"
+    assert samples[(state, _member("44444444-4444-4444-4444-444444444444"))] == 5
+    assert samples[(state, _member("55555555-5555-5555-5555-555555555555"))] == 3
+    assert samples[(seen, _member("44444444-4444-4444-4444-444444444444"))] == 1_600_000_000

@@ -159,3 +159,22 @@ def test_group_in_topic_must_be_a_uuid() -> None:
     assert result.reason == "invalid_id"
     assert GROUP  # the normal group still works
     assert isinstance(tables.receive(topic(), envelope(), T0), Accepted)
+
+
+def test_forgotten_and_departed_members_are_remembered_for_monitoring() -> None:
+    tables = online_tables()
+    tables.receive(topic(), envelope(seq=1), T0)
+    tables.receive(topic(THIRD), envelope(member=THIRD, seq=1), T0)
+    tables.receive(topic(THIRD, kind="status"), b"offline", T0 + PERIOD_US)
+    forget = T0 + 61 * PERIOD_US  # forget_after is 60 s
+    assert tables.expire(forget) == [(GROUP, REMOTE)]
+    gone = {d.member_id: (d.state, d.last_seen_us) for d in tables.snapshot(forget).departed}
+    assert gone == {REMOTE: ("UNREACHABLE", T0), THIRD: ("OFFLINE", T0)}
+    # back again: no longer departed
+    tables.receive(topic(), envelope(incarnation=9, seq=1), forget)
+    assert [d.member_id for d in tables.snapshot(forget).departed] == [THIRD]
+    # silent again, forgotten again; an hour (departed_keep) after it was last seen,
+    # it is not reported any more, nor is THIRD
+    later = forget + 3601 * PERIOD_US
+    tables.expire(later)
+    assert tables.snapshot(later).departed == ()
