@@ -32,6 +32,11 @@ PERIOD = 0.25
 PREFIX = "grstats/v1"
 
 
+def view_id(daemon: DaemonProc) -> str:
+    """The local member's VIEW_ID as its daemon shows it."""
+    return str(daemon.rows_by_member()[daemon.member_id]["VIEW_ID"])
+
+
 def member_ids(daemon: DaemonProc, table: str = STATS) -> set[str]:
     return {row["MEMBER_ID"] for row in daemon.table(table)}
 
@@ -330,8 +335,17 @@ def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
     ]
     with daemons(tmp_path, configs) as (d1, d2, d3):
         wait_for(lambda: member_ids(d1) == {M1, M2, M3}, 10, "three rows before")
+        before = view_id(d1)
         wait_for(lambda: time.time() > t0, 10, "the departures")
         wait_for(lambda: member_ids(d1) == {M1}, 10, "M2 and M3 dropped from M1's tables")
+        # MySQL's VIEW_ID: `<fixed>:<monotonic>`; the fixed part (bootstrap time in
+        # 100 ns units + 0..999, 17 digits today) stays, the monotonic part grows by
+        # one per installed view (gcs_xcom_view_identifier.cc)
+        fixed, number = before.split(":")
+        assert len(fixed) == 17
+        after = view_id(d1)
+        assert after.split(":")[0] == fixed
+        assert int(after.split(":")[1]) > int(number)
         own = wait_for(
             lambda: (rows := d2.table(MEMBERS)) and rows[0]["MEMBER_STATE"] == "ERROR" and rows,
             10,
@@ -342,4 +356,8 @@ def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
         # M3 rejoins after its 6 s: every member that is in the group shows it again
         wait_for(lambda: member_ids(d1) == {M1, M3}, 15, "M3 back on M1")
         wait_for(lambda: member_ids(d3) == {M1, M3}, 15, "M1 back on M3")
+        rejoined = wait_for(
+            lambda: (v := view_id(d1)) == view_id(d3) and v, 10, "M1 and M3 in the same view"
+        )
+        assert int(rejoined.split(":")[1]) > int(after.split(":")[1])
         assert M2 not in {r["MEMBER_ID"] for r in d1.table(MEMBERS)}
