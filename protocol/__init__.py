@@ -36,6 +36,15 @@ from protocol.envelope import (
 )
 from protocol.errors import ProtocolError
 from protocol.gtid import Gtid, GtidSet
+from protocol.lag import (
+    LAG_VERSION,
+    MAX_LAG_CHANNELS,
+    LagChannel,
+    LagReport,
+    LagStage,
+    decode_lag,
+    encode_lag,
+)
 from protocol.member_stats import MemberStatsState
 from protocol.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
@@ -64,9 +73,11 @@ __all__ = [
     "FORMAT_DESCRIPTION_EVENT",
     "GTID_LOG_EVENT",
     "GTID_TAGGED_LOG_EVENT",
+    "LAG_VERSION",
     "MALFORMED_FIXED_HEADER",
     "MALFORMED_PAYLOAD_ITEM",
     "MALFORMED_PAYLOAD_LENGTH",
+    "MAX_LAG_CHANNELS",
     "PREVIOUS_GTIDS_LOG_EVENT",
     "PS_COLUMNS",
     "BinlogScanner",
@@ -78,6 +89,9 @@ __all__ = [
     "Gtid",
     "GtidEvent",
     "GtidSet",
+    "LagChannel",
+    "LagReport",
+    "LagStage",
     "MemberInfo",
     "MemberStatsState",
     "PipelineStats",
@@ -93,8 +107,10 @@ __all__ = [
     "decode_fixed_header",
     "decode_format_description",
     "decode_gtid_body",
+    "decode_lag",
     "decode_pipeline_stats",
     "decode_previous_gtids",
     "encode_envelope",
+    "encode_lag",
     "encode_pipeline_stats",
 ]

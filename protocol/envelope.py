@@ -3,7 +3,10 @@
 Wire form: a msgpack map with the keys `v`, `group`, `member` (a map of `id`,
 `host`, `port`, `state`, `role`, `version`, `gcs_id`), `view_id`,
 `incarnation`, `seq`, `sent_us`, `stats` (bin: the MySQL message bytes) and
-the optional `ext` map.
+the optional `ext` map. Known `ext` sections: `communication_stack` (str) and
+`lag` (the member's replication lag by stage; layout, bounds and versioning in
+`protocol.lag`). The envelope keeps `ext` as plain data; a section is checked
+by its own codec, so a bad section never makes the envelope undecodable.
 
 Strategy: strict about types and limits, lenient about unknown keys.
 * The size limit is checked before msgpack sees a byte; msgpack then runs with

@@ -14,6 +14,11 @@ garbage costs as little as possible:
 5. values are in range: `seq` in 1..2^63-1, `flow_control_mode` 0..127,
    `sent_us` not further ahead of our clock than `max_clock_skew_s`.
 
+6. the optional `ext.lag` section (`protocol.lag`) is decoded last. A
+   malformed one does not reject the envelope: the statistics are good on
+   their own, so the envelope is admitted without lag and `lag_error` says
+   why (the caller counts it as `envelopes_lag_malformed`).
+
 Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
 ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
 so a negative wire value would show as 2^64 - |x|; MySQL keeps them from going
@@ -34,6 +39,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from grstats.core.lag import MemberLag, decode_member_lag
 from grstats.core.topics import (
     GTIDS_KIND,
     STATS_KIND,
@@ -89,6 +95,8 @@ class Admitted:
         envelope: the decoded envelope.
         stats: its decoded message, negative sizes clamped to 0.
         clamped: the PipelineStats fields that were clamped.
+        lag: the decoded `ext.lag` section; None when absent or malformed.
+        lag_error: why `ext.lag` was refused ("" when absent or good).
     """
 
     key: MemberKey
@@ -96,6 +104,8 @@ class Admitted:
     envelope: Envelope
     stats: PipelineStats
     clamped: tuple[str, ...] = ()
+    lag: MemberLag | None = None
+    lag_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +200,17 @@ def admit(
     if clamped:
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
         stats = dataclasses.replace(stats, **zeros)
-    return Admitted(key, kind, envelope, stats, clamped)
+    lag, lag_error = _lag(envelope)
+    return Admitted(key, kind, envelope, stats, clamped, lag, lag_error)
+
+
+def _lag(envelope: Envelope) -> tuple[MemberLag | None, str]:
+    if "lag" not in envelope.ext:
+        return None, ""
+    try:
+        return decode_member_lag(envelope.ext["lag"]), ""
+    except ProtocolError as exc:
+        return None, str(exc)
 
 
 def _status(key: MemberKey, payload: bytes, group: str | None, limits: Limits) -> Admission:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-ColumnKind = Literal["text", "id", "counter", "gauge", "number"]
+ColumnKind = Literal["text", "id", "counter", "gauge", "number", "timestamp"]
 
 GROUP_REPLICATION_CHANNEL: Final = "group_replication_applier"
 
@@ -55,6 +55,36 @@ INCARNATION: Final = "INCARNATION"
 SEQ: Final = "SEQ"
 ACCEPTED: Final = "ACCEPTED"
 
+# replication_group_member_lag: WL#7374's names (replication_connection_status,
+# replication_applier_status_by_coordinator, replication_applier_status_by_worker)
+LAST_QUEUED_TRANSACTION: Final = "LAST_QUEUED_TRANSACTION"
+LAST_QUEUED_ORIGINAL_COMMIT: Final = "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"
+LAST_QUEUED_IMMEDIATE_COMMIT: Final = "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"
+LAST_QUEUED_START_QUEUE: Final = "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP"
+LAST_QUEUED_END_QUEUE: Final = "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"
+LAST_PROCESSED_TRANSACTION: Final = "LAST_PROCESSED_TRANSACTION"
+LAST_PROCESSED_ORIGINAL_COMMIT: Final = "LAST_PROCESSED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"
+LAST_PROCESSED_IMMEDIATE_COMMIT: Final = "LAST_PROCESSED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"
+LAST_PROCESSED_START_BUFFER: Final = "LAST_PROCESSED_TRANSACTION_START_BUFFER_TIMESTAMP"
+LAST_PROCESSED_END_BUFFER: Final = "LAST_PROCESSED_TRANSACTION_END_BUFFER_TIMESTAMP"
+LAST_APPLIED_TRANSACTION: Final = "LAST_APPLIED_TRANSACTION"
+LAST_APPLIED_ORIGINAL_COMMIT: Final = "LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"
+LAST_APPLIED_IMMEDIATE_COMMIT: Final = "LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"
+LAST_APPLIED_START_APPLY: Final = "LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP"
+LAST_APPLIED_END_APPLY: Final = "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"
+APPLYING_TRANSACTION: Final = "APPLYING_TRANSACTION"
+APPLYING_ORIGINAL_COMMIT: Final = "APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"
+APPLYING_IMMEDIATE_COMMIT: Final = "APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"
+APPLYING_START_APPLY: Final = "APPLYING_TRANSACTION_START_APPLY_TIMESTAMP"
+# the derived figures (grstats' names; tests and tooling depend on them)
+REPLICATION_LAG: Final = "REPLICATION_LAG"
+REPLICATION_LAG_SECONDS: Final = "REPLICATION_LAG_SECONDS"
+QUEUE_LAG_SECONDS: Final = "QUEUE_LAG_SECONDS"
+APPLY_LAG_SECONDS: Final = "APPLY_LAG_SECONDS"
+APPLY_TIME_SECONDS: Final = "APPLY_TIME_SECONDS"
+CLOCK_OFFSET_SECONDS: Final = "CLOCK_OFFSET_SECONDS"
+LAG_WITHIN_CLOCK_OFFSET: Final = "LAG_WITHIN_CLOCK_OFFSET"
+
 # Why an envelope was refused; each reason is counted per member and in total.
 REJECT_REASONS: Final = (
     "malformed",
@@ -87,6 +117,8 @@ class Column:
         metric: the Prometheus metric it is exported as, if any.
         help: one line for the metric's HELP and the docs.
         nullable: whether the column may be NULL.
+        metric_labels: constant labels of this column's series, for a metric
+            that several columns share (told apart by these labels).
     """
 
     name: str
@@ -97,6 +129,7 @@ class Column:
     metric: str | None = None
     help: str = ""
     nullable: bool = False
+    metric_labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def numeric(self) -> bool:
@@ -253,7 +286,116 @@ MEMBER_STATUS = TableDef(
     ),
 )
 
-TABLES: Final = (MEMBER_STATS, MEMBERS, MEMBER_STATUS)
+
+def _ts(name: str, metric: str | None = None, help_: str = "") -> Column:
+    # MySQL's TIMESTAMP(6): shown as 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC), the
+    # all-zero value when there is none, as performance_schema shows it.
+    return Column(name, "timestamp(6)", "timestamp", metric=metric, help=help_)
+
+
+def _seconds(
+    name: str, metric: str, help_: str, labels: tuple[tuple[str, str], ...] = ()
+) -> Column:
+    return Column(
+        name,
+        "double",
+        "gauge",
+        history=name.lower(),
+        metric=metric,
+        help=help_,
+        nullable=True,
+        metric_labels=labels,
+    )
+
+
+_MYSQLD_EXPORTER = "mysql_perf_schema_"  # its perf_schema.replication_applier_status_by_worker
+_STAGE_LAG = "grstats_member_replication_lag_seconds"
+
+MEMBER_LAG = TableDef(
+    name="replication_group_member_lag",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(LAST_QUEUED_TRANSACTION, "char(57)"),
+        _ts(LAST_QUEUED_ORIGINAL_COMMIT),
+        _ts(LAST_QUEUED_IMMEDIATE_COMMIT),
+        _ts(LAST_QUEUED_START_QUEUE),
+        _ts(LAST_QUEUED_END_QUEUE),
+        Column(LAST_PROCESSED_TRANSACTION, "char(57)"),
+        _ts(LAST_PROCESSED_ORIGINAL_COMMIT),
+        _ts(LAST_PROCESSED_IMMEDIATE_COMMIT),
+        _ts(LAST_PROCESSED_START_BUFFER),
+        _ts(LAST_PROCESSED_END_BUFFER),
+        Column(LAST_APPLIED_TRANSACTION, "char(57)"),
+        _ts(
+            LAST_APPLIED_ORIGINAL_COMMIT,
+            _MYSQLD_EXPORTER + "last_applied_transaction_original_commit_timestamp_seconds",
+            "When the last transaction applied was committed on the original source.",
+        ),
+        _ts(
+            LAST_APPLIED_IMMEDIATE_COMMIT,
+            _MYSQLD_EXPORTER + "last_applied_transaction_immediate_commit_timestamp_seconds",
+            "When the last transaction applied was committed on the immediate source.",
+        ),
+        _ts(
+            LAST_APPLIED_START_APPLY,
+            _MYSQLD_EXPORTER + "last_applied_transaction_start_apply_timestamp_seconds",
+            "When the member started applying the last applied transaction.",
+        ),
+        _ts(
+            LAST_APPLIED_END_APPLY,
+            _MYSQLD_EXPORTER + "last_applied_transaction_end_apply_timestamp_seconds",
+            "When the member finished applying the last applied transaction.",
+        ),
+        Column(APPLYING_TRANSACTION, "char(57)"),
+        _ts(
+            APPLYING_ORIGINAL_COMMIT,
+            _MYSQLD_EXPORTER + "applying_transaction_original_commit_timestamp_seconds",
+            "When the transaction being applied was committed on the original source.",
+        ),
+        _ts(
+            APPLYING_IMMEDIATE_COMMIT,
+            _MYSQLD_EXPORTER + "applying_transaction_immediate_commit_timestamp_seconds",
+            "When the transaction being applied was committed on the immediate source.",
+        ),
+        _ts(
+            APPLYING_START_APPLY,
+            _MYSQLD_EXPORTER + "applying_transaction_start_apply_timestamp_seconds",
+            "When the member started applying the transaction being applied.",
+        ),
+        Column(REPLICATION_LAG, "varchar(32)", nullable=True),
+        _seconds(
+            REPLICATION_LAG_SECONDS,
+            _STAGE_LAG,
+            "Replication lag by stage: applying (MySQL Shell's replicationLag), "
+            "queue (end queue - original commit), apply (end apply - original commit).",
+            (("stage", "applying"),),
+        ),
+        _seconds(QUEUE_LAG_SECONDS, _STAGE_LAG, "", (("stage", "queue"),)),
+        _seconds(APPLY_LAG_SECONDS, _STAGE_LAG, "", (("stage", "apply"),)),
+        _seconds(
+            APPLY_TIME_SECONDS,
+            "grstats_member_apply_time_seconds",
+            "How long the last applied transaction took to apply (end - start apply).",
+        ),
+        _seconds(
+            CLOCK_OFFSET_SECONDS,
+            "grstats_member_clock_offset_seconds",
+            "The member's clock minus this daemon's, estimated from envelope send times.",
+        ),
+        Column(
+            LAG_WITHIN_CLOCK_OFFSET,
+            "tinyint",
+            "gauge",
+            metric="grstats_member_lag_within_clock_offset",
+            help="1 when a lag figure is small enough that clock skew could explain it.",
+            nullable=True,
+        ),
+    ),
+)
+
+TABLES: Final = (MEMBER_STATS, MEMBERS, MEMBER_STATUS, MEMBER_LAG)
 
 # The stats columns carried by the Pipeline_stats message, in history file order.
 STATS_ITEM_COLUMNS: Final = tuple(

@@ -18,6 +18,9 @@ immediate and stage times: the member itself); MySQL's all-zero timestamp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import LagChannel, LagReport, LagStage, decode_lag, encode_lag
 
 APPLIER_CHANNEL = "group_replication_applier"
 RECOVERY_CHANNEL = "group_replication_recovery"
@@ -69,3 +72,88 @@ class ChannelLag:
     applying: StageTrx = field(default_factory=StageTrx)
     workers: int = 0
     busy_workers: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLag:
+    """One member's lag figures as read at `at_us` (that member's clock).
+
+    Attributes:
+        at_us: when the member read them (MySQL Shell's NOW(6) on that member).
+        channels: per channel, at most `protocol.MAX_LAG_CHANNELS`.
+    """
+
+    at_us: int
+    channels: tuple[ChannelLag, ...] = ()
+
+
+_STAGE_FIELDS = (
+    "last_queued",
+    "queueing",
+    "last_processed",
+    "processing",
+    "last_applied",
+    "applying",
+)
+
+
+def _stage_to_wire(s: StageTrx) -> LagStage:
+    return LagStage(s.gtid, s.original_commit_us, s.immediate_commit_us, s.start_us, s.end_us)
+
+
+def _stage_from_wire(s: LagStage) -> StageTrx:
+    return StageTrx(s.gtid, s.original_commit_us, s.immediate_commit_us, s.start_us, s.end_us)
+
+
+def to_report(lag: MemberLag) -> LagReport:
+    """The wire form of `lag` (for `protocol.encode_lag`)."""
+    return LagReport(
+        at_us=lag.at_us,
+        channels=tuple(
+            LagChannel(
+                channel=c.channel,
+                receiver_on=c.receiver_on,
+                applier_on=c.applier_on,
+                workers=c.workers,
+                busy_workers=c.busy_workers,
+                **{f: _stage_to_wire(getattr(c, f)) for f in _STAGE_FIELDS},
+            )
+            for c in lag.channels
+        ),
+    )
+
+
+def from_report(report: LagReport) -> MemberLag:
+    """The core form of a decoded `ext.lag` section."""
+    return MemberLag(
+        at_us=report.at_us,
+        channels=tuple(
+            ChannelLag(
+                channel=c.channel,
+                receiver_on=c.receiver_on,
+                applier_on=c.applier_on,
+                workers=c.workers,
+                busy_workers=c.busy_workers,
+                **{f: _stage_from_wire(getattr(c, f)) for f in _STAGE_FIELDS},
+            )
+            for c in report.channels
+        ),
+    )
+
+
+def encode_member_lag(lag: MemberLag) -> list[Any]:
+    """The envelope's `ext["lag"]` value for `lag`.
+
+    Raises:
+        ProtocolError: a figure out of the wire's bounds (see `protocol.lag`).
+    """
+    return encode_lag(to_report(lag))
+
+
+def decode_member_lag(value: object) -> MemberLag:
+    """`ext["lag"]` of a received envelope, validated.
+
+    Raises:
+        ProtocolError: the section is malformed (see `protocol.lag`).
+    """
+    return from_report(decode_lag(value))

@@ -28,6 +28,13 @@ Invariants:
   the next view change. An `offline` leaves a tombstone so that a retained
   stats message of that member delivered afterwards does not resurrect it (a
   live one does). Silence longer than `forget_after` also removes it;
+- clock offset: every live (not retained) accepted stats envelope adds
+  `sent_us - received_at_us` to a window of the member's last
+  `OFFSET_WINDOW`; the largest is the estimate of its clock minus ours
+  (each sample is that offset minus the one-way delay, so the largest is
+  the closest, low by the smallest delay in the window);
+- the member's last `ext.lag` is kept as it came; an envelope without one
+  (or with a malformed one) clears it: stale lag is worse than none;
 - bounds: at most `max_members_per_group` members per group and `max_groups`
   groups (a newcomer past either is "over_limit"); tombstones, pending GTIDs
   and the reject counters of never-accepted members are bounded too.
@@ -43,6 +50,7 @@ from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.columns import REJECT_REASONS
+from grstats.core.lag import MemberLag
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
@@ -51,6 +59,7 @@ _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay de
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
 _SEQ_JUMP_SLACK = 64  # seqs a member may run ahead beyond two per period since last seen
 _DEPARTED_STATES = ("OFFLINE", "ERROR")
+OFFSET_WINDOW = 60  # envelopes per member the clock offset is estimated over
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,7 @@ class Applied:
     envelope: Envelope
     stats: PipelineStats
     kind: str
+    lag_error: str = ""  # why its ext.lag was refused ("" when absent or good)
 
 
 @dataclass(slots=True)
@@ -96,6 +106,14 @@ class Remote:
     retired: deque[tuple[int, int]] = field(
         default_factory=lambda: deque(maxlen=_KNOWN_INCARNATIONS)
     )  # (incarnation, last seq)
+    lag: MemberLag | None = None  # its last ext.lag
+    offsets: deque[int] = field(
+        default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
+    )  # sent_us - received_at_us of its last live envelopes
+
+    def clock_offset_us(self) -> int | None:
+        """Its clock minus ours, estimated (None before a live envelope)."""
+        return max(self.offsets) if self.offsets else None
 
 
 def zero_rejections() -> dict[str, int]:
@@ -197,6 +215,9 @@ class MemberRegistry:
         else:
             state = self._merge_pending_gtids(key, remote, state)
         remote.state = state
+        remote.lag = msg.lag
+        if not retained:  # a retained copy's send time says nothing about the clock
+            remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
         remote.last_seen_us = min(envelope.sent_us, received_at_us) if retained else received_at_us
         remote.last_received_us = received_at_us
@@ -204,7 +225,7 @@ class MemberRegistry:
         self._tombstones.pop(key, None)
         self._departed.pop(key, None)
         self.version += 1
-        return Applied(envelope, stats, msg.kind)
+        return Applied(envelope, stats, msg.kind, msg.lag_error)
 
     def _admit_sequence(
         self,

@@ -4,8 +4,9 @@ Strategy: the event loop builds a new `DaemonSnapshot` after every change it
 cares about and swaps the reference; the HTTP API, the Prometheus collector and
 the CLI only ever read a snapshot, so they never race the loop.
 
-Column names of the two MySQL-shaped tables are exactly performance_schema's
-(declared in `grstats.core.columns`). grstats' own facts about each member
+Column names of the MySQL-shaped tables are exactly performance_schema's
+(declared in `grstats.core.columns`; replication_group_member_lag adds its
+derived figures). grstats' own facts about each member
 live in `grstats_member_status`.
 """
 
@@ -22,11 +23,13 @@ Row = Mapping[str, Cell]
 MEMBER_STATS_TABLE = columns.MEMBER_STATS.name
 MEMBERS_TABLE = columns.MEMBERS.name
 MEMBER_STATUS_TABLE = columns.MEMBER_STATUS.name
+MEMBER_LAG_TABLE = columns.MEMBER_LAG.name
 TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
 MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
 MEMBERS_COLUMNS = columns.MEMBERS.names
 MEMBER_STATUS_COLUMNS = columns.MEMBER_STATUS.names
+MEMBER_LAG_COLUMNS = columns.MEMBER_LAG.names
 REJECT_REASONS = columns.REJECT_REASONS
 GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
@@ -43,6 +46,8 @@ class DaemonCounters:
         envelopes_accepted: stats envelopes applied to the tables.
         envelopes_own: our own envelopes heard back from the broker.
         envelopes_clamped: accepted envelopes whose negative sizes were shown as 0.
+        envelopes_lag_malformed: accepted envelopes whose `ext.lag` was refused
+            (their stats were applied, their lag was not).
         rejected: refused messages by reason (every reason of REJECT_REASONS).
         bus_reconnects: broker connections after the first.
         messages_published: stats envelopes handed to the broker.
@@ -51,6 +56,7 @@ class DaemonCounters:
     envelopes_accepted: int = 0
     envelopes_own: int = 0
     envelopes_clamped: int = 0
+    envelopes_lag_malformed: int = 0
     rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
     bus_reconnects: int = 0
     messages_published: int = 0
@@ -61,6 +67,7 @@ class DaemonCounters:
             "envelopes_accepted": self.envelopes_accepted,
             "envelopes_own": self.envelopes_own,
             "envelopes_clamped": self.envelopes_clamped,
+            "envelopes_lag_malformed": self.envelopes_lag_malformed,
             "bus_reconnects": self.bus_reconnects,
             "messages_published": self.messages_published,
         }
@@ -128,6 +135,7 @@ class DaemonSnapshot:
     member_stats: tuple[Row, ...] = ()
     members: tuple[Row, ...] = ()
     member_status: tuple[Row, ...] = ()
+    member_lag: tuple[Row, ...] = ()
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
@@ -142,4 +150,6 @@ class DaemonSnapshot:
             return self.members
         if name == MEMBER_STATUS_TABLE:
             return self.member_status
+        if name == MEMBER_LAG_TABLE:
+            return self.member_lag
         raise KeyError(name)

@@ -11,7 +11,9 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
 - a local member in ERROR shows only itself (it is not in the group);
 - before the first sample the local rows are MySQL's "plugin never started"
   rows: empty identifiers, zero counters, MEMBER_STATE OFFLINE, NULL port;
-- a remote member silent for the unreachable window shows UNREACHABLE.
+- a remote member silent for the unreachable window shows UNREACHABLE;
+- replication_group_member_lag has a row per member and channel that the
+  member reported (`core.lagrows`), beside the same members as the stats.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 
 from grstats.core import columns as col
 from grstats.core.admission import MemberKey
+from grstats.core.lag import MemberLag
+from grstats.core.lagrows import lag_rows
 from grstats.core.registry import MemberRegistry, Remote
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
 from grstats.core.sample import LocalSample
@@ -67,6 +71,8 @@ def build_snapshot(
     stats_rows: list[Row] = []
     member_rows: list[Row] = []
     status_rows: list[Row] = []
+    lags: list[tuple[str, str, MemberLag, int | None]] = []  # group, member, lag, offset
+    clocks: dict[str, list[int]] = {}  # group -> clock offsets known, ours (0) included
     alone = False
     view_id = ""
     if local is not None:
@@ -76,6 +82,10 @@ def build_snapshot(
         stats_rows.append(_local_stats_row(sample))
         member_rows.append(_local_member_row(sample))
         status_rows.append(_local_status_row(local, group, local_member_id, now_us))
+        clocks[group or ""] = [0]
+        if sample is not None and sample.lag:
+            local_lag = MemberLag(sample.sampled_at_us, sample.lag)
+            lags.append((group or "", sample.member.member_id, local_lag, 0))
     if not alone:
         for key, remote in registry.items():
             env = remote.envelope
@@ -83,6 +93,11 @@ def build_snapshot(
             stats_rows.append(stats_row(view_id or env.view_id, env.member.id, remote.state))
             member_rows.append(remote_member_row(env, unreachable=unreachable))
             status_rows.append(_remote_status_row(key, remote, registry, now_us))
+            offset = remote.clock_offset_us()
+            if offset is not None:
+                clocks.setdefault(key[0], []).append(offset)
+            if remote.lag is not None:
+                lags.append((key[0], env.member.id, remote.lag, offset))
     merged_gauges = {"members_known": float(len(member_rows)), **gauges}
     return DaemonSnapshot(
         taken_at_us=now_us,
@@ -91,6 +106,7 @@ def build_snapshot(
         member_stats=tuple(stats_rows),
         members=tuple(member_rows),
         member_status=tuple(status_rows),
+        member_lag=_lag_rows(lags, clocks),
         counters=counters,
         gauges=merged_gauges,
         health=health,
@@ -187,3 +203,31 @@ def _remote_status_row(
         accepted=remote.accepted,
         rejections=registry.rejections(key),
     )
+
+
+def _lag_rows(
+    lags: list[tuple[str, str, MemberLag, int | None]], clocks: dict[str, list[int]]
+) -> tuple[Row, ...]:
+    """Every member's lag rows, with its clock offset and the group's clock spread.
+
+    Args:
+        lags: (group, member id, lag, its clock offset in µs) per member with lag.
+        clocks: per group, the clock offsets known (every member's, ours as 0).
+    """
+    rows: list[Row] = []
+    for group, member_id, lag, offset in lags:
+        spread: float | None = None
+        if offset is not None:
+            others = list(clocks.get(group, ()))
+            if offset in others:
+                others.remove(offset)  # the member's own clock
+            spread = max((abs(offset - o) for o in others), default=0) / 1e6
+        rows.extend(
+            lag_rows(
+                member_id,
+                lag,
+                offset_s=None if offset is None else offset / 1e6,
+                spread_s=spread,
+            )
+        )
+    return tuple(rows)

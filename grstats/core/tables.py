@@ -31,6 +31,7 @@ from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
 from grstats.core.snapshot_builder import LocalView, build_snapshot
+from grstats.core.topics import STATS_KIND
 from protocol import MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
@@ -75,6 +76,7 @@ class MemberTables:
         self.accepted_total = 0
         self.own_total = 0
         self.clamped_total = 0
+        self.lag_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
 
     @property
@@ -127,8 +129,10 @@ class MemberTables:
         else:
             result = msg
         if isinstance(result, Applied):
-            if result.kind == "stats":
+            if result.kind == STATS_KIND:
                 self.accepted_total += 1
+                if result.lag_error:
+                    self.lag_malformed_total += 1  # stats applied, lag refused
         elif isinstance(result, Rejected):
             self.rejected_total[result.reason] += 1
         elif result.why == "own":
@@ -161,6 +165,7 @@ class MemberTables:
             envelopes_accepted=self.accepted_total,
             envelopes_own=self.own_total,
             envelopes_clamped=self.clamped_total,
+            envelopes_lag_malformed=self.lag_malformed_total,
             rejected=dict(self.rejected_total),
         )
 

@@ -46,19 +46,21 @@ class Receiver:
             if self.history is not None and result.kind == STATS_KIND:
                 env = result.envelope
                 self.history.record(history_row(env, result.stats, min(env.sent_us, received)))
+            if result.lag_error:  # stats applied; only the lag section was refused
+                self._log_reject(topic, "lag_malformed", result.lag_error)
         elif isinstance(result, Rejected):
-            self._log_reject(topic, result)
+            self._log_reject(topic, result.reason, result.detail)
 
-    def _log_reject(self, topic: str, result: Rejected) -> None:
+    def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         mono = time.monotonic()
         if mono - self._last_reject_log < REJECT_LOG_INTERVAL_S:
             self._suppressed += 1
             return
         log.warning(
             "envelope.rejected",
-            reason=result.reason,
+            reason=reason,
             topic=topic[:200],
-            detail=result.detail[:200],
+            detail=detail[:200],
             suppressed=self._suppressed,
         )
         self._last_reject_log = mono
