@@ -52,6 +52,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
+from grstats.api.lag_metrics import lag_families
 from grstats.api.self_metrics import register_process_collectors
 from grstats.core import columns as col
 from grstats.core.snapshot import MEMBERS_COLUMNS, REJECT_REASONS, DaemonSnapshot, Row
@@ -116,6 +117,7 @@ class SnapshotCollector(Collector):
         snapshot = self._get_snapshot()
         yield from _member_stats_families(snapshot)
         yield from _member_families(snapshot)
+        yield from lag_families(snapshot, _group_of(snapshot))
         yield from _health_families(snapshot)
 
 
@@ -239,6 +241,11 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "grstats_envelopes_clamped",
         "Accepted envelopes whose negative queue sizes were shown as 0.",
         value=counters.envelopes_clamped,
+    )
+    yield CounterMetricFamily(
+        "grstats_envelopes_lag_malformed",
+        "Accepted envelopes whose ext.lag section was refused (stats applied, lag not).",
+        value=counters.envelopes_lag_malformed,
     )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)

@@ -24,6 +24,7 @@ _COMMANDS: dict[str, str] = {
     "stats": "tables",
     "members": "tables",
     "status": "tables",
+    "lag": "tables",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",
@@ -70,6 +71,7 @@ def main(ctx: click.Context) -> None:
     Examples:
       grstats run --config /etc/grstats/grstats.toml   # the member daemon
       grstats stats                                    # replication_group_member_stats
+      grstats lag                                      # replication lag by stage, every member
       grstats decode 0100000010001000...               # decode a captured message
       grstats binlog --summary relay-bin.000042        # hop delays from a relay log
     """

@@ -23,7 +23,13 @@ from rich.text import Text
 
 from grstats.cli import render
 from grstats.core import columns as col
-from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE, Row
+from grstats.core.snapshot import (
+    MEMBER_LAG_TABLE,
+    MEMBER_STATS_TABLE,
+    MEMBER_STATUS_TABLE,
+    MEMBERS_TABLE,
+    Row,
+)
 
 __all__ = [
     "COLUMNS",
@@ -58,6 +64,7 @@ COLUMNS: tuple[str, ...] = (
     "PROPOSED",
     "ROLLBACK",
     "ROWS_VALIDATING",
+    "LAG_S",
     "LAST_SEEN_S",
 )
 _STATS_SOURCES: Mapping[str, str] = {
@@ -71,7 +78,7 @@ _STATS_SOURCES: Mapping[str, str] = {
     "ROWS_VALIDATING": col.COUNT_TRANSACTIONS_ROWS_VALIDATING,
 }
 _RIGHT = frozenset(COLUMNS) - {"MEMBER", col.MEMBER_ID, "STATE", "ROLE"}
-_NOT_HIGHLIGHTED = {"LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
+_NOT_HIGHLIGHTED = {"LAG_S", "LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
 
 # The mysql client's box: +---+ rules, | between cells.
 MYSQL_BOX = box.Box("+-++\n| ||\n+-++\n| ||\n+-++\n+-++\n| ||\n+-++\n", ascii=True)
@@ -99,7 +106,8 @@ def build_view(
 
     Args:
         tables: rows of replication_group_member_stats, replication_group_members
-            and grstats_member_status (the last two may be missing or empty).
+            grstats_member_status and replication_group_member_lag (all but the
+            first may be missing or empty).
         at: monotonic seconds of this read.
         previous: what the last refresh returned, None on the first.
 
@@ -111,6 +119,12 @@ def build_view(
     """
     members = {str(r.get(col.MEMBER_ID)): r for r in tables.get(MEMBERS_TABLE, ())}
     status = {str(r.get(col.MEMBER_ID)): r for r in tables.get(MEMBER_STATUS_TABLE, ())}
+    # the group applier channel's REPLICATION_LAG_SECONDS (Shell's figure; 0: all applied)
+    lag = {
+        str(r.get(col.MEMBER_ID)): r.get(col.REPLICATION_LAG_SECONDS)
+        for r in tables.get(MEMBER_LAG_TABLE, ())
+        if r.get(col.CHANNEL_NAME) == col.GROUP_REPLICATION_CHANNEL
+    }
     rows: list[dict[str, object]] = []
     changed: set[tuple[str, str]] = set()
     counters: dict[str, dict[str, int]] = {}
@@ -126,6 +140,7 @@ def build_view(
             "STATE": member.get(col.MEMBER_STATE),
             "ROLE": member.get(col.MEMBER_ROLE),
             "LAST_SEEN_S": status.get(member_id, {}).get(col.LAST_SEEN_AGE_SECONDS),
+            "LAG_S": lag.get(member_id),
         }
         for display, column in _STATS_SOURCES.items():
             row[display] = stats.get(column)
@@ -161,6 +176,8 @@ def _cell(column: str, value: object) -> str:
         return f"{value:.1f}"
     if column == "LAST_SEEN_S" and isinstance(value, float):
         return f"{value:.1f}"
+    if column == "LAG_S" and isinstance(value, float):
+        return f"{value:.2f}"
     return render.cell_text(value)
 
 
@@ -182,6 +199,7 @@ _DROP_ORDER = (
     "LAST_SEEN_S",
     "CONFLICTS",
     "ROLLBACK",
+    "LAG_S",
 )
 _SHORT_ID = 8
 

@@ -1,4 +1,4 @@
-"""`grstats stats`, `grstats members`, `grstats status`: the tables, as the mysql client shows them.
+"""`grstats stats|members|status|lag`: the tables, as the mysql client shows them.
 
 Strategy: each command reads one table, either from the local daemon's HTTP
 API (default) or straight from the broker's retained topics (`--bus`), and
@@ -18,6 +18,8 @@ import click
 from grstats.cli import render
 from grstats.cli.readers import TableReader, read_options
 from grstats.core.snapshot import (
+    MEMBER_LAG_COLUMNS,
+    MEMBER_LAG_TABLE,
     MEMBER_STATS_COLUMNS,
     MEMBER_STATS_TABLE,
     MEMBER_STATUS_COLUMNS,
@@ -26,12 +28,13 @@ from grstats.core.snapshot import (
     MEMBERS_TABLE,
 )
 
-__all__ = ["COLUMNS", "members_command", "stats_command", "status_command"]
+__all__ = ["COLUMNS", "lag_command", "members_command", "stats_command", "status_command"]
 
 COLUMNS: Mapping[str, Sequence[str]] = {
     MEMBER_STATS_TABLE: MEMBER_STATS_COLUMNS,
     MEMBERS_TABLE: MEMBERS_COLUMNS,
     MEMBER_STATUS_TABLE: MEMBER_STATUS_COLUMNS,
+    MEMBER_LAG_TABLE: MEMBER_LAG_COLUMNS,
 }
 
 
@@ -90,4 +93,15 @@ status_command = _make_command(
     "  grstats status\n"
     "  grstats status --vertical\n"
     "  grstats status --config /etc/grstats/grstats.toml",
+)
+lag_command = _make_command(
+    "lag",
+    MEMBER_LAG_TABLE,
+    "Show replication_group_member_lag: per member and channel, the last queued, "
+    "processed and applied transactions with their timestamps (UTC), the one being "
+    "applied, and the lags: REPLICATION_LAG as MySQL Shell's cluster.status() "
+    "computes it, queue and apply lag, apply time, and each member's clock offset.",
+    "  grstats lag --vertical                  # one member and channel per block\n"
+    "  grstats lag --format json | jq '.[] | {MEMBER_ID, REPLICATION_LAG}'\n"
+    "  grstats lag --bus 127.0.0.1:1883        # straight from the broker, no daemon",
 )

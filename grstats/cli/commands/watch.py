@@ -22,7 +22,12 @@ from rich.live import Live
 from grstats.cli.errors import UserError
 from grstats.cli.readers import TableReader, read_options
 from grstats.cli.watchview import ViewState, build_view, live_table, plain_table, title_line
-from grstats.core.snapshot import MEMBER_STATS_TABLE, MEMBER_STATUS_TABLE, MEMBERS_TABLE
+from grstats.core.snapshot import (
+    MEMBER_LAG_TABLE,
+    MEMBER_STATS_TABLE,
+    MEMBER_STATUS_TABLE,
+    MEMBERS_TABLE,
+)
 
 __all__ = ["command"]
 
@@ -62,7 +67,7 @@ def command(
       grstats watch --count 3 --interval 1   # three refreshes, then exit
     """
     console = Console(highlight=False)
-    names = [MEMBER_STATS_TABLE, MEMBERS_TABLE, MEMBER_STATUS_TABLE]
+    names = [MEMBER_STATS_TABLE, MEMBERS_TABLE, MEMBER_STATUS_TABLE, MEMBER_LAG_TABLE]
     started = time.monotonic()
     deadline = started + duration if duration is not None else None
     state: ViewState | None = None
