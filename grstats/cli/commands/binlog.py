@@ -36,7 +36,7 @@ from grstats.cli.binlogview import (
     table_lines,
     transaction_row,
 )
-from grstats.cli.rawinput import InputError, read_input
+from grstats.cli.rawinput import InputError, raw_input_options, read_input
 from protocol import (
     ANONYMOUS_GTID_LOG_EVENT,
     FORMAT_DESCRIPTION_EVENT,
@@ -106,14 +106,7 @@ Examples:
   grstats binlog decode --body-of gtid_tagged - < body.hex
   grstats binlog decode --format json 70d76a5f...""",
 )
-@click.argument("hex_text", metavar="[HEX | -]", nargs=-1)
-@click.option(
-    "--file",
-    "-f",
-    "file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read raw bytes from this file.",
-)
+@raw_input_options("Read raw bytes from this file.")
 @click.option(
     "--checksum",
     type=click.Choice(["auto", "crc32", "none"]),
