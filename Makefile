@@ -15,7 +15,7 @@ export PYSPARK_PYTHON ?= $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
-SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus
+SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl
 
 .PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup bench-binlog clean
 

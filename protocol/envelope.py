@@ -82,12 +82,21 @@ _ENVELOPE_TYPES: Final = (int, str, str, int, int, int, bytes)
 _MEMBER_FIELDS = operator.attrgetter("id", "host", "port", "state", "role", "version", "gcs_id")
 
 
-class _ExtTypeRefused(Exception):
-    """Raised inside msgpack's ext hook; turned into a ProtocolError by the decoder."""
+class _Refused(Exception):
+    """Raised inside msgpack's hooks (ext type, duplicate key); a ProtocolError for callers."""
 
 
 def _refuse_ext(code: int, data: bytes) -> NoReturn:
-    raise _ExtTypeRefused(f"msgpack extension type {code} is not allowed")
+    raise _Refused(f"msgpack extension type {code} is not allowed")
+
+
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    # msgpack keeps the last of two equal keys without a word; a second `id` in
+    # `member` could then mean one thing to us and another to a different reader.
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise _Refused("a map has a duplicate key")
+    return mapping
 
 
 def _fail(where: str, problem: str) -> NoReturn:
@@ -311,6 +320,7 @@ def decode_envelope(
             use_list=True,
             strict_map_key=True,
             ext_hook=_refuse_ext,
+            object_pairs_hook=_unique_keys,
             max_ext_len=0,
             max_str_len=size,
             max_bin_len=size,
@@ -321,7 +331,7 @@ def decode_envelope(
         raise ProtocolError(
             "envelope: trailing bytes after the map", size - len(exc.extra)
         ) from None
-    except (ValueError, TypeError, _ExtTypeRefused) as exc:
+    except (ValueError, TypeError, _Refused) as exc:
         # ValueError covers msgpack's FormatError, StackError, OutOfData, the
         # max_*_len refusals, strict_map_key and UnicodeDecodeError.
         raise ProtocolError(f"envelope: not valid msgpack: {exc}") from None

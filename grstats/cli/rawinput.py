@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import click
 
 _HEX_NOISE = re.compile(r"[\s:]+")
+F = TypeVar("F", bound=Callable[..., object])
 
 
 class InputError(Exception):
@@ -57,3 +62,20 @@ def read_input(hex_args: tuple[str, ...], file: Path | None) -> bytes:
     if hex_args == ("-",):
         return parse_hex(sys.stdin.read())
     return parse_hex("".join(hex_args))
+
+
+def raw_input_options(file_help: str) -> Callable[[F], F]:
+    """The `[HEX | -]` argument and `--file/-f PATH` option; the command gets
+    `hex_text` and `file` for `read_input`."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--file",
+            "-f",
+            "file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help=file_help,
+        )(func)
+        return click.argument("hex_text", metavar="[HEX | -]", nargs=-1)(func)
+
+    return decorate

@@ -7,11 +7,15 @@ snapshot and clears as soon as the part recovers. "ok" means no reason.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Protocol
 
 from grstats.bus.client import Bus
+from grstats.config import Settings
 from grstats.core.records import HistoryRow
-from grstats.core.snapshot import HistoryFigures
+from grstats.core.snapshot import DaemonSnapshot, HistoryFigures
+from grstats.core.tables import Limits, MemberTables, RegistryLimits
 from grstats.sources.base import Source
 
 
@@ -85,6 +89,11 @@ class HistorySink(Protocol):
     async def close(self) -> None: ...
 
     def health(self) -> PartHealth: ...
+
+
+def now_us() -> int:
+    """Wall clock in microseconds since the epoch (UTC)."""
+    return time.time_ns() // 1000
 
 
 def history_figures(stats: HistoryStatsLike) -> HistoryFigures:
@@ -161,3 +170,64 @@ class EchoWatch:
             self._last_own = own
             self._published_at_echo = published
         return published - self._published_at_echo > self.patience
+
+
+def make_tables(settings: Settings, *, group: str | None, member_id: str | None) -> MemberTables:
+    """The daemon's tables with the configured timing and bounds (group None: collector)."""
+    p = settings.publish
+    lim = settings.limits
+    return MemberTables(
+        group=group,
+        local_member_id=member_id,
+        registry_limits=RegistryLimits(
+            period_s=p.period,
+            unreachable_after=p.unreachable_after,
+            forget_after_s=p.forget_after,
+            max_members_per_group=lim.max_members_per_group,
+            max_groups=lim.max_groups,
+        ),
+        limits=Limits(
+            max_envelope_size=lim.max_envelope_size,
+            max_status_size=lim.max_status_size,
+            max_clock_skew_s=lim.max_clock_skew,
+        ),
+    )
+
+
+def assemble_snapshot(
+    tables: MemberTables,
+    *,
+    bus: Bus | None,
+    source: Source | None,
+    history: HistorySink | None,
+    publisher: Publishing | None,
+    echo: EchoWatch,
+) -> DaemonSnapshot:
+    """The tables frozen with the daemon's counters, gauges, health and history figures."""
+    gauges = {
+        "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
+        **health_gauges(source, history),
+    }
+    reasons = health_reasons(bus, source, history)
+    if publisher is not None:
+        silent = echo.silent(published=publisher.published, own=tables.own_total)
+        gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
+        if silent:
+            reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
+    snapshot = tables.snapshot(
+        now_us(),
+        bus_reconnects=bus.reconnects if bus else 0,
+        messages_published=publisher.published if publisher else 0,
+        gauges=gauges,
+        health=reasons,
+    )
+    if history is None:
+        return snapshot
+    return dataclasses.replace(snapshot, history=history_figures(history.stats))
+
+
+class Publishing(Protocol):
+    """What the snapshot needs of the publisher."""
+
+    @property
+    def published(self) -> int: ...

@@ -34,16 +34,10 @@ from grstats.bus.options import max_packet_size_for
 from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
-from grstats.core.tables import Limits, MemberTables, RegistryLimits
-from grstats.daemon.health import (
-    EchoWatch,
-    HistorySink,
-    health_gauges,
-    health_reasons,
-    history_figures,
-)
-from grstats.daemon.notify import sd_notify, watchdog_interval_s
-from grstats.daemon.publisher import Publisher, now_us
+from grstats.core.tables import MemberTables
+from grstats.daemon.health import EchoWatch, HistorySink, assemble_snapshot, make_tables, now_us
+from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
+from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from grstats.sources.base import Source
 
@@ -97,24 +91,9 @@ class Daemon:
     # -- wiring ---------------------------------------------------------------
 
     def _make_tables(self, group: str, member_id: str) -> MemberTables:
-        p = self.settings.publish
-        lim = self.settings.limits
-        return MemberTables(
-            group=None if self.collector else group,
-            local_member_id=None if self.collector else member_id,
-            registry_limits=RegistryLimits(
-                period_s=p.period,
-                unreachable_after=p.unreachable_after,
-                forget_after_s=p.forget_after,
-                max_members_per_group=lim.max_members_per_group,
-                max_groups=lim.max_groups,
-            ),
-            limits=Limits(
-                max_envelope_size=lim.max_envelope_size,
-                max_status_size=lim.max_status_size,
-                max_clock_skew_s=lim.max_clock_skew,
-            ),
-        )
+        if self.collector:
+            return make_tables(self.settings, group=None, member_id=None)
+        return make_tables(self.settings, group=group, member_id=member_id)
 
     def _make_bus(self) -> Bus:
         # The broker never sends us a packet an envelope at our limit could not fill.
@@ -169,41 +148,20 @@ class Daemon:
         return self._snapshot
 
     def _build_snapshot(self) -> DaemonSnapshot:
-        bus = self.bus
-        gauges = {
-            "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
-            **health_gauges(self.source, self.history),
-        }
-        reasons = health_reasons(bus, self.source, self.history)
-        pub = self.publisher
-        if pub is not None:
-            silent = self._echo.silent(published=pub.published, own=self.tables.own_total)
-            gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
-            if silent:
-                reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
-        snapshot = self.tables.snapshot(
-            now_us(),
-            bus_reconnects=bus.reconnects if bus else 0,
-            messages_published=pub.published if pub else 0,
-            gauges=gauges,
-            health=reasons,
+        return assemble_snapshot(
+            self.tables,
+            bus=self.bus,
+            source=self.source,
+            history=self.history,
+            publisher=self.publisher,
+            echo=self._echo,
         )
-        if self.history is None:
-            return snapshot
-        return dataclasses.replace(snapshot, history=history_figures(self.history.stats))
 
     def _update_status(self) -> None:
-        snap = self.get_snapshot()
-        connected = bool(snap.gauges.get("bus_connected"))
-        text = f"bus={'connected' if connected else 'disconnected'} members={len(snap.members)}"
+        text = status_text(self.get_snapshot())
         if text != self._status_text:
             self._status_text = text
             sd_notify(f"STATUS={text}")
-
-    async def _watchdog(self, interval: float) -> None:
-        while True:
-            sd_notify("WATCHDOG=1")
-            await asyncio.sleep(interval)
 
     # -- tick loop ------------------------------------------------------------
 
@@ -321,7 +279,7 @@ class Daemon:
         async with asyncio.TaskGroup() as tg:
             bus_task = tg.create_task(self.bus.run(), name="bus")
             tick_task = tg.create_task(self._tick_loop(), name="tick")
-            wd_task = tg.create_task(self._watchdog(watchdog), name="wd") if watchdog else None
+            wd_task = tg.create_task(watchdog_loop(watchdog), name="wd") if watchdog else None
             await self.stop_event.wait()
             sd_notify("STOPPING=1")
             deadline = asyncio.get_running_loop().time() + DRAIN_TIMEOUT_S

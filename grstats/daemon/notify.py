@@ -8,10 +8,13 @@ NOTIFY_SOCKET everything here is a no-op.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 
 import structlog
+
+from grstats.core.snapshot import DaemonSnapshot
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -48,3 +51,19 @@ def watchdog_interval_s() -> float | None:
     if pid and pid.isdigit() and int(pid) != os.getpid():
         return None
     return int(usec) / 2 / 1_000_000
+
+
+def status_text(snapshot: DaemonSnapshot) -> str:
+    """The one-line STATUS= systemd shows for the daemon."""
+    connected = bool(snapshot.gauges.get("bus_connected"))
+    text = f"bus={'connected' if connected else 'disconnected'} members={len(snapshot.members)}"
+    if snapshot.health:
+        text += f" degraded: {'; '.join(snapshot.health)}"
+    return text
+
+
+async def watchdog_loop(interval: float) -> None:
+    """Ping systemd's watchdog every `interval` seconds, forever."""
+    while True:
+        sd_notify("WATCHDOG=1")
+        await asyncio.sleep(interval)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 
 import structlog
 
@@ -35,7 +34,7 @@ from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.rows import history_row
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
-from grstats.daemon.health import HistorySink
+from grstats.daemon.health import HistorySink, now_us
 from grstats.sources.base import Source
 from protocol import (
     Envelope,
@@ -48,11 +47,6 @@ from protocol import (
 log = structlog.get_logger("grstats.daemon")
 
 PUBLISHING_STATES = ("ONLINE", "RECOVERING")
-
-
-def now_us() -> int:
-    """Wall clock in microseconds since the epoch (UTC)."""
-    return time.time_ns() // 1000
 
 
 class Publisher:

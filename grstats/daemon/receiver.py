@@ -16,8 +16,7 @@ import structlog
 from grstats.core.rows import history_row
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
-from grstats.daemon.health import HistorySink
-from grstats.daemon.publisher import now_us
+from grstats.daemon.health import HistorySink, now_us
 
 log = structlog.get_logger("grstats.daemon")
 

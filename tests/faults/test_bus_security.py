@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiomqtt
@@ -30,6 +30,7 @@ from tests.fixtures.broker import (
     READER,
     SecureBroker,
 )
+from tests.fixtures.bus_helpers import running, until
 
 pytestmark = pytest.mark.faults
 
@@ -40,26 +41,6 @@ Message = tuple[str, bytes, bool]
 
 def topic(member: str, kind: str = "stats") -> str:
     return f"{PREFIX}/{GROUP}/{member}/{kind}"
-
-
-async def until(predicate: Callable[[], bool], within: float = 10.0) -> None:
-    """Wait for predicate() with a deadline, yielding to the loop between checks."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not predicate():
-        assert loop.time() < deadline, "condition not met before the deadline"
-        await asyncio.sleep(0.02)
-
-
-@asynccontextmanager
-async def running(bus: Bus) -> AsyncIterator[Bus]:
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(bus.run())
-        try:
-            yield bus
-        finally:
-            await bus.close()
-            await asyncio.wait_for(task, 10)
 
 
 @asynccontextmanager

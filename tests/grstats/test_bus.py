@@ -4,8 +4,6 @@ connection faults, the Maximum Packet Size and message expiry."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiomqtt
@@ -14,28 +12,9 @@ from structlog.testing import capture_logs
 
 from grstats.bus.client import Bus, BusOptions, LastWill
 from tests.fixtures.broker import Broker
+from tests.fixtures.bus_helpers import running, until
 
 Message = tuple[str, bytes, bool]
-
-
-async def until(predicate: Callable[[], bool], within: float = 10.0) -> None:
-    """Wait for predicate() with a deadline, yielding to the loop between checks."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not predicate():
-        assert loop.time() < deadline, "condition not met before the deadline"
-        await asyncio.sleep(0.02)
-
-
-@asynccontextmanager
-async def running(bus: Bus) -> AsyncIterator[Bus]:
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(bus.run())
-        try:
-            yield bus
-        finally:
-            await bus.close()
-            await asyncio.wait_for(task, 10)
 
 
 def collecting(broker: Broker, topic_filter: str, **kwargs: object) -> tuple[Bus, list[Message]]:

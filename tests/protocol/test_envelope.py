@@ -343,3 +343,34 @@ def test_encode_rejects_what_decode_would_reject(change: dict[str, Any]) -> None
     envelope = dataclasses.replace(ENVELOPE, **change)
     with pytest.raises(ProtocolError):
         encode_envelope(envelope)
+
+
+def _map_with_pairs(pairs: list[tuple[str, object]]) -> bytes:
+    """A msgpack map written pair by pair, so that a key may appear twice."""
+    assert len(pairs) < 16
+    return bytes([0x80 | len(pairs)]) + b"".join(_pack(k) + _pack(v) for k, v in pairs)
+
+
+def test_duplicate_top_level_key_is_rejected() -> None:
+    pairs = list(_plain().items())
+    pairs.append(("seq", ENVELOPE.seq + 1))  # a second seq: which one counts?
+    with pytest.raises(ProtocolError, match="duplicate key"):
+        decode_envelope(_map_with_pairs(pairs))
+
+
+def test_duplicate_member_id_is_rejected() -> None:
+    plain = _plain()
+    member_pairs = [*plain["member"].items(), ("id", "99999999-9999-9999-9999-999999999999")]
+    member = _map_with_pairs(member_pairs)
+    top = [(k, v) for k, v in plain.items() if k != "member"]
+    encoded = bytes([0x80 | (len(top) + 1)]) + b"".join(_pack(k) + _pack(v) for k, v in top)
+    encoded += _pack("member") + member
+    with pytest.raises(ProtocolError, match="duplicate key"):
+        decode_envelope(encoded)
+
+
+def test_the_same_map_without_duplicates_decodes() -> None:
+    # the hand-written encoder above is right: without a duplicate it decodes
+    assert decode_envelope(_map_with_pairs(list(_plain().items()))) == dataclasses.replace(
+        ENVELOPE, ext={}
+    )

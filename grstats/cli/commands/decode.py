@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from grstats.cli import render
-from grstats.cli.rawinput import InputError, read_input
+from grstats.cli.rawinput import InputError, raw_input_options, read_input
 from protocol import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
@@ -146,14 +146,7 @@ Examples:
 Exit status: 0 decoded, 1 malformed message (reason and offset on stderr),
 2 unreadable input.""",
 )
-@click.argument("hex_text", metavar="[HEX | -]", nargs=-1)
-@click.option(
-    "--file",
-    "-f",
-    "file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read the raw (binary) message from this file.",
-)
+@raw_input_options("Read the raw (binary) message from this file.")
 @click.option(
     "--format",
     "output_format",

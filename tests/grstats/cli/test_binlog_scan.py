@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grstats.cli.binlog_scan import LogHistogram, ScanError, parse_time, scan_file
-from grstats.cli.commands.binlog import _Progress
+from grstats.cli.binlogview import Progress
 
 FILES = Path(__file__).resolve().parents[3] / "tests" / "protocol" / "binlog_vectors" / "files"
 
@@ -85,10 +85,10 @@ class _Terminal(io.StringIO):
 
 def test_progress_is_written_only_to_a_terminal() -> None:
     quiet = _Terminal(tty=False)
-    _Progress(quiet, enabled=True)(Path("relay-bin.000001"), 50, 100)
+    Progress(quiet, enabled=True)(Path("relay-bin.000001"), 50, 100)
     assert quiet.getvalue() == ""
     tty = _Terminal(tty=True)
-    progress = _Progress(tty, enabled=True)
+    progress = Progress(tty, enabled=True)
     progress(Path("relay-bin.000001"), 100, 100)
     progress.close()
     assert "relay-bin.000001: 100%" in tty.getvalue()
