@@ -101,7 +101,10 @@ def _in_range(frame: DataFrame, start: dt.date, end: dt.date) -> DataFrame:
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
-    return [row.asDict() for row in frame.collect()]
+    # Arrow batches instead of pickled Row objects (the same Python values: the
+    # timestamps reach here already formatted as UTC text).
+    rows: list[dict[str, Any]] = frame.toArrow().to_pylist()
+    return rows
 
 
 def _utc_text(column: str) -> Any:

@@ -132,6 +132,8 @@ def session_settings() -> dict[str, str]:
         # values stay well within memory.
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # Results reach Python as Arrow batches (report.py), never as pickled rows.
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
 
 
