@@ -112,6 +112,9 @@ def build_session(master: str | None = None, app_name: str = "grstats-rollup") -
         # A few partitions per core instead of 200: task overhead dominates locally.
         cores = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * cores))
+        # The scan too: by default small segments are packed into defaultParallelism + 1
+        # splits (3 on 2 cores, the last one running alone); 2 per core keeps both busy.
+        spark.conf.set("spark.sql.files.minPartitionNum", str(2 * cores))
     return spark
 
 
