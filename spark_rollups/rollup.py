@@ -295,7 +295,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "  python -m spark_rollups rollup --history hist --out rollups --since 2026-11-16\n"
         "  spark-submit --master spark://head:7077 spark_rollups/__main__.py rollup "
         "--history hdfs:///grstats/history --out hdfs:///grstats/rollups\n"
-        "Without --since, every date from the newest one already rolled up (redone) onwards."
+        "Without --since: only the dates whose history segments changed since the last run\n"
+        "(and the day after each), tracked in OUT/_rollup_manifest.json; without a usable\n"
+        "manifest, every date.  With --since: every date from it on, whatever changed."
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -305,7 +307,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--out", required=True, metavar="DIR", help="rollup root (one directory per table)"
     )
     parser.add_argument(
-        "--since", type=_date, metavar="DATE", help="first date to roll up (YYYY-MM-DD)"
+        "--since", type=_date, metavar="DATE", help="redo every date from this one (YYYY-MM-DD)"
     )
     parser.add_argument(
         "--until", type=_date, metavar="DATE", help="last date to roll up (YYYY-MM-DD)"
