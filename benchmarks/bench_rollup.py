@@ -1,6 +1,7 @@
 """Spark rollup of a simulated week (9 members, 1 Hz, ~5.4 M rows) beside DuckDB.
 
 Usage: python benchmarks/bench_rollup.py [--history DIR] [--members 9] [--days 7]
+       [--incremental-days 30] [--incremental-members 3]
 
 The input is an existing history (--history, e.g. `grstats simulate --members
 9 --days 7` output); otherwise the benchmark writes one with grstats'
@@ -9,8 +10,11 @@ with an equivalent pyarrow generator.  It then times:
 - the Spark session start (reported separately),
 - `spark_rollups.rollup.run_rollup` on local[2] (all five tables, written),
 - the same five tables computed by DuckDB over the same Parquet and written,
-and prints rows/s, the ratio Spark/DuckDB and the input's bytes per sample.
-Figures only; nothing is asserted.
+- incremental: a 30-day history (3 members) rolled up in full, one day
+  appended, then the incremental run (manifest) beside DuckDB computing the
+  same new day (with the day before, for its first steps),
+and prints rows/s, the cold, warm and incremental ratios Spark/DuckDB and
+the input's bytes per sample.  Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,28 +40,30 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 START = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)  # a Monday (ISO week 2026-W47)
+START_DAY = START.date()
 
 
-def generate(out: Path, members: int, days: int, seed: int = 7) -> int:
+def generate(out: Path, members: int, days: int, seed: int = 7, start: dt.date = START_DAY) -> int:
     """Write a synthetic history: per member 1 Hz samples, one counter reset, one restart.
 
     Returns:
         Rows written.
     """
     try:  # the daemon's exact Parquet options when the package is available
-        from grstats.history.writer import PARQUET_OPTIONS, history_schema  # noqa: PLC0415
+        from grstats.history.parquet import PARQUET_OPTIONS, history_schema  # noqa: PLC0415
 
         options, schema = dict(PARQUET_OPTIONS), history_schema()
     except ImportError:  # pragma: no cover - benchmark run outside the repo
         options, schema = {"compression": "zstd"}, None
     rng = np.random.default_rng(seed)
+    first = dt.datetime(start.year, start.month, start.day, tzinfo=dt.UTC)
     n = 86_400
     total = 0
     group_checked = np.zeros(members, dtype=np.int64)
     state = [np.zeros(5, dtype=np.int64) for _ in range(members)]
     for day in range(days):
-        date = (START + dt.timedelta(days=day)).date()
-        base_us = int((START + dt.timedelta(days=day)).timestamp() * 1_000_000)
+        date = (first + dt.timedelta(days=day)).date()
+        base_us = int((first + dt.timedelta(days=day)).timestamp() * 1_000_000)
         columns: dict[str, list[np.ndarray]] = {}
         for m in range(members):
             t = base_us + np.arange(n, dtype=np.int64) * 1_000_000 + m * 37_000
@@ -118,7 +125,7 @@ def generate(out: Path, members: int, days: int, seed: int = 7) -> int:
     return total
 
 
-def simulate(out: Path, members: int, days: int) -> tuple[int, str]:
+def simulate(out: Path, members: int, days: int, start: dt.date = START_DAY) -> tuple[int, str]:
     """`grstats simulate` in process when grstats is importable, else `generate`.
 
     Returns:
@@ -127,9 +134,9 @@ def simulate(out: Path, members: int, days: int) -> tuple[int, str]:
     try:
         from grstats.cli.backfill import member_ids, simulate_history  # noqa: PLC0415
     except ImportError:  # pragma: no cover - benchmark run without grstats
-        return generate(out, members, days), "pyarrow"
+        return generate(out, members, days, start=start), "pyarrow"
     result = simulate_history(
-        out, group="bench", members=member_ids(1, members), days=days, seed=1, start=START.date()
+        out, group="bench", members=member_ids(1, members), days=days, seed=1, start=start
     )
     return result.rows, "grstats simulate"
 
@@ -241,11 +248,51 @@ def duckdb_rollup(history: Path, out: Path, threads: int) -> float:
     return time.monotonic() - started
 
 
+def incremental(spark: Any, work: Path, members: int, days: int) -> tuple[float, float, float]:
+    """Full rollup of `days` days, one day appended, incremental rollup; DuckDB on that day.
+
+    Returns:
+        (full seconds, incremental seconds, DuckDB seconds for the new day).
+    """
+    from spark_rollups.rollup import run_rollup  # noqa: PLC0415
+
+    history, held = work / "inc-history", work / "inc-held"
+    start = START_DAY - dt.timedelta(days=days)
+    started = time.monotonic()
+    rows, _ = simulate(history, members, days + 1, start)
+    print(
+        f"incremental: generated {days + 1} days x {members} members, {rows} rows in "
+        f"{time.monotonic() - started:.1f} s"
+    )
+    new_day = history / "group=bench" / f"date={(start + dt.timedelta(days=days)).isoformat()}"
+    shutil.move(new_day, held)
+    out = work / "inc-out"
+    started = time.monotonic()
+    run_rollup(spark, str(history), str(out))
+    full = time.monotonic() - started
+    print(f"incremental: full rollup of {days} days: {full:.1f} s")
+    shutil.move(held, new_day)
+    started = time.monotonic()
+    run_rollup(spark, str(history), str(out), progress=lambda line: print("  " + line))
+    step = time.monotonic() - started
+    print(f"incremental: one new day: {step:.1f} s ({full / step:.1f}x faster than the full run)")
+    two_days = work / "inc-duck-history" / "group=bench"
+    two_days.mkdir(parents=True)
+    previous = history / "group=bench" / f"date={(start + dt.timedelta(days=days - 1)).isoformat()}"
+    for day in (previous, new_day):
+        shutil.copytree(day, two_days / day.name)
+    duck = min(duckdb_rollup(two_days.parent, work / f"inc-duck-{i}", threads=2) for i in range(2))
+    print(f"incremental: duckdb on the new day and the one before: {duck:.1f} s")
+    return full, step, duck
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--history", type=Path, help="existing history (e.g. grstats simulate)")
     parser.add_argument("--members", type=int, default=9)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--incremental-days", type=int, default=30)
+    parser.add_argument("--incremental-members", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-rollup-"))
@@ -289,6 +336,9 @@ def main() -> int:
                 f"spark rollup ({attempt} JVM): {timings[-1]:.1f} s, "
                 f"{rows / timings[-1] / 1e6:.2f} M rows/s"
             )
+        full, step, inc_duck = incremental(
+            spark, work, args.incremental_members, args.incremental_days
+        )
         spark.stop()
         duck_runs = [duckdb_rollup(history, work / f"duckdb-{i}", threads=2) for i in range(2)]
         duck = min(duck_runs)  # the faster run: the ratio errs against Spark
@@ -300,8 +350,10 @@ def main() -> int:
             f"rows per table spark/duckdb: {compare_counts(work / 'spark-warm', work / 'duckdb-1')}"
         )
         print(
-            f"ratio spark/duckdb: {timings[-1] / duck:.2f} (warm), {timings[0] / duck:.2f} (cold)"
+            f"ratio spark/duckdb: {timings[0] / duck:.2f} (cold), {timings[-1] / duck:.2f} (warm), "
+            f"{step / inc_duck:.2f} (incremental: one new day, DuckDB on the same day)"
         )
+        print(f"ratio incremental/full spark rollup: {step / full:.2f}")
     finally:
         if args.keep:
             print(f"kept {work}")

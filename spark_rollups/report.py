@@ -32,7 +32,8 @@ from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
-from spark_rollups.rollup import is_local_path, run_command
+from spark_rollups.rollup import run_command
+from spark_rollups.storage import local_path
 
 __all__ = [
     "ReportError",
@@ -100,7 +101,10 @@ def _in_range(frame: DataFrame, start: dt.date, end: dt.date) -> DataFrame:
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
-    return [row.asDict() for row in frame.collect()]
+    # Arrow batches instead of pickled Row objects (the same Python values: the
+    # timestamps reach here already formatted as UTC text).
+    rows: list[dict[str, Any]] = frame.toArrow().to_pylist()
+    return rows
 
 
 def _utc_text(column: str) -> Any:
@@ -557,8 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
-    rollups = args.rollups.removeprefix("file://")
-    if is_local_path(args.rollups) and not os.path.isdir(os.path.join(rollups, "group_day")):
+    rollups = local_path(args.rollups)
+    if rollups is not None and not os.path.isdir(os.path.join(rollups, "group_day")):
         print(f"report: no rollups found in {args.rollups} (missing group_day/)", file=sys.stderr)
         return 2
 

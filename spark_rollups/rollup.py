@@ -1,21 +1,24 @@
 """`rollup`: history Parquet -> member/group minute, hour and day tables.
 
 Strategy: one Spark application per run.  The dates to process are chosen
-per group from the partition directories (`--since`/`--until`, or
-incrementally: every history date from the newest already rolled up, which is
-redone, onwards).  The samples are read with column pruning (only
-`part-*.parquet`, as history.py writes them), ordered once (`with_steps`), the
-member minutes are aggregated and persisted, and every coarser table is
-derived from them exactly (p95 too, from the minutes' sorted values, see
-transforms.py).  The day before the first processed date is read too, only for
-each member's last sample, so the first step of an incremental run is right.
-The five tables are small; they are written by concurrent jobs in two waves
-(member tables, then the group tables that read them).
+per group from the partition directories: `--since`/`--until`, or
+incrementally the dates whose history segments changed since the last run
+(manifest.py; a missing or corrupt manifest means every date).  The samples
+are read with column pruning (only `part-*.parquet`, as history.py writes
+them), ordered once (`with_steps`), the member minutes are aggregated and
+persisted, and every coarser table is derived from them exactly (p95 too,
+from the minutes' sorted values, see transforms.py).  The day before the
+first processed date is read too, only for each member's last sample, so the
+first step of an incremental run is right.  The five tables are small; they
+are written by concurrent jobs in two waves (member tables, then the group
+tables that read them).  The manifest is replaced last.
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
   partition; dynamic partition overwrite replaces exactly the partitions a
   run writes, so re-running a date is idempotent and other dates are kept.
+- Path-agnostic: history and output may be any Hadoop path (hdfs://,
+  s3a://, ...); the driver touches them only through storage.py.
 - Timestamps are UTC (session time zone), partition values are strings.
 - Local mode stays on loopback: the driver binds to 127.0.0.1 and
   SPARK_LOCAL_IP defaults to it; a cluster master (spark-submit --master ...)
@@ -31,15 +34,24 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import manifest as M
 from spark_rollups import transforms as T
+from spark_rollups.manifest import plan_run
+from spark_rollups.storage import (
+    hadoop_fs,
+    is_local_path,
+    list_partitions,
+    local_path,
+    partition_fingerprints,
+    read_text,
+    write_text_atomic,
+)
 
 __all__ = [
     "GROUP_TABLES",
@@ -51,6 +63,7 @@ __all__ = [
     "is_local_path",
     "list_partitions",
     "main",
+    "plan_run",
     "run_command",
     "run_rollup",
 ]
@@ -99,6 +112,9 @@ def build_session(master: str | None = None, app_name: str = "grstats-rollup") -
         # A few partitions per core instead of 200: task overhead dominates locally.
         cores = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * cores))
+        # The scan too: by default small segments are packed into defaultParallelism + 1
+        # splits (3 on 2 cores, the last one running alone); 2 per core keeps both busy.
+        spark.conf.set("spark.sql.files.minPartitionNum", str(2 * cores))
     return spark
 
 
@@ -119,93 +135,9 @@ def session_settings() -> dict[str, str]:
         # values stay well within memory.
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # Results reach Python as Arrow batches (report.py), never as pickled rows.
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
-
-
-# ----------------------------------------------------------------- partitions
-
-
-def _hadoop_fs(spark: SparkSession, root: str) -> tuple[Any, Any]:
-    # Hadoop's FileSystem lists partitions on any scheme (file, hdfs, s3a).
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(root)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
-
-
-def list_partitions(spark: SparkSession, root: str) -> dict[str, set[str]]:
-    """The `group=<g>/date=<d>` partition directories under a root.
-
-    Args:
-        spark: the session (its Hadoop configuration resolves the scheme).
-        root: the history or table directory.
-
-    Returns:
-        Directory group value (still escaped) -> set of ISO dates; empty if
-        the root does not exist.
-    """
-    fs, path = _hadoop_fs(spark, root)
-    found: dict[str, set[str]] = {}
-    if not fs.exists(path):
-        return found
-    for group_status in fs.listStatus(path):
-        name = group_status.getPath().getName()
-        if not (group_status.isDirectory() and name.startswith("group=")):
-            continue
-        dates = found.setdefault(name.removeprefix("group="), set())
-        for date_status in fs.listStatus(group_status.getPath()):
-            date_name = date_status.getPath().getName()
-            if date_status.isDirectory() and date_name.startswith("date="):
-                dates.add(date_name.removeprefix("date="))
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one run reads and writes."""
-
-    dates: dict[str, list[str]]  # escaped group dir value -> dates to roll up
-    baselines: dict[str, list[str]]  # escaped group dir value -> dates read for last samples
-
-
-def plan_run(
-    history: dict[str, set[str]],
-    done: dict[str, set[str]],
-    since: str | None,
-    until: str | None,
-    group: str | None,
-) -> Plan:
-    """Choose the dates to roll up per group.
-
-    Args:
-        history: `list_partitions` of the history.
-        done: `list_partitions` of an output table (what is already rolled up).
-        since: first date to process (ISO); None = incremental.
-        until: last date to process (ISO); None = no limit.
-        group: only this group (unescaped name); None = all.
-
-    Returns:
-        The plan; groups with nothing to do are left out.
-    """
-    dates: dict[str, list[str]] = {}
-    baselines: dict[str, list[str]] = {}
-    # history.py and Spark escape partition values differently: compare names
-    done_dates = {unquote(key): value for key, value in done.items()}
-    for key, available in sorted(history.items()):
-        if group is not None and unquote(key) != group:
-            continue
-        start = since
-        if start is None and done_dates.get(unquote(key)):
-            start = max(done_dates[unquote(key)])  # the newest one is redone (it may have grown)
-        chosen = sorted(
-            d for d in available if (start is None or d >= start) and (until is None or d <= until)
-        )
-        if not chosen:
-            continue
-        dates[key] = chosen
-        before = {(dt.date.fromisoformat(d) - dt.timedelta(days=1)).isoformat() for d in chosen}
-        baselines[key] = sorted((before & available) - set(chosen))
-    return Plan(dates, baselines)
 
 
 # ----------------------------------------------------------------------- run
@@ -272,15 +204,22 @@ def run_rollup(
     Raises:
         RollupError: the history directory does not exist.
     """
-    fs, root = _hadoop_fs(spark, history)
+    fs, root = hadoop_fs(spark, history)
     if not fs.exists(root):
         raise RollupError(f"history directory not found: {history}")
+    manifest_path = f"{out.rstrip('/')}/{M.MANIFEST_NAME}"
+    previous = M.parse(read_text(spark, manifest_path), period_seconds)
+    if previous is None and since is None:
+        progress("rollup: no usable manifest: every date is rolled up")
+    # Fingerprints before reading: a segment landing meanwhile is redone next time.
+    fingerprints = partition_fingerprints(spark, history)
     plan = plan_run(
-        list_partitions(spark, history),
+        fingerprints,
         list_partitions(spark, f"{out}/member_day"),
-        since,
-        until,
-        group,
+        previous,
+        since=since,
+        until=until,
+        group=group,
     )
     if not plan.dates:
         progress("rollup: nothing to do")
@@ -316,6 +255,12 @@ def run_rollup(
             list(pool.map(write, wave))
     for frame in (*tables.values(), minutes, raw_minutes):
         frame.unpersist()
+    # Last: a crash before this line leaves the old manifest, and the next run redoes.
+    write_text_atomic(
+        spark,
+        manifest_path,
+        M.next_manifest(previous, fingerprints, plan, period_seconds).dumps(),
+    )
     return counts
 
 
@@ -350,7 +295,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "  python -m spark_rollups rollup --history hist --out rollups --since 2026-11-16\n"
         "  spark-submit --master spark://head:7077 spark_rollups/__main__.py rollup "
         "--history hdfs:///grstats/history --out hdfs:///grstats/rollups\n"
-        "Without --since, every date from the newest one already rolled up (redone) onwards."
+        "Without --since: only the dates whose history segments changed since the last run\n"
+        "(and the day after each), tracked in OUT/_rollup_manifest.json; without a usable\n"
+        "manifest, every date.  With --since: every date from it on, whatever changed."
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -360,7 +307,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--out", required=True, metavar="DIR", help="rollup root (one directory per table)"
     )
     parser.add_argument(
-        "--since", type=_date, metavar="DATE", help="first date to roll up (YYYY-MM-DD)"
+        "--since", type=_date, metavar="DATE", help="redo every date from this one (YYYY-MM-DD)"
     )
     parser.add_argument(
         "--until", type=_date, metavar="DATE", help="last date to roll up (YYYY-MM-DD)"
@@ -371,18 +318,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--period", type=float, default=1.0, help="sampling period in seconds (coverage)"
     )
     return parser
-
-
-def is_local_path(path: str) -> bool:
-    """Whether a CLI path is on the local file system (checked before Spark starts).
-
-    Args:
-        path: a directory argument (plain path, file://, hdfs://, s3a://, ...).
-
-    Returns:
-        True for a plain path or a file:// URL.
-    """
-    return "://" not in path or path.startswith("file://")
 
 
 def run_command(
@@ -425,7 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 2 on a user error (one line on stderr).
     """
     args = build_parser().parse_args(argv)
-    if is_local_path(args.history) and not os.path.isdir(args.history.removeprefix("file://")):
+    local = local_path(args.history)
+    if local is not None and not os.path.isdir(local):
         print(f"rollup: history directory not found: {args.history}", file=sys.stderr)
         return 2
     if args.period <= 0:

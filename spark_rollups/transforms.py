@@ -20,10 +20,13 @@ Invariants:
   reset: the server restarted).  A new incarnation (daemon restart) is not a
   reset by itself.  The step belongs to the bucket containing sample i.
 - Exact duplicates (same member, incarnation, seq -- a sample written twice,
-  e.g. a crash replay or a compaction whose inputs a crash left behind) are
-  copies with the same sampled_at, so they sit next to each other in the
-  window order; a row equal in (incarnation, seq) to its predecessor is not
-  counted (no sample, no gauge value; its steps are 0 by construction).
+  e.g. a crash replay, a compaction whose inputs a crash left behind, or a
+  retained message written again by a restarted collector into another
+  segment) are copies of one sample, with the same sampled_at.  The window
+  orders by (sampled_at, incarnation, seq), a total order in which the
+  copies are equal keys, so they end up next to each other wherever they
+  were in the files; a row equal in (incarnation, seq) to its predecessor is
+  not counted (no sample, no gauge value; its steps are 0 by construction).
 - Day boundary: the window is per UTC day (63 partitions for a week of nine
   members instead of nine keeps both cores busy).  The first sample of a
   member on day D takes its step from the member's last sample on D-1, which

@@ -264,3 +264,64 @@ def test_incremental_since_gives_the_same_tables_as_one_run(
     assert any(DAY2.isoformat() in line and "1 dates" in line for line in lines)
     for table in TABLES:
         _assert_same(table, _read(spark, out, table), expected[table])
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def _copy_day(history: Path, to: Path, day: dt.date) -> None:
+    part = Path(f"group={GROUP}") / f"date={day.isoformat()}"
+    shutil.copytree(history / part, to / part)
+
+
+def test_incremental_run_rolls_up_only_the_new_day_and_is_idempotent(
+    spark: Any, history: Path, tmp_path: Path, expected: dict[str, Any]
+) -> None:
+    grown, out = tmp_path / "history", tmp_path / "rollups"
+    _copy_day(history, grown, DAY1)
+    run_rollup(spark, str(grown), str(out))
+    _copy_day(history, grown, DAY2)  # the next day arrives
+    lines: list[str] = []
+    run_rollup(spark, str(grown), str(out), progress=lines.append)
+    assert any(f"{DAY2} .. {DAY2} (1 dates)" in line for line in lines), lines
+    for table in TABLES:
+        _assert_same(table, _read(spark, out, table), expected[table])
+    before = _files(out)
+    lines.clear()
+    assert run_rollup(spark, str(grown), str(out), progress=lines.append) == {}
+    assert lines[-1] == "rollup: nothing to do"
+    assert _files(out) == before  # nothing rewritten, the manifest included
+
+
+def test_a_replayed_segment_redoes_its_date_and_the_day_after(
+    spark: Any, history: Path, rolled: Path, tmp_path: Path, expected: dict[str, Any]
+) -> None:
+    grown, out = tmp_path / "history", tmp_path / "rollups"
+    shutil.copytree(history, grown)
+    shutil.copytree(rolled, out)
+    day1 = grown / f"group={GROUP}" / f"date={DAY1}"
+    first = sorted(day1.glob("part-*.parquet"))[0]
+    shutil.copy(first, day1 / "part-9999-replayed.parquet")  # every sample of it twice
+    lines: list[str] = []
+    run_rollup(spark, str(grown), str(out), progress=lines.append)
+    assert any(f"{DAY1} .. {DAY2} (2 dates)" in line for line in lines), lines
+    for table in TABLES:
+        _assert_same(table, _read(spark, out, table), expected[table])
+
+
+def test_a_corrupt_manifest_means_a_full_run(
+    spark: Any, history: Path, rolled: Path, tmp_path: Path, expected: dict[str, Any]
+) -> None:
+    out = tmp_path / "rollups"
+    shutil.copytree(rolled, out)
+    manifest = out / "_rollup_manifest.json"
+    assert manifest.exists()
+    manifest.write_text('{"format": "grstats-rollup-manifest/1", "gro')  # a torn write
+    lines: list[str] = []
+    run_rollup(spark, str(history), str(out), progress=lines.append)
+    assert any("no usable manifest" in line for line in lines)
+    assert any(f"{DAY1} .. {DAY2} (2 dates)" in line for line in lines), lines
+    for table in TABLES:
+        _assert_same(table, _read(spark, out, table), expected[table])
+    assert run_rollup(spark, str(history), str(out)) == {}  # the manifest is whole again

@@ -117,6 +117,35 @@ def test_duplicate_sample_is_counted_once(spark: Any, tmp_path: Path) -> None:
     assert minute["transactions_in_queue_avg"] == pytest.approx(5.0)  # (1 + 10 + 4) / 3
 
 
+def test_redelivered_samples_in_another_file_are_dropped_wherever_they_are(
+    spark: Any, tmp_path: Path
+) -> None:
+    # A collector restart writes retained samples again into a new segment: the
+    # copies are in another file, far from their originals and out of order.
+    checked = [100, 103, 110, 111, 120, 121]  # a, incarnation 1, seq 1..6 at t = 0..5
+    first = [row("a", i, checked=v, queue=2 * (i + 1), seq=i + 1) for i, v in enumerate(checked)]
+    first += [row("b", i, checked=v, seq=i + 1) for i, v in enumerate([50, 51, 53])]
+    first.append(row("a", 6, checked=125, queue=14, incarnation=2, seq=3))  # seq 3 again: kept
+    redelivered = [
+        row("a", 5, checked=121, queue=12, seq=6),
+        row("b", 1, checked=51, seq=2),
+        row("a", 0, checked=100, queue=2, seq=1),
+        row("a", 2, checked=110, queue=6, seq=3),
+        row("a", 6, checked=125, queue=14, incarnation=2, seq=3),
+    ]
+    write_history(tmp_path / "history", first[::-1], name="part-0.parquet")
+    write_history(tmp_path / "history", redelivered, name="part-1.parquet")
+    tables = transforms.rollup_tables(read_samples(spark, tmp_path / "history"))
+    a, b = rows_of(tables["member_minute"])
+    # a: 7 distinct samples; steps 3 + 7 + 1 + 9 + 1 + (125 - 121) = 25; one restart
+    assert (a["samples"], a["transactions_checked"], a["restarts"], a["resets"]) == (7, 25, 1, 0)
+    assert a["transactions_in_queue_avg"] == pytest.approx(8.0)  # (2 + 4 + ... + 14) / 7
+    assert a["transactions_in_queue_p95"] == pytest.approx(13.4)  # 12 + 0.7 * (14 - 12)
+    assert (b["samples"], b["transactions_checked"]) == (3, 3)
+    day_a, _ = rows_of(tables["member_day"])
+    assert (day_a["samples"], day_a["transactions_checked"]) == (7, 25)
+
+
 def test_rows_out_of_order_are_ordered_by_sampled_at(spark: Any, tmp_path: Path) -> None:
     rows = [
         row("a", 2, checked=12),

@@ -1,0 +1,95 @@
+"""The rollup and the report on a real Spark standalone cluster equal local mode's.
+
+A master and two 1-core workers on loopback (tests/fixtures/spark.py), a
+one-day history of three members written by `grstats simulate`, and the
+command line a user runs: `python -m spark_rollups rollup --master
+spark://...` and `report --master spark://...`.  Every table and every CSV
+of the report must equal what the in-process local session writes.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_rollups.report import report
+from spark_rollups.rollup import TABLES, run_rollup
+from tests.fixtures.spark import SparkCluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # JVMs start on a shared box
+
+GROUP = "g-cluster"
+DAY = "2026-11-17"  # a Tuesday of ISO week 2026-W47
+WEEK = "2026-W47"
+
+
+def _run(argv: list[str], cluster: SparkCluster, timeout: float = 240) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "spark_rollups", *argv, "--master", cluster.url],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cluster-history")
+    grstats = shutil.which("grstats", path=str(Path(sys.executable).parent)) or "grstats"
+    command = [grstats, "simulate", "--members", "3", "--days", "1", "--start", DAY]
+    subprocess.run([*command, "--group", GROUP, "--out", str(root)], check=True, timeout=120)
+    return root
+
+
+@pytest.fixture(scope="module")
+def outputs(
+    spark: Any, spark_cluster: SparkCluster, history: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    work = tmp_path_factory.mktemp("cluster-out")
+    lines = _run(
+        ["rollup", "--history", str(history), "--out", str(work / "cluster")], spark_cluster
+    )
+    assert f"group {GROUP}: {DAY} .. {DAY} (1 dates)" in lines
+    run_rollup(spark, str(history), str(work / "local"))
+    return work / "cluster", work / "local"
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_cluster_table_equals_local_mode(
+    spark: Any, outputs: tuple[Path, Path], table: str
+) -> None:
+    cluster, local = (spark.read.parquet(str(root / table)) for root in outputs)
+    assert cluster.columns == local.columns
+    assert cluster.count() == local.count() > 0
+    assert cluster.exceptAll(local).count() == 0
+    assert local.exceptAll(cluster).count() == 0
+    layout = [
+        sorted(p.relative_to(root).as_posix() for p in root.glob(f"{table}/*/*"))
+        for root in outputs
+    ]
+    assert layout[0] == layout[1] == [f"{table}/group={GROUP}/date={DAY}"]
+
+
+def test_cluster_report_equals_local_mode(
+    spark: Any, spark_cluster: SparkCluster, outputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cluster_rollups, local_rollups = outputs
+    argv = ["report", "--rollups", str(cluster_rollups), "--week", WEEK]
+    _run([*argv, "--out", str(tmp_path / "cluster")], spark_cluster)
+    report(spark, str(local_rollups), WEEK, tmp_path / "local")
+    cluster_dir, local_dir = tmp_path / "cluster" / GROUP, tmp_path / "local" / GROUP
+    compared = sorted(p.name for p in local_dir.iterdir() if p.suffix in (".csv", ".md"))
+    assert len(compared) > 3
+    match, mismatch, errors = filecmp.cmpfiles(local_dir, cluster_dir, compared, shallow=False)
+    assert (mismatch, errors) == ([], [])
+    assert match == compared
