@@ -21,7 +21,7 @@ A = "11111111-1111-1111-1111-111111111111"
 B = "22222222-2222-2222-2222-222222222222"
 C = "33333333-3333-3333-3333-333333333333"
 US = 1_000_000
-T0 = 1_795_424_400  # 2026-11-18 09:00:00 UTC (a Wednesday); hot hours 10 and 11 follow
+T0 = 1_795_424_400  # 2026-11-23 09:00:00 UTC (a Monday); hot hours 10 and 11 follow
 
 
 def _scripted(*events: ScriptEvent, members: tuple[str, ...] = (A, B), **kw: Any) -> GroupModel:
