@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from grstats.core import columns as col
 from grstats.core.columns import CHANNEL_NAME
 from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL, ChannelLag, StageTrx
 
@@ -161,12 +162,12 @@ def _channel(
         states = [_on(w) for w in workers]
         applier_on = None if None in states else any(states)
     applied = [
-        (_stage(w, "LAST_APPLIED_TRANSACTION", "START_APPLY", "END_APPLY"), _worker_id(w))
+        (_stage(w, col.LAST_APPLIED_TRANSACTION, "START_APPLY", "END_APPLY"), _worker_id(w))
         for w in workers
     ]
     applied = [(t, i) for t, i in applied if t.gtid]
     busy = [
-        (_stage(w, "APPLYING_TRANSACTION", "START_APPLY", None), _worker_id(w)) for w in workers
+        (_stage(w, col.APPLYING_TRANSACTION, "START_APPLY", None), _worker_id(w)) for w in workers
     ]
     busy = [(t, i) for t, i in busy if t.gtid]
     never = 1 << 62
@@ -190,9 +191,9 @@ def _channel(
         channel=name,
         receiver_on=_on(connection),
         applier_on=applier_on,
-        last_queued=_stage(conn, "LAST_QUEUED_TRANSACTION", "START_QUEUE", "END_QUEUE"),
+        last_queued=_stage(conn, col.LAST_QUEUED_TRANSACTION, "START_QUEUE", "END_QUEUE"),
         queueing=_stage(conn, "QUEUEING_TRANSACTION", "START_QUEUE", None),
-        last_processed=_stage(coord, "LAST_PROCESSED_TRANSACTION", "START_BUFFER", "END_BUFFER"),
+        last_processed=_stage(coord, col.LAST_PROCESSED_TRANSACTION, "START_BUFFER", "END_BUFFER"),
         processing=_stage(coord, "PROCESSING_TRANSACTION", "START_BUFFER", None),
         last_applied=last_applied,
         applying=applying,
