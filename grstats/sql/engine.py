@@ -301,10 +301,12 @@ class Engine:
         try:
             self._refresh(con, snapshot)
             timer.start()
-            cur = con.execute(sql)
-            names = tuple(d[0] for d in cur.description or ())
-            types = tuple(str(d[1]) for d in cur.description or ())
-            rows = _fetch(cur, self.max_rows + 1) if names else []
+            rel = con.sql(sql)
+            if rel is None:
+                return Result((), (), [])
+            names = tuple(rel.columns)
+            types = tuple(str(t) for t in rel.dtypes)
+            rows = _fetch(rel, self.max_rows + 1)
         except duckdb.Error as exc:
             if isinstance(exc, duckdb.InterruptException):
                 self.interrupted += 1
@@ -334,11 +336,11 @@ class Engine:
                 con.interrupt()
 
 
-def _fetch(cur: duckdb.DuckDBPyConnection, limit: int) -> list[tuple[Any, ...]]:
+def _fetch(rel: duckdb.DuckDBPyRelation, limit: int) -> list[tuple[Any, ...]]:
     """Up to `limit` rows through Arrow (timestamps with a zone become UTC wall time)."""
     batches: list[pa.RecordBatch] = []
     count = 0
-    reader = cur.to_arrow_reader(min(limit, 65536))
+    reader = rel.to_arrow_reader(min(limit, 65536))
     for batch in reader or ():
         batches.append(batch)
         count += batch.num_rows
