@@ -302,8 +302,6 @@ class Engine:
             self._refresh(con, snapshot)
             timer.start()
             rel = con.sql(sql)
-            if rel is None:
-                return Result((), (), [])
             names = tuple(rel.columns)
             types = tuple(str(t) for t in rel.dtypes)
             rows = _fetch(rel, self.max_rows + 1)

@@ -199,9 +199,12 @@ def test_refusals_are_mysql_error_packets(running: Running, sql: str, code: int)
 
 
 def test_unknown_table_sqlstate_is_42S02(running: Running) -> None:
-    with _connect(running.port) as conn, conn.cursor() as cur:
-        with pytest.raises(pymysql.MySQLError) as info:
-            cur.execute("SELECT * FROM grstats.nope")
+    with (
+        _connect(running.port) as conn,
+        conn.cursor() as cur,
+        pytest.raises(pymysql.MySQLError) as info,
+    ):
+        cur.execute("SELECT * FROM grstats.nope")
     assert info.value.args[0] == 1146
     assert "Table 'grstats.nope' doesn't exist" in info.value.args[1]
 
