@@ -12,6 +12,7 @@ without an edit.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -83,8 +84,25 @@ class LiveTable:
             rows = snapshot.table(self.table.name) if snapshot is not None else ()
         except KeyError:  # a table declared before the snapshot carries it
             rows = ()
-        data = {c.name: [row.get(c.name) for row in rows] for c in self.table.columns}
+        data = {c.name: [_cell(c, row.get(c.name)) for row in rows] for c in self.table.columns}
         return pa.Table.from_pydict(data, schema=schema)
+
+
+_ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
+
+
+def _cell(column: columns.Column, value: object) -> object:
+    """A table cell as Arrow takes it: TIMESTAMP(6) text becomes a datetime (UTC).
+
+    The snapshot shows timestamps as MySQL prints TIMESTAMP(6) values, with
+    the all-zero timestamp for "none"; DuckDB has no zero date, so "none" is
+    NULL here.
+    """
+    if column.kind != "timestamp" or not isinstance(value, str):
+        return value
+    if not value or value == _ZERO_TIMESTAMP:
+        return None
+    return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f")
 
 
 def live_tables() -> tuple[LiveTable, ...]:

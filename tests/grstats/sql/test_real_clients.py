@@ -74,6 +74,19 @@ def test_mariadb_client_sees_every_member_and_wrong_password_gets_1045(
         assert star.stdout.count("COUNT_TRANSACTIONS_CHECKED:") == 3
         for m in MEMBERS:
             assert f"MEMBER_ID: {m}" in star.stdout
+        # the lag table too (TIMESTAMP(6) columns; the model reports every member's lag)
+        lag_query = (
+            "SELECT MEMBER_ID, LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"
+            " FROM performance_schema.replication_group_member_lag"
+            " WHERE CHANNEL_NAME = 'group_replication_applier'"
+        )
+
+        def lag_rows() -> str | None:
+            out = _mariadb(port, lag_query)
+            assert out.returncode == 0, out.stderr
+            return out.stdout if all(m in out.stdout for m in MEMBERS) else None
+
+        assert wait_for(lag_rows, 30, "a lag row per member").count("\n") >= 3
         denied = _mariadb(port, "SELECT 1", password="wrong")
         assert denied.returncode != 0
         assert "ERROR 1045 (28000)" in denied.stderr
