@@ -44,11 +44,24 @@ def _snapshot() -> DaemonSnapshot:
         )
         return row
 
+    def member(member: str, host: str, port: int, state: str) -> dict[str, object]:
+        return {
+            columns.CHANNEL_NAME: columns.GROUP_REPLICATION_CHANNEL,
+            columns.MEMBER_ID: member,
+            columns.MEMBER_HOST: host,
+            columns.MEMBER_PORT: port,
+            columns.MEMBER_STATE: state,
+            columns.MEMBER_ROLE: "PRIMARY",
+            columns.MEMBER_VERSION: "8.4.3",
+            columns.MEMBER_COMMUNICATION_STACK: "MySQL",
+        }
+
     return DaemonSnapshot(
         taken_at_us=0,
         group_name="g",
         local_member_id=LOCAL,
         member_stats=(stats(LOCAL, 5), stats(REMOTE, 7)),
+        members=(member(LOCAL, "db1", 3306, "ONLINE"), member(REMOTE, "db2", 3307, "UNREACHABLE")),
     )
 
 
@@ -137,6 +150,17 @@ def test_live_rows_of_every_member_with_server_uuid_the_local_member(running: Ru
             "WHERE MEMBER_ID = @@server_uuid"
         )
         assert cur.fetchall() == ((LOCAL,),)
+
+
+def test_ad_hoc_join_of_stats_and_members(running: Running) -> None:
+    with _connect(running.port) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT m.MEMBER_HOST, m.MEMBER_PORT, m.MEMBER_STATE, s.COUNT_TRANSACTIONS_CHECKED"
+            " FROM performance_schema.replication_group_member_stats s"
+            " JOIN performance_schema.replication_group_members m USING (MEMBER_ID)"
+            " WHERE m.MEMBER_STATE <> 'ONLINE' OR s.COUNT_TRANSACTIONS_CHECKED > 6"
+        )
+        assert cur.fetchall() == (("db2", 3307, "UNREACHABLE", 7),)
 
 
 def test_column_names_and_order_are_mysqls(running: Running) -> None:
