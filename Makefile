@@ -57,6 +57,9 @@ bench: $(STAMP)
 bench-daemon: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/bench_daemon.py
 
+bench-sql: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/bench_sql.py
+
 bench-rollup: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/bench_rollup.py
 
