@@ -18,7 +18,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup bench-binlog clean
+.PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
 
 $(STAMP): pyproject.toml
 	@echo ">> creating $(VENV) and installing grstats with its dev dependencies"
