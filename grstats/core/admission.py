@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from grstats.core.topics import (
@@ -61,6 +62,7 @@ _SIZE_ITEMS = (
     "transactions_waiting_apply",
     "transactions_rows_validating",
 )
+_sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
 
 
@@ -186,6 +188,8 @@ def admit(
         return Rejected("out_of_range", key, f"flow_control_mode {stats.flow_control_mode}")
     if envelope.sent_us - received_at_us > limits.max_clock_skew_s * 1_000_000:
         return Rejected("future", key, f"sent_us {envelope.sent_us}")
+    if min(_sizes(stats)) >= 0:  # the common case, without a generator per message
+        return Admitted(key, kind, envelope, stats, ())
     clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
     if clamped:
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
