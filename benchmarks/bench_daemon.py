@@ -266,6 +266,34 @@ async def role_bare_sub(port: int, idle_s: float, deadline_s: float, ready: str)
     print(json.dumps({"count": count, "seconds": last - first}))
 
 
+async def role_bus_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
+    """grstats' own Bus (MQTT 5, hand-over to a handler) that only counts: the MQTT floor."""
+    from grstats.bus.client import Bus, BusOptions  # noqa: PLC0415 - benchmark child only
+
+    count = 0
+    first = last = 0.0
+
+    def handler(topic: str, payload: bytes, retained: bool) -> None:
+        nonlocal count, first, last
+        last = time.monotonic()
+        if not count:
+            first = last
+        count += 1
+
+    bus = Bus(BusOptions(port=port), subscriptions=[f"{PREFIX}/{GROUP}/+/+"], handler=handler)
+    task = asyncio.create_task(bus.run())
+    await bus.connected.wait()
+    Path(ready).touch()  # noqa: ASYNC240 - one tiny file before the measurement starts
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    while loop.time() < end and not (count and time.monotonic() - last > idle_s):
+        await asyncio.sleep(0.1)
+    cpu = time.process_time()
+    await bus.close()
+    await task
+    print(json.dumps({"count": count, "seconds": last - first, "cpu": cpu}))
+
+
 def _varint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -590,15 +618,17 @@ def measure_collectors(
     }
 
 
-def measure_bare(procs: Procs, workdir: Path, broker: int, args: argparse.Namespace) -> Any:
+def measure_bare(
+    procs: Procs, workdir: Path, broker: int, args: argparse.Namespace, role: str = "bare-sub"
+) -> Any:
     load = os.getloadavg()[0]
-    ready = workdir / "bare.ready"
+    ready = workdir / f"{role}.ready"
     bare = procs.start(
         [
             sys.executable,
             __file__,
             "--role",
-            "bare-sub",
+            role,
             "--port",
             str(broker),
             "--idle",
@@ -608,15 +638,18 @@ def measure_bare(procs: Procs, workdir: Path, broker: int, args: argparse.Namesp
             "--ready",
             str(ready),
         ],
-        workdir / "bare-sub.log",
+        workdir / f"{role}.log",
     )
     while not ready.exists():
         time.sleep(0.05)
-    sent = run_publishers(procs, workdir, broker, args, "bare")
+    sent = run_publishers(procs, workdir, broker, args, role)
     bare.wait(timeout=args.fanin_seconds + 120)
-    result = json.loads((workdir / "bare-sub.log").read_text().strip().splitlines()[-1])
+    result = json.loads((workdir / f"{role}.log").read_text().strip().splitlines()[-1])
     rate = result["count"] / max(result["seconds"], 1e-9)
-    return {"load": load, "accepted": result["count"], "sent": sent, "rate": rate}
+    out = {"load": load, "accepted": result["count"], "sent": sent, "rate": rate}
+    if "cpu" in result:
+        out["cpu_us"] = 1e6 * result["cpu"] / max(result["count"], 1)
+    return out
 
 
 def measure_mosquitto_sub(
@@ -662,6 +695,7 @@ def fanin_collectors(args: argparse.Namespace) -> None:
             broker = start_broker(procs, workdir)
             bare = measure_bare(procs, workdir, broker, args)
             msub = measure_mosquitto_sub(procs, workdir, broker, args)
+            bus = measure_bare(procs, workdir, broker, args, "bus-sub")
             one = measure_collectors(procs, workdir, broker, args, 1)
             two = measure_collectors(procs, workdir, broker, args, 2)
         finally:
@@ -680,6 +714,7 @@ def fanin_collectors(args: argparse.Namespace) -> None:
     line("bare aiomqtt (count only)", bare)
     if msub is not None:
         line("mosquitto_sub -C N", msub)
+    line("grstats Bus (count only)", bus, f"\n{'':31}CPU {bus['cpu_us']:.0f} us/env (MQTT 5 floor)")
     for name, r in (("1 collector, history on", one), ("2 collectors, shared", two)):
         line(
             name,
@@ -710,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-fanin", action="store_true")
     parser.add_argument("--fanin", action="store_true", help="only (c): collectors, 1 and 2")
     # child roles
-    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "publisher"))
+    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher"))
     parser.add_argument("--port", type=int)
     parser.add_argument("--member")
     parser.add_argument("--family", type=int, default=10)
@@ -722,6 +757,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.role == "bare-sub":
         asyncio.run(role_bare_sub(args.port, args.idle, args.seconds, args.ready))
+        return 0
+    if args.role == "bus-sub":
+        asyncio.run(role_bus_sub(args.port, args.idle, args.seconds, args.ready))
         return 0
     if args.role == "publisher":
         role_publisher(args.port, args.family, args.members, args.per_member, args.seconds)
