@@ -134,10 +134,11 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
         The HistoryRow.
     """
     m = envelope.member
-    numbers: dict[str, Any] = dict(zip(_HISTORY_NUMERIC_NAMES, _history_numbers(stats), strict=True))
+    numbers = dict(zip(_HISTORY_NUMERIC_NAMES, _history_numbers(stats), strict=True))
     texts = _NO_TEXTS
     if stats.transaction_gtids_present:
-        texts = {n: _text(v) for n, v in zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)}
+        gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
+        texts = {name: _text(value) for name, value in gtid_texts}
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,
