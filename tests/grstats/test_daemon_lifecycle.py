@@ -215,3 +215,16 @@ def test_history_writer_instance_of_collectors_follows_the_client_id(tmp_path: P
     assert history_instance(settings, collector=False) == "11111111-1111-1111-1111-111111111111"
     path.write_text("")
     assert history_instance(load_config(path, require_member=False), collector=True) == "collector"
+
+
+def test_a_shared_collector_judges_silence_over_ten_times_the_periods(tmp_path: Path) -> None:
+    from grstats.config import load_config  # noqa: PLC0415
+    from grstats.daemon.lifecycle import Daemon  # noqa: PLC0415
+
+    path = tmp_path / "grstats.toml"
+    path.write_text("[publish]\nunreachable_after = 3\n")
+    plain = Daemon(load_config(path, require_member=False), None)
+    path.write_text('[publish]\nunreachable_after = 3\n[bus]\nshared_group = "c"\n')
+    shared = Daemon(load_config(path, require_member=False), None)
+    assert plain.tables.registry.limits.unreachable_after == 3
+    assert shared.tables.registry.limits.unreachable_after == 30
