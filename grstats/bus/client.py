@@ -32,6 +32,13 @@ the broker). The hand-over and the override are within the noise of each
 other (the hand-over adds aiomqtt's `Message` wrapper, ~0.9 us a message in
 isolation), so we keep the one that uses only aiomqtt's documented API.
 
+Where a collector's time goes (`bench_daemon.py --fanin`, 2 cores at load ~1,
+CPU per envelope): this Bus counting only 28 us (of which ~10 us is paho
+building an MQTT 5 `Properties` object for every PUBLISH, even an empty one:
+the same Bus on MQTT 3.1.1 measured 18 us), the collector with history 72 us
+(decode, admit, apply and history row ~17 us on the loop; WAL, dedupe and
+Parquet ~12 us on the history thread; the rest snapshots, GIL hand-offs).
+
 Shared subscriptions (`$share/<name>/<filter>`, MQTT 5): the broker hands
 each matching message to one subscriber of the group and never sends retained
 messages to them. A Bus given `snapshot_filters` reads the retained state on
