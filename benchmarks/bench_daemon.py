@@ -17,6 +17,16 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
     from the daemon's counters (/healthz), then the same load against a bare
     aiomqtt subscriber that only counts messages. Goal: daemon >= 0.6 x bare.
 
+(c) collector fan-in (`--fanin` runs only this): the same publishers against,
+    back to back in one run, a bare aiomqtt subscriber, a raw `mosquitto_sub
+    -C N` consumer, one `grstats collect` and two of them in one shared group
+    (`[bus] shared_group`), each collector with history on (WAL fsync every
+    second, Parquet at stop; the Parquet rows are counted after the stop).
+    Envelopes/s from the first to the last accepted one (/healthz polled every
+    0.1 s), CPU per envelope, the load average before each. Goals: one collector
+    >= 25 k envelopes/s; two >= 1.7 x one (only meaningful with two free cores:
+    the broker and the publishers share them here).
+
 Figures only; nothing is asserted. Only processes started here are signalled.
 """
 
@@ -72,7 +82,9 @@ def member_uuid(index: int, family: int = 0) -> str:
     return f"{family:08x}-0000-4000-8000-{index:012x}"
 
 
-def envelope_bytes(member: str, seq: int, incarnation: int = 42) -> bytes:
+def envelope_bytes(
+    member: str, seq: int, incarnation: int = 42, sent_us: int = 1_767_225_600_000_000
+) -> bytes:
     stats = PipelineStats(
         transactions_waiting_certification=1,
         transactions_waiting_apply=3,
@@ -80,7 +92,7 @@ def envelope_bytes(member: str, seq: int, incarnation: int = 42) -> bytes:
         transactions_applied=12340 + seq,
         transactions_local=4000 + seq,
         transactions_rows_validating=812,
-        sent_timestamp=1_767_225_600_000_000 + seq,
+        sent_timestamp=sent_us + seq,
     )
     return encode_envelope(
         Envelope(
@@ -89,7 +101,7 @@ def envelope_bytes(member: str, seq: int, incarnation: int = 42) -> bytes:
             view_id="1767225600:9",
             incarnation=incarnation,
             seq=seq,
-            sent_us=1_767_225_600_000_000 + seq,
+            sent_us=sent_us + seq,
             stats=encode_pipeline_stats(stats),
         )
     )
@@ -256,6 +268,35 @@ async def role_bare_sub(port: int, idle_s: float, deadline_s: float, ready: str)
     print(json.dumps({"count": count, "seconds": last - first}))
 
 
+async def role_bus_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
+    """grstats' own Bus (MQTT 5, hand-over to a handler) that only counts: the MQTT floor."""
+    from grstats.bus.client import Bus, BusOptions  # noqa: PLC0415 - benchmark child only
+
+    count = 0
+    first = last = 0.0
+
+    def handler(topic: str, payload: bytes, retained: bool) -> None:
+        nonlocal count, first, last
+        last = time.monotonic()
+        if not count:
+            first = last
+        count += 1
+
+    bus = Bus(BusOptions(port=port), subscriptions=[f"{PREFIX}/{GROUP}/+/+"], handler=handler)
+    task = asyncio.create_task(bus.run())
+    await bus.connected.wait()
+    Path(ready).touch()  # noqa: ASYNC240 - one tiny file before the measurement starts
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    # idle is "no message for idle_s": a deadline, not an event; 0.1 s polls are cheap
+    while loop.time() < end and not (count and time.monotonic() - last > idle_s):  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
+    cpu = time.process_time()
+    await bus.close()
+    await task
+    print(json.dumps({"count": count, "seconds": last - first, "cpu": cpu}))
+
+
 def _varint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -278,8 +319,9 @@ def role_publisher(port: int, family: int, members: int, per_member: int, second
     so the subscriber under test (not the publisher) sets the pace.
     """
     ids = [member_uuid(i, family) for i in range(members)]
+    now_us = time.time_ns() // 1000 - per_member  # today's partition, within the clock-skew limit
     packets = [
-        _publish_packet(f"{PREFIX}/{GROUP}/{m}/stats", envelope_bytes(m, seq))
+        _publish_packet(f"{PREFIX}/{GROUP}/{m}/stats", envelope_bytes(m, seq, sent_us=now_us))
         for seq in range(1, per_member + 1)
         for m in ids
     ]
@@ -483,6 +525,218 @@ def fanin(args: argparse.Namespace) -> None:
     print(f"    ratio daemon/bare: {daemon_rate / max(bare_rate, 1e-9):.2f}  (goal: >= 0.6)")
 
 
+def collector_toml(broker: int, history: Path, name: str, shared: str) -> str:
+    return f"""
+[bus]
+port = {broker}
+client_id = "{name}"
+shared_group = "{shared}"
+[api]
+listen = "127.0.0.1:0"
+[history]
+dir = "{history}"
+[limits]
+max_members_per_group = 100000
+[log]
+format = "json"
+"""
+
+
+def start_collectors(
+    procs: Procs, workdir: Path, broker: int, count: int, tag: str
+) -> tuple[list[subprocess.Popen[bytes]], list[int], Path]:
+    history = workdir / f"history-{tag}"
+    grstats = str(Path(sys.executable).parent / "grstats")
+    started = []
+    for i in range(count):
+        d = workdir / f"collector-{tag}-{i}"
+        d.mkdir()
+        (d / "grstats.toml").write_text(collector_toml(broker, history, f"bench-{tag}-{i}", tag))
+        proc = procs.start([grstats, "collect", "--config", str(d / "grstats.toml")], d / "log")
+        started.append((proc, d / "log"))
+    ports = [api_port_of(log) for _, log in started]
+    for port in ports:
+        while not healthz(port).get("bus_connected"):
+            time.sleep(0.05)
+    return [p for p, _ in started], ports, history
+
+
+def parquet_rows(history: Path) -> int:
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only once the collectors stopped
+
+    return sum(pq.read_metadata(p).num_rows for p in history.glob("group=*/date=*/part-*.parquet"))
+
+
+def measure_collectors(
+    procs: Procs, workdir: Path, broker: int, args: argparse.Namespace, count: int
+) -> dict[str, float]:
+    import threading  # noqa: PLC0415
+
+    load = os.getloadavg()[0]
+    tag = f"c{count}"
+    collectors, ports, history = start_collectors(procs, workdir, broker, count, tag)
+
+    def total() -> int:
+        return sum(healthz(p)["counters"]["envelopes_accepted"] for p in ports)
+
+    base = last = total()
+    result: dict[str, int] = {}
+    thread = threading.Thread(
+        target=lambda: result.update(sent=run_publishers(procs, workdir, broker, args, tag))
+    )
+    cpu0 = [cpu_seconds(p.pid) for p in collectors]
+    thread.start()
+    samples: list[tuple[float, int]] = []
+    idle_since = None
+    while True:
+        now = time.monotonic()
+        accepted = total()
+        samples.append((now, accepted))
+        if accepted == last and not thread.is_alive():
+            idle_since = idle_since or now
+            if now - idle_since > 2.0:
+                break
+        else:
+            idle_since = None
+        last = accepted
+        time.sleep(0.1)
+    thread.join()
+    t_first = max(t for t, a in samples if a == base)
+    t_last = min(t for t, a in samples if a == last)
+    cpu = sum(cpu_seconds(p.pid) for p in collectors) - sum(cpu0)
+    rss = max(rss_mb(p.pid) for p in collectors)
+    for p in collectors:
+        p.send_signal(signal.SIGTERM)
+    for p in collectors:
+        p.wait(timeout=30)
+    count_ = last - base
+    return {
+        "load": load,
+        "accepted": count_,
+        "sent": result.get("sent", 0),
+        "rate": count_ / max(t_last - t_first, 1e-9),
+        "cpu_us": 1e6 * cpu / max(count_, 1),
+        "rss": rss,
+        "written": parquet_rows(history),
+    }
+
+
+def measure_bare(
+    procs: Procs, workdir: Path, broker: int, args: argparse.Namespace, role: str = "bare-sub"
+) -> Any:
+    load = os.getloadavg()[0]
+    ready = workdir / f"{role}.ready"
+    bare = procs.start(
+        [
+            sys.executable,
+            __file__,
+            "--role",
+            role,
+            "--port",
+            str(broker),
+            "--idle",
+            "2",
+            "--seconds",
+            str(args.fanin_seconds + 60),
+            "--ready",
+            str(ready),
+        ],
+        workdir / f"{role}.log",
+    )
+    while not ready.exists():
+        time.sleep(0.05)
+    sent = run_publishers(procs, workdir, broker, args, role)
+    bare.wait(timeout=args.fanin_seconds + 120)
+    result = json.loads((workdir / f"{role}.log").read_text().strip().splitlines()[-1])
+    rate = result["count"] / max(result["seconds"], 1e-9)
+    out = {"load": load, "accepted": result["count"], "sent": sent, "rate": rate}
+    if "cpu" in result:
+        out["cpu_us"] = 1e6 * result["cpu"] / max(result["count"], 1)
+    return out
+
+
+def measure_mosquitto_sub(
+    procs: Procs, workdir: Path, broker: int, args: argparse.Namespace
+) -> dict[str, float] | None:
+    import shutil  # noqa: PLC0415
+
+    binary = shutil.which("mosquitto_sub")
+    if binary is None:
+        return None
+    load = os.getloadavg()[0]
+    expected = args.publishers * args.members * args.per_member
+    out = workdir / "mosquitto_sub.out"
+    sub = procs.start(
+        [
+            binary,
+            "-p",
+            str(broker),
+            "-t",
+            f"{PREFIX}/{GROUP}/+/+",
+            "-C",
+            str(expected),
+            "-W",
+            str(int(args.fanin_seconds + 30)),
+            "-F",
+            "%U",
+        ],
+        out,
+    )
+    time.sleep(0.5)  # no ready signal from mosquitto_sub: give it time to subscribe
+    sent = run_publishers(procs, workdir, broker, args, "msub")
+    sub.wait(timeout=args.fanin_seconds + 60)
+    stamps = [float(x) for x in out.read_text().split() if x[:1].isdigit()]
+    rate = (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9) if len(stamps) > 1 else 0.0
+    return {"load": load, "accepted": len(stamps), "sent": sent, "rate": rate}
+
+
+def fanin_collectors(args: argparse.Namespace) -> None:
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="bench-collect-") as tmp:
+        workdir = Path(tmp)
+        try:
+            broker = start_broker(procs, workdir)
+            bare = measure_bare(procs, workdir, broker, args)
+            msub = measure_mosquitto_sub(procs, workdir, broker, args)
+            bus = measure_bare(procs, workdir, broker, args, "bus-sub")
+            one = measure_collectors(procs, workdir, broker, args, 1)
+            two = measure_collectors(procs, workdir, broker, args, 2)
+        finally:
+            procs.stop_all()
+    print(
+        f"(c) collector fan-in: {args.publishers} publishers x {args.members} members "
+        f"x {args.per_member} envelopes, one run, back to back"
+    )
+
+    def line(name: str, r: dict[str, float], extra: str = "") -> None:
+        print(
+            f"    {name:<26} {r['rate']:>9,.0f} env/s  ({r['accepted']:.0f} of {r['sent']:.0f}; "
+            f"load {r['load']:.2f}){extra}"
+        )
+
+    line("bare aiomqtt (count only)", bare)
+    if msub is not None:
+        line("mosquitto_sub -C N", msub)
+    line("grstats Bus (count only)", bus, f"\n{'':31}CPU {bus['cpu_us']:.0f} us/env (MQTT 5 floor)")
+    for name, r in (("1 collector, history on", one), ("2 collectors, shared", two)):
+        line(
+            name,
+            r,
+            f"\n{'':31}CPU {r['cpu_us']:.0f} us/env, RSS max {r['rss']:.0f} MB, "
+            f"{r['written']:.0f} rows in Parquet",
+        )
+    print(
+        f"    ratios: 1 collector / bare aiomqtt {one['rate'] / max(bare['rate'], 1e-9):.2f}"
+        + (
+            f", / mosquitto_sub {one['rate'] / max(msub['rate'], 1e-9):.2f}"
+            if msub is not None
+            else ""
+        )
+        + f"; 2 collectors / 1 {two['rate'] / max(one['rate'], 1e-9):.2f}"
+        + "  (goals: >= 25,000 env/s; 2/1 >= 1.7)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=120.0)
@@ -492,8 +746,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-member", type=int, default=200)
     parser.add_argument("--skip-steady", action="store_true")
     parser.add_argument("--skip-fanin", action="store_true")
+    parser.add_argument("--fanin", action="store_true", help="only (c): collectors, 1 and 2")
     # child roles
-    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "publisher"))
+    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher"))
     parser.add_argument("--port", type=int)
     parser.add_argument("--member")
     parser.add_argument("--family", type=int, default=10)
@@ -506,14 +761,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.role == "bare-sub":
         asyncio.run(role_bare_sub(args.port, args.idle, args.seconds, args.ready))
         return 0
+    if args.role == "bus-sub":
+        asyncio.run(role_bus_sub(args.port, args.idle, args.seconds, args.ready))
+        return 0
     if args.role == "publisher":
         role_publisher(args.port, args.family, args.members, args.per_member, args.seconds)
         return 0
     print(machine(f"load average {os.getloadavg()[0]:.2f}"))
+    if args.fanin:
+        fanin_collectors(args)
+        return 0
     if not args.skip_steady:
         steady(args.seconds)
     if not args.skip_fanin:
         fanin(args)
+        fanin_collectors(args)
     return 0
 
 

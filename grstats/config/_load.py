@@ -100,6 +100,10 @@ def _parse_bus(s: Section, *, resolve: bool = True) -> BusSettings:
     bus = BusSettings(**kwargs)
     if not bus.prefix or any(c in bus.prefix for c in "+#"):
         raise s.fail("prefix", f"expected a topic prefix without wildcards, got {show(bus.prefix)}")
+    if any(c in bus.shared_group for c in "/+#"):
+        raise s.fail(
+            "shared_group", f"expected a name without '/', '+' or '#', got {show(bus.shared_group)}"
+        )
     if (bus.cert_file is None) != (bus.key_file is None):
         raise s.fail("key_file", "cert_file and key_file go together")
     for key in _TLS_FILES:

@@ -67,6 +67,8 @@ class BusSettings(BusOptions):
     """The broker to reach and the topic prefix (password from password_env / _file)."""
 
     prefix: str = setting("grstats/v1", text())
+    # collector only: "" for a plain subscription, else the MQTT 5 shared-subscription group
+    shared_group: str = setting("", text())
 
 
 @dataclass(frozen=True, slots=True)

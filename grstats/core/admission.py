@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from grstats.core.lag import MemberLag, decode_member_lag
@@ -67,6 +68,7 @@ _SIZE_ITEMS = (
     "transactions_waiting_apply",
     "transactions_rows_validating",
 )
+_sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
 
 
@@ -196,8 +198,9 @@ def admit(
         return Rejected("out_of_range", key, f"flow_control_mode {stats.flow_control_mode}")
     if envelope.sent_us - received_at_us > limits.max_clock_skew_s * 1_000_000:
         return Rejected("future", key, f"sent_us {envelope.sent_us}")
-    clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
-    if clamped:
+    clamped: tuple[str, ...] = ()
+    if min(_sizes(stats)) < 0:  # rare: no generator per message in the common case
+        clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
         stats = dataclasses.replace(stats, **zeros)
     lag, lag_error = _lag(envelope)

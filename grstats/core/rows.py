@@ -13,6 +13,7 @@ UNREACHABLE override of the state keeps the role of the state underneath.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from grstats.core import columns as col
@@ -24,6 +25,12 @@ _NUMERIC_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if c.num
 _TEXT_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
 _HISTORY_NUMERIC = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if c.numeric)
 _HISTORY_TEXT = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
+# The receive path builds one history row per envelope: names and getters made once.
+_HISTORY_NUMERIC_NAMES = tuple(str(h) for h, _ in _HISTORY_NUMERIC)
+_HISTORY_TEXT_NAMES = tuple(str(h) for h, _ in _HISTORY_TEXT)
+_history_numbers = attrgetter(*(str(item) for _, item in _HISTORY_NUMERIC))
+_history_texts = attrgetter(*(str(item) for _, item in _HISTORY_TEXT))
+_NO_TEXTS: dict[str, Any] = dict.fromkeys(_HISTORY_TEXT_NAMES)
 
 
 def _text(value: bytes) -> str:
@@ -127,11 +134,11 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
         The HistoryRow.
     """
     m = envelope.member
-    gtids = stats.transaction_gtids_present
-    numbers: dict[str, Any] = {str(h): getattr(stats, str(item)) for h, item in _HISTORY_NUMERIC}
-    texts: dict[str, Any] = {
-        str(h): (_text(getattr(stats, str(item))) if gtids else None) for h, item in _HISTORY_TEXT
-    }
+    numbers = dict(zip(_HISTORY_NUMERIC_NAMES, _history_numbers(stats), strict=True))
+    texts = _NO_TEXTS
+    if stats.transaction_gtids_present:
+        gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
+        texts = {name: _text(value) for name, value in gtid_texts}
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

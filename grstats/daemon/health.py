@@ -172,16 +172,27 @@ class EchoWatch:
         return published - self._published_at_echo > self.patience
 
 
+# A shared collector sees about 1/N of each member's stats (N collectors, the
+# broker's pick per message): a gap of a few periods is normal, not silence.
+SHARED_SILENCE_FACTOR = 10
+
+
 def make_tables(settings: Settings, *, group: str | None, member_id: str | None) -> MemberTables:
-    """The daemon's tables with the configured timing and bounds (group None: collector)."""
+    """The daemon's tables with the configured timing and bounds (group None: collector).
+
+    A collector on a shared subscription hears about 1/N of each member's
+    messages, so it waits SHARED_SILENCE_FACTOR times longer before calling a
+    member unreachable (a member that says `offline` still goes at once).
+    """
     p = settings.publish
     lim = settings.limits
+    shared = group is None and bool(settings.bus.shared_group)
     return MemberTables(
         group=group,
         local_member_id=member_id,
         registry_limits=RegistryLimits(
             period_s=p.period,
-            unreachable_after=p.unreachable_after,
+            unreachable_after=p.unreachable_after * (SHARED_SILENCE_FACTOR if shared else 1),
             forget_after_s=p.forget_after,
             max_members_per_group=lim.max_members_per_group,
             max_groups=lim.max_groups,

@@ -12,6 +12,16 @@ Each tick lets the publisher sample and publish (member daemon only), expires
 silent members and refreshes the snapshot. The collector is this daemon
 without a publisher: it subscribes to every group and records every member.
 
+Scale-out (`[bus] shared_group`): collectors of one shared group split the
+stats among them (MQTT 5 `$share/<name>/<prefix>/+/+/stats`), so each envelope
+is recorded by one of them. Each one's tables still hold every member: the
+retained stats are read on every connect by a plain subscription dropped at
+once (a broker sends no retained messages to a share), and `status` and
+`gtids` (low rate) are subscribed unshared. A member's stats then reach a
+collector at about 1/N of its rate, so silence is judged over
+`SHARED_SILENCE_FACTOR` x `unreachable_after` periods; a member that leaves
+or dies is still removed at once by its `offline` status (its Will).
+
 Health: `/healthz` is "ok" only while nothing is degraded; each degraded part
 adds a reason (bus disconnected with its last error, history not writing,
 source down), so a fault shows instead of being hidden behind "ok".
@@ -36,7 +46,13 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
-from grstats.daemon.health import EchoWatch, HistorySink, assemble_snapshot, make_tables, now_us
+from grstats.daemon.health import (
+    EchoWatch,
+    HistorySink,
+    assemble_snapshot,
+    make_tables,
+    now_us,
+)
 from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
@@ -53,6 +69,25 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
+
+
+def collector_subscriptions(prefix: str, shared_group: str) -> tuple[list[str], list[str]]:
+    """The collector's topic filters: (subscriptions, snapshot filters).
+
+    Args:
+        prefix: the topic prefix.
+        shared_group: "" for a collector that takes every message, else the
+            MQTT 5 shared-subscription group its stats are split in.
+
+    Returns:
+        The filters to keep subscribed, and those to read the retained
+        messages of on every connect (`Bus` snapshot_filters).
+    """
+    if not shared_group:
+        return [topics.collector_filter(prefix)], []
+    stats = topics.topic(prefix, "+", "+", topics.STATS_KIND)
+    unshared = [topics.topic(prefix, "+", "+", k) for k in (topics.STATUS_KIND, topics.GTIDS_KIND)]
+    return [f"$share/{shared_group}/{stats}", *unshared], [stats]
 
 
 class Daemon:
@@ -108,9 +143,11 @@ class Daemon:
         )
         pub = self.publisher
         if pub is None:
+            subscriptions, snapshot = collector_subscriptions(b.prefix, b.shared_group)
             return Bus(
                 b,
-                subscriptions=[topics.collector_filter(b.prefix)],
+                subscriptions=subscriptions,
+                snapshot_filters=snapshot,
                 handler=self.receiver.on_message,
                 on_connect=self._on_connect,
             )
@@ -259,6 +296,7 @@ class Daemon:
         log.info(
             "daemon.started",
             mode="collector" if self.collector else "member",
+            shared_group=(self.settings.bus.shared_group or None) if self.collector else None,
             group=self.tables.group or "*",
             member=self.tables.local_member_id,
             incarnation=pub.incarnation if pub else None,

@@ -51,9 +51,23 @@ def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
         max_buffer_rows=h.max_buffer_rows,
         retry_max_s=h.retry_max,
         log_interval_s=h.log_interval,
-        # one writer id per process on a shared tree: the member, or the collector's host
-        instance="collector" if collector else settings.member.id,
+        instance=history_instance(settings, collector=collector),
     )
+
+
+def history_instance(settings: Settings, *, collector: bool) -> str:
+    """What tells this process's history writer apart from others of its host.
+
+    The writer id in file names is derived from the host name and this: a
+    member daemon is its member; a collector is "collector", or with a
+    `[bus] client_id` "collector-<client_id>", so several collectors on one
+    host (each with its own MQTT client id) share one tree without clashing,
+    and a restarted collector keeps its id and replays its own WAL.
+    """
+    if not collector:
+        return settings.member.id
+    client_id = settings.bus.client_id
+    return f"collector-{client_id}" if client_id else "collector"
 
 
 async def _async_main(daemon: Daemon) -> int:

@@ -8,7 +8,12 @@ highest seq already written -- per (group, UTC date) partition, because that
 is where the earlier copy must be.  A partition's marks are read lazily from
 its Parquet files (three columns only) the first time a row of it arrives,
 so a restart costs one small read per partition it actually receives, and a
-retained sample from days ago is caught as well as today's.
+retained sample from days ago is caught as well as today's.  Only this
+writer's files (and files without a writer id) are read: another writer on
+the tree (a collector of the same shared group) writes seqs this one has not
+seen yet, and taking its marks would drop this writer's older, still
+unwritten samples as duplicates.  Copies across writers are the rollup's to
+drop (on the same key).
 
 Invariants:
 - A row is a duplicate iff its seq is <= the mark of its (member,
@@ -23,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import TypeAlias
@@ -38,6 +44,7 @@ __all__ = ["SeenIndex"]
 _US_PER_DAY = 86_400_000_000
 _COLUMNS = ["member_id", "incarnation", "seq"]
 _RELIST_ATTEMPTS = 3  # compaction may delete files between the listing and the read
+_WRITER_TAG = re.compile(r"part-\d{16}-(w[0-9a-f]{10})-")  # as parquet/housekeeping name files
 
 _Partition: TypeAlias = tuple[str, int]
 _Marks: TypeAlias = dict[tuple[str, int], int]
@@ -49,10 +56,12 @@ class SeenIndex:
     Args:
         directory: the history root.
         max_partitions: partitions kept after `trim()` (most recently used).
+        writer: the writer id whose files hold the marks ("" reads every file).
     """
 
-    def __init__(self, directory: Path, max_partitions: int = 16) -> None:
+    def __init__(self, directory: Path, max_partitions: int = 16, writer: str = "") -> None:
         self.directory = directory
+        self.writer = writer
         self.max_partitions = max_partitions
         self._marks: OrderedDict[_Partition, _Marks] = OrderedDict()
         self._tentative: dict[_Partition, _Marks] = {}
@@ -113,23 +122,30 @@ class SeenIndex:
             return marks
         group, day_number = part
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        marks = _read_marks(partition_dir(self.directory, group, day))
+        marks = _read_marks(partition_dir(self.directory, group, day), self.writer)
         self._marks[part] = marks
         return marks
 
 
-def _read_columns(partition: Path) -> list[pa.Table]:
+def _files(partition: Path, writer: str) -> list[Path]:
+    files = list(partition.glob("part-*.parquet"))
+    if not writer:
+        return files
+    return [p for p in files if (owner := _WRITER_TAG.match(p.name)) is None or owner[1] == writer]
+
+
+def _read_columns(partition: Path, writer: str) -> list[pa.Table]:
     for _ in range(_RELIST_ATTEMPTS - 1):
         try:
-            return [pq.read_table(p, columns=_COLUMNS) for p in partition.glob("part-*.parquet")]
+            return [pq.read_table(p, columns=_COLUMNS) for p in _files(partition, writer)]
         except FileNotFoundError:
             continue  # compacted meanwhile: list again
-    return [pq.read_table(p, columns=_COLUMNS) for p in partition.glob("part-*.parquet")]
+    return [pq.read_table(p, columns=_COLUMNS) for p in _files(partition, writer)]
 
 
-def _read_marks(partition: Path) -> _Marks:
+def _read_marks(partition: Path, writer: str) -> _Marks:
     # inputs replaced by a compaction hold the same rows as their compacted file: harmless
-    tables = _read_columns(partition)
+    tables = _read_columns(partition, writer)
     if not tables:
         return {}
     table = pa.concat_tables(tables)

@@ -76,7 +76,7 @@ class Journal:
         self._closed: list[Path] = []
         self._closed_bytes = 0
         self._next = 1
-        self.index = SeenIndex(directory)
+        self.index = SeenIndex(directory, writer=writer)
 
     def recover(self) -> None:
         """Prepare the directory and replay this writer's WAL files of a previous run.

@@ -19,6 +19,10 @@ Invariants:
   dropped and counted (`buffer_full`).  Every row that will never be stored
   is counted under a reason (`HistoryStats.dropped`); none is lost silently.
 - At most one WAL file descriptor is open.
+- One process per writer id on a tree: `start()` takes an exclusive lock on
+  `wal/.lock-<writer id>` (held, and removed, at `close()`), so a second writer with the
+  same id (two collectors of one host without their own client id) fails to
+  start instead of replaying and deleting the other's WAL.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
+import fcntl
+import os
 import threading
 import time
 from collections import deque
@@ -134,6 +140,7 @@ class HistoryWriter:
         self._stopping = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._lock_fd: int | None = None
         self._counters = Counters()
         self._limiter = RateLimitedLog(log, log_interval_s)
         self._journal = Journal(
@@ -174,10 +181,12 @@ class HistoryWriter:
         disk) is kept and retried: the writer starts degraded, not at all.
 
         Raises:
-            HistoryError: the directory cannot be prepared.
+            HistoryError: the directory cannot be prepared, or another process
+                runs a writer with this id on it.
         """
         try:
             await asyncio.to_thread(self._journal.wal_dir.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(self._lock)
         except OSError as exc:
             raise HistoryError(f"{self.directory}: cannot recover history: {exc}") from exc
         try:
@@ -188,6 +197,33 @@ class HistoryWriter:
             self._limiter.emit("error", "history.segments_failed", error=str(exc))
         self._thread = threading.Thread(target=self._run, name="grstats-history", daemon=True)
         self._thread.start()
+
+    def _lock(self) -> None:
+        path = self._journal.wal_dir / f".lock-{self.writer_id}"
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise HistoryError(
+                    f"{self.directory}: another writer with id {self.writer_id} is running "
+                    "on it (several collectors on one host: give each its own [bus] client_id)"
+                ) from None
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    self._lock_fd = fd
+                    return
+            except FileNotFoundError:
+                pass
+            os.close(fd)  # the holder removed it as we opened it: take the new one
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            # removed while still held, so a writer that opened it meanwhile sees a stale inode
+            (self._journal.wal_dir / f".lock-{self.writer_id}").unlink(missing_ok=True)
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def record(self, row: HistoryRow) -> None:
         """Buffer one sample; never blocks on I/O (safe on the event loop).
@@ -245,6 +281,7 @@ class HistoryWriter:
         finally:
             await asyncio.to_thread(self._thread.join)
             await asyncio.to_thread(self._housekeeper.join)
+            self._unlock()
 
     # ------------------------------------------------------------ worker thread
 

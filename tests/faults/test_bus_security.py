@@ -191,3 +191,25 @@ async def test_broker_drops_a_publish_above_the_size_limit(secure_broker: Secure
             await client.publish(topic(MEMBER_A), b"y" * (64 * 1024 + 1), qos=0)
         await send_marker(secure_broker, received)
     assert not [m for m in received if len(m[1]) > 64 * 1024]
+
+
+async def test_shared_collector_account_reads_the_share_and_the_retained_snapshot(
+    secure_broker: SecureBroker,
+) -> None:
+    # A shared-subscription collector under the shipped ACL: the broker checks
+    # the filter inside `$share/<name>/`, so the read-only account may use it.
+    async with running(Bus(secure_broker.options(MEMBER_A))) as member:
+        await asyncio.wait_for(member.connected.wait(), 10)
+        assert await member.publish(topic(MEMBER_A), b"retained", retain=True)
+        received: list[Message] = []
+        collector = Bus(
+            secure_broker.options(COLLECTOR, client_id="collector-1"),
+            subscriptions=[f"$share/collectors/{PREFIX}/+/+/stats"],
+            snapshot_filters=[f"{PREFIX}/+/+/stats"],
+            handler=lambda t, p, r: received.append((t, p, r)),
+        )
+        async with running(collector):
+            await asyncio.wait_for(collector.connected.wait(), 10)
+            assert (topic(MEMBER_A), b"retained", True) in received
+            assert await member.publish(topic(MEMBER_A), b"live")
+            await until(lambda: (topic(MEMBER_A), b"live", False) in received)

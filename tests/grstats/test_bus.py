@@ -233,3 +233,26 @@ async def test_last_error_clears_when_the_broker_comes_back(broker: Broker) -> N
         await asyncio.to_thread(broker.start)
         await until(bus.connected.is_set, within=20)
         assert bus.last_error == ""
+
+
+async def test_snapshot_filters_deliver_the_retained_state_once_then_nothing_live(
+    broker: Broker,
+) -> None:
+    pub = Bus(BusOptions(host=broker.host, port=broker.port))
+    async with running(pub):
+        await asyncio.wait_for(pub.connected.wait(), 10)
+        assert await pub.publish("s/a/stats", b"kept-a", retain=True)
+        assert await pub.publish("s/b/stats", b"kept-b", qos=1, retain=True)
+        # nothing but the retained state: a share gets the live ones
+        sub, received = collecting(broker, "other/#", snapshot_filters=["s/+/stats"])
+        async with running(sub):
+            await asyncio.wait_for(sub.connected.wait(), 10)
+            # the retained copies arrived before the connect completed
+            assert sorted(received) == [
+                ("s/a/stats", b"kept-a", True),
+                ("s/b/stats", b"kept-b", True),
+            ]
+            assert await pub.publish("s/a/stats", b"live")
+            assert await pub.publish("other/x", b"marker")  # after "live" on the same path
+            await until(lambda: ("other/x", b"marker", False) in received)
+    assert ("s/a/stats", b"live", False) not in received

@@ -71,6 +71,8 @@ def test_minimal_config_gets_defaults(tmp_path: Path) -> None:
             "grstats.toml: bus.password_file: cannot",
         ),
         ("[bus]\ncert_file = 'c.pem'", "grstats.toml: bus.key_file:"),
+        ("[bus]\nshared_group = 'a/b'", "grstats.toml: bus.shared_group: expected a name"),
+        ("[bus]\nshared_group = 1", "grstats.toml: bus.shared_group: expected a string"),
         ("[publish]\nperiod = -1", "grstats.toml: publish.period: expected a number"),
         ("[publish]\nperiod = true", "grstats.toml: publish.period: expected a number"),
         (

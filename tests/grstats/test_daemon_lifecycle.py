@@ -190,3 +190,41 @@ async def test_mysql_source_daemon_learns_identity_from_the_server(
     finally:
         server.release.set()
         await server.stop()
+
+
+def test_collector_filters_plain_and_shared() -> None:
+    from grstats.daemon.lifecycle import collector_subscriptions  # noqa: PLC0415
+
+    assert collector_subscriptions("p/v1", "") == (["p/v1/+/+/+"], [])
+    assert collector_subscriptions("p/v1", "col") == (
+        ["$share/col/p/v1/+/+/stats", "p/v1/+/+/status", "p/v1/+/+/gtids"],
+        ["p/v1/+/+/stats"],
+    )
+
+
+def test_history_writer_instance_of_collectors_follows_the_client_id(tmp_path: Path) -> None:
+    from grstats.config import load_config  # noqa: PLC0415
+    from grstats.daemon.process import history_instance  # noqa: PLC0415
+
+    path = tmp_path / "grstats.toml"
+    path.write_text(
+        '[bus]\nclient_id = "c-2"\n[member]\nid = "11111111-1111-1111-1111-111111111111"\n'
+    )
+    settings = load_config(path, require_member=False)
+    assert history_instance(settings, collector=True) == "collector-c-2"
+    assert history_instance(settings, collector=False) == "11111111-1111-1111-1111-111111111111"
+    path.write_text("")
+    assert history_instance(load_config(path, require_member=False), collector=True) == "collector"
+
+
+def test_a_shared_collector_judges_silence_over_ten_times_the_periods(tmp_path: Path) -> None:
+    from grstats.config import load_config  # noqa: PLC0415
+    from grstats.daemon.lifecycle import Daemon  # noqa: PLC0415
+
+    path = tmp_path / "grstats.toml"
+    path.write_text("[publish]\nunreachable_after = 3\n")
+    plain = Daemon(load_config(path, require_member=False), None)
+    path.write_text('[publish]\nunreachable_after = 3\n[bus]\nshared_group = "c"\n')
+    shared = Daemon(load_config(path, require_member=False), None)
+    assert plain.tables.registry.limits.unreachable_after == 3
+    assert shared.tables.registry.limits.unreachable_after == 30

@@ -49,7 +49,7 @@ def as_dict(row: HistoryRow) -> dict[str, object]:
     return out
 
 
-def new_writer(directory: Path, **kwargs: float) -> HistoryWriter:
+def new_writer(directory: Path, **kwargs: float | str) -> HistoryWriter:
     return HistoryWriter(directory, retention_days=36500, **kwargs)  # type: ignore[arg-type]
 
 

@@ -42,3 +42,14 @@ def test_trim_keeps_the_most_recently_used_partitions(tmp_path: Path) -> None:
     index.trim()  # "a" is forgotten (nothing on disk), "b" kept
     assert index.admit(sample_row(1, group="a"))
     assert not index.admit(sample_row(1, group="b"))
+
+
+def test_marks_come_from_this_writers_files_and_untagged_ones_only(tmp_path: Path) -> None:
+    # Another collector of the same shared group already wrote seq 10; this
+    # writer's seq 5 (received earlier, still buffered) must not be dropped.
+    write_segments(tmp_path, rows_to_table([sample_row(10)]), segment_id="b", writer="wbbbbbbbbbb")
+    write_segments(tmp_path, rows_to_table([sample_row(3)]), segment_id="a", writer="waaaaaaaaaa")
+    write_segments(tmp_path, rows_to_table([sample_row(1)]), segment_id="old")  # no writer id
+    index = SeenIndex(tmp_path, writer="waaaaaaaaaa")
+    assert [index.admit(sample_row(s)) for s in (1, 3, 5)] == [False, False, True]
+    assert not SeenIndex(tmp_path).admit(sample_row(5))  # no writer: every file counts

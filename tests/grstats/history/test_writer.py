@@ -197,3 +197,18 @@ def test_sigkill_twenty_times_loses_no_fsynced_row_and_duplicates_none(tmp_path:
     sample = rng.sample(table.to_pylist(), 50)
     for row in sample:
         assert row == as_dict(make_row(row["incarnation"], row["seq"], base_us))
+
+
+async def test_a_second_writer_with_the_same_id_on_a_tree_does_not_start(tmp_path: Path) -> None:
+    first = new_writer(tmp_path, instance="collector-a")
+    await first.start()
+    with pytest.raises(HistoryError, match="another writer"):
+        await new_writer(tmp_path, instance="collector-a").start()
+    other = new_writer(tmp_path, instance="collector-b")  # another id shares the tree
+    await other.start()
+    await other.close()
+    await first.close()
+    again = new_writer(tmp_path, instance="collector-a")  # released at close
+    await again.start()
+    await again.close()
+    assert sorted(p.name for p in (tmp_path / "wal").iterdir()) == []
