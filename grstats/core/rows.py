@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from grstats.core import columns as col
+from grstats.core.lag import APPLIER_CHANNEL, MemberLag
+from grstats.core.lagrows import lag_rows
 from grstats.core.records import HistoryRow
 from grstats.core.snapshot import Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
@@ -24,6 +26,7 @@ _NUMERIC_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if c.num
 _TEXT_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
 _HISTORY_NUMERIC = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if c.numeric)
 _HISTORY_TEXT = tuple((c.history, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
+_HISTORY_LAG = tuple((c.name, str(c.history)) for c in col.MEMBER_LAG.columns if c.history)
 
 
 def _text(value: bytes) -> str:
@@ -115,19 +118,50 @@ def remote_member_row(envelope: Envelope, *, unreachable: bool) -> Row:
     )
 
 
-def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) -> HistoryRow:
+def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, float | None]:
+    """The history's lag columns: the applier channel's figures of `lag`.
+
+    The same values replication_group_member_lag shows for the member (one
+    rule, `core.lagrows`), so the history and the live table never disagree.
+
+    Args:
+        lag: the member's lag report; None or no applier channel: every figure None.
+        offset_s: its clock minus ours (0.0 for the local member); None unknown.
+
+    Returns:
+        History column name -> seconds or None.
+    """
+    figures: dict[str, float | None] = dict.fromkeys((h for _, h in _HISTORY_LAG), None)
+    if lag is None:
+        return figures
+    applier = MemberLag(lag.at_us, tuple(c for c in lag.channels if c.channel == APPLIER_CHANNEL))
+    for row in lag_rows("", applier, offset_s=offset_s, spread_s=None)[:1]:
+        for name, history in _HISTORY_LAG:
+            value = row[name]
+            figures[history] = None if value is None else float(value)
+    return figures
+
+
+def history_row(
+    envelope: Envelope,
+    stats: PipelineStats,
+    sampled_at_us: int,
+    lag: dict[str, float | None] | None = None,
+) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
     Args:
         envelope: the accepted envelope.
         stats: its decoded stats.
         sampled_at_us: when it was sampled (the sender's clock).
+        lag: its lag columns (`lag_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
     """
     m = envelope.member
     gtids = stats.transaction_gtids_present
+    figures: dict[str, Any] = dict(lag or {})
     numbers: dict[str, Any] = {str(h): getattr(stats, str(item)) for h, item in _HISTORY_NUMERIC}
     texts: dict[str, Any] = {
         str(h): (_text(getattr(stats, str(item))) if gtids else None) for h, item in _HISTORY_TEXT
@@ -147,4 +181,5 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
         flow_control_mode=stats.flow_control_mode,
         **numbers,
         **texts,
+        **figures,
     )
