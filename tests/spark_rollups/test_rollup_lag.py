@@ -11,16 +11,19 @@ with NULL; duplicates are removed with DISTINCT).
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from grstats.core.records import LAG_HISTORY_COLUMNS
+from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
 from tests.spark_rollups.history_rows import SCHEMA, row
 
@@ -141,3 +144,37 @@ def test_buckets_without_lag_values_have_null_percentiles(lag_rollup: tuple[Path
     assert gap["replication_lag_seconds_p95"] is None
     assert gap["replication_lag_seconds_max"] is None
     assert gap["apply_lag_seconds_p95"] is not None
+
+
+def test_report_has_a_lag_section_with_the_worst_period_first(
+    spark: Any, lag_rollup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, out = lag_rollup
+    written = report(spark, str(out), "2026-W47", tmp_path)
+    directory = tmp_path / "g1"
+    assert directory / "lag_worst_periods.csv" in written["g1"]
+    # member b from 11:00: apply lag 40 * (((i * 29) % 83) / 8 + 0.25), i = 0..119
+    values = [40.0 * (((i * 29) % 83) / 8 + 0.25) for i in range(120)]
+    p95, peak = float(np.percentile(values, 95)), max(values)
+    with (directory / "lag_worst_periods.csv").open(encoding="utf-8") as handle:
+        worst = list(csv.DictReader(handle))
+    assert len(worst) == 10
+    first = worst[0]
+    assert (first["member"], first["hour (UTC)"], first["stage"]) == (
+        "b",
+        "2026-11-17 11:00",
+        "apply",
+    )
+    assert float(first["p95 (s)"]) == pytest.approx(p95)
+    assert float(first["max (s)"]) == pytest.approx(peak)
+    with (directory / "lag_heatmap.csv").open(encoding="utf-8") as handle:
+        heat = {(r["member"], r["date"]): r for r in csv.DictReader(handle)}
+    assert float(heat[("b", "2026-11-17")]["11"]) == pytest.approx(p95)
+    assert heat[("b", "2026-11-17")]["10"] == ""  # the old file's hour: no figure
+    assert heat[("a", "2026-11-20")]["10"] == ""  # a day without samples
+    markdown = (directory / "report.md").read_text(encoding="utf-8")
+    assert "## Replication lag" in markdown
+    assert "![p95 apply lag (s), member b" in markdown
+    html = (directory / "report.html").read_text(encoding="utf-8")
+    assert 'id="lag_heatmap_a"' in html and 'id="lag_heatmap_b"' in html
+    assert (directory / "lag_heatmap_b.png").read_bytes().startswith(b"\x89PNG")
