@@ -15,7 +15,8 @@ export PYSPARK_PYTHON ?= $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
-SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl
+SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
+	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
 .PHONY: install sysdeps sysdeps-test test lint typecheck pytest demo bench bench-daemon bench-rollup bench-binlog clean
 

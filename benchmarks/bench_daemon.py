@@ -176,6 +176,8 @@ port = {broker}
 period = 1.0
 [api]
 listen = "127.0.0.1:0"
+[limits]
+max_members_per_group = 100000  # the fan-in publishers play hundreds of members
 [log]
 format = "json"
 """

@@ -182,6 +182,68 @@ def _channel(where: str, value: object) -> LagChannel:
     )
 
 
+def _fast_stage(items: object) -> LagStage | None:
+    # The well-formed case, checked without building error texts; None sends the
+    # caller to the slow path, which finds and names the problem.
+    if type(items) is not list or len(items) != 5:
+        return None
+    gtid, original, immediate, start, end = items
+    if type(gtid) is not str or len(gtid) > MAX_GTID_TEXT:
+        return None
+    if gtid and _GTID_CHARS.fullmatch(gtid) is None:
+        return None
+    for stamp in (original, immediate, start, end):
+        if stamp is not None and (type(stamp) is not int or not 0 < stamp <= MAX_TIMESTAMP_US):
+            return None
+    return LagStage(gtid, original, immediate, start, end)
+
+
+def _fast_channel(items: object) -> LagChannel | None:
+    if type(items) is not list or len(items) != _CHANNEL_LEN:
+        return None
+    name, receiver_on, applier_on, workers, busy = items[:5]
+    if (
+        type(name) is not str
+        or not 0 < len(name) <= MAX_CHANNEL_NAME
+        or _CHANNEL_CHARS.fullmatch(name) is None
+        or (receiver_on is not None and type(receiver_on) is not bool)
+        or (applier_on is not None and type(applier_on) is not bool)
+        or type(workers) is not int
+        or type(busy) is not int
+        or not 0 <= workers <= MAX_WORKERS
+        or not 0 <= busy <= MAX_WORKERS
+    ):
+        return None
+    stages = [_fast_stage(s) for s in items[5:]]
+    if None in stages:
+        return None
+    return LagChannel(name, receiver_on, applier_on, workers, busy, *stages)  # type: ignore[arg-type]
+
+
+def _fast_report(value: object) -> LagReport | None:
+    if type(value) is not list or len(value) != 3:
+        return None
+    version, at_us, raw = value
+    if (
+        type(version) is not int
+        or version != LAG_VERSION
+        or type(at_us) is not int
+        or not 0 < at_us <= MAX_TIMESTAMP_US
+        or type(raw) is not list
+        or len(raw) > MAX_LAG_CHANNELS
+    ):
+        return None
+    channels = []
+    for item in raw:
+        channel = _fast_channel(item)
+        if channel is None:
+            return None
+        channels.append(channel)
+    if len({c.channel for c in channels}) != len(channels):
+        return None
+    return LagReport(at_us, tuple(channels))
+
+
 def decode_lag(value: object) -> LagReport:
     """Validate an `ext.lag` value (already unpacked by the envelope decoder).
 
@@ -196,6 +258,13 @@ def decode_lag(value: object) -> LagReport:
             range, size or character, more than `MAX_LAG_CHANNELS` channels,
             or one channel name twice.
     """
+    report = _fast_report(value)
+    return report if report is not None else _decode_checked(value)
+
+
+def _decode_checked(value: object) -> LagReport:
+    # Field by field, naming the first problem (also the reference the fast path
+    # is tested against).
     items = _array("top level", value, 3)
     version = items[0]
     if type(version) is not int or version != LAG_VERSION:

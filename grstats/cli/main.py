@@ -30,6 +30,7 @@ _COMMANDS: dict[str, str] = {
     "binlog": "binlog",
     "simulate": "simulate",
     "demo": "demo",
+    "sql": "sql",
 }
 
 

@@ -30,6 +30,7 @@ from grstats.config._settings import (
     MemberSettings,
     PublishSettings,
     Settings,
+    SqlSettings,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "MemberSettings",
     "PublishSettings",
     "Settings",
+    "SqlSettings",
     "load_client_settings",
     "load_config",
     "parse_config",

@@ -38,6 +38,7 @@ from grstats.config._settings import (
     MemberSettings,
     PublishSettings,
     Settings,
+    SqlSettings,
 )
 from grstats.config._sources import (
     MYSQL_KEYS,
@@ -63,6 +64,7 @@ _SECTIONS = (
     "api",
     "history",
     "limits",
+    "sql",
     "log",
 )
 _SOURCE_KINDS = ("simulated", "mysql")
@@ -136,6 +138,33 @@ def _parse_listen(s: Section) -> ApiSettings:
     return ApiSettings(host=host.strip("[]"), port=int(port_text), **fields)
 
 
+def _parse_sql(s: Section, history: HistorySettings) -> SqlSettings:
+    """[sql]: off unless `listen`; a password (env or file, never inline) when on."""
+    listen = s.string("listen", "")
+    fields = read_fields(s, SqlSettings)
+    secret = read_secret(s, "password_env", "password_file")
+    if "password" in s.data:
+        raise s.fail("password", "never inline: use password_env or password_file")
+    if not listen:
+        return SqlSettings(**fields)
+    host, sep, port_text = listen.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise s.fail("listen", f'expected "host:port" (port 0-65535), got {show(listen)}')
+    if not secret:
+        raise s.fail("password_env", "required when listen is set (password_env or password_file)")
+    if bool(fields["tls_cert_file"]) != bool(fields["tls_key_file"]):
+        raise s.fail("tls_key_file", "tls_cert_file and tls_key_file go together")
+    from grstats.sql.options import native_password_hash  # noqa: PLC0415 - light module
+
+    fields["history_dir"] = fields["history_dir"] or history.dir
+    return SqlSettings(
+        host=host.strip("[]"),
+        port=int(port_text),
+        password_hash=native_password_hash(secret),
+        **fields,
+    )
+
+
 def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = True) -> Settings:
     """Validate a parsed TOML document.
 
@@ -176,6 +205,10 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         s = table(file, doc, name)
         parsed[name] = parse(s)
         s.check_unknown()
+
+    s = table(file, doc, "sql")
+    parsed["sql"] = _parse_sql(s, parsed["history"])
+    s.check_unknown()
 
     simulated = table(file, doc, "simulated")
     mysql = table(file, doc, "mysql")

@@ -8,7 +8,7 @@ from password_env / password_file, `[api] host/port` from `listen`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from grstats.config._reader import Spec, flag, integer, number, optional_text, s
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
     from grstats.sources.simulated.model import SimulationSettings
+    from grstats.sql.options import SqlOptions
 
 __all__ = [
     "BUS_SPECS",
@@ -30,6 +31,7 @@ __all__ = [
     "MemberSettings",
     "PublishSettings",
     "Settings",
+    "SqlSettings",
 ]
 
 DEFAULT_CONFIG_PATH = Path("/etc/grstats/grstats.toml")
@@ -106,6 +108,42 @@ class HistorySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SqlSettings:
+    """[sql]: the MySQL-protocol endpoint (off unless `listen` is set).
+
+    `host`/`port` come from `listen`; `password_hash` from password_env /
+    password_file (the password itself or its `*`+40-hex mysql_native_password
+    hash); an empty `history_dir` means [history] dir.
+    """
+
+    host: str = ""  # [sql] listen = "host:port"; "" = off
+    port: int = 0
+    user: str = setting("grstats", text(nonempty=True))
+    password_hash: str = ""
+    max_connections: int = setting(16, integer(1, 1024))
+    query_timeout: float = setting(10.0, number(0.05, 3600.0))
+    max_rows: int = setting(100_000, integer(1, 100_000_000))
+    max_result_bytes: int = setting(64 << 20, integer(1024, 1 << 34))
+    history_dir: str = setting("", text())
+    rollups_dir: str = setting("", text())
+    tls_cert_file: str = setting("", text())
+    tls_key_file: str = setting("", text())
+    threads: int = setting(1, integer(1, 256))
+    memory_limit: str = setting("256MB", text(nonempty=True))
+
+    @property
+    def enabled(self) -> bool:
+        """True when `listen` is set."""
+        return bool(self.host)
+
+    def options(self) -> SqlOptions:
+        """The endpoint's options (the same fields)."""
+        from grstats.sql.options import SqlOptions  # noqa: PLC0415 - only with [sql]
+
+        return SqlOptions(**{f.name: getattr(self, f.name) for f in fields(SqlOptions)})
+
+
+@dataclass(frozen=True, slots=True)
 class LimitSettings:
     max_envelope_size: int = setting(65536, integer(256, 1 << 24))
     max_status_size: int = setting(64, integer(16, 4096))
@@ -137,4 +175,5 @@ class Settings:
     api: ApiSettings = field(default_factory=ApiSettings)
     history: HistorySettings = field(default_factory=HistorySettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    sql: SqlSettings = field(default_factory=SqlSettings)
     log: LogSettings = field(default_factory=LogSettings)

@@ -25,6 +25,7 @@ import dataclasses
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -40,6 +41,9 @@ from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, w
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from grstats.sources.base import Source
+
+if TYPE_CHECKING:
+    from grstats.sql import SqlServer
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -77,6 +81,7 @@ class Daemon:
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
         self.api: ApiServer | None = None
+        self.sql: SqlServer | None = None  # [sql]: the MySQL-protocol endpoint, when listen is set
         self._snapshot: DaemonSnapshot | None = None
         self._snapshot_key: tuple[int, bool] = (-1, False)
         self._snapshot_at = 0.0
@@ -246,6 +251,7 @@ class Daemon:
             raise StartupError(
                 f"api: cannot listen on {api.host}:{api.port}: {exc.strerror or exc}"
             ) from exc
+        await self._start_sql()
         pub = self.publisher
         if pub is not None and not (pub.group and pub.member_id):
             await self._wait_for_identity(pub)
@@ -257,7 +263,22 @@ class Daemon:
             member=self.tables.local_member_id,
             incarnation=pub.incarnation if pub else None,
             api_port=self.api.port,
+            sql_port=self.sql.port if self.sql else None,
         )
+
+    async def _start_sql(self) -> None:
+        sql = self.settings.sql
+        if not sql.enabled:
+            return
+        from grstats.sql import SqlServer  # noqa: PLC0415 - DuckDB & co. only with [sql]
+
+        self.sql = SqlServer(sql.options(), self.get_snapshot)
+        try:
+            await self.sql.start()
+        except OSError as exc:
+            raise StartupError(
+                f"sql: cannot listen on {sql.host}:{sql.port}: {exc.strerror or exc}"
+            ) from exc
 
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
@@ -314,4 +335,6 @@ class Daemon:
             await self.source.close()
         if self.api is not None:
             await self.api.close()
+        if self.sql is not None:
+            await self.sql.close()
         log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)

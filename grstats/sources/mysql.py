@@ -17,7 +17,16 @@ text-protocol SELECTs:
 3. the same for ``performance_schema.replication_group_members`` (MEMBER_ROLE,
    MEMBER_VERSION and MEMBER_COMMUNICATION_STACK may be missing);
 4. ``SELECT @@group_replication_flow_control_mode`` (QUOTA -> 1, DISABLED -> 0,
-   unknown variable or NULL -> 1, MySQL's default).
+   unknown variable or NULL -> 1, MySQL's default);
+5. replication lag by stage (`LocalSample.lag`, WL#7374; rows to values in
+   mysql_lag.py): the four replication_* tables of the GR channels, after
+   ``SET @@session.time_zone = '+00:00'`` once per connection so that their
+   TIMESTAMP(6) columns come back in UTC whatever the server's or the
+   daemon's zone. Lag is an extra: it is read after the stats, within what is
+   left of ``poll_timeout`` minus a margin; a lag query that times out or
+   breaks the connection drops the connection (reconnected at once by the
+   next call) but the stats sample is still returned, with lag (); a table
+   the server does not have gives no rows. Each such failure is logged once.
 
 The sample shows exactly what the server shows, nothing invented: MEMBER_ID,
 MEMBER_HOST, VIEW_ID as shown (possibly ""), MEMBER_PORT NULL -> None, state,
@@ -92,7 +101,9 @@ import structlog
 
 from grstats.core import columns as col
 from grstats.core.columns import STATS_ITEM_COLUMNS
+from grstats.core.lag import ChannelLag
 from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember, LocalSample
+from grstats.sources import mysql_lag
 from protocol import FLOW_CONTROL_DISABLED, FLOW_CONTROL_QUOTA, PipelineStats
 
 __all__ = ["MySQLSettings", "MySQLSource", "parse_dsn", "wire_int32", "wire_int64"]
@@ -120,6 +131,9 @@ _SQL_MEMBERS = (
     " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
 )
 _SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
+# Share of poll_timeout kept back from the lag queries, so that their own
+# deadline fires first and the stats sample is still returned.
+_LAG_MARGIN = 0.1
 
 # PipelineStats field <- replication_group_member_stats column (PROTOCOL.md §4), from
 # the column registry; the two queue items are int32 on the wire, the rest int64.
@@ -285,6 +299,9 @@ class MySQLSource:
         self._last_good: LocalSample | None = None
         self._offline_logged = False
         self._logged_errors: set[tuple[str, int]] = set()
+        self._utc_session = False  # the session's time_zone is '+00:00'
+        self._lag_deadline = 0.0  # loop time by which the lag queries must be done
+        self._lag_failures_logged: set[str] = set()
 
     @property
     def connected(self) -> bool:
@@ -309,8 +326,11 @@ class MySQLSource:
         """
         loop = asyncio.get_running_loop()
         async with self._lock:
+            poll_timeout = self._settings.poll_timeout
+            deadline = loop.time() + poll_timeout
+            self._lag_deadline = deadline - _LAG_MARGIN * poll_timeout
             try:
-                async with asyncio.timeout_at(loop.time() + self._settings.poll_timeout):
+                async with asyncio.timeout_at(deadline):
                     fresh = await self._read_with_one_retry(now_us)
             except TimeoutError:
                 self._lost("poll_timeout", None, retry_now=False)
@@ -380,6 +400,7 @@ class MySQLSource:
             return None
         self._conn = conn
         self._logged_errors.clear()
+        self._utc_session = False
         event = "mysql.reconnected" if self._ever_connected else "mysql.connected"
         log.info(event, host=self._host, port=self._port, attempts=self._failures + 1)
         self._ever_connected = True
@@ -503,7 +524,41 @@ class MySQLSource:
         )
         values.update((name, _raw(stats_row.get(col))) for name, col in _TEXT_COLUMNS.items())
         stats = PipelineStats(**values, transaction_gtids_present=False, flow_control_mode=mode)
-        return LocalSample(member=member, stats=stats, sampled_at_us=now_us)
+        lag = await self._read_lag(conn, state)
+        return LocalSample(member=member, stats=stats, sampled_at_us=now_us, lag=lag)
+
+    async def _read_lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
+        """The GR channels' stage lag; () when it cannot be read. Never raises."""
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                if not self._utc_session:
+                    if await self._query(conn, "lag_time_zone", mysql_lag.SQL_UTC_SESSION) is None:
+                        return ()  # rejected (logged): timestamps would be in the wrong zone
+                    self._utc_session = True
+                tables = []
+                for what, sql in (
+                    ("lag_connection", mysql_lag.SQL_CONNECTION),
+                    ("lag_applier", mysql_lag.SQL_APPLIER),
+                    ("lag_coordinator", mysql_lag.SQL_COORDINATOR),
+                    ("lag_workers", mysql_lag.SQL_WORKERS),
+                ):
+                    result = await self._query(conn, what, sql)
+                    tables.append(_dict_rows(result))
+        except TimeoutError:
+            self._lag_failed("lag_timeout", None)
+            return ()
+        except _PollFailed as exc:
+            self._lag_failed("lag_query_failed", exc)
+            return ()
+        return mysql_lag.build_lag(state, *tables)
+
+    def _lag_failed(self, reason: str, exc: BaseException | None) -> None:
+        # A timed-out or broken stream cannot be reused: drop it, reconnect at
+        # the next call; the stats just read are still good.
+        if reason not in self._lag_failures_logged:
+            self._lag_failures_logged.add(reason)
+            log.warning("mysql.lag_unavailable", reason=reason)
+        self._lost(reason, exc, retry_now=True)
 
     async def _query(
         self, conn: asyncmy.Connection, what: str, sql: str
@@ -552,6 +607,13 @@ def _local_row(result: tuple[list[str], list[Sequence[Any]]] | None) -> Mapping[
     names, rows = result
     dicts = [dict(zip(names, row, strict=False)) for row in rows]
     return next((d for d in dicts if _text(d.get(col.MEMBER_ID))), dicts[0])
+
+
+def _dict_rows(result: tuple[list[str], list[Sequence[Any]]] | None) -> list[dict[str, Any]]:
+    if not result:
+        return []
+    names, rows = result
+    return [dict(zip(names, row, strict=False)) for row in rows]
 
 
 def _integer(value: Any) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ from mysql_mimic import MysqlServer, Session
 from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import ErrorCode, MysqlError
+from mysql_mimic.results import ResultColumn
+from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 from sqlglot import expressions as exp
 from sqlglot.executor import execute
@@ -74,6 +77,91 @@ MEMBERS_COLUMNS_84 = [
 MEMBERS_COLUMNS_80 = MEMBERS_COLUMNS_84[:7]  # 8.0.2-8.0.26: no COMMUNICATION_STACK
 MEMBERS_COLUMNS_57 = MEMBERS_COLUMNS_84[:5]  # no ROLE / VERSION / COMMUNICATION_STACK
 
+# The WL#7374 tables (replication lag by stage) as 8.4 shows them; every 8.0+
+# server has them, so the fake serves them (no rows unless a test sets some).
+CONNECTION_STATUS_TABLE = "replication_connection_status"
+APPLIER_STATUS_TABLE = "replication_applier_status"
+COORDINATOR_TABLE = "replication_applier_status_by_coordinator"
+WORKER_TABLE = "replication_applier_status_by_worker"
+CONNECTION_STATUS_COLUMNS_84 = [
+    "CHANNEL_NAME",
+    "GROUP_NAME",
+    "SOURCE_UUID",
+    "THREAD_ID",
+    "SERVICE_STATE",
+    "COUNT_RECEIVED_HEARTBEATS",
+    "LAST_HEARTBEAT_TIMESTAMP",
+    "RECEIVED_TRANSACTION_SET",
+    "LAST_ERROR_NUMBER",
+    "LAST_ERROR_MESSAGE",
+    "LAST_ERROR_TIMESTAMP",
+    "LAST_QUEUED_TRANSACTION",
+    "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP",
+    "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP",
+    "QUEUEING_TRANSACTION",
+    "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP",
+]
+APPLIER_STATUS_COLUMNS = [
+    "CHANNEL_NAME",
+    "SERVICE_STATE",
+    "REMAINING_DELAY",
+    "COUNT_TRANSACTIONS_RETRIES",
+]
+COORDINATOR_COLUMNS_84 = [
+    "CHANNEL_NAME",
+    "THREAD_ID",
+    "SERVICE_STATE",
+    "LAST_ERROR_NUMBER",
+    "LAST_ERROR_MESSAGE",
+    "LAST_ERROR_TIMESTAMP",
+    "LAST_PROCESSED_TRANSACTION",
+    "LAST_PROCESSED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "LAST_PROCESSED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "LAST_PROCESSED_TRANSACTION_START_BUFFER_TIMESTAMP",
+    "LAST_PROCESSED_TRANSACTION_END_BUFFER_TIMESTAMP",
+    "PROCESSING_TRANSACTION",
+    "PROCESSING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "PROCESSING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "PROCESSING_TRANSACTION_START_BUFFER_TIMESTAMP",
+]
+WORKER_COLUMNS_80 = [  # 8.0.2 - 8.0.12: WL#7374's columns
+    "CHANNEL_NAME",
+    "WORKER_ID",
+    "THREAD_ID",
+    "SERVICE_STATE",
+    "LAST_ERROR_NUMBER",
+    "LAST_ERROR_MESSAGE",
+    "LAST_ERROR_TIMESTAMP",
+    "LAST_APPLIED_TRANSACTION",
+    "LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP",
+    "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP",
+    "APPLYING_TRANSACTION",
+    "APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
+    "APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
+    "APPLYING_TRANSACTION_START_APPLY_TIMESTAMP",
+]
+WORKER_COLUMNS_84 = [  # 8.0.13+: transient-error retries
+    *WORKER_COLUMNS_80,
+    "LAST_APPLIED_TRANSACTION_RETRIES_COUNT",
+    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER",
+    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE",
+    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP",
+    "APPLYING_TRANSACTION_RETRIES_COUNT",
+    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER",
+    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE",
+    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP",
+]
+# MySQL shows a TIMESTAMP(6) in the session's time zone; the fake's server runs
+# in India (+05:30), so a reader that forgets to ask for UTC is off by 5.5 h.
+SERVER_TIME_ZONE = "+05:30"
+ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
+
 COMMITTED = f"{GROUP}:1-12345,\nbbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:1-5"
 LAST_FREE = f"{GROUP}:12345"
 
@@ -111,8 +199,14 @@ class FakeMySQL:
         self.tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
             STATS_TABLE: (STATS_COLUMNS_84, []),
             MEMBERS_TABLE: (MEMBERS_COLUMNS_84, []),
+            CONNECTION_STATUS_TABLE: (CONNECTION_STATUS_COLUMNS_84, []),
+            APPLIER_STATUS_TABLE: (APPLIER_STATUS_COLUMNS, []),
+            COORDINATOR_TABLE: (COORDINATOR_COLUMNS_84, []),
+            WORKER_TABLE: (WORKER_COLUMNS_84, []),
         }
+        self.time_zone = SERVER_TIME_ZONE  # the global default of every session
         self.hang = False
+        self.hang_tables: set[str] = set()  # hang only the queries of these tables
         self.release = asyncio.Event()
         self.port = 0
         self._server: MysqlServer | None = None
@@ -159,6 +253,7 @@ class _FakeSession(Session):
         schema = dict(SYSTEM_VARIABLES)
         for name, value in fake.variables.items():
             schema[name] = (str if value is None else type(value), value, False)
+        schema["time_zone"] = (str, fake.time_zone, True)  # SET @@session.time_zone works
         super().__init__(_StrictVariables(GlobalVariables(schema)))
         self._fake = fake
 
@@ -171,9 +266,9 @@ class _FakeSession(Session):
         await super().close()
 
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
-        if self._fake.hang:
-            await self._fake.release.wait()
         table = expression.find(exp.Table)
+        if self._fake.hang or (table is not None and table.name.lower() in self._fake.hang_tables):
+            await self._fake.release.wait()
         if table is None or table.db.lower() != "performance_schema":
             raise MysqlError(f"not served: {sql}", code=ErrorCode.NOT_SUPPORTED_YET)
         if table.name.lower() not in self._fake.tables:
@@ -185,7 +280,29 @@ class _FakeSession(Session):
             tables={"performance_schema": {table.name: rows}},
         )
         by_lower = {c.lower(): c for c in columns}  # sqlglot lower-cases names
-        return result.rows, [by_lower.get(c, c) for c in result.columns]
+        names = [by_lower.get(c, c) for c in result.columns]
+        # *_TIMESTAMP cells hold µs since the epoch (0: MySQL's all-zero "none");
+        # they are shown as TIMESTAMP(6) text in the session's time zone
+        stamps = [i for i, name in enumerate(names) if name.endswith("_TIMESTAMP")]
+        if not stamps:
+            return result.rows, names
+        tz = self.timezone()
+        shown = [list(cells) for cells in result.rows]
+        for cells in shown:
+            for i in stamps:
+                if isinstance(cells[i], int):
+                    cells[i] = _shown_timestamp(cells[i], tz)
+        cols: list[Any] = list(names)
+        for i in stamps:
+            cols[i] = ResultColumn(names[i], ColumnType.TIMESTAMP)
+        return shown, cols
+
+
+def _shown_timestamp(us: int, tz: Any) -> str:
+    if us == 0:
+        return ZERO_TIMESTAMP
+    shown = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).astimezone(tz)
+    return shown.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def row_84(**overrides: Any) -> dict[str, Any]:

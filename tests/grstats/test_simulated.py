@@ -586,6 +586,8 @@ async def test_source_samples_the_model() -> None:
         member=model.member_at(B, T0 * US),
         stats=model.stats_at(B, T0 * US),
         sampled_at_us=T0 * US + 5,
+        lag=model.lag_at(B, T0 * US),
     )
+    assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions
     assert sample.stats.sent_timestamp is None
     assert sample.stats.transaction_gtids_present is False

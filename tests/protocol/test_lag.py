@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import protocol.lag as lag_module
 from protocol import (
     Envelope,
     LagChannel,
@@ -224,3 +225,31 @@ def test_decode_of_near_valid_sections_round_trips_or_raises_protocol_error(
     except ProtocolError:
         return
     assert decode_lag(encode_lag(report)) == report
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.integers(-1, 2**56),
+    st.lists(
+        st.tuples(
+            st.text(max_size=70),
+            st.none() | st.booleans() | st.integers(0, 2),
+            st.none() | st.booleans(),
+            st.integers(-1, 1100),
+            st.integers(-1, 1100),
+            st.lists(stages, min_size=6, max_size=6),
+        ),
+        max_size=6,
+    ),
+)
+def test_fast_path_accepts_exactly_what_the_checked_path_accepts(
+    at_us: int, channels: list[Any]
+) -> None:
+    value = [1, at_us, [[*c[:5], *c[5]] for c in channels]]
+    fast = lag_module._fast_report(value)
+    try:
+        checked = lag_module._decode_checked(value)
+    except ProtocolError:
+        assert fast is None
+        return
+    assert fast == checked

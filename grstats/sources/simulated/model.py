@@ -11,7 +11,8 @@ second). The parts, each in its own module:
 - applier.py: the members' applier queues (continuous across hours);
 - gtids.py: the GTID ledger (block assignment, GTID-set texts);
 - certifier.py: certifier queue, stable set, garbage collection, ROWS_VALIDATING;
-- membership.py: states, roles, hosts, VIEW_ID and view-change transactions.
+- membership.py: states, roles, hosts, VIEW_ID and view-change transactions;
+- lag.py: replication lag by stage (live samples only, not history rows).
 
 Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
 sum of LOCAL_PROPOSED = CHECKED; sum of LOCAL_ROLLBACK = CONFLICTS_DETECTED;
@@ -26,11 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
 from grstats.sources.simulated.gtids import GTID_BLOCK_SIZE, GtidLedger
 from grstats.sources.simulated.hashing import I64
+from grstats.sources.simulated.lag import StageLag
 from grstats.sources.simulated.membership import Membership
 from grstats.sources.simulated.settings import (
     ACTIONS,
@@ -82,6 +85,7 @@ class GroupModel:
         self._ledger = GtidLedger(self._workload)
         self._membership = Membership(settings)
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
+        self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
 
     def _member(self, member_id: str) -> int:
         try:
@@ -184,6 +188,14 @@ class GroupModel:
             version=self.settings.version,
             view_id=ms.view_id(m, s),
         )
+
+    def lag_at(self, member_id: str, t_us: int) -> tuple[ChannelLag, ...]:
+        """The member's replication lag by stage at time t (lag.py; not in history rows).
+
+        Raises:
+            ValueError: member_id is not a member.
+        """
+        return self._lag.lag_at(self._member(member_id), t_us // 1_000_000)
 
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.

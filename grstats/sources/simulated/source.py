@@ -41,6 +41,7 @@ class SimulatedSource:
             member=self._model.member_at(self._member_id, now_us),
             stats=self._model.stats_at(self._member_id, now_us),
             sampled_at_us=now_us,
+            lag=self._model.lag_at(self._member_id, now_us),
         )
 
     async def close(self) -> None:

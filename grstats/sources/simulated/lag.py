@@ -1,0 +1,247 @@
+"""Replication lag by stage in the simulated group: what WL#7374's tables would show.
+
+Strategy: a member's group_replication_applier channel carries its *remote
+stream*: the other members' positively certified transactions in
+certification order (second by second; within a second by member index, then
+in each member's own order). Its own transactions never enter it (DESIGN.md
+§5), so the primary of a single-primary group has an empty stream. Position
+r of the stream is located from the workload's prefix sums (arrival second by
+`first_exceeding`, then the members' counts of that second) and named by the
+GTID ledger, so nothing is listed and every daemon finds the same transaction.
+
+The timeline of one transaction, in µs (the sub-second rule):
+
+- original commit: the second it was certified on its origin plus its
+  position among the N transactions the group certified in that second,
+  spread over the first ORIGIN_SPREAD_US: ``k * 10**6 + p * ORIGIN_SPREAD_US // N``;
+- immediate commit = original: on the group_replication_applier channel the
+  immediate source of a remote transaction is its originating member;
+- queued (relay log of the applier channel) DELIVERY_US after the original
+  commit, for QUEUE_US;
+- applied in the first second j in which the member's applied count A (remote
+  certified minus its applier queue, applier.py) passes r. Of the n_j
+  transactions applied in second j, those carried in from earlier seconds
+  (the backlog) start at ``j * 10**6 + i * ORIGIN_SPREAD_US // n_j`` (i = r -
+  A(j - 1)); one certified in second j itself starts DISPATCH_US after it was
+  queued, but not before the backlog's share of the window is over. Each
+  takes APPLY_US; the coordinator buffers each one for BUFFER_US just before
+  its apply starts.
+
+So apply lag (end of apply - original commit) is a few hundred µs for a
+member whose applier keeps up, grows with the queue of a slow member (queue /
+capacity seconds) and with the length of a scripted applier_stop, and a stream
+that has gone quiet shows its last applied transaction and nothing applying.
+
+Invariants: a pure function of (settings, member, second); the
+stages of one transaction are ordered (original <= queued <= buffered <=
+applied); `last_queued` is never older than `last_applied`; the transaction
+`applying` is the one right after `last_applied` and only while the queue is
+not empty and the applier runs. A member outside the view shows no channel
+(its daemon would read rows of a stopped channel; the model does not keep
+them), and the recovery channel of a RECOVERING member is not modelled.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import NamedTuple
+
+import numpy as np
+
+from grstats.core.lag import APPLIER_CHANNEL, ChannelLag, StageTrx
+from grstats.sources.simulated.applier import ApplierQueues
+from grstats.sources.simulated.gtids import GtidLedger
+from grstats.sources.simulated.hashing import I64
+from grstats.sources.simulated.membership import Membership
+from grstats.sources.simulated.workload import HOUR, Workload
+
+__all__ = [
+    "APPLY_US",
+    "BUFFER_US",
+    "DELIVERY_US",
+    "DISPATCH_US",
+    "ORIGIN_SPREAD_US",
+    "QUEUE_US",
+    "WORKERS",
+    "StageLag",
+]
+
+US = 1_000_000
+ORIGIN_SPREAD_US = 10_000  # a second's commits fall in its first 10 ms
+DELIVERY_US = 1_000  # original commit -> queued remotely (xcom round + certification)
+QUEUE_US = 50  # writing it to the applier channel's relay log
+DISPATCH_US = 100  # queued -> apply start, at the earliest
+BUFFER_US = 20  # the coordinator hands it to a worker just before the apply
+APPLY_US = 400  # one transaction on a worker
+WORKERS = 4  # replica_parallel_workers' default since 8.0.27
+_ARRAYS_CACHED = 16  # (kind, member, hour) count arrays: a daemon's member, this hour and the last
+
+
+class _Trx(NamedTuple):
+    gtid: str
+    original_us: int
+    queued_us: int  # end of the queue stage
+
+
+class StageLag:
+    """Each member's applier channel stages at any second; cached via its parts."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        queues: ApplierQueues,
+        ledger: GtidLedger,
+        membership: Membership,
+    ) -> None:
+        """Bind the stage model to the group's parts.
+
+        Args:
+            workload: certified transactions per member and second.
+            queues: the members' applier queues and stops.
+            ledger: GTIDs of the transactions.
+            membership: who is in the view.
+        """
+        self._w, self._q, self._ledger, self._members = workload, queues, ledger, membership
+        self._group = workload.settings.group
+        self._arrays: OrderedDict[tuple[str, int, int], I64] = OrderedDict()
+
+    # ---- counts (per-second arrays of an hour, cached) ----
+
+    def _hour_array(self, kind: str, m: int, h: int) -> I64:
+        """Member m's remote certified ("remote") or applied ("applied") count through
+        each second of hour h; both are non-decreasing."""
+        got = self._arrays.get((kind, m, h))
+        if got is not None:
+            self._arrays.move_to_end((kind, m, h))
+            return got
+        w = self._w
+        pa, pc = w.base(h)
+        hour = w.hour(h)
+        counts: I64 = int(pa.sum() - pc.sum()) - int(pa[m] - pc[m]) + hour.ok_tot - hour.ok[m]
+        if kind == "applied":
+            counts = counts - self._q.queue(m, h)
+        self._arrays[(kind, m, h)] = got = counts
+        if len(self._arrays) > _ARRAYS_CACHED:
+            self._arrays.popitem(last=False)
+        return got
+
+    def _count(self, kind: str, m: int, s: int) -> int:
+        h, k = divmod(s, HOUR)
+        return 0 if h < self._w.h0 else int(self._hour_array(kind, m, h)[k])
+
+    def _first_above(self, kind: str, m: int, r: int, lo: int, hi: int) -> int:
+        """First second j in [lo, hi] whose count exceeds r (the count at hi does)."""
+        for h in range(max(lo // HOUR, self._w.h0), hi // HOUR + 1):
+            start = max(lo, h * HOUR) - h * HOUR
+            counts = self._hour_array(kind, m, h)[start:]
+            i = int(np.searchsorted(counts, r, side="right"))
+            if i < len(counts):
+                return h * HOUR + start + i
+        return hi  # pragma: no cover - the count at hi exceeds r
+
+    def _arrival(self, m: int, r: int, upper: int) -> int:
+        """Second in which position r of member m's stream was certified (<= upper)."""
+        h = upper // HOUR
+        if h > self._w.h0 and self._count("remote", m, h * HOUR - 1) > r:
+            h -= 1  # usually the previous hour; further back, the hour prefix sums find it
+            if h > self._w.h0 and self._count("remote", m, h * HOUR - 1) > r:
+                v = np.ones(self._w.n, dtype=np.int64)
+                v[m] = 0
+                return self._w.first_exceeding(v, r, upper)
+        return self._first_above("remote", m, r, h * HOUR, upper)
+
+    def _trx(self, m: int, r: int, k: int) -> _Trx:
+        """Position r of member m's stream, certified in second k."""
+        w = self._w
+        before, now = w.ok_at(k - 1), w.ok_at(k)
+        d = (now - before).tolist()
+        q = r - (int(before.sum()) - int(before[m]))  # its rank among second k's remote ones
+        p = 0  # its rank among all of second k's transactions (for the commit time)
+        for x, dx in enumerate(d):
+            if x != m and q < dx:
+                gtid = f"{self._group}:{self._ledger.gno(x, int(before[x]) + q, k)}"
+                original = k * US + (p + q) * ORIGIN_SPREAD_US // sum(d)
+                return _Trx(gtid, original, original + DELIVERY_US + QUEUE_US)
+            if x != m:
+                q -= dx
+            p += dx
+        raise AssertionError("position beyond the second's transactions")  # pragma: no cover
+
+    def _start_apply(self, m: int, r: int, k: int, upper: int, trx: _Trx) -> int:
+        """When member m's worker started position r (certified in k, applied by upper)."""
+        j = self._first_above("applied", m, r, k, upper)
+        a0 = self._count("applied", m, j - 1)
+        n = self._count("applied", m, j) - a0  # >= 1: r is applied in second j
+        if k < j:  # carried in: the second's backlog is spread over its first 10 ms
+            return j * US + (r - a0) * ORIGIN_SPREAD_US // n
+        backlog = min(n, self._count("remote", m, j - 1) - a0)
+        return max(trx.queued_us + DISPATCH_US, j * US + backlog * ORIGIN_SPREAD_US // n)
+
+    # ---- the channel ----
+
+    def lag_at(self, m: int, s: int) -> tuple[ChannelLag, ...]:
+        """Member m's group_replication_applier channel at second s (() outside the view).
+
+        Args:
+            m: member index.
+            s: Unix second.
+
+        Returns:
+            One ChannelLag, or () while the member is OFFLINE or in ERROR.
+        """
+        if not self._members.in_view(m, s):
+            return ()
+        running = self._q.running(m, s)
+        remote = self._count("remote", m, s)
+        if remote == 0:
+            return (ChannelLag(receiver_on=True, applier_on=running, workers=WORKERS),)
+        queue = self._q.queue_at(m, s)
+        applied = remote - queue
+        k = s if self._count("remote", m, s - 1) < remote else self._arrival(m, remote - 1, s)
+        queued = self._trx(m, remote - 1, k)
+        last_queued = _stage(queued, queued.queued_us - QUEUE_US, queued.queued_us)
+        last_applied = StageTrx()
+        last_end: int | None = None
+        if applied > 0:
+            r = applied - 1
+            k = k if r == remote - 1 else self._arrival(m, r, s)
+            trx = queued if r == remote - 1 else self._trx(m, r, k)
+            start = self._start_apply(m, r, k, s, trx)
+            last_end = start + APPLY_US
+            last_applied = _stage(trx, start, last_end)
+        last_processed, applying, busy = last_applied, StageTrx(), 0
+        if running and queue > 0:
+            k = self._arrival(m, applied, s)
+            trx = self._trx(m, applied, k)
+            start = trx.queued_us + DISPATCH_US
+            if last_end is not None:
+                start = max(start, last_end)
+            applying = _stage(trx, start, None)
+            busy = min(WORKERS, queue)
+            last_processed = applying
+        if last_processed.start_us is not None:
+            start = last_processed.start_us
+            last_processed = StageTrx(
+                last_processed.gtid,
+                last_processed.original_commit_us,
+                last_processed.immediate_commit_us,
+                start - BUFFER_US,
+                start,
+            )
+        return (
+            ChannelLag(
+                channel=APPLIER_CHANNEL,
+                receiver_on=True,
+                applier_on=running,
+                last_queued=last_queued,
+                last_processed=last_processed,
+                last_applied=last_applied,
+                applying=applying,
+                workers=WORKERS,
+                busy_workers=busy,
+            ),
+        )
+
+
+def _stage(trx: _Trx, start_us: int, end_us: int | None) -> StageTrx:
+    return StageTrx(trx.gtid, trx.original_us, trx.original_us, start_us, end_us)

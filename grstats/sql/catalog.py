@@ -1,0 +1,153 @@
+"""What the SQL endpoint shows: schemas, tables and their types, derived from `core.columns`.
+
+Strategy: every live table is one `columns.TABLES` declaration; its schema is
+the declaration's (`performance_schema` keeps MySQL's table name, `grstats`
+drops the `grstats_` prefix: `grstats.member_status`). Column order and the
+MySQL type text (`SHOW COLUMNS`) come from the declaration; the Arrow type a
+live row is converted to is derived from that MySQL type. The Parquet history
+is `grstats.history` and each rollup directory found is `grstats.<table>`.
+Nothing here names a column: a table added to `columns.TABLES` appears here
+without an edit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from grstats.core import columns, records
+from grstats.core.snapshot import DaemonSnapshot
+
+PERFORMANCE_SCHEMA = "performance_schema"
+GRSTATS = "grstats"
+HISTORY = "history"
+ROLLUP_TABLES = ("member_minute", "member_hour", "member_day", "group_hour", "group_day")
+# the hive partition columns of the history and rollup directories
+PARTITION_GROUP = "group"
+PARTITION_DATE = "date"
+
+_INT_TYPES = {
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "mediumint": pa.int32(),
+    "int": pa.int32(),
+    "integer": pa.int32(),
+    "bigint": pa.int64(),
+}
+_UNSIGNED = {
+    "tinyint": pa.uint8(),
+    "smallint": pa.uint16(),
+    "mediumint": pa.uint32(),
+    "int": pa.uint32(),
+    "integer": pa.uint32(),
+    "bigint": pa.uint64(),
+}
+_TYPE = re.compile(r"^\s*([a-z]+)\s*(?:\([^)]*\))?\s*(unsigned)?", re.IGNORECASE)
+
+
+def arrow_type(sql_type: str) -> pa.DataType:
+    """The Arrow type holding values of a MySQL column type (`bigint unsigned`, `char(36)`)."""
+    m = _TYPE.match(sql_type)
+    base = m.group(1).lower() if m else ""
+    if base in _INT_TYPES:
+        return _UNSIGNED[base] if m and m.group(2) else _INT_TYPES[base]
+    if base in ("double", "float", "real", "decimal"):
+        return pa.float64()
+    if base in ("datetime", "timestamp"):
+        return pa.timestamp("us")
+    return pa.string()
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTable:
+    """A live table as the endpoint shows it: where, and from which declaration."""
+
+    schema: str
+    name: str
+    table: columns.TableDef
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows, columns in declaration order."""
+        return pa.schema(
+            [pa.field(c.name, arrow_type(c.sql_type), nullable=True) for c in self.table.columns]
+        )
+
+    def to_arrow(self, snapshot: DaemonSnapshot | None) -> pa.Table:
+        """The snapshot's rows of this table (none when the snapshot lacks it)."""
+        schema = self.arrow_schema()
+        try:
+            rows = snapshot.table(self.table.name) if snapshot is not None else ()
+        except KeyError:  # a table declared before the snapshot carries it
+            rows = ()
+        data = {c.name: [row.get(c.name) for row in rows] for c in self.table.columns}
+        return pa.Table.from_pydict(data, schema=schema)
+
+
+def live_tables() -> tuple[LiveTable, ...]:
+    """Every declared table, in its endpoint schema and under its endpoint name."""
+    out = []
+    for t in columns.TABLES:
+        name = t.name
+        if t.schema == GRSTATS:
+            name = name.removeprefix("grstats_")
+        out.append(LiveTable(t.schema, name, t))
+    return tuple(out)
+
+
+def history_sql_types() -> dict[str, str]:
+    """grstats.history's columns and MySQL types: the history file columns plus `date`."""
+    mysql = {
+        "string": "varchar(255)",
+        "int8": "tinyint",
+        "int32": "int",
+        "int64": "bigint",
+        "uint64": "bigint unsigned",
+    }
+    out = {
+        name: "datetime(6)" if kind.startswith("timestamp") else mysql.get(kind, "text")
+        for name, kind in records.HISTORY_COLUMNS
+    }
+    out[PARTITION_DATE] = "date"
+    return out
+
+
+def history_arrow_schema() -> pa.Schema:
+    """The Arrow schema of the history files (for an empty history)."""
+    return pa.schema(
+        [pa.field(name, pa.type_for_alias(kind)) for name, kind in records.HISTORY_COLUMNS]
+    )
+
+
+def has_parquet(root: Path) -> bool:
+    """True when `root/group=*/date=*/` holds at least one Parquet file."""
+    return next(root.glob("group=*/date=*/*.parquet"), None) is not None
+
+
+def rollup_dirs(rollups: str) -> Iterator[tuple[str, Path]]:
+    """The rollup tables present under `rollups` (name, directory)."""
+    if not rollups:
+        return
+    root = Path(rollups)
+    for name in ROLLUP_TABLES:
+        if (root / name).is_dir():
+            yield name, root / name
+
+
+def info_schema(
+    history_dir: str, rollup_types: Mapping[str, Mapping[str, str]]
+) -> dict[str, dict[str, dict[str, str]]]:
+    """{schema: {table: {column: MySQL type}}} for SHOW and information_schema."""
+    out: dict[str, dict[str, dict[str, str]]] = {PERFORMANCE_SCHEMA: {}, GRSTATS: {}}
+    for live in live_tables():
+        out.setdefault(live.schema, {})[live.name] = {
+            c.name: c.sql_type for c in live.table.columns
+        }
+    if history_dir:
+        out[GRSTATS][HISTORY] = history_sql_types()
+    for name, types in rollup_types.items():
+        out[GRSTATS][name] = dict(types)
+    return out

@@ -1,0 +1,57 @@
+"""The SQL endpoint's settings as plain values (the config package builds them from [sql]).
+
+`native_password_hash` turns the configured secret into what
+`mysql_native_password` checks against: MySQL's own `authentication_string`
+(`*` and 40 hex digits, SHA1(SHA1(password))). A secret already in that form
+is taken as the hash, so the password itself never needs to be on the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_HASH = re.compile(r"^\*[0-9A-Fa-f]{40}$")
+
+
+def native_password_hash(secret: str) -> str:
+    """MySQL's mysql_native_password hash of `secret` (`*` + 40 upper-case hex digits).
+
+    A secret already shaped like such a hash is returned as it is (upper case).
+    """
+    if _HASH.match(secret):
+        return secret.upper()
+    return "*" + hashlib.sha1(hashlib.sha1(secret.encode()).digest()).hexdigest().upper()
+
+
+@dataclass(frozen=True, slots=True)
+class SqlOptions:
+    """What the SQL endpoint needs.
+
+    Attributes:
+        host, port: where to listen (port 0: any free port).
+        user: the one account.
+        password_hash: its mysql_native_password hash (`*` + 40 hex).
+        max_connections: client connections at once (more get error 1040).
+        query_timeout: seconds a statement may run.
+        max_rows, max_result_bytes: the largest result returned.
+        history_dir, rollups_dir: Parquet roots ("" for none).
+        tls_cert_file, tls_key_file: TLS when both are set.
+        threads, memory_limit: DuckDB per worker.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 3307
+    user: str = "grstats"
+    password_hash: str = ""
+    max_connections: int = 16
+    query_timeout: float = 10.0
+    max_rows: int = 100_000
+    max_result_bytes: int = 64 << 20
+    history_dir: str = ""
+    rollups_dir: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    threads: int = 1
+    memory_limit: str = "256MB"

@@ -1,0 +1,213 @@
+"""The SQL endpoint's server: listen, authenticate, bound connections, run queries off the loop.
+
+Strategy: lifecycle `start()` (bind, or raise OSError) and `close()` (stop
+listening, interrupt running statements, end connections). Statements run in a
+thread pool of `max_connections` workers, each with its own DuckDB database
+(`engine.Engine`); the event loop only awaits the result, so the daemon's
+tick loop and bus keep their cadence while a query scans the history.
+
+Bounds: `max_connections` connections (the next one gets error 1040 and is
+counted in `refused_connections`); one statement at a time per connection
+(the protocol's own rule) and so at most `max_connections` statements; each
+stopped at `query_timeout`; results refused past `max_rows` /
+`max_result_bytes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import ssl
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import structlog
+from mysql_mimic import IdentityProvider, MysqlServer, NativePasswordAuthPlugin, User
+from mysql_mimic.auth import AuthPlugin
+from mysql_mimic.control import LocalControl, TooManyConnections
+from mysql_mimic.results import ResultColumn
+from mysql_mimic.types import ColumnType
+from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, VariableSchema
+from sqlglot import exp
+
+from grstats.core.snapshot import DaemonSnapshot
+from grstats.sql import catalog
+from grstats.sql.engine import Engine, column_kind, mysql_value, prepare
+from grstats.sql.errors import register_sqlstates
+from grstats.sql.options import SqlOptions
+from grstats.sql.session import GrstatsSession
+
+log = structlog.get_logger("grstats.sql")
+
+SERVER_VERSION = "8.4.0-grstats"
+
+
+class _Accounts(IdentityProvider):
+    """The one configured user; any other name fails like a wrong password (1045)."""
+
+    def __init__(self, user: str, password_hash: str) -> None:
+        self._plugin = NativePasswordAuthPlugin()
+        self._user = user
+        self._hash = password_hash.removeprefix("*")
+        self._decoy = secrets.token_hex(20)  # no name probing: unknown users get 1045 too
+
+    def get_plugins(self) -> list[AuthPlugin]:
+        return [self._plugin]
+
+    async def get_user(self, username: str) -> User | None:
+        auth = self._hash if username == self._user else self._decoy
+        return User(name=username, auth_string=auth, auth_plugin=self._plugin.name)
+
+
+class _BoundedControl(LocalControl):
+    def __init__(self, max_connections: int) -> None:
+        super().__init__()
+        self.max_connections = max_connections
+        self.refused = 0
+
+    async def add(self, connection: Any) -> int:
+        if len(self._connections) >= self.max_connections:
+            self.refused += 1
+            raise TooManyConnections()
+        connection_id: int = await super().add(connection)
+        return connection_id
+
+    def kill_all(self) -> None:
+        for conn in list(self._connections.values()):
+            conn.kill()
+
+
+def _variables(local_member: str, port: int) -> GlobalVariables:
+    extra: dict[str, VariableSchema] = {
+        "version": (str, SERVER_VERSION, False),
+        "version_comment": (str, "grstats SQL endpoint (read-only)", False),
+        "server_uuid": (str, local_member, False),
+        "hostname": (str, "", False),
+        "port": (int, port, False),
+        "read_only": (bool, True, False),
+        "super_read_only": (bool, True, False),
+        "transaction_read_only": (bool, True, True),
+        "performance_schema": (bool, True, False),
+        "lock_wait_timeout": (int, 31536000, True),
+        "log_slow_filter": (str, "", True),
+        "sql_mode": (str, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES", True),
+        "default_storage_engine": (str, "PERFORMANCE_SCHEMA", True),
+    }
+    return GlobalVariables({**SYSTEM_VARIABLES, **extra})
+
+
+class SqlServer:
+    """The MySQL-protocol endpoint.
+
+    Args:
+        options: the settings.
+        get_snapshot: the daemon's current snapshot (called on the event loop),
+            or None to serve the history only (live tables empty).
+    """
+
+    def __init__(
+        self, options: SqlOptions, get_snapshot: Callable[[], DaemonSnapshot] | None = None
+    ) -> None:
+        self.options = options
+        self._get_snapshot = get_snapshot
+        self.engine = Engine(
+            history_dir=options.history_dir,
+            rollups_dir=options.rollups_dir,
+            query_timeout=options.query_timeout,
+            max_rows=options.max_rows,
+            max_result_bytes=options.max_result_bytes,
+            threads=options.threads,
+            memory_limit=options.memory_limit,
+        )
+        self._pool = ThreadPoolExecutor(options.max_connections, thread_name_prefix="grstats-sql")
+        self._control = _BoundedControl(options.max_connections)
+        self._server: MysqlServer | None = None
+        self.port = options.port
+        self.queries = 0
+        self.failed = 0
+
+    @property
+    def refused_connections(self) -> int:
+        """Connections refused at max_connections."""
+        return self._control.refused
+
+    def _local_member(self) -> str:
+        return self._get_snapshot().local_member_id if self._get_snapshot else ""
+
+    def _schema(self) -> dict[str, dict[str, dict[str, str]]]:
+        return catalog.info_schema(self.options.history_dir, self.engine.rollup_types())
+
+    def _session(self) -> GrstatsSession:
+        return GrstatsSession(self._globals, self._execute, self._schema, self._local_member)
+
+    def _ssl(self) -> ssl.SSLContext | None:
+        if not (self.options.tls_cert_file and self.options.tls_key_file):
+            return None
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(self.options.tls_cert_file, self.options.tls_key_file)
+        return ctx
+
+    async def start(self) -> None:
+        """Listen.
+
+        Raises:
+            OSError: the address cannot be bound or the TLS files read.
+        """
+        register_sqlstates()
+        # mysql-mimic logs every refused statement at ERROR; ours are logged as events.
+        logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
+        self._globals = _variables(self._local_member(), self.options.port)
+        self._server = MysqlServer(
+            session_factory=self._session,
+            identity_provider=_Accounts(self.options.user, self.options.password_hash),
+            control=self._control,
+            ssl=self._ssl(),
+        )
+        await self._server.start_server(host=self.options.host, port=self.options.port)
+        sockets = self._server.sockets()
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+            self._globals.set("port", self.port, force=True)
+        log.info("sql.listening", host=self.options.host, port=self.port)
+
+    async def _execute(self, expression: exp.Expression, database: str | None) -> Any:
+        snapshot = self._get_snapshot() if self._get_snapshot else None
+        loop = asyncio.get_running_loop()
+        self.queries += 1
+        try:
+            return await loop.run_in_executor(
+                self._pool, self._work, expression, database, snapshot
+            )
+        except Exception:
+            self.failed += 1
+            raise
+
+    def _work(
+        self, expression: exp.Expression, database: str | None, snapshot: DaemonSnapshot | None
+    ) -> tuple[list[tuple[Any, ...]], list[ResultColumn]]:
+        # worker thread: translate, run, convert (the loop only writes the packets)
+        sql = prepare(expression, database, self.engine.known_tables())
+        result = self.engine.run(sql, snapshot)
+        cols = [
+            ResultColumn(name, ColumnType[column_kind(t)])
+            for name, t in zip(result.names, result.types, strict=True)
+        ]
+        rows = [tuple(mysql_value(v) for v in row) for row in result.rows]
+        return rows, cols
+
+    async def close(self) -> None:
+        """Stop listening, interrupt running statements and end every connection."""
+        if self._server is not None:
+            self._server.close()
+            self.engine.interrupt_all()
+            self._control.kill_all()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            except TimeoutError:
+                log.warning("sql.close_timeout")
+            self._server = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        log.info("sql.closed", queries=self.queries, failed=self.failed)

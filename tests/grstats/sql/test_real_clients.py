@@ -1,0 +1,134 @@
+"""Three real daemons on a real broker; the local daemon's [sql] read by the Debian clients.
+
+The `mariadb` command-line client and `prometheus-mysqld-exporter` connect to
+the endpoint of member 1 as they would to a MySQL server. Expected member ids
+are the configured ones; nothing is computed by the code under test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.broker import Broker
+from tests.grstats.daemon_helpers import M1, M2, M3, daemon_config, daemons, wait_for
+
+PASSWORD = "s3cret"
+MEMBERS = (M1, M2, M3)
+
+pytestmark = pytest.mark.slow
+
+
+def _sql_port(daemon: object) -> int:
+    for event in daemon.events():  # type: ignore[attr-defined]
+        if event.get("event") == "daemon.started":
+            return int(event["sql_port"])
+    raise AssertionError("no daemon.started event")
+
+
+def _configs(broker: Broker, tmp_path: Path) -> list[dict[str, object]]:
+    secret = tmp_path / "sql.password"
+    secret.write_text(PASSWORD + "\n", encoding="utf-8")
+    configs = [daemon_config(broker.port, m, MEMBERS) for m in MEMBERS]
+    configs[0]["sql"] = {"listen": "127.0.0.1:0", "password_file": str(secret)}
+    return configs
+
+
+def _mariadb(port: int, sql: str, password: str = PASSWORD) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "grstats",
+         f"-p{password}", "--skip-ssl", "-B", "-e", sql],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.skipif(shutil.which("mariadb") is None, reason="needs the mariadb client")
+def test_mariadb_client_sees_every_member_and_wrong_password_gets_1045(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with daemons(tmp_path, _configs(broker, tmp_path)) as (d1, _, _):
+        port = _sql_port(d1)
+        query = "SELECT MEMBER_ID FROM performance_schema.replication_group_member_stats"
+
+        def three() -> set[str] | None:
+            out = _mariadb(port, query)
+            assert out.returncode == 0, out.stderr
+            ids = set(out.stdout.split()[1:])
+            return ids if ids == set(MEMBERS) else None
+
+        wait_for(three, 30, "a row per member")
+        star = _mariadb(port, "SELECT * FROM performance_schema.replication_group_member_stats\\G")
+        assert star.returncode == 0, star.stderr
+        assert star.stdout.count(". row ***") == 3
+        assert star.stdout.count("COUNT_TRANSACTIONS_CHECKED:") == 3
+        for m in MEMBERS:
+            assert f"MEMBER_ID: {m}" in star.stdout
+        denied = _mariadb(port, "SELECT 1", password="wrong")
+        assert denied.returncode != 0
+        assert "ERROR 1045 (28000)" in denied.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("prometheus-mysqld-exporter") is None, reason="needs prometheus-mysqld-exporter"
+)
+def test_mysqld_exporter_exports_every_member_without_scrape_errors(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with daemons(tmp_path, _configs(broker, tmp_path)) as (d1, _, _):
+        port = _sql_port(d1)
+        cnf = tmp_path / "my.cnf"
+        cnf.write_text(
+            f"[client]\nuser=grstats\npassword={PASSWORD}\nhost=127.0.0.1\nport={port}\n",
+            encoding="utf-8",
+        )
+        web = _free_port()
+        args = [
+            "prometheus-mysqld-exporter", f"--config.my-cnf={cnf}",
+            f"--web.listen-address=127.0.0.1:{web}",
+            "--no-collect.global_status", "--no-collect.global_variables",
+            "--no-collect.slave_status", "--no-collect.info_schema.innodb_cmp",
+            "--no-collect.info_schema.innodb_cmpmem",
+            "--no-collect.info_schema.query_response_time",
+            "--collect.perf_schema.replication_group_members",
+            "--collect.perf_schema.replication_group_member_stats",
+        ]  # fmt: skip
+        log = (tmp_path / "exporter.log").open("wb")
+        exporter = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+
+            def scrape() -> str | None:
+                with urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10) as r:
+                    body = r.read().decode()
+                members = [m for m in MEMBERS if f'member_id="{m}"' in body]
+                return body if len(members) == 3 else None
+
+            body = wait_for(scrape, 30, "the exporter to see every member")
+        finally:
+            exporter.terminate()
+            exporter.wait(10)
+            log.close()
+        lines = body.splitlines()
+        assert "mysql_up 1" in lines
+        assert "mysql_exporter_last_scrape_error 0" in lines
+        errors = [ln for ln in lines if ln.startswith("mysql_exporter_scrape_errors_total")]
+        assert all(ln.endswith(" 0") for ln in errors), errors
+        info = [
+            ln for ln in lines if ln.startswith("mysql_perf_schema_replication_group_member_info")
+        ]
+        assert {m for m in MEMBERS if any(m in ln for ln in info)} == set(MEMBERS)
+        # the stock query filters on MEMBER_ID=@@server_uuid: the local member's stats
+        checked = [
+            ln for ln in lines if ln.startswith("mysql_perf_schema_transactions_checked_total")
+        ]
+        assert checked, body[-3000:]
