@@ -108,7 +108,12 @@ def _png(fig: Any) -> bytes:
 
 
 def heatmap_chart(
-    name: str, title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]]
+    name: str,
+    title: str,
+    rows: Sequence[str],
+    matrix: Sequence[Sequence[float]],
+    *,
+    unit: str = "conflicts",
 ) -> Chart:
     """Day x hour heatmap.
 
@@ -116,7 +121,8 @@ def heatmap_chart(
         name: file stem.
         title: chart title.
         rows: one label per row (days).
-        matrix: rows x 24 values.
+        matrix: rows x 24 values (NaN: no value, left blank).
+        unit: the colour bar's label.
 
     Returns:
         The chart.
@@ -127,7 +133,7 @@ def heatmap_chart(
     ax.set_xticks(range(24), labels=[f"{h:02d}" for h in range(24)])
     ax.set_xlabel("hour of day (UTC)")
     ax.set_title(title)
-    fig.colorbar(image, ax=ax, label="conflicts")
+    fig.colorbar(image, ax=ax, label=unit)
     return Chart(name, title, _png(fig))
 
 

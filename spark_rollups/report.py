@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
 from spark_rollups.rollup import run_command
 from spark_rollups.storage import local_path
@@ -88,6 +89,7 @@ class WeekData:
     queues: list[dict[str, Any]] = field(default_factory=list)  # per day, over members
     totals: dict[str, Any] = field(default_factory=dict)  # weekly totals
     previous: dict[str, Any] | None = None  # weekly totals of the week before
+    lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -236,6 +238,13 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         result[row["group_name"]].members.append(row)
     for row in _rows(queue_rows.orderBy("date")):
         result[row["group_name"]].queues.append(row)
+    # mergeSchema: rollups written before the lag columns existed lack them
+    member_hour = spark.read.option("mergeSchema", "true").parquet(f"{rollups}/member_hour")
+    if group is not None:
+        member_hour = member_hour.where(F.col("group_name") == group)
+    for name, lag in collect_lag(_in_range(member_hour, start, end)).items():
+        if name in result:
+            result[name].lag = lag
     return [result[g] for g in groups]
 
 
@@ -485,6 +494,7 @@ def build_report(data: WeekData) -> Report:
         ),
         percent=frozenset({"coverage"}),
     )
+    report.sections.append(lag_section(data.lag, data.start))
     report.sections.append(("Data quality", [quality]))
     return report
 

@@ -147,7 +147,8 @@ def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFr
     paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
     if not paths:
         return None
-    reader = spark.read.option("pathGlobFilter", "part-*.parquet")
+    # The explicit schema: files written before a column existed read it as NULL.
+    reader = spark.read.schema(T.HISTORY_SCHEMA).option("pathGlobFilter", "part-*.parquet")
     return T.select_samples(reader.parquet(*paths))
 
 

@@ -6,14 +6,17 @@ UTC day, ordered by sampled_at, incarnation, seq) that yields the counter
 steps, reset/restart flags and each day's first and last sample; the minute
 table is aggregated from those rows, and the hour and day tables are sums,
 minima and maxima of minutes -- exact, since every additive quantity (steps,
-samples, resets, gauge sums) is carried through.  p95 is not decomposable, so
-each minute also carries its sorted gauge values (`_vals_*`, at most 60 ints
-at 1 Hz); hours and days merge those arrays and take the exact percentile
-again.  Percentiles are exact everywhere: linear interpolation between the
-closest ranks, position = 0.95 * (n - 1) -- Spark's `percentile`, numpy's
-default and DuckDB's `quantile_cont`.  (Spark's `percentile` itself is not
-used: it is an object aggregate with a value map per group, and the arrays
-are needed anyway for the coarser buckets.)
+samples, resets, gauge sums) is carried through.  Percentiles are not
+decomposable, so each minute also carries the sorted values of every
+`DISTRIBUTIONS` entry (`_vals_*`, at most 60 at 1 Hz: the queue gauges as
+ints, the lag figures as doubles, NULLs left out); hours and days merge those
+arrays and take the exact percentile again, one function for all of them.
+Percentiles are exact everywhere: linear interpolation between the closest
+ranks, position = q * (n - 1) -- Spark's `percentile`, numpy's default and
+DuckDB's `quantile_cont`; a bucket without values has NULL percentiles.
+(Spark's `percentile` itself is not used: it is an object aggregate with a
+value map per group, and the arrays are needed anyway for the coarser
+buckets.)
 
 Invariants:
 - Steps: step_i = v_i - v_(i-1), or v_i when that is negative (a counter
@@ -43,12 +46,39 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_rollups.schema import (
+    BUCKET,
+    COUNTERS,
+    DAY,
+    GAUGES,
+    GROUP_COLUMNS,
+    GROUP_NAME,
+    HISTORY_INPUT_COLUMNS,
+    HISTORY_SCHEMA,
+    INCARNATION,
+    LAG_PERCENTILES,
+    LAGS,
+    MEMBER_COLUMNS,
+    MEMBER_ID,
+    SAMPLED_AT,
+    SEQ,
+    percentile_name,
+)
+
 __all__ = [
+    "BUCKET",
     "COUNTERS",
+    "DAY",
+    "DISTRIBUTIONS",
     "GAUGES",
     "GROUP_COLUMNS",
+    "GROUP_NAME",
     "HISTORY_INPUT_COLUMNS",
+    "HISTORY_SCHEMA",
+    "LAGS",
     "MEMBER_COLUMNS",
+    "MEMBER_ID",
+    "SAMPLED_AT",
     "apply_day_boundary",
     "finish_member",
     "group_rollup",
@@ -61,71 +91,14 @@ __all__ = [
     "with_steps",
 ]
 
-# History column names (DESIGN.md section 6), copied because this package
-# ships without grstats; a test asserts they equal grstats.core.records.HISTORY_COLUMNS.
-GROUP_NAME = "group_name"
-MEMBER_ID = "member_id"
-INCARNATION = "incarnation"
-SEQ = "seq"
-SAMPLED_AT = "sampled_at"
-
-# (history column, rollup column): counters become increases per bucket.
-COUNTERS: tuple[tuple[str, str], ...] = (
-    ("count_transactions_checked", "transactions_checked"),
-    ("count_conflicts_detected", "conflicts_detected"),
-    ("count_transactions_remote_applied", "transactions_remote_applied"),
-    ("count_transactions_local_proposed", "transactions_local_proposed"),
-    ("count_transactions_local_rollback", "transactions_local_rollback"),
-)
-# (history column, rollup prefix, with p95): gauges become min/avg/max[/p95].
-GAUGES: tuple[tuple[str, str, bool], ...] = (
-    ("count_transactions_in_queue", "transactions_in_queue", True),
-    ("count_transactions_remote_in_applier_queue", "transactions_remote_in_applier_queue", True),
-    ("count_transactions_rows_validating", "transactions_rows_validating", False),
-)
-HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
-    GROUP_NAME,
-    MEMBER_ID,
-    INCARNATION,
-    SEQ,
-    SAMPLED_AT,
-    *(src for src, _ in COUNTERS),
-    *(src for src, _, _ in GAUGES),
-)
-
 P95 = 0.95
-DAY = "day"  # UTC date of sampled_at (the output partition)
-BUCKET = "bucket_start"
 
-_GAUGE_STATS = tuple(
-    f"{out}_{stat}"
-    for _, out, p95 in GAUGES
-    for stat in (("min", "avg", "max", "p95") if p95 else ("min", "avg", "max"))
-)
-# Column order of the member tables (DESIGN.md section 7 names + restarts).
-MEMBER_COLUMNS: tuple[str, ...] = (
-    GROUP_NAME,
-    MEMBER_ID,
-    BUCKET,
-    *(out for _, out in COUNTERS),
-    *_GAUGE_STATS,
-    "samples",
-    "coverage",
-    "resets",
-    "restarts",
-)
-GROUP_COLUMNS: tuple[str, ...] = (
-    GROUP_NAME,
-    BUCKET,
-    "members",
-    *(out for _, out in COUNTERS),
-    "conflict_rate",
-    "transactions_in_queue_max",
-    "transactions_remote_in_applier_queue_max",
-    "samples",
-    "coverage",
-    "resets",
-    "restarts",
+# Every exact percentile is taken from sorted per-minute value arrays (`_VALS`),
+# merged for hours and days: (value column, rollup prefix, element type, fractions).
+# Gauges are integers (p95 of the queues), lags doubles (p50/p95/p99 of each figure).
+DISTRIBUTIONS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
+    *((out, out, "int", (P95,)) for _, out, p95 in GAUGES if p95),
+    *((lag, lag, "double", LAG_PERCENTILES) for lag in LAGS),
 )
 
 # Internal columns carried by the minute table for exact coarser rollups.
@@ -201,6 +174,7 @@ def with_steps(samples: DataFrame) -> DataFrame:
         F.coalesce(F.col("_prev_inc") != F.col(INCARNATION), F.lit(False)).alias("_restart"),
         *(_step(F.col(src), F.col(f"_prev_{out}")).alias(out) for src, out in COUNTERS),
         *(F.when(keep, F.col(src)).alias(out) for src, out, _ in GAUGES),
+        *(F.when(keep, F.col(lag)).alias(lag) for lag in LAGS),
         *(F.when(first, F.col(src)).alias(f"{_HEAD}{out}") for src, out in COUNTERS),
         F.when(first, F.col(INCARNATION)).alias(f"{_HEAD}incarnation"),
         *(F.when(last, F.col(src)).alias(f"{_TAIL}{out}") for src, out in COUNTERS),
@@ -227,6 +201,15 @@ def _percentile_sorted(values: Column, fraction: float) -> Column:
     return F.when(n > 0, low_value + (position - low) * (high_value - low_value))
 
 
+def _percentiles() -> dict[str, Column]:
+    """Every percentile column, from the `_VALS` arrays of the bucket (one mechanism)."""
+    return {
+        percentile_name(prefix, fraction): _percentile_sorted(F.col(f"{_VALS}{prefix}"), fraction)
+        for _, prefix, _, fractions in DISTRIBUTIONS
+        for fraction in fractions
+    }
+
+
 def member_minute(steps: DataFrame) -> DataFrame:
     """Aggregate per-sample steps into member minutes (with internal columns).
 
@@ -241,15 +224,19 @@ def member_minute(steps: DataFrame) -> DataFrame:
         Not final: pass it through `apply_day_boundary`, then `finish_member`.
     """
     aggs: list[Column] = [F.coalesce(F.sum(out), F.lit(0)).alias(out) for _, out in COUNTERS]
-    for _, out, p95 in GAUGES:
+    for _, out, _p95 in GAUGES:
         aggs += [
             F.min(out).alias(f"{out}_min"),
             F.max(out).alias(f"{out}_max"),
             F.sum(out).alias(f"{_SUM}{out}"),
         ]
-        if p95:
-            # The minute's values travel on, so that hour and day p95 are exact too.
-            aggs.append(F.sort_array(F.collect_list(F.col(out).cast("int"))).alias(f"{_VALS}{out}"))
+    aggs += [F.max(lag).alias(f"{lag}_max") for lag in LAGS]
+    # The minute's values travel on, so that hour and day percentiles are exact too
+    # (collect_list skips NULLs: a lag figure that was not known is no value).
+    aggs += [
+        F.sort_array(F.collect_list(F.col(column).cast(kind))).alias(f"{_VALS}{prefix}")
+        for column, prefix, kind, _ in DISTRIBUTIONS
+    ]
     aggs += [
         F.sum(F.col("_keep").cast("long")).alias("samples"),
         F.sum(F.col("_reset").cast("long")).alias("resets"),
@@ -259,13 +246,7 @@ def member_minute(steps: DataFrame) -> DataFrame:
     ]
     bucket = F.date_trunc("minute", SAMPLED_AT).alias(BUCKET)
     minutes = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
-    return minutes.withColumns(
-        {
-            f"{out}_p95": _percentile_sorted(F.col(f"{_VALS}{out}"), P95)
-            for _, out, p95 in GAUGES
-            if p95
-        }
-    )
+    return minutes.withColumns(_percentiles())
 
 
 def last_samples(samples: DataFrame) -> DataFrame:
@@ -336,26 +317,22 @@ def member_coarser(minutes: DataFrame, unit: str) -> DataFrame:
         kept for averages; `finish_member` drops them).
     """
     aggs: list[Column] = [F.sum(out).alias(out) for _, out in COUNTERS]
-    for _, out, p95 in GAUGES:
+    for _, out, _p95 in GAUGES:
         aggs += [
             F.min(f"{out}_min").alias(f"{out}_min"),
             F.max(f"{out}_max").alias(f"{out}_max"),
             F.sum(f"{_SUM}{out}").alias(f"{_SUM}{out}"),
         ]
-        if p95:
-            values = F.sort_array(F.flatten(F.collect_list(f"{_VALS}{out}")))
-            aggs.append(values.alias(f"{_VALS}{out}"))
+    aggs += [F.max(f"{lag}_max").alias(f"{lag}_max") for lag in LAGS]
+    aggs += [
+        F.sort_array(F.flatten(F.collect_list(f"{_VALS}{prefix}"))).alias(f"{_VALS}{prefix}")
+        for _, prefix, _, _ in DISTRIBUTIONS
+    ]
     aggs += [F.sum(c).alias(c) for c in ("samples", "resets", "restarts")]
     bucket = F.date_trunc(unit, BUCKET).alias(BUCKET)
     coarse = minutes.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
-    # A separate projection: the sorted array is computed once, then indexed.
-    return coarse.withColumns(
-        {
-            f"{out}_p95": _percentile_sorted(F.col(f"{_VALS}{out}"), P95)
-            for _, out, p95 in GAUGES
-            if p95
-        }
-    )
+    # A separate projection: each sorted array is computed once, then indexed.
+    return coarse.withColumns(_percentiles())
 
 
 def finish_member(rolled: DataFrame, bucket_seconds: int, period_seconds: float) -> DataFrame:

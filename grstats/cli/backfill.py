@@ -160,6 +160,10 @@ def simulate_history(
         columns["group_name"] = [group] * SECONDS_PER_DAY
         columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
         columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
+        # lag figures the model does not produce are NULL, as a daemon without lag writes them
+        for f in schema:
+            if f.name not in columns:
+                columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
         table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
         segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
         paths.extend(write_segments(out, table, segment_id=segment))

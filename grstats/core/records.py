@@ -2,13 +2,23 @@
 
 Shared by the daemon (which produces rows), `grstats simulate` (which writes
 the same rows offline) and history.py (which persists them).
+
+Columns are only ever appended (the lag figures came after
+flow_control_mode), so the schema of an older file is a prefix of this one
+and its rows read with NULLs in the newer columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grstats.core.columns import STATS_ITEM_COLUMNS
+from grstats.core.columns import MEMBER_LAG, STATS_ITEM_COLUMNS
+
+# The lag figures of the member's group_replication_applier channel, as
+# replication_group_member_lag derives them (nullable doubles, seconds).
+LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
+    str(c.history) for c in MEMBER_LAG.columns if c.history is not None
+)
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
 # The stats part is derived from the column registry (numbers, then GTID texts).
@@ -27,6 +37,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     # null GTID texts when the message's flag was '0'
     *((str(c.history), "int64" if c.numeric else "string") for c in STATS_ITEM_COLUMNS),
     ("flow_control_mode", "int8"),
+    # appended last: files written before them are a prefix and read with NULLs
+    *((name, "double") for name in LAG_HISTORY_COLUMNS),
 )
 
 
@@ -56,3 +68,9 @@ class HistoryRow:
     transactions_committed_all_members: str | None
     last_conflict_free_transaction: str | None
     flow_control_mode: int
+    # the applier channel's lag figures (None: unknown, or no lag reported)
+    replication_lag_seconds: float | None = None
+    queue_lag_seconds: float | None = None
+    apply_lag_seconds: float | None = None
+    apply_time_seconds: float | None = None
+    clock_offset_seconds: float | None = None

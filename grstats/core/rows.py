@@ -17,6 +17,8 @@ from operator import attrgetter
 from typing import Any
 
 from grstats.core import columns as col
+from grstats.core.lag import APPLIER_CHANNEL, MemberLag
+from grstats.core.lagrows import lag_rows
 from grstats.core.records import HistoryRow
 from grstats.core.snapshot import Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
@@ -31,6 +33,7 @@ _HISTORY_TEXT_NAMES = tuple(str(h) for h, _ in _HISTORY_TEXT)
 _history_numbers = attrgetter(*(str(item) for _, item in _HISTORY_NUMERIC))
 _history_texts = attrgetter(*(str(item) for _, item in _HISTORY_TEXT))
 _NO_TEXTS: dict[str, Any] = dict.fromkeys(_HISTORY_TEXT_NAMES)
+_HISTORY_LAG = tuple((c.name, str(c.history)) for c in col.MEMBER_LAG.columns if c.history)
 
 
 def _text(value: bytes) -> str:
@@ -122,13 +125,43 @@ def remote_member_row(envelope: Envelope, *, unreachable: bool) -> Row:
     )
 
 
-def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) -> HistoryRow:
+def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, float | None]:
+    """The history's lag columns: the applier channel's figures of `lag`.
+
+    The same values replication_group_member_lag shows for the member (one
+    rule, `core.lagrows`), so the history and the live table never disagree.
+
+    Args:
+        lag: the member's lag report; None or no applier channel: every figure None.
+        offset_s: its clock minus ours (0.0 for the local member); None unknown.
+
+    Returns:
+        History column name -> seconds or None.
+    """
+    figures: dict[str, float | None] = dict.fromkeys((h for _, h in _HISTORY_LAG), None)
+    if lag is None:
+        return figures
+    applier = MemberLag(lag.at_us, tuple(c for c in lag.channels if c.channel == APPLIER_CHANNEL))
+    for row in lag_rows("", applier, offset_s=offset_s, spread_s=None)[:1]:
+        for name, history in _HISTORY_LAG:
+            value = row[name]
+            figures[history] = None if value is None else float(value)
+    return figures
+
+
+def history_row(
+    envelope: Envelope,
+    stats: PipelineStats,
+    sampled_at_us: int,
+    lag: dict[str, float | None] | None = None,
+) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
     Args:
         envelope: the accepted envelope.
         stats: its decoded stats.
         sampled_at_us: when it was sampled (the sender's clock).
+        lag: its lag columns (`lag_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -139,6 +172,7 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
     if stats.transaction_gtids_present:
         gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
         texts = {name: _text(value) for name, value in gtid_texts}
+    figures: dict[str, Any] = dict(lag or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,
@@ -154,4 +188,5 @@ def history_row(envelope: Envelope, stats: PipelineStats, sampled_at_us: int) ->
         flow_control_mode=stats.flow_control_mode,
         **numbers,
         **texts,
+        **figures,
     )

@@ -31,7 +31,7 @@ from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.lag import MemberLag, encode_member_lag
-from grstats.core.rows import history_row
+from grstats.core.rows import history_row, lag_history
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -137,7 +137,10 @@ class Publisher:
         if self.history is not None:
             stats = dataclasses.replace(sample.stats, transaction_gtids_present=sent_gtids)
             envelope = self.envelope(sample, sent_us=sample.sampled_at_us, stats=b"")
-            self.history.record(history_row(envelope, stats, sample.sampled_at_us))
+            # our own clock: offset 0, as the lag table shows the local member
+            lag = MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
+            figures = lag_history(lag, 0.0)
+            self.history.record(history_row(envelope, stats, sample.sampled_at_us, figures))
 
     async def _announce(self, bus: Bus, *, in_group: bool) -> None:
         if in_group:

@@ -13,7 +13,8 @@ import time
 
 import structlog
 
-from grstats.core.rows import history_row
+from grstats.core.records import HistoryRow
+from grstats.core.rows import history_row, lag_history
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -43,12 +44,21 @@ class Receiver:
         result = self.tables.receive(topic, payload, received, retained=retained)
         if isinstance(result, Accepted):
             if self.history is not None and result.kind == STATS_KIND:
-                env = result.envelope
-                self.history.record(history_row(env, result.stats, min(env.sent_us, received)))
+                self.history.record(self._history_row(result, received))
             if result.lag_error:  # stats applied; only the lag section was refused
                 self._log_reject(topic, "lag_malformed", result.lag_error)
         elif isinstance(result, Rejected):
             self._log_reject(topic, result.reason, result.detail)
+
+    def _history_row(self, result: Accepted, received_us: int) -> HistoryRow:
+        """The remote member's row, with the lag it reported in this very envelope."""
+        env = result.envelope
+        remote = self.tables.registry.get((env.group, env.member.id))
+        figures = None
+        if remote is not None and remote.lag is not None:
+            offset_us = remote.clock_offset_us()
+            figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
+        return history_row(env, result.stats, min(env.sent_us, received_us), figures)
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         mono = time.monotonic()

@@ -38,8 +38,8 @@ from grstats.history.parquet import (
     META_REPLACES,
     META_SEGMENT,
     NAMESPACE,
+    conform,
     fsync_path,
-    history_schema,
     name_key,
     partitions,
     replaced_by_compaction,
@@ -85,7 +85,7 @@ def _compact_files(partition: Path, files: list[Path], writer: str) -> int:
         rows += count
     merged = 0
     for batch in (b for b in batches if len(b) > 1):
-        table = pa.concat_tables(pq.read_table(p).cast(history_schema()) for p in batch)
+        table = pa.concat_tables(conform(pq.read_table(p)) for p in batch)
         table = table.sort_by(
             [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
         )

@@ -21,6 +21,10 @@ Invariants:
 - A compacted file lists (as 8-byte name digests in its footer) the files it
   replaces; readers skip those and housekeeping deletes them, so a crash
   between the rename and the deletions never shows rows twice.
+- Columns are only appended to HISTORY_COLUMNS: a file written before a
+  column existed is read (`conform`) with that column NULL.  Doubles must be
+  finite: the lag figures are differences of integer microseconds, so NaN or
+  infinity is a bug upstream, and it would poison every percentile after it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator
@@ -49,6 +54,7 @@ __all__ = [
     "NAMESPACE",
     "PARQUET_OPTIONS",
     "ROW_GROUP_SIZE",
+    "conform",
     "fsync_path",
     "history_schema",
     "invalid_column",
@@ -77,6 +83,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "int32": pa.int32(),
     "int64": pa.int64(),
     "uint64": pa.uint64(),
+    "double": pa.float64(),
     "timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"),
 }
 # inclusive value ranges of the integer kinds; a value outside cannot be stored
@@ -90,7 +97,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
 }
 _NAMES = tuple(name for name, _ in HISTORY_COLUMNS)
 _STRING_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind == "string"]
-_DELTA_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind != "string"]
+# DELTA_BINARY_PACKED is for integers only; doubles stay PLAIN (every reader knows it)
+_DELTA_COLUMNS = [name for name, kind in HISTORY_COLUMNS if kind not in ("string", "double")]
 row_values = attrgetter(*_NAMES)
 
 ROW_GROUP_SIZE = 1 << 20  # rows: a member-day (86 400) or a compacted day is one group
@@ -144,6 +152,11 @@ def invalid_column(row: HistoryRow) -> str | None:
         if kind == "string":
             if not isinstance(value, str):
                 return name
+        elif kind == "double":
+            if isinstance(value, bool) or not isinstance(value, float | int):
+                return name
+            if not math.isfinite(value):
+                return name
         elif isinstance(value, bool) or not isinstance(value, int):
             return name
         else:
@@ -151,6 +164,24 @@ def invalid_column(row: HistoryRow) -> str | None:
             if not low <= value <= high:
                 return name
     return None
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """A table read from any history file, in `history_schema()`.
+
+    Args:
+        table: a history file's rows; a file older than a column lacks it.
+
+    Returns:
+        The rows with every column of the schema, in schema order (a column the
+        file did not have is NULL).
+    """
+    schema = history_schema()
+    columns = [
+        table[f.name] if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, names=schema.names).cast(schema)
 
 
 def fsync_path(path: Path) -> None:
@@ -292,9 +323,7 @@ def read_history(directory: Path) -> pa.Table:
     for partition in partitions(Path(directory)):
         files = sorted(partition.glob("part-*.parquet"))
         replaced = replaced_by_compaction(files)
-        tables.extend(
-            pq.read_table(f).cast(history_schema()) for f in files if f.name not in replaced
-        )
+        tables.extend(conform(pq.read_table(f)) for f in files if f.name not in replaced)
     return pa.concat_tables(tables).replace_schema_metadata(None)
 
 

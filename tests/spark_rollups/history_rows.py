@@ -37,8 +37,9 @@ def row(
     incarnation: int = 1,
     seq: int | None = None,
     group: str = "g1",
+    **lags: float | None,
 ) -> dict[str, Any]:
-    """One history row; `at` is a datetime or seconds after T0."""
+    """One history row; `at` is a datetime or seconds after T0; lag figures by name."""
     when = at if isinstance(at, dt.datetime) else T0 + dt.timedelta(seconds=at)
     micros = int(when.timestamp() * 1_000_000)
     return {
@@ -64,6 +65,7 @@ def row(
         "transactions_committed_all_members": None,
         "last_conflict_free_transaction": None,
         "flow_control_mode": 1,
+        **lags,
     }
 
 
@@ -81,7 +83,9 @@ def write_history(root: Path, rows: Iterable[dict[str, Any]], name: str = "part-
 
 def read_samples(spark: Any, root: Path) -> Any:
     """The history under root as Spark reads it (select_samples applied)."""
-    return transforms.select_samples(spark.read.parquet(str(root)))
+    return transforms.select_samples(
+        spark.read.schema(transforms.HISTORY_SCHEMA).parquet(str(root))
+    )
 
 
 def rows_of(frame: Any) -> list[dict[str, Any]]:

@@ -40,6 +40,21 @@ def test_history_column_names_equal_grstats_records() -> None:
     }
 
 
+def test_history_schema_copy_equals_grstats_records() -> None:
+    kinds = dict(HISTORY_COLUMNS)
+    spark_types = {
+        "string": "string",
+        "int64": "bigint",
+        "uint64": "decimal(20,0)",
+        "timestamp[us, tz=UTC]": "timestamp",
+        "double": "double",
+    }
+    for field in transforms.HISTORY_SCHEMA.fields:
+        assert field.dataType.simpleString() == spark_types[kinds[field.name]], field.name
+    lag_columns = [n for n, _ in HISTORY_COLUMNS[-5:]]
+    assert [*transforms.LAGS, "clock_offset_seconds"] == lag_columns
+
+
 def test_member_table_columns_are_the_design_names(spark: Any, tmp_path: Path) -> None:
     tables = rollup(spark, tmp_path, [row("a", 0)])
     expected = [
@@ -52,7 +67,16 @@ def test_member_table_columns_are_the_design_names(spark: Any, tmp_path: Path) -
         "transactions_remote_in_applier_queue_max", "transactions_remote_in_applier_queue_p95",
         "transactions_rows_validating_min", "transactions_rows_validating_avg",
         "transactions_rows_validating_max",
-        "samples", "coverage", "resets", "restarts", "day",
+        "samples", "coverage", "resets", "restarts",
+        "replication_lag_seconds_p50", "replication_lag_seconds_p95",
+        "replication_lag_seconds_p99", "replication_lag_seconds_max",
+        "queue_lag_seconds_p50", "queue_lag_seconds_p95",
+        "queue_lag_seconds_p99", "queue_lag_seconds_max",
+        "apply_lag_seconds_p50", "apply_lag_seconds_p95",
+        "apply_lag_seconds_p99", "apply_lag_seconds_max",
+        "apply_time_seconds_p50", "apply_time_seconds_p95",
+        "apply_time_seconds_p99", "apply_time_seconds_max",
+        "day",
     ]  # fmt: skip
     for name in ("member_minute", "member_hour", "member_day"):
         assert tables[name].columns == expected

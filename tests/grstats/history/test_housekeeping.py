@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from grstats.core.records import LAG_HISTORY_COLUMNS
 from grstats.history.parquet import read_history, rows_to_table, write_segments
 from grstats.history.writer import HistoryWriter
 from tests.grstats.history.rows import (
@@ -45,6 +49,22 @@ async def test_finished_day_compacted_into_one_file(tmp_path: Path) -> None:
     await writer.close()
     assert len(parts(tmp_path)) == 1
     assert read_history(tmp_path).column("seq").to_pylist() == [1, 2, 3]
+
+
+async def test_a_day_mixing_old_and_new_files_is_compacted_with_null_lag(
+    tmp_path: Path,
+) -> None:
+    write_segments(tmp_path, rows_to_table([sample_row(1)]), segment_id="old")
+    (old,) = parts(tmp_path)
+    table = pq.read_table(old)
+    pq.write_table(table.drop_columns(list(LAG_HISTORY_COLUMNS)), old)  # the pre-lag schema
+    new = dataclasses.replace(sample_row(2), apply_lag_seconds=1.5)
+    write_segments(tmp_path, rows_to_table([new]), segment_id="new")
+    await start_and_close(tmp_path)
+    assert len(parts(tmp_path)) == 1
+    history = read_history(tmp_path)
+    assert history.column("seq").to_pylist() == [1, 2]
+    assert history.column("apply_lag_seconds").to_pylist() == [None, 1.5]
 
 
 async def test_inputs_left_by_a_crash_during_compaction_are_not_read_twice(

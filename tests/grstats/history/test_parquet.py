@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grstats.core.records import HISTORY_COLUMNS
+from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.history.parquet import invalid_column, read_history, rows_to_table, write_segments
 from tests.grstats.history.rows import (
     MIDNIGHT_US,
@@ -81,6 +82,15 @@ def test_same_segment_written_twice_is_one_file(tmp_path: Path) -> None:
         ("seq", True, True),
         ("seq", "1", True),
         ("last_conflict_free_transaction", None, False),
+        ("apply_lag_seconds", None, False),
+        ("apply_lag_seconds", 1.5, False),
+        ("apply_lag_seconds", -0.25, False),  # a clock behind the source's
+        ("apply_lag_seconds", 3, False),
+        ("apply_lag_seconds", float("nan"), True),
+        ("queue_lag_seconds", float("inf"), True),
+        ("clock_offset_seconds", float("-inf"), True),
+        ("replication_lag_seconds", "1.5", True),
+        ("apply_time_seconds", True, True),
     ],
 )
 def test_invalid_column_names_a_value_its_column_cannot_hold(
@@ -88,3 +98,37 @@ def test_invalid_column_names_a_value_its_column_cannot_hold(
 ) -> None:
     row = dataclasses.replace(sample_row(1), **{column: value})
     assert invalid_column(row) == (column if bad else None)
+
+
+def test_lag_figures_survive_a_round_trip(tmp_path: Path) -> None:
+    row = dataclasses.replace(
+        sample_row(1), apply_lag_seconds=2.5, queue_lag_seconds=-0.125, clock_offset_seconds=0.0
+    )
+    write_segments(tmp_path, rows_to_table([row, sample_row(2)]), segment_id="s")
+    table = read_history(tmp_path)
+    assert table["apply_lag_seconds"].to_pylist() == [2.5, None]
+    assert table["queue_lag_seconds"].to_pylist() == [-0.125, None]
+    assert table["clock_offset_seconds"].to_pylist() == [0.0, None]
+    assert table.schema.field("apply_lag_seconds").type == pa.float64()
+
+
+def _old_schema_file(directory: Path, rows: list[object]) -> None:
+    """A file as written before the lag columns existed (the old schema, by hand)."""
+    old = [(n, k) for n, k in HISTORY_COLUMNS if n not in LAG_HISTORY_COLUMNS]
+    assert [n for n, _ in old] == [n for n, _ in HISTORY_COLUMNS[: len(old)]]  # a prefix
+    table = rows_to_table(rows).select([n for n, _ in old])  # type: ignore[arg-type]
+    assert "apply_lag_seconds" not in table.column_names
+    partition = directory / "group=g" / "date=2026-11-20"
+    partition.mkdir(parents=True)
+    pq.write_table(table, partition / "part-0000000000000000-old.parquet")
+
+
+def test_a_directory_mixing_old_and_new_files_reads_nulls_for_old_rows(tmp_path: Path) -> None:
+    _old_schema_file(tmp_path, [sample_row(1), sample_row(2)])
+    new = dataclasses.replace(sample_row(3), apply_lag_seconds=0.75, replication_lag_seconds=0.0)
+    write_segments(tmp_path, rows_to_table([new]), segment_id="new")
+    table = read_history(tmp_path).sort_by("seq")
+    assert table["seq"].to_pylist() == [1, 2, 3]
+    assert table["apply_lag_seconds"].to_pylist() == [None, None, 0.75]
+    assert table["replication_lag_seconds"].to_pylist() == [None, None, 0.0]
+    assert table["count_transactions_checked"].to_pylist() == [10, 20, 30]

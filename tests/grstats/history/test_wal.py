@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
+import msgpack
+
+from grstats.core.records import LAG_HISTORY_COLUMNS
+from grstats.history.parquet import row_values
 from grstats.history.wal import WAL_MAGIC, encode_record, repair_wal
 from tests.grstats.history.rows import (
     sample_row,
@@ -30,3 +36,16 @@ def test_repair_wal_stops_at_crc_mismatch_in_the_middle(tmp_path: Path) -> None:
     assert scan is not None
     assert [r.seq for r in scan.rows] == [1, 2]
     assert path.stat().st_size == len(WAL_MAGIC) + len(records[0]) + len(records[1])
+
+
+def test_a_record_written_before_the_lag_columns_reads_with_null_lag(tmp_path: Path) -> None:
+    # an older daemon's record: the values up to flow_control_mode only
+    old_values = list(row_values(sample_row(1)))[: -len(LAG_HISTORY_COLUMNS)]
+    payload = msgpack.packb(old_values, use_bin_type=True)
+    record = struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
+    path = wal_file(tmp_path, "000000000001-cc", record + encode_record(sample_row(2)))
+    scan = repair_wal(path)
+    assert scan is not None
+    assert [r.seq for r in scan.rows] == [1, 2]
+    assert scan.rows[0].apply_lag_seconds is None
+    assert scan.rows[0] == sample_row(1)

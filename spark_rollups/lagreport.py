@@ -1,0 +1,159 @@
+"""The weekly report's "Replication lag" section: heat maps and the worst periods.
+
+Strategy: Spark selects, from `member_hour` of the week, each member's p95
+apply lag per hour (the heat maps) and the ten (member, hour, stage) periods
+with the highest p95 over the stages (applying = MySQL Shell's
+replicationLag, queue, apply), ordered by p95 then max.  Both results are at
+most members x 168 rows, collected once; `lag_section` turns them into
+report items (one PNG per member, one CSV per table).
+
+Invariants: rollups written before the lag columns existed have none; they
+are read with `mergeSchema` (the columns are NULL there), and a week without
+any lag figure gets a one-line note instead of empty charts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_rollups.render import Chart, Table, heatmap_chart
+
+__all__ = ["HEAT_FIGURE", "STAGES", "LagWeek", "collect_lag", "lag_section"]
+
+# (stage shown in the report, member_hour column prefix)
+STAGES: tuple[tuple[str, str], ...] = (
+    ("applying", "replication_lag_seconds"),
+    ("queue", "queue_lag_seconds"),
+    ("apply", "apply_lag_seconds"),
+)
+HEAT_FIGURE = "apply_lag_seconds_p95"
+WORST = 10
+
+
+@dataclass
+class LagWeek:
+    """Collected lag rows of one group and week."""
+
+    hours: list[dict[str, Any]] = field(default_factory=list)  # member, date, hour, p95 apply
+    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst periods, worst first
+
+
+def collect_lag(member_hour: DataFrame) -> dict[str, LagWeek]:
+    """The lag rows of every group in `member_hour` (already limited to one week).
+
+    Args:
+        member_hour: the week's member_hour rows (read with mergeSchema).
+
+    Returns:
+        Group -> its LagWeek; groups without lag columns or figures are absent.
+    """
+    needed = {f"{prefix}_{s}" for _, prefix in STAGES for s in ("p95", "max")}
+    if not needed <= set(member_hour.columns):  # rollups from before issue 10
+        return {}
+    heat = member_hour.where(F.col(HEAT_FIGURE).isNotNull()).select(
+        "group_name",
+        "member_id",
+        "date",
+        F.hour("bucket_start").alias("hour_of_day"),
+        F.col(HEAT_FIGURE).alias("p95"),
+    )
+    periods = member_hour.select(
+        "group_name",
+        "member_id",
+        F.date_format("bucket_start", "yyyy-MM-dd HH:mm").alias("hour"),
+        F.inline(
+            F.array(
+                *(
+                    F.struct(
+                        F.lit(stage).alias("stage"),
+                        F.col(f"{prefix}_p95").alias("p95"),
+                        F.col(f"{prefix}_max").alias("max"),
+                    )
+                    for stage, prefix in STAGES
+                )
+            )
+        ),
+    ).where(F.col("p95").isNotNull())
+    order = Window.partitionBy("group_name").orderBy(
+        F.desc("p95"), F.desc("max"), "hour", "member_id", "stage"
+    )
+    worst = periods.withColumn("rank", F.row_number().over(order)).where(F.col("rank") <= WORST)
+    result: dict[str, LagWeek] = {}
+    for row in heat.orderBy("member_id", "date", "hour_of_day").toArrow().to_pylist():
+        result.setdefault(row["group_name"], LagWeek()).hours.append(row)
+    for row in worst.orderBy("rank").toArrow().to_pylist():
+        result.setdefault(row["group_name"], LagWeek()).worst.append(row)
+    return result
+
+
+def _label(member: str) -> str:
+    return member[:8] if len(member) > 8 else member
+
+
+def lag_section(lag: LagWeek | None, start: dt.date) -> tuple[str, list[Table | Chart | str]]:
+    """The report section of one group's week.
+
+    Args:
+        lag: its collected rows (None: no lag figures).
+        start: the Monday of the week.
+
+    Returns:
+        (heading, items): per member a day x hour heat map of p95 apply lag,
+        the heat map table, and the worst periods table.
+    """
+    heading = "Replication lag"
+    if lag is None or (not lag.hours and not lag.worst):
+        return heading, [
+            "No lag figures this week (members did not report lag, or their history "
+            "predates the lag columns)."
+        ]
+    dates = [(start + dt.timedelta(days=i)).isoformat() for i in range(7)]
+    labels = [dt.date.fromisoformat(d).strftime("%a %m-%d") for d in dates]
+    members = sorted({h["member_id"] for h in lag.hours})
+    cells: dict[str, list[list[float]]] = {m: [[math.nan] * 24 for _ in dates] for m in members}
+    for h in lag.hours:
+        if h["date"] in dates:
+            cells[h["member_id"]][dates.index(h["date"])][h["hour_of_day"]] = float(h["p95"])
+    items: list[Table | Chart | str] = [
+        "Per member and hour (UTC): p95 of the apply lag (end of apply minus the original "
+        "commit of the last applied transaction, in seconds); blank: no figure. Stages: "
+        "applying = MySQL Shell's replicationLag, queue = end of queueing minus original "
+        "commit, apply = end of apply minus original commit."
+    ]
+    for member in members:
+        items.append(
+            heatmap_chart(
+                f"lag_heatmap_{_label(member)}",
+                f"p95 apply lag (s), member {_label(member)}, by day and hour (UTC)",
+                labels,
+                cells[member],
+                unit="seconds",
+            )
+        )
+    items.append(
+        Table(
+            "lag_heatmap",
+            "p95 apply lag (s) by member, day (rows) and hour of day (columns)",
+            ["member", "date", *(f"{h:02d}" for h in range(24))],
+            [
+                [m, d, *(None if math.isnan(v) else v for v in row)]
+                for m in members
+                for d, row in zip(dates, cells[m], strict=True)
+            ],
+        )
+    )
+    items.append(
+        Table(
+            "lag_worst_periods",
+            f"The {WORST} worst (member, hour, stage) periods by p95 lag",
+            ["member", "hour (UTC)", "stage", "p95 (s)", "max (s)"],
+            [[w["member_id"], w["hour"], w["stage"], w["p95"], w["max"]] for w in lag.worst],
+        )
+    )
+    return heading, items

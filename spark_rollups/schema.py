@@ -1,0 +1,145 @@
+"""The history columns the rollups read and the rollup tables' columns (DESIGN.md 6-7).
+
+Strategy: this package ships without grstats, so the history names and types
+it reads are copied here (a test asserts they equal
+grstats.core.records.HISTORY_COLUMNS).  The history is read with the
+explicit `HISTORY_SCHEMA` rather than the schema of whichever file Spark
+opens first: a file written before a column existed (the lag figures were
+appended in issue 10) then reads that column as NULL, without `mergeSchema`
+opening every footer.
+
+Invariants: history columns are only appended, never renamed; the member
+tables' lag columns are `<figure>_{p50,p95,p99,max}` for each of `LAGS`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+__all__ = [
+    "BUCKET",
+    "COUNTERS",
+    "DAY",
+    "GAUGES",
+    "GROUP_COLUMNS",
+    "GROUP_NAME",
+    "HISTORY_INPUT_COLUMNS",
+    "HISTORY_SCHEMA",
+    "INCARNATION",
+    "LAGS",
+    "LAG_STATS",
+    "MEMBER_COLUMNS",
+    "MEMBER_ID",
+    "SAMPLED_AT",
+    "SEQ",
+    "percentile_name",
+]
+
+GROUP_NAME = "group_name"
+MEMBER_ID = "member_id"
+INCARNATION = "incarnation"
+SEQ = "seq"
+SAMPLED_AT = "sampled_at"
+DAY = "day"  # UTC date of sampled_at (the output partition)
+BUCKET = "bucket_start"
+
+# (history column, rollup column): counters become increases per bucket.
+COUNTERS: tuple[tuple[str, str], ...] = (
+    ("count_transactions_checked", "transactions_checked"),
+    ("count_conflicts_detected", "conflicts_detected"),
+    ("count_transactions_remote_applied", "transactions_remote_applied"),
+    ("count_transactions_local_proposed", "transactions_local_proposed"),
+    ("count_transactions_local_rollback", "transactions_local_rollback"),
+)
+# (history column, rollup prefix, with p95): gauges become min/avg/max[/p95].
+GAUGES: tuple[tuple[str, str, bool], ...] = (
+    ("count_transactions_in_queue", "transactions_in_queue", True),
+    ("count_transactions_remote_in_applier_queue", "transactions_remote_in_applier_queue", True),
+    ("count_transactions_rows_validating", "transactions_rows_validating", False),
+)
+# Lag figures of the applier channel (history columns, nullable doubles, seconds):
+# applying (MySQL Shell's replicationLag), queue, apply, and the apply time.  They
+# keep their history names in the rollups.  The clock offset is stored in the
+# history but not rolled up: it is a property of the clocks, not a lag.
+LAGS: tuple[str, ...] = (
+    "replication_lag_seconds",
+    "queue_lag_seconds",
+    "apply_lag_seconds",
+    "apply_time_seconds",
+)
+LAG_PERCENTILES = (0.50, 0.95, 0.99)
+
+HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    INCARNATION,
+    SEQ,
+    SAMPLED_AT,
+    *(src for src, _ in COUNTERS),
+    *(src for src, _, _ in GAUGES),
+    *LAGS,
+)
+
+_TYPES: dict[str, DataType] = {
+    GROUP_NAME: StringType(),
+    MEMBER_ID: StringType(),
+    INCARNATION: DecimalType(20, 0),  # Parquet UINT_64, as Spark reads it
+    SEQ: LongType(),
+    SAMPLED_AT: TimestampType(),
+    **{src: LongType() for src, _ in COUNTERS},
+    **{src: LongType() for src, _, _ in GAUGES},
+    **{lag: DoubleType() for lag in LAGS},
+}
+HISTORY_SCHEMA = StructType([StructField(name, _TYPES[name]) for name in HISTORY_INPUT_COLUMNS])
+
+
+def percentile_name(prefix: str, fraction: float) -> str:
+    """`<prefix>_p95` for 0.95 (the rollup column of one percentile)."""
+    return f"{prefix}_p{round(fraction * 100):02d}"
+
+
+_GAUGE_STATS = tuple(
+    f"{out}_{stat}"
+    for _, out, p95 in GAUGES
+    for stat in (("min", "avg", "max", "p95") if p95 else ("min", "avg", "max"))
+)
+LAG_STATS: tuple[str, ...] = tuple(
+    name
+    for lag in LAGS
+    for name in (*(percentile_name(lag, f) for f in LAG_PERCENTILES), f"{lag}_max")
+)
+# Column order of the member tables (DESIGN.md section 7 names + restarts, then lags).
+MEMBER_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    BUCKET,
+    *(out for _, out in COUNTERS),
+    *_GAUGE_STATS,
+    "samples",
+    "coverage",
+    "resets",
+    "restarts",
+    *LAG_STATS,
+)
+GROUP_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    BUCKET,
+    "members",
+    *(out for _, out in COUNTERS),
+    "conflict_rate",
+    "transactions_in_queue_max",
+    "transactions_remote_in_applier_queue_max",
+    "samples",
+    "coverage",
+    "resets",
+    "restarts",
+)

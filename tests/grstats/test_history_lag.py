@@ -1,0 +1,125 @@
+"""The lag columns of history rows: core.rows.lag_history, the publisher and the receiver.
+
+Expected figures are worked out by hand from the stage timestamps (seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grstats.config import load_config
+from grstats.core.lag import RECOVERY_CHANNEL, ChannelLag, MemberLag, StageTrx, encode_member_lag
+from grstats.core.records import LAG_HISTORY_COLUMNS, HistoryRow
+from grstats.core.rows import lag_history
+from grstats.daemon import receiver as receiver_module
+from grstats.daemon.publisher import Publisher
+from grstats.daemon.receiver import Receiver
+from tests.grstats.core.test_member_lag import lag_envelope
+from tests.grstats.core.test_tables import (
+    GROUP,
+    LOCAL,
+    T0,
+    local_sample,
+    make_tables,
+    online_tables,
+    topic,
+)
+
+S = 1_000_000
+APPLIER = ChannelLag(
+    receiver_on=True,
+    applier_on=True,
+    # queued: committed at T0-1 s on the source, queued by T0+0.2 s -> queue lag 1.2 s
+    last_queued=StageTrx(f"{GROUP}:12", T0 - S, T0 - S, T0, T0 + S // 5),
+    # applied: committed at T0-3 s, applied from T0-0.5 s to T0 -> apply lag 3, apply time 0.5
+    last_applied=StageTrx(f"{GROUP}:10", T0 - 3 * S, T0 - 3 * S, T0 - S // 2, T0),
+    # applying: immediate commit T0-2 s; read at T0+1.25 s -> replication lag 3.25 s
+    applying=StageTrx(f"{GROUP}:11", T0 - 2 * S, T0 - 2 * S, T0, None),
+    workers=4,
+    busy_workers=1,
+)
+RECOVERY = dataclasses.replace(
+    APPLIER, channel=RECOVERY_CHANNEL, last_queued=StageTrx("x:1", T0 - 90 * S, None, None, T0)
+)
+EXPECTED = {
+    "replication_lag_seconds": 3.25,
+    "queue_lag_seconds": 1.2,
+    "apply_lag_seconds": 3.0,
+    "apply_time_seconds": 0.5,
+}
+
+
+def test_lag_history_columns_are_the_declared_history_names() -> None:
+    assert (*EXPECTED, "clock_offset_seconds") == LAG_HISTORY_COLUMNS
+
+
+def test_lag_history_takes_the_applier_channel_figures() -> None:
+    figures = lag_history(MemberLag(T0 + 1_250_000, (RECOVERY, APPLIER)), -0.5)
+    assert figures == pytest.approx({**EXPECTED, "clock_offset_seconds": -0.5})
+
+
+def test_lag_history_without_an_applier_channel_is_all_null() -> None:
+    assert set(lag_history(MemberLag(T0, (RECOVERY,)), 0.0).values()) == {None}
+    assert set(lag_history(None, 0.0).values()) == {None}
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.rows: list[HistoryRow] = []
+
+    def record(self, row: HistoryRow) -> None:
+        self.rows.append(row)
+
+
+def test_receiver_records_the_lag_the_remote_member_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(receiver_module, "now_us", lambda: T0 + 10_000)
+    sink = _Sink()
+    receiver = Receiver(online_tables(), sink)  # type: ignore[arg-type]
+    lag = encode_member_lag(MemberLag(T0 + 1_250_000, (APPLIER,)))
+    receiver.on_message(topic(), lag_envelope(lag, sent_us=T0), retained=False)
+    receiver.on_message(topic(), lag_envelope(None, seq=2, sent_us=T0 + S), retained=False)
+    first, second = sink.rows
+    # clock offset: sent T0, received T0 + 10 ms -> -0.01 s
+    assert {c: getattr(first, c) for c in LAG_HISTORY_COLUMNS} == pytest.approx(
+        {**EXPECTED, "clock_offset_seconds": -0.01}
+    )
+    assert {getattr(second, c) for c in LAG_HISTORY_COLUMNS} == {None}  # no ext.lag, no figures
+
+
+class _Source:
+    def __init__(self, sample: Any) -> None:
+        self._sample = sample
+
+    async def sample(self, now_us: int) -> Any:
+        return self._sample
+
+
+def _publisher(tmp_path: Path, sample: Any, sink: _Sink) -> Publisher:
+    config = tmp_path / "grstats.toml"
+    config.write_text(
+        f'[member]\ngroup = "{GROUP}"\nid = "{LOCAL}"\n[source]\nkind = "simulated"\n',
+        encoding="utf-8",
+    )
+    return Publisher(load_config(config), _Source(sample), make_tables(), sink)  # type: ignore[arg-type]
+
+
+def test_publisher_records_the_local_lag_with_a_zero_clock_offset(tmp_path: Path) -> None:
+    sink = _Sink()
+    sample = dataclasses.replace(local_sample(), sampled_at_us=T0 + 1_250_000, lag=(APPLIER,))
+    asyncio.run(_publisher(tmp_path, sample, sink).tick(0, None))
+    (row,) = sink.rows
+    assert {c: getattr(row, c) for c in LAG_HISTORY_COLUMNS} == pytest.approx(
+        {**EXPECTED, "clock_offset_seconds": 0.0}
+    )
+
+
+def test_publisher_records_null_lag_when_the_source_has_none(tmp_path: Path) -> None:
+    sink = _Sink()
+    asyncio.run(_publisher(tmp_path, local_sample(), sink).tick(0, None))
+    (row,) = sink.rows
+    assert {getattr(row, c) for c in LAG_HISTORY_COLUMNS} == {None}
