@@ -51,6 +51,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from grstats.api.flow_metrics import flow_families
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
 from grstats.api.lag_metrics import lag_families
 from grstats.api.self_metrics import register_process_collectors
@@ -118,6 +119,7 @@ class SnapshotCollector(Collector):
         yield from _member_stats_families(snapshot)
         yield from _member_families(snapshot)
         yield from lag_families(snapshot, _group_of(snapshot))
+        yield from flow_families(snapshot, _group_of(snapshot))
         yield from _health_families(snapshot)
 
 

@@ -25,6 +25,7 @@ _COMMANDS: dict[str, str] = {
     "members": "tables",
     "status": "tables",
     "lag": "tables",
+    "flow": "tables",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",

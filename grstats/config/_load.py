@@ -32,6 +32,7 @@ from grstats.config._settings import (
     BUS_SPECS,
     ApiSettings,
     BusSettings,
+    FlowControlConfig,
     HistorySettings,
     LimitSettings,
     LogSettings,
@@ -66,6 +67,7 @@ _SECTIONS = (
     "limits",
     "sql",
     "log",
+    "flow_control",
 )
 _SOURCE_KINDS = ("simulated", "mysql")
 _TLS_FILES = ("ca_file", "cert_file", "key_file")
@@ -205,6 +207,7 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         ("history", lambda s: HistorySettings(**read_fields(s, HistorySettings))),
         ("limits", lambda s: LimitSettings(**read_fields(s, LimitSettings))),
         ("log", lambda s: LogSettings(**read_fields(s, LogSettings))),
+        ("flow_control", lambda s: FlowControlConfig(**read_fields(s, FlowControlConfig))),
     ):
         s = table(file, doc, name)
         parsed[name] = parse(s)

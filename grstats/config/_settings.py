@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from grstats.bus.options import BusOptions
 from grstats.config._reader import Spec, flag, integer, number, optional_text, setting, text
+from grstats.core.flowcontrol import FlowControlSettings
 
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
@@ -155,6 +156,31 @@ class LimitSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FlowControlConfig:
+    """[flow_control]: MySQL's group_replication_flow_control_* variables (prefix
+    dropped, MySQL's defaults) that the flow-control replay (and the simulated
+    group) use, plus grstats' failover catch-up limit."""
+
+    mode: str = setting("QUOTA", text(choices=("QUOTA", "DISABLED")))
+    period: int = setting(1, integer(1, 60))
+    certifier_threshold: int = setting(25000, integer(0, 2147483647))
+    applier_threshold: int = setting(25000, integer(0, 2147483647))
+    hold_percent: int = setting(10, integer(0, 100))
+    release_percent: int = setting(50, integer(0, 1000))
+    member_quota_percent: int = setting(0, integer(0, 100))
+    min_quota: int = setting(0, integer(0, 2147483647))
+    min_recovery_quota: int = setting(0, integer(0, 2147483647))
+    max_quota: int = setting(0, integer(0, 2147483647))
+    failover_catch_up_limit: float = setting(60.0, number(0.0, 86400.0))
+
+    def core(self) -> FlowControlSettings:
+        """The core settings (everything but failover_catch_up_limit)."""
+        return FlowControlSettings(
+            **{f.name: getattr(self, f.name) for f in fields(FlowControlSettings)}
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     level: str = setting("info", text(choices=LOG_LEVELS))
     format: str = setting("auto", text(choices=LOG_FORMATS))
@@ -179,3 +205,4 @@ class Settings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     sql: SqlSettings = field(default_factory=SqlSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    flow_control: FlowControlConfig = field(default_factory=FlowControlConfig)

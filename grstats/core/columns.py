@@ -395,7 +395,115 @@ MEMBER_LAG = TableDef(
     ),
 )
 
-TABLES: Final = (MEMBER_STATS, MEMBERS, MEMBER_STATUS, MEMBER_LAG)
+# grstats_flow_control: every daemon's replay of MySQL's QUOTA flow control
+# (core.flowreplay) over all members' stats, plus the local server's own
+# Gr_flow_control_throttle_* figures where it has them.
+BOTTLENECK: Final = "BOTTLENECK"
+EXCESS_OVER_THRESHOLD: Final = "EXCESS_OVER_THRESHOLD"
+GROUP_QUOTA: Final = "GROUP_QUOTA"
+THROTTLING: Final = "THROTTLING"
+BOTTLENECK_SINCE: Final = "BOTTLENECK_SINCE"
+THROTTLED_SECONDS: Final = "THROTTLED_SECONDS"
+CERTIFIER_QUEUE: Final = "CERTIFIER_QUEUE"
+APPLIER_QUEUE: Final = "APPLIER_QUEUE"
+INCOMING_RATE: Final = "INCOMING_RATE"
+APPLY_RATE: Final = "APPLY_RATE"
+CATCH_UP_ETA_SECONDS: Final = "CATCH_UP_ETA_SECONDS"
+CATCH_UP: Final = "CATCH_UP"
+FAILOVER_READY: Final = "FAILOVER_READY"
+SERVER_THROTTLE_COUNT: Final = "SERVER_THROTTLE_COUNT"
+SERVER_THROTTLE_TIME_SUM: Final = "SERVER_THROTTLE_TIME_SUM"
+SERVER_THROTTLE_ACTIVE_COUNT: Final = "SERVER_THROTTLE_ACTIVE_COUNT"
+SERVER_THROTTLE_LAST: Final = "SERVER_THROTTLE_LAST_THROTTLE_TIMESTAMP"
+BOTTLENECK_KINDS: Final = ("certifier", "applier")
+
+
+def _flow(
+    name: str, sql_type: str, kind: ColumnKind, metric: str | None, help_: str = ""
+) -> Column:
+    return Column(
+        name,
+        sql_type,
+        kind,
+        history=f"fc_{name.lower()}",
+        metric=metric,
+        help=help_,
+        nullable=True,
+    )
+
+
+FLOW_CONTROL = TableDef(
+    name="grstats_flow_control",
+    schema="grstats",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(
+            BOTTLENECK,
+            "varchar(16)",
+            metric="grstats_flow_control_bottleneck",
+            help="1 while the member counts as a certifier or applier bottleneck "
+            "(its queue over the threshold, MySQL's QUOTA flow control).",
+        ),
+        _flow(
+            EXCESS_OVER_THRESHOLD,
+            "bigint",
+            "gauge",
+            "grstats_flow_control_excess_over_threshold",
+            "Transactions the member's largest queue exceeds its flow-control threshold by "
+            "(0 when under).",
+        ),
+        _flow(
+            GROUP_QUOTA,
+            "bigint unsigned",
+            "gauge",
+            "grstats_flow_control_group_quota",
+            "The per-writer quota the group computes this period (0 = unlimited).",
+        ),
+        _flow(
+            THROTTLING,
+            "tinyint",
+            "gauge",
+            "grstats_flow_control_throttling",
+            "1 while writers are throttled (quota > 0).",
+        ),
+        Column(BOTTLENECK_SINCE, "timestamp(6)", "timestamp", nullable=True),
+        _flow(
+            THROTTLED_SECONDS,
+            "double",
+            "counter",
+            "grstats_flow_control_throttled_seconds_total",
+            "Seconds writers were throttled while this member was a bottleneck "
+            "(replayed by this daemon since it started).",
+        ),
+        _flow(CERTIFIER_QUEUE, "bigint unsigned", "gauge", None),
+        _flow(APPLIER_QUEUE, "bigint unsigned", "gauge", None),
+        _flow(INCOMING_RATE, "double", "gauge", None),
+        _flow(APPLY_RATE, "double", "gauge", None),
+        _flow(
+            CATCH_UP_ETA_SECONDS,
+            "double",
+            "gauge",
+            "grstats_member_catch_up_eta_seconds",
+            "Seconds until the member's applier queue is empty at the current rates "
+            "(+Inf: never at this rate).",
+        ),
+        Column(CATCH_UP, "varchar(32)", nullable=True),
+        _flow(
+            FAILOVER_READY,
+            "tinyint",
+            "gauge",
+            "grstats_member_failover_ready",
+            "0 when the member would take longer than failover_catch_up_limit to become "
+            "a usable primary.",
+        ),
+        _flow(SERVER_THROTTLE_COUNT, "bigint unsigned", "counter", None),
+        _flow(SERVER_THROTTLE_TIME_SUM, "bigint unsigned", "counter", None),
+        _flow(SERVER_THROTTLE_ACTIVE_COUNT, "bigint unsigned", "gauge", None),
+        Column(SERVER_THROTTLE_LAST, "varchar(32)", nullable=True),
+    ),
+)
+
+TABLES: Final = (MEMBER_STATS, MEMBERS, MEMBER_STATUS, MEMBER_LAG, FLOW_CONTROL)
 
 # The stats columns carried by the Pipeline_stats message, in history file order.
 STATS_ITEM_COLUMNS: Final = tuple(

@@ -51,6 +51,18 @@ class LocalMember:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerFlowControl:
+    """The server's own flow-control figures (Gr_flow_control_throttle_* status
+    variables of the flow-control stats component): counted only on the member
+    whose writes were held, reset when Group Replication restarts."""
+
+    count: int  # Gr_flow_control_throttle_count
+    time_sum: int  # Gr_flow_control_throttle_time_sum (microseconds)
+    active_count: int  # Gr_flow_control_throttle_active_count
+    last_throttle: str  # Gr_flow_control_throttle_last_throttle_timestamp ("" if never)
+
+
+@dataclass(frozen=True, slots=True)
 class LocalSample:
     """One reading of the local member: identity plus its live pipeline stats."""
 
@@ -59,3 +71,5 @@ class LocalSample:
     sampled_at_us: int  # wall clock, microseconds since the epoch, UTC
     # per channel, when the source can tell (WL#7374); () when it cannot
     lag: tuple[ChannelLag, ...] = ()
+    # the server's Gr_flow_control_throttle_* figures; None when it has none
+    flow_control: ServerFlowControl | None = None

@@ -24,12 +24,14 @@ MEMBER_STATS_TABLE = columns.MEMBER_STATS.name
 MEMBERS_TABLE = columns.MEMBERS.name
 MEMBER_STATUS_TABLE = columns.MEMBER_STATUS.name
 MEMBER_LAG_TABLE = columns.MEMBER_LAG.name
+FLOW_CONTROL_TABLE = columns.FLOW_CONTROL.name
 TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
 MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
 MEMBERS_COLUMNS = columns.MEMBERS.names
 MEMBER_STATUS_COLUMNS = columns.MEMBER_STATUS.names
 MEMBER_LAG_COLUMNS = columns.MEMBER_LAG.names
+FLOW_CONTROL_COLUMNS = columns.FLOW_CONTROL.names
 REJECT_REASONS = columns.REJECT_REASONS
 GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
@@ -136,6 +138,7 @@ class DaemonSnapshot:
     members: tuple[Row, ...] = ()
     member_status: tuple[Row, ...] = ()
     member_lag: tuple[Row, ...] = ()
+    flow_control: tuple[Row, ...] = ()
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
@@ -152,4 +155,6 @@ class DaemonSnapshot:
             return self.member_status
         if name == MEMBER_LAG_TABLE:
             return self.member_lag
+        if name == FLOW_CONTROL_TABLE:
+            return self.flow_control
         raise KeyError(name)

@@ -27,6 +27,8 @@ from grstats.core.admission import (
     admit,
 )
 from grstats.core.columns import REJECT_REASONS
+from grstats.core.flowcontrol import FlowControlSettings
+from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
@@ -57,6 +59,9 @@ class MemberTables:
         local_member_id: our server UUID; None in collector mode.
         registry_limits: timing and size bounds of the member registry.
         limits: bounds on one message.
+        flow_control: the group's flow-control variables (MySQL's defaults).
+        catch_up_limit_s: applier catch-up time above which a member is not
+            failover-ready.
     """
 
     def __init__(
@@ -66,6 +71,8 @@ class MemberTables:
         local_member_id: str | None,
         registry_limits: RegistryLimits | None = None,
         limits: Limits | None = None,
+        flow_control: FlowControlSettings | None = None,
+        catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S,
     ) -> None:
         self.group = group
         self.local_member_id = local_member_id
@@ -78,6 +85,11 @@ class MemberTables:
         self.clamped_total = 0
         self.lag_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
+        # the replay of MySQL's flow control (daemon only; a collector mixes groups)
+        self.flow: FlowReplay | None = None
+        if group is not None:
+            self.flow = FlowReplay(flow_control or FlowControlSettings(), catch_up_limit_s)
+        self._local_state = MemberStatsState()
 
     @property
     def version(self) -> int:
@@ -94,6 +106,12 @@ class MemberTables:
         """
         self._local = LocalView(sample, incarnation, seq)
         self._local_version += 1
+        if self.flow is not None and sample.member.state in ("ONLINE", "RECOVERING"):
+            # MySQL steps, then sends its own stats, which come back to it (trap 21)
+            self.flow.step(sample.sampled_at_us)
+            self._local_state = self._local_state.apply(sample.stats)
+            own = sample.member.member_id or self.local_member_id or ""
+            self.flow.receive(own, self._local_state, sample.sampled_at_us)
 
     def receive(
         self, topic: str, payload: bytes, received_at_us: int, *, retained: bool = False
@@ -131,6 +149,10 @@ class MemberTables:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted_total += 1
+                if self.flow is not None and isinstance(msg, Admitted):
+                    remote = self.registry.get(msg.key)
+                    if remote is not None:
+                        self.flow.receive(msg.key[1], remote.state, received_at_us)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
         elif isinstance(result, Rejected):
@@ -152,7 +174,11 @@ class MemberTables:
 
     def expire(self, now_us: int) -> list[MemberKey]:
         """Forget members silent longer than forget_after; returns the keys removed."""
-        return self.registry.expire(now_us)
+        removed = self.registry.expire(now_us)
+        if self.flow is not None:
+            for _, member_id in removed:
+                self.flow.forget(member_id)
+        return removed
 
     def remote_state(self, member_id: str, *, group: str | None = None) -> MemberStatsState | None:
         """The stored MemberStatsState of a remote member (deltas included), or None."""
@@ -178,7 +204,7 @@ class MemberTables:
         gauges: Mapping[str, float] | None = None,
         health: tuple[str, ...] = (),
     ) -> DaemonSnapshot:
-        """Freeze the three tables.
+        """Freeze the tables (grstats_flow_control included).
 
         Args:
             now_us: wall clock, microseconds (for ages and UNREACHABLE).
@@ -189,7 +215,7 @@ class MemberTables:
         Returns:
             A new immutable DaemonSnapshot.
         """
-        return build_snapshot(
+        snap = build_snapshot(
             now_us,
             group=self.group,
             local_member_id=self.local_member_id,
@@ -203,3 +229,10 @@ class MemberTables:
             gauges=gauges or {},
             health=health,
         )
+        if self.flow is None:
+            return snap
+        sample = self._local.sample if self._local is not None else None
+        flow_rows = self.flow.rows(
+            self.local_member_id or "", None if sample is None else sample.flow_control
+        )
+        return dataclasses.replace(snap, flow_control=flow_rows)

@@ -202,6 +202,8 @@ def make_tables(settings: Settings, *, group: str | None, member_id: str | None)
             max_status_size=lim.max_status_size,
             max_clock_skew_s=lim.max_clock_skew,
         ),
+        flow_control=settings.flow_control.core(),
+        catch_up_limit_s=settings.flow_control.failover_catch_up_limit,
     )
 
 

@@ -1,4 +1,4 @@
-"""`grstats stats|members|status|lag`: the tables, as the mysql client shows them.
+"""`grstats stats|members|status|lag|flow`: the tables, as the mysql client shows them.
 
 Strategy: each command reads one table, either from the local daemon's HTTP
 API (default) or straight from the broker's retained topics (`--bus`), and
@@ -18,6 +18,8 @@ import click
 from grstats.cli import render
 from grstats.cli.readers import TableReader, read_options
 from grstats.core.snapshot import (
+    FLOW_CONTROL_COLUMNS,
+    FLOW_CONTROL_TABLE,
     MEMBER_LAG_COLUMNS,
     MEMBER_LAG_TABLE,
     MEMBER_STATS_COLUMNS,
@@ -28,13 +30,21 @@ from grstats.core.snapshot import (
     MEMBERS_TABLE,
 )
 
-__all__ = ["COLUMNS", "lag_command", "members_command", "stats_command", "status_command"]
+__all__ = [
+    "COLUMNS",
+    "flow_command",
+    "lag_command",
+    "members_command",
+    "stats_command",
+    "status_command",
+]
 
 COLUMNS: Mapping[str, Sequence[str]] = {
     MEMBER_STATS_TABLE: MEMBER_STATS_COLUMNS,
     MEMBERS_TABLE: MEMBERS_COLUMNS,
     MEMBER_STATUS_TABLE: MEMBER_STATUS_COLUMNS,
     MEMBER_LAG_TABLE: MEMBER_LAG_COLUMNS,
+    FLOW_CONTROL_TABLE: FLOW_CONTROL_COLUMNS,
 }
 
 
@@ -104,4 +114,16 @@ lag_command = _make_command(
     "  grstats lag --vertical                  # one member and channel per block\n"
     "  grstats lag --format json | jq '.[] | {MEMBER_ID, REPLICATION_LAG}'\n"
     "  grstats lag --bus 127.0.0.1:1883        # straight from the broker, no daemon",
+)
+flow_command = _make_command(
+    "flow",
+    FLOW_CONTROL_TABLE,
+    "Show grstats_flow_control: this daemon's replay of MySQL's QUOTA flow control "
+    "over every member's stats — which member holds the group back (BOTTLENECK, "
+    "EXCESS_OVER_THRESHOLD, since when), the quota the group computes (0 = unlimited), "
+    "throttled seconds, and each member's applier catch-up ETA and failover readiness; "
+    "the local server's own Gr_flow_control_throttle_* figures where it has them.",
+    "  grstats flow                            # who is slowing the group down\n"
+    "  grstats flow --format json | jq '.[] | select(.BOTTLENECK != \"\")'\n"
+    "  grstats flow --bus 127.0.0.1:1883        # straight from the broker (one period)",
 )

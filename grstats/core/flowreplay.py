@@ -1,0 +1,202 @@
+"""Every daemon's replay of MySQL's flow control: who holds the group back, and for how long.
+
+Strategy: a daemon receives every member's Pipeline_stats message — exactly
+the inputs each MySQL member's Flow_control_module uses — so it runs the same
+`core.flowcontrol.FlowControl` over them: `receive` per accepted stats
+message (remote ones from the registry, the local one from each local
+sample, since a member's own message counts too — trap 21), `step` once per
+period (on each local sample, as MySQL steps when it sends its own stats).
+
+Holds are not a proxy: MySQL counts a hold when it *receives* a message whose
+sender reports QUOTA and a queue over the receiver's threshold
+(handle_stats_data), which the replay sees exactly. What it cannot see is
+each writer's quota use, so the overshoot subtraction ("extra") is taken as
+0: GROUP_QUOTA is the quota before a writer's own overshoot.
+
+Attribution: a member is a bottleneck while its last message (not older than
+the 10-step expiry) needs flow control; BOTTLENECK_SINCE is when the replay
+first saw it so; THROTTLED_SECONDS adds the time between two steps to every
+member that was a bottleneck while the quota was limited. Catch-up: apply
+rate = delta applied / seconds between the member's messages, incoming rate
+= apply rate + queue growth rate, ETA = queue / (apply - incoming), infinite
+("never at this rate") when the queue does not shrink. Time is an argument.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from grstats.core import columns as col
+from grstats.core.flowcontrol import (
+    EXPIRY_STEPS,
+    FlowControl,
+    FlowControlSettings,
+    FlowEntry,
+    needs_flow_control,
+)
+from grstats.core.lagrows import format_timestamp
+from grstats.core.sample import ServerFlowControl
+from grstats.core.snapshot import Row
+from protocol import MemberStatsState
+
+__all__ = ["FlowReplay", "entry_of"]
+
+DEFAULT_CATCH_UP_LIMIT_S = 60.0
+
+
+def entry_of(state: MemberStatsState) -> FlowEntry:
+    """The flow-control inputs of a stored member state."""
+    return FlowEntry(
+        waiting_certification=state.transactions_waiting_certification,
+        waiting_apply=state.transactions_waiting_apply,
+        delta_certified=state.delta_transactions_certified,
+        delta_applied=state.delta_transactions_applied,
+        delta_local=state.delta_transactions_local,
+        mode=state.flow_control_mode,
+    )
+
+
+@dataclass(slots=True)
+class _Member:
+    entry: FlowEntry
+    at_us: int
+    step: int
+    apply_rate: float | None = None
+    incoming_rate: float | None = None
+    since_us: int | None = None
+    throttled_s: float = 0.0
+
+
+@dataclass(slots=True)
+class FlowReplay:
+    """The replayed flow control of one group, as one daemon sees it.
+
+    Args:
+        settings: the group's flow-control variables (ours: trap 20).
+        catch_up_limit_s: a member needing longer to empty its applier queue
+            is flagged FAILOVER_READY = 0.
+    """
+
+    settings: FlowControlSettings = field(default_factory=FlowControlSettings)
+    catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S
+    quota: int = 0
+    _fc: FlowControl = field(init=False)
+    _members: dict[str, _Member] = field(default_factory=dict, init=False)
+    _last_step_us: int | None = field(default=None, init=False)
+    _limited: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._fc = FlowControl(self.settings)
+
+    def receive(self, member_id: str, state: MemberStatsState, at_us: int) -> None:
+        """One accepted stats message of `member_id` (its stored state after it)."""
+        entry = entry_of(state)
+        self._fc.receive(member_id, entry)
+        old = self._members.get(member_id)
+        m = _Member(entry, at_us, self._fc.step_number)
+        if old is not None:
+            m.since_us, m.throttled_s = old.since_us, old.throttled_s
+            dt = (at_us - old.at_us) / 1e6
+            if dt > 0:
+                m.apply_rate = max(0.0, entry.delta_applied / dt)
+                growth = (entry.waiting_apply - old.entry.waiting_apply) / dt
+                m.incoming_rate = max(0.0, m.apply_rate + growth)
+        self._members[member_id] = m
+
+    def forget(self, member_id: str) -> None:
+        """Drop a member the registry forgot."""
+        self._members.pop(member_id, None)
+
+    def step(self, now_us: int) -> int:
+        """One acting tick at `now_us`; returns the group quota (0 = unlimited)."""
+        dt = 0.0 if self._last_step_us is None else max(0, now_us - self._last_step_us) / 1e6
+        for m in self._members.values():
+            if self._limited and m.since_us is not None:
+                m.throttled_s += dt
+        self.quota = self._fc.step(0).quota
+        self._limited = self.quota > 0
+        self._last_step_us = now_us
+        for m in self._members.values():
+            if self._bottleneck(m):
+                if m.since_us is None:
+                    m.since_us = now_us
+            else:
+                m.since_us = None
+        return self.quota
+
+    def _fresh(self, m: _Member) -> bool:
+        return self._fc.step_number - m.step <= EXPIRY_STEPS
+
+    def _bottleneck(self, m: _Member) -> str:
+        if not self._fresh(m) or not needs_flow_control(m.entry, self.settings):
+            return ""
+        s = self.settings
+        cert = m.entry.waiting_certification - s.certifier_threshold
+        return (
+            "certifier"
+            if cert > 0 and cert >= m.entry.waiting_apply - s.applier_threshold
+            else "applier"
+        )
+
+    def rows(
+        self, local_member_id: str = "", server: ServerFlowControl | None = None
+    ) -> tuple[Row, ...]:
+        """One grstats_flow_control row per member, sorted by member id."""
+        s = self.settings
+        out: list[Row] = []
+        for member_id in sorted(self._members):
+            m = self._members[member_id]
+            e = m.entry
+            kind = self._bottleneck(m)
+            excess = max(
+                e.waiting_certification - s.certifier_threshold,
+                e.waiting_apply - s.applier_threshold,
+                0,
+            )
+            eta = _eta(e.waiting_apply, m.apply_rate, m.incoming_rate)
+            local = server if member_id == local_member_id else None
+            out.append(
+                {
+                    col.MEMBER_ID: member_id,
+                    col.BOTTLENECK: kind,
+                    col.EXCESS_OVER_THRESHOLD: excess,
+                    col.GROUP_QUOTA: self.quota,
+                    col.THROTTLING: int(self._limited),
+                    col.BOTTLENECK_SINCE: None
+                    if m.since_us is None or not kind
+                    else format_timestamp(m.since_us),
+                    col.THROTTLED_SECONDS: round(m.throttled_s, 6),
+                    col.CERTIFIER_QUEUE: e.waiting_certification,
+                    col.APPLIER_QUEUE: e.waiting_apply,
+                    col.INCOMING_RATE: m.incoming_rate,
+                    col.APPLY_RATE: m.apply_rate,
+                    col.CATCH_UP_ETA_SECONDS: eta,
+                    col.CATCH_UP: _catch_up_text(eta),
+                    col.FAILOVER_READY: None if eta is None else int(eta <= self.catch_up_limit_s),
+                    col.SERVER_THROTTLE_COUNT: None if local is None else local.count,
+                    col.SERVER_THROTTLE_TIME_SUM: None if local is None else local.time_sum,
+                    col.SERVER_THROTTLE_ACTIVE_COUNT: None if local is None else local.active_count,
+                    col.SERVER_THROTTLE_LAST: None if local is None else local.last_throttle,
+                }
+            )
+        return tuple(out)
+
+
+def _eta(queue: int, apply_rate: float | None, incoming_rate: float | None) -> float | None:
+    if queue <= 0:
+        return 0.0
+    if apply_rate is None or incoming_rate is None:
+        return None
+    net = apply_rate - incoming_rate
+    return queue / net if net > 0 else math.inf
+
+
+def _catch_up_text(eta: float | None) -> str | None:
+    if eta is None:
+        return None
+    if eta == 0:
+        return "caught up"
+    if math.isinf(eta):
+        return "never at this rate"
+    return f"{eta:.1f} s"
