@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from protocol import PipelineStats
 
@@ -59,3 +60,5 @@ class LocalSample:
     sampled_at_us: int  # wall clock, microseconds since the epoch, UTC
     # per channel, when the source can tell (WL#7374); () when it cannot
     lag: tuple[ChannelLag, ...] = ()
+    # WL#15620 applier metrics (at_us = sampled_at_us); None when the source has none
+    applier: MemberApplier | None = None

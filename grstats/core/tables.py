@@ -77,6 +77,7 @@ class MemberTables:
         self.own_total = 0
         self.clamped_total = 0
         self.lag_malformed_total = 0
+        self.applier_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
 
     @property
@@ -133,6 +134,8 @@ class MemberTables:
                 self.accepted_total += 1
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
+                if result.applier_error:
+                    self.applier_malformed_total += 1  # stats applied, applier refused
         elif isinstance(result, Rejected):
             self.rejected_total[result.reason] += 1
         elif result.why == "own":
@@ -166,6 +169,7 @@ class MemberTables:
             envelopes_own=self.own_total,
             envelopes_clamped=self.clamped_total,
             envelopes_lag_malformed=self.lag_malformed_total,
+            envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
         )
 
