@@ -18,6 +18,10 @@ import click
 from grstats.cli import render
 from grstats.cli.readers import TableReader, read_options
 from grstats.core.snapshot import (
+    APPLIER_METRICS_COLUMNS,
+    APPLIER_METRICS_TABLE,
+    APPLIER_WORKERS_COLUMNS,
+    APPLIER_WORKERS_TABLE,
     MEMBER_LAG_COLUMNS,
     MEMBER_LAG_TABLE,
     MEMBER_STATS_COLUMNS,
@@ -35,6 +39,8 @@ COLUMNS: Mapping[str, Sequence[str]] = {
     MEMBERS_TABLE: MEMBERS_COLUMNS,
     MEMBER_STATUS_TABLE: MEMBER_STATUS_COLUMNS,
     MEMBER_LAG_TABLE: MEMBER_LAG_COLUMNS,
+    APPLIER_METRICS_TABLE: APPLIER_METRICS_COLUMNS,
+    APPLIER_WORKERS_TABLE: APPLIER_WORKERS_COLUMNS,
 }
 
 
