@@ -118,6 +118,7 @@ DSN_PARAMS = ("charset", "unix_socket")
 # These server errors also end the session (shutdown, KILL, wait_timeout expiry).
 _CONNECTION_ENDING_ERRORS = frozenset({1053, 1927, 3169, 4031})
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+_ER_NO_SUCH_TABLE = 1146  # expected for WL#15620's tables before 9.7: not logged
 
 _SQL_IDENTITY = "SELECT @@server_uuid, @@group_replication_group_name"
 _SQL_IDENTITY_NO_GR = "SELECT @@server_uuid"
@@ -538,9 +539,13 @@ class MySQLSource:
 
         Never raises; shares the lag queries' deadline, so the stats sample survives.
         """
+        if conn is not self._conn:  # the lag read failed and dropped the connection
+            return None
         try:
             async with asyncio.timeout_at(self._lag_deadline):
-                metrics = await self._query(conn, "applier_metrics", mysql_applier.SQL_METRICS)
+                metrics = await self._query(
+                    conn, "applier_metrics", mysql_applier.SQL_METRICS, missing_ok=True
+                )
                 if metrics is not None:
                     progress = await self._query(
                         conn, "applier_progress", mysql_applier.SQL_PROGRESS
@@ -594,7 +599,7 @@ class MySQLSource:
         self._lost(reason, exc, retry_now=True)
 
     async def _query(
-        self, conn: asyncmy.Connection, what: str, sql: str
+        self, conn: asyncmy.Connection, what: str, sql: str, *, missing_ok: bool = False
     ) -> tuple[list[str], list[Sequence[Any]]] | None:
         """Run one SELECT; None when the server rejected it (logged once per connection).
 
@@ -610,6 +615,8 @@ class MySQLSource:
             code = _errno(exc)
             if code is None or 2000 <= code < 3000 or code in _CONNECTION_ENDING_ERRORS:
                 raise _PollFailed(what) from exc
+            if missing_ok and code == _ER_NO_SUCH_TABLE:
+                return None
             if (what, code) not in self._logged_errors:
                 self._logged_errors.add((what, code))
                 level = log.info if code == _ER_UNKNOWN_SYSTEM_VARIABLE else log.warning

@@ -114,8 +114,12 @@ def build_native(at_us: int, metrics: Sequence[Row], progress: Sequence[Row]) ->
     return MemberApplier(at_us, NATIVE, tuple(channels), tuple(workers))
 
 
-def build_derived(at_us: int, by_worker: Sequence[Row], applier_queue: int | None) -> MemberApplier:
+def build_derived(
+    at_us: int, by_worker: Sequence[Row], applier_queue: int | None
+) -> MemberApplier | None:
     """What a pre-WL#15620 server tells: ongoing per channel, pending of the GR applier.
+
+    None when it tells nothing (no worker rows: no GR channel applier).
 
     Args:
         at_us: when the rows were read.
@@ -149,4 +153,6 @@ def build_derived(at_us: int, by_worker: Sequence[Row], applier_queue: int | Non
         )
         for name, count in sorted(ongoing.items())
     )
+    if not channels:
+        return None
     return MemberApplier(at_us, DERIVED, channels, tuple(workers))
