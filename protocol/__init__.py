@@ -4,6 +4,16 @@ Imports only the standard library and msgpack; never reads the clock, logs or
 reads configuration. Every decode failure is a `ProtocolError`.
 """
 
+from protocol.applier import (
+    APPLIER_VERSION,
+    MAX_APPLIER_CHANNELS,
+    MAX_APPLIER_WORKERS,
+    ApplierChannel,
+    ApplierReport,
+    ApplierWorker,
+    decode_applier,
+    encode_applier,
+)
 from protocol.binlog import (
     ANONYMOUS_GTID_LOG_EVENT,
     BINLOG_MAGIC,
@@ -63,6 +73,7 @@ from protocol.pipeline_stats import (
 
 __all__ = [
     "ANONYMOUS_GTID_LOG_EVENT",
+    "APPLIER_VERSION",
     "BINLOG_MAGIC",
     "DEFAULT_MAX_ENVELOPE_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",
@@ -77,9 +88,14 @@ __all__ = [
     "MALFORMED_FIXED_HEADER",
     "MALFORMED_PAYLOAD_ITEM",
     "MALFORMED_PAYLOAD_LENGTH",
+    "MAX_APPLIER_CHANNELS",
+    "MAX_APPLIER_WORKERS",
     "MAX_LAG_CHANNELS",
     "PREVIOUS_GTIDS_LOG_EVENT",
     "PS_COLUMNS",
+    "ApplierChannel",
+    "ApplierReport",
+    "ApplierWorker",
     "BinlogScanner",
     "DecodedEvent",
     "Envelope",
@@ -100,6 +116,7 @@ __all__ = [
     "as_ps_unsigned",
     "check_magic",
     "checksum_matches",
+    "decode_applier",
     "decode_body",
     "decode_envelope",
     "decode_event",
@@ -110,6 +127,7 @@ __all__ = [
     "decode_lag",
     "decode_pipeline_stats",
     "decode_previous_gtids",
+    "encode_applier",
     "encode_envelope",
     "encode_lag",
     "encode_pipeline_stats",

@@ -31,3 +31,15 @@ def _fresh_structlog() -> Iterator[None]:
     undo it after each test so that the next test sees structlog's defaults."""
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left_behind() -> Iterator[None]:
+    """SIGKILL, by PID, every `grstats run/collect` a test started and left running."""
+    from tests.grstats.daemon_helpers import SPAWNED  # noqa: PLC0415
+
+    yield
+    while SPAWNED:
+        daemon = SPAWNED.pop()
+        if daemon.alive():
+            daemon.kill9()

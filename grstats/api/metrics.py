@@ -51,6 +51,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from grstats.api.applier_metrics import applier_families
 from grstats.api.flow_metrics import flow_families
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
 from grstats.api.lag_metrics import lag_families
@@ -120,6 +121,7 @@ class SnapshotCollector(Collector):
         yield from _member_families(snapshot)
         yield from lag_families(snapshot, _group_of(snapshot))
         yield from flow_families(snapshot, _group_of(snapshot))
+        yield from applier_families(snapshot, _group_of(snapshot))
         yield from _health_families(snapshot)
 
 
@@ -248,6 +250,11 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "grstats_envelopes_lag_malformed",
         "Accepted envelopes whose ext.lag section was refused (stats applied, lag not).",
         value=counters.envelopes_lag_malformed,
+    )
+    yield CounterMetricFamily(
+        "grstats_envelopes_applier_malformed",
+        "Accepted envelopes whose ext.applier section was refused (stats applied, applier not).",
+        value=counters.envelopes_applier_malformed,
     )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)

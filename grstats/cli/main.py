@@ -26,6 +26,7 @@ _COMMANDS: dict[str, str] = {
     "status": "tables",
     "lag": "tables",
     "flow": "tables",
+    "applier": "applier",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",
@@ -74,6 +75,7 @@ def main(ctx: click.Context) -> None:
       grstats run --config /etc/grstats/grstats.toml   # the member daemon
       grstats stats                                    # replication_group_member_stats
       grstats lag                                      # replication lag by stage, every member
+      grstats applier --explain                        # why each member's applier is slow
       grstats decode 0100000010001000...               # decode a captured message
       grstats binlog --summary relay-bin.000042        # hop delays from a relay log
     """

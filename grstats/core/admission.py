@@ -17,7 +17,8 @@ garbage costs as little as possible:
 6. the optional `ext.lag` section (`protocol.lag`) is decoded last. A
    malformed one does not reject the envelope: the statistics are good on
    their own, so the envelope is admitted without lag and `lag_error` says
-   why (the caller counts it as `envelopes_lag_malformed`).
+   why (the caller counts it as `envelopes_lag_malformed`). `ext.applier`
+   (`protocol.applier`) likewise: `applier_error`, `envelopes_applier_malformed`.
 
 Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
 ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from grstats.core.applier import MemberApplier, decode_member_applier
 from grstats.core.lag import MemberLag, decode_member_lag
 from grstats.core.topics import (
     GTIDS_KIND,
@@ -99,6 +101,8 @@ class Admitted:
         clamped: the PipelineStats fields that were clamped.
         lag: the decoded `ext.lag` section; None when absent or malformed.
         lag_error: why `ext.lag` was refused ("" when absent or good).
+        applier: the decoded `ext.applier` section; None when absent or malformed.
+        applier_error: why `ext.applier` was refused ("" when absent or good).
     """
 
     key: MemberKey
@@ -108,6 +112,8 @@ class Admitted:
     clamped: tuple[str, ...] = ()
     lag: MemberLag | None = None
     lag_error: str = ""
+    applier: MemberApplier | None = None
+    applier_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +210,8 @@ def admit(
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
         stats = dataclasses.replace(stats, **zeros)
     lag, lag_error = _lag(envelope)
-    return Admitted(key, kind, envelope, stats, clamped, lag, lag_error)
+    applier, applier_error = _applier(envelope)
+    return Admitted(key, kind, envelope, stats, clamped, lag, lag_error, applier, applier_error)
 
 
 def _lag(envelope: Envelope) -> tuple[MemberLag | None, str]:
@@ -212,6 +219,15 @@ def _lag(envelope: Envelope) -> tuple[MemberLag | None, str]:
         return None, ""
     try:
         return decode_member_lag(envelope.ext["lag"]), ""
+    except ProtocolError as exc:
+        return None, str(exc)
+
+
+def _applier(envelope: Envelope) -> tuple[MemberApplier | None, str]:
+    if "applier" not in envelope.ext:
+        return None, ""
+    try:
+        return decode_member_applier(envelope.ext["applier"]), ""
     except ProtocolError as exc:
         return None, str(exc)
 

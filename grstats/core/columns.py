@@ -85,6 +85,39 @@ APPLY_TIME_SECONDS: Final = "APPLY_TIME_SECONDS"
 CLOCK_OFFSET_SECONDS: Final = "CLOCK_OFFSET_SECONDS"
 LAG_WITHIN_CLOCK_OFFSET: Final = "LAG_WITHIN_CLOCK_OFFSET"
 
+# replication_applier_metrics and replication_applier_progress_by_worker
+# (WL#15620; MySQL 9.1 Enterprise, every edition from 9.7), names as the seed has them
+TOTAL_ACTIVE_TIME_DURATION: Final = "TOTAL_ACTIVE_TIME_DURATION"
+LAST_APPLIER_START: Final = "LAST_APPLIER_START"
+TRANSACTIONS_COMMITTED_COUNT: Final = "TRANSACTIONS_COMMITTED_COUNT"
+TRANSACTIONS_ONGOING_COUNT: Final = "TRANSACTIONS_ONGOING_COUNT"
+TRANSACTIONS_PENDING_COUNT: Final = "TRANSACTIONS_PENDING_COUNT"
+TRANSACTIONS_COMMITTED_SIZE_BYTES_SUM: Final = "TRANSACTIONS_COMMITTED_SIZE_BYTES_SUM"
+TRANSACTIONS_ONGOING_FULL_SIZE_BYTES_SUM: Final = "TRANSACTIONS_ONGOING_FULL_SIZE_BYTES_SUM"
+TRANSACTIONS_ONGOING_PROGRESS_SIZE_BYTES_SUM: Final = "TRANSACTIONS_ONGOING_PROGRESS_SIZE_BYTES_SUM"
+TRANSACTIONS_PENDING_SIZE_BYTES_SUM: Final = "TRANSACTIONS_PENDING_SIZE_BYTES_SUM"
+EVENTS_COMMITTED_COUNT: Final = "EVENTS_COMMITTED_COUNT"
+WAITS_FOR_WORK_FROM_SOURCE_COUNT: Final = "WAITS_FOR_WORK_FROM_SOURCE_COUNT"
+WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME: Final = "WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME"
+WAITS_FOR_AVAILABLE_WORKER_COUNT: Final = "WAITS_FOR_AVAILABLE_WORKER_COUNT"
+WAITS_FOR_AVAILABLE_WORKER_SUM_TIME: Final = "WAITS_FOR_AVAILABLE_WORKER_SUM_TIME"
+WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT: Final = "WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT"
+WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME: Final = "WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME"
+WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT: Final = "WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT"
+WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME: Final = "WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME"
+WAITS_WORKER_QUEUES_FULL_COUNT: Final = "WAITS_WORKER_QUEUES_FULL_COUNT"
+WAITS_WORKER_QUEUES_FULL_SUM_TIME: Final = "WAITS_WORKER_QUEUES_FULL_SUM_TIME"
+WAITS_DUE_TO_COMMIT_ORDER_COUNT: Final = "WAITS_DUE_TO_COMMIT_ORDER_COUNT"
+WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME: Final = "WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME"
+READ_FROM_RELAY_LOG_SUM_TIME: Final = "READ_FROM_RELAY_LOG_SUM_TIME"
+WORKER_ID: Final = "WORKER_ID"
+THREAD_ID: Final = "THREAD_ID"
+ONGOING_TRANSACTION_TYPE: Final = "ONGOING_TRANSACTION_TYPE"
+ONGOING_TRANSACTION_FULL_SIZE_BYTES: Final = "ONGOING_TRANSACTION_FULL_SIZE_BYTES"
+ONGOING_TRANSACTION_APPLIED_SIZE_BYTES: Final = "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES"
+# grstats_member_status: where a member's applier metrics come from
+APPLIER_METRICS_SOURCE: Final = "APPLIER_METRICS_SOURCE"
+
 # Why an envelope was refused; each reason is counted per member and in total.
 REJECT_REASONS: Final = (
     "malformed",
@@ -283,6 +316,9 @@ MEMBER_STATUS = TableDef(
         Column(SEQ, "bigint unsigned", "number", nullable=True),
         Column(ACCEPTED, "bigint unsigned", "counter"),
         *(Column(rejected_column(r), "bigint unsigned", "counter") for r in REJECT_REASONS),
+        # 'native' (WL#15620 tables), 'derived' (a pre-WL#15620 server: only what
+        # its 8.0 tables tell, the rest NULL; see core.applier), NULL (none)
+        Column(APPLIER_METRICS_SOURCE, "char(16)", nullable=True),
     ),
 )
 
@@ -503,7 +539,174 @@ FLOW_CONTROL = TableDef(
     ),
 )
 
-TABLES: Final = (MEMBER_STATS, MEMBERS, MEMBER_STATUS, MEMBER_LAG, FLOW_CONTROL)
+# -- WL#15620 --------------------------------------------------------------------
+# Times are nanoseconds in MySQL and in these tables; /metrics exports seconds
+# (NANOSECOND_COLUMNS). Every number is nullable here: a server without the
+# WL#15620 tables shows NULL for what its 8.0 tables cannot tell (the seed's
+# NOT NULL columns included), TRANSACTIONS_PENDING_* also while MySQL itself
+# has not computed them.
+_APPLIER_METRIC = "grstats_applier_"
+_WAITS = _APPLIER_METRIC + "waits_total"
+_WAIT_SECONDS = _APPLIER_METRIC + "wait_seconds_total"
+
+
+def _applier(  # noqa: PLR0917 - a declaration table reads best positionally
+    name: str,
+    kind: ColumnKind,
+    metric: str,
+    help_: str = "",
+    labels: tuple[tuple[str, str], ...] = (),
+    sql_type: str = "bigint",
+) -> Column:
+    return Column(
+        name,
+        sql_type,
+        kind,
+        history=name.lower(),
+        metric=metric,
+        help=help_,
+        nullable=True,
+        metric_labels=labels,
+    )
+
+
+def _wait(name: str, what: str, help_count: str = "", help_time: str = "") -> tuple[Column, Column]:
+    unsigned = "bigint unsigned" if what == "commit_order" else "bigint"
+    return (
+        _applier(f"{name}_COUNT", "counter", _WAITS, help_count, (("wait", what),), unsigned),
+        _applier(
+            f"{name}_SUM_TIME", "counter", _WAIT_SECONDS, help_time, (("wait", what),), unsigned
+        ),
+    )
+
+
+APPLIER_METRICS = TableDef(
+    name="replication_applier_metrics",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _applier(
+            TOTAL_ACTIVE_TIME_DURATION,
+            "counter",
+            _APPLIER_METRIC + "active_seconds_total",
+            "Total time the channel's applier has been running since its metrics were reset.",
+        ),
+        Column(
+            LAST_APPLIER_START,
+            "timestamp",
+            "timestamp",
+            metric=_APPLIER_METRIC + "last_start_timestamp_seconds",
+            help="When the channel's applier was last started (Unix seconds).",
+            nullable=True,
+        ),
+        _applier(
+            TRANSACTIONS_COMMITTED_COUNT,
+            "counter",
+            _APPLIER_METRIC + "transactions_committed_total",
+            "Transactions the channel's applier committed.",
+        ),
+        _applier(
+            TRANSACTIONS_ONGOING_COUNT,
+            "gauge",
+            _APPLIER_METRIC + "transactions_ongoing",
+            "Transactions being applied by workers now.",
+        ),
+        _applier(
+            TRANSACTIONS_PENDING_COUNT,
+            "gauge",
+            _APPLIER_METRIC + "transactions_pending",
+            "Transactions queued and not yet committed (ongoing ones included).",
+        ),
+        _applier(
+            TRANSACTIONS_COMMITTED_SIZE_BYTES_SUM,
+            "counter",
+            _APPLIER_METRIC + "committed_bytes_total",
+            "Size of the transactions committed.",
+        ),
+        _applier(
+            TRANSACTIONS_ONGOING_FULL_SIZE_BYTES_SUM,
+            "gauge",
+            _APPLIER_METRIC + "ongoing_bytes",
+            "Size of the transactions being applied now.",
+        ),
+        _applier(
+            TRANSACTIONS_ONGOING_PROGRESS_SIZE_BYTES_SUM,
+            "gauge",
+            _APPLIER_METRIC + "ongoing_applied_bytes",
+            "Size of the already executed events of the transactions being applied.",
+        ),
+        _applier(
+            TRANSACTIONS_PENDING_SIZE_BYTES_SUM,
+            "gauge",
+            _APPLIER_METRIC + "pending_bytes",
+            "Size of the transactions queued and not yet committed.",
+        ),
+        _applier(
+            EVENTS_COMMITTED_COUNT,
+            "counter",
+            _APPLIER_METRIC + "events_committed_total",
+            "Events of the committed transactions (embedded events of compressed ones).",
+        ),
+        *_wait(
+            "WAITS_FOR_WORK_FROM_SOURCE",
+            "work_from_source",
+            "Times the applier waited, by reason (WL#15620's WAITS_*_COUNT).",
+            "Time the applier waited, by reason (WL#15620's WAITS_*_SUM_TIME).",
+        ),
+        *_wait("WAITS_FOR_AVAILABLE_WORKER", "available_worker"),
+        *_wait("WAITS_COMMIT_SCHEDULE_DEPENDENCY", "commit_schedule_dependency"),
+        *_wait("WAITS_FOR_WORKER_QUEUES_MEMORY", "worker_queues_memory"),
+        *_wait("WAITS_WORKER_QUEUES_FULL", "worker_queues_full"),
+        *_wait("WAITS_DUE_TO_COMMIT_ORDER", "commit_order"),
+        _applier(
+            READ_FROM_RELAY_LOG_SUM_TIME,
+            "counter",
+            _APPLIER_METRIC + "relay_log_read_seconds_total",
+            "Time the applier spent reading events from the relay log.",
+        ),
+    ),
+)
+
+APPLIER_PROGRESS_BY_WORKER = TableDef(
+    name="replication_applier_progress_by_worker",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(WORKER_ID, "bigint unsigned", "number"),
+        Column(THREAD_ID, "bigint unsigned", "number", nullable=True),
+        Column(ONGOING_TRANSACTION_TYPE, "enum('UNASSIGNED','DML','DDL')", nullable=True),
+        _applier(
+            ONGOING_TRANSACTION_FULL_SIZE_BYTES,
+            "gauge",
+            _APPLIER_METRIC + "worker_ongoing_bytes",
+            "Size of the transaction the worker is applying (0 when idle).",
+        ),
+        _applier(
+            ONGOING_TRANSACTION_APPLIED_SIZE_BYTES,
+            "gauge",
+            _APPLIER_METRIC + "worker_ongoing_applied_bytes",
+            "Size of the executed events of the transaction the worker is applying.",
+        ),
+    ),
+)
+
+NANOSECOND_COLUMNS: Final = frozenset(
+    c.name
+    for c in APPLIER_METRICS.columns
+    if c.name.endswith("_SUM_TIME") or c.name == TOTAL_ACTIVE_TIME_DURATION
+)
+
+TABLES: Final = (
+    MEMBER_STATS,
+    MEMBERS,
+    MEMBER_STATUS,
+    MEMBER_LAG,
+    FLOW_CONTROL,
+    APPLIER_METRICS,
+    APPLIER_PROGRESS_BY_WORKER,
+)
 
 # The stats columns carried by the Pipeline_stats message, in history file order.
 STATS_ITEM_COLUMNS: Final = tuple(

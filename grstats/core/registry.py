@@ -34,7 +34,8 @@ Invariants:
   (each sample is that offset minus the one-way delay, so the largest is
   the closest, low by the smallest delay in the window);
 - the member's last `ext.lag` is kept as it came; an envelope without one
-  (or with a malformed one) clears it: stale lag is worse than none;
+  (or with a malformed one) clears it: stale lag is worse than none; the
+  same for `ext.applier`;
 - bounds: at most `max_members_per_group` members per group and `max_groups`
   groups (a newcomer past either is "over_limit"); tombstones, pending GTIDs
   and the reject counters of never-accepted members are bounded too.
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
+from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.lag import MemberLag
 from grstats.core.snapshot import Departed
@@ -91,6 +93,7 @@ class Applied:
     stats: PipelineStats
     kind: str
     lag_error: str = ""  # why its ext.lag was refused ("" when absent or good)
+    applier_error: str = ""  # why its ext.applier was refused ("" when absent or good)
 
 
 @dataclass(slots=True)
@@ -107,6 +110,7 @@ class Remote:
         default_factory=lambda: deque(maxlen=_KNOWN_INCARNATIONS)
     )  # (incarnation, last seq)
     lag: MemberLag | None = None  # its last ext.lag
+    applier: MemberApplier | None = None  # its last ext.applier
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -216,6 +220,7 @@ class MemberRegistry:
             state = self._merge_pending_gtids(key, remote, state)
         remote.state = state
         remote.lag = msg.lag
+        remote.applier = msg.applier
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -225,7 +230,7 @@ class MemberRegistry:
         self._tombstones.pop(key, None)
         self._departed.pop(key, None)
         self.version += 1
-        return Applied(envelope, stats, msg.kind, msg.lag_error)
+        return Applied(envelope, stats, msg.kind, msg.lag_error, msg.applier_error)
 
     def _admit_sequence(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from protocol import PipelineStats
 
@@ -73,3 +74,5 @@ class LocalSample:
     lag: tuple[ChannelLag, ...] = ()
     # the server's Gr_flow_control_throttle_* figures; None when it has none
     flow_control: ServerFlowControl | None = None
+    # WL#15620 applier metrics (at_us = sampled_at_us); None when the source has none
+    applier: MemberApplier | None = None

@@ -25,6 +25,8 @@ MEMBERS_TABLE = columns.MEMBERS.name
 MEMBER_STATUS_TABLE = columns.MEMBER_STATUS.name
 MEMBER_LAG_TABLE = columns.MEMBER_LAG.name
 FLOW_CONTROL_TABLE = columns.FLOW_CONTROL.name
+APPLIER_METRICS_TABLE = columns.APPLIER_METRICS.name
+APPLIER_WORKERS_TABLE = columns.APPLIER_PROGRESS_BY_WORKER.name
 TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
 MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
@@ -32,6 +34,8 @@ MEMBERS_COLUMNS = columns.MEMBERS.names
 MEMBER_STATUS_COLUMNS = columns.MEMBER_STATUS.names
 MEMBER_LAG_COLUMNS = columns.MEMBER_LAG.names
 FLOW_CONTROL_COLUMNS = columns.FLOW_CONTROL.names
+APPLIER_METRICS_COLUMNS = columns.APPLIER_METRICS.names
+APPLIER_WORKERS_COLUMNS = columns.APPLIER_PROGRESS_BY_WORKER.names
 REJECT_REASONS = columns.REJECT_REASONS
 GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
@@ -50,6 +54,7 @@ class DaemonCounters:
         envelopes_clamped: accepted envelopes whose negative sizes were shown as 0.
         envelopes_lag_malformed: accepted envelopes whose `ext.lag` was refused
             (their stats were applied, their lag was not).
+        envelopes_applier_malformed: the same for `ext.applier`.
         rejected: refused messages by reason (every reason of REJECT_REASONS).
         bus_reconnects: broker connections after the first.
         messages_published: stats envelopes handed to the broker.
@@ -59,6 +64,7 @@ class DaemonCounters:
     envelopes_own: int = 0
     envelopes_clamped: int = 0
     envelopes_lag_malformed: int = 0
+    envelopes_applier_malformed: int = 0
     rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
     bus_reconnects: int = 0
     messages_published: int = 0
@@ -70,6 +76,7 @@ class DaemonCounters:
             "envelopes_own": self.envelopes_own,
             "envelopes_clamped": self.envelopes_clamped,
             "envelopes_lag_malformed": self.envelopes_lag_malformed,
+            "envelopes_applier_malformed": self.envelopes_applier_malformed,
             "bus_reconnects": self.bus_reconnects,
             "messages_published": self.messages_published,
         }
@@ -139,6 +146,8 @@ class DaemonSnapshot:
     member_status: tuple[Row, ...] = ()
     member_lag: tuple[Row, ...] = ()
     flow_control: tuple[Row, ...] = ()
+    applier_metrics: tuple[Row, ...] = ()
+    applier_workers: tuple[Row, ...] = ()
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
@@ -157,4 +166,8 @@ class DaemonSnapshot:
             return self.member_lag
         if name == FLOW_CONTROL_TABLE:
             return self.flow_control
+        if name == APPLIER_METRICS_TABLE:
+            return self.applier_metrics
+        if name == APPLIER_WORKERS_TABLE:
+            return self.applier_workers
         raise KeyError(name)

@@ -13,7 +13,10 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
   rows: empty identifiers, zero counters, MEMBER_STATE OFFLINE, NULL port;
 - a remote member silent for the unreachable window shows UNREACHABLE;
 - replication_group_member_lag has a row per member and channel that the
-  member reported (`core.lagrows`), beside the same members as the stats.
+  member reported (`core.lagrows`), beside the same members as the stats;
+- replication_applier_metrics / _progress_by_worker likewise from each
+  member's applier metrics (`core.applierrows`), and grstats_member_status
+  says where they came from (APPLIER_METRICS_SOURCE).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 from grstats.core import columns as col
 from grstats.core.admission import MemberKey
+from grstats.core.applierrows import metrics_rows, worker_rows
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.registry import MemberRegistry, Remote
@@ -72,6 +76,8 @@ def build_snapshot(
     member_rows: list[Row] = []
     status_rows: list[Row] = []
     lags: list[tuple[str, str, MemberLag, int | None]] = []  # group, member, lag, offset
+    applier_rows: list[Row] = []
+    workers_rows: list[Row] = []
     clocks: dict[str, list[int]] = {}  # group -> clock offsets known, ours (0) included
     alone = False
     view_id = ""
@@ -82,6 +88,9 @@ def build_snapshot(
         stats_rows.append(_local_stats_row(sample))
         member_rows.append(_local_member_row(sample))
         status_rows.append(_local_status_row(local, group, local_member_id, now_us))
+        if sample is not None and sample.applier is not None:
+            applier_rows.extend(metrics_rows(sample.member.member_id, sample.applier))
+            workers_rows.extend(worker_rows(sample.member.member_id, sample.applier))
         clocks[group or ""] = [0]
         if sample is not None and sample.lag:
             local_lag = MemberLag(sample.sampled_at_us, sample.lag)
@@ -93,6 +102,9 @@ def build_snapshot(
             stats_rows.append(stats_row(view_id or env.view_id, env.member.id, remote.state))
             member_rows.append(remote_member_row(env, unreachable=unreachable))
             status_rows.append(_remote_status_row(key, remote, registry, now_us))
+            if remote.applier is not None:
+                applier_rows.extend(metrics_rows(env.member.id, remote.applier))
+                workers_rows.extend(worker_rows(env.member.id, remote.applier))
             offset = remote.clock_offset_us()
             if offset is not None:
                 clocks.setdefault(key[0], []).append(offset)
@@ -107,6 +119,8 @@ def build_snapshot(
         members=tuple(member_rows),
         member_status=tuple(status_rows),
         member_lag=_lag_rows(lags, clocks),
+        applier_metrics=tuple(applier_rows),
+        applier_workers=tuple(workers_rows),
         counters=counters,
         gauges=merged_gauges,
         health=health,
@@ -159,6 +173,7 @@ def _status_row(
     seq: int | None,
     accepted: int,
     rejections: Mapping[str, int],
+    applier_source: str | None = None,
 ) -> Row:
     row: dict[str, str | int | float | None] = {
         col.GROUP_NAME: group,
@@ -171,6 +186,7 @@ def _status_row(
     }
     for reason in col.REJECT_REASONS:
         row[col.rejected_column(reason)] = rejections.get(reason, 0)
+    row[col.APPLIER_METRICS_SOURCE] = applier_source
     return row
 
 
@@ -187,6 +203,7 @@ def _local_status_row(
         seq=local.seq,
         accepted=0,
         rejections={},
+        applier_source=None if sample is None or sample.applier is None else sample.applier.source,
     )
 
 
@@ -202,6 +219,7 @@ def _remote_status_row(
         seq=remote.envelope.seq,
         accepted=remote.accepted,
         rejections=registry.rejections(key),
+        applier_source=None if remote.applier is None else remote.applier.source,
     )
 
 

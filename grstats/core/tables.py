@@ -84,6 +84,7 @@ class MemberTables:
         self.own_total = 0
         self.clamped_total = 0
         self.lag_malformed_total = 0
+        self.applier_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         # the replay of MySQL's flow control (daemon only; a collector mixes groups)
         self.flow: FlowReplay | None = None
@@ -155,6 +156,8 @@ class MemberTables:
                         self.flow.receive(msg.key[1], remote.state, received_at_us)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
+                if result.applier_error:
+                    self.applier_malformed_total += 1  # stats applied, applier refused
         elif isinstance(result, Rejected):
             self.rejected_total[result.reason] += 1
         elif result.why == "own":
@@ -192,6 +195,7 @@ class MemberTables:
             envelopes_own=self.own_total,
             envelopes_clamped=self.clamped_total,
             envelopes_lag_malformed=self.lag_malformed_total,
+            envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
         )
 

@@ -30,6 +30,7 @@ import structlog
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
+from grstats.core.applier import encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.rows import history_row, lag_history
 from grstats.core.sample import LocalSample
@@ -76,6 +77,7 @@ class Publisher:
         self.seq = 0
         self.published = 0
         self.lag_unsendable = 0  # samples whose lag the wire refused (sent without it)
+        self.applier_unsendable = 0  # the same for the applier metrics
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
@@ -181,6 +183,9 @@ class Publisher:
         lag = self._lag_section(sample) if sample.lag else None
         if lag is not None:
             ext["lag"] = lag
+        applier = self._applier_section(sample)
+        if applier is not None:
+            ext["applier"] = applier
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )
@@ -211,6 +216,20 @@ class Publisher:
             self.lag_unsendable += 1
             if self.lag_unsendable % 60 == 1:  # a lasting fault: once a minute
                 log.warning("lag.unsendable", error=str(exc)[:200], count=self.lag_unsendable)
+            return None
+
+    def _applier_section(self, sample: LocalSample) -> object:
+        """`ext.applier`; a figure the wire refuses drops the section, never the stats."""
+        if sample.applier is None:
+            return None
+        try:
+            return encode_member_applier(sample.applier)
+        except ProtocolError as exc:
+            self.applier_unsendable += 1
+            if self.applier_unsendable % 60 == 1:  # a lasting fault: once a minute
+                log.warning(
+                    "applier.unsendable", error=str(exc)[:200], count=self.applier_unsendable
+                )
             return None
 
     def envelope(

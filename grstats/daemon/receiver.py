@@ -47,6 +47,8 @@ class Receiver:
                 self.history.record(self._history_row(result, received))
             if result.lag_error:  # stats applied; only the lag section was refused
                 self._log_reject(topic, "lag_malformed", result.lag_error)
+            if result.applier_error:  # stats applied; only the applier section was refused
+                self._log_reject(topic, "applier_malformed", result.applier_error)
         elif isinstance(result, Rejected):
             self._log_reject(topic, result.reason, result.detail)
 

@@ -100,10 +100,11 @@ import asyncmy.errors
 import structlog
 
 from grstats.core import columns as col
+from grstats.core.applier import MemberApplier
 from grstats.core.columns import STATS_ITEM_COLUMNS
 from grstats.core.lag import ChannelLag
 from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember, LocalSample
-from grstats.sources import mysql_lag
+from grstats.sources import mysql_applier, mysql_lag
 from protocol import FLOW_CONTROL_DISABLED, FLOW_CONTROL_QUOTA, PipelineStats
 
 __all__ = ["MySQLSettings", "MySQLSource", "parse_dsn", "wire_int32", "wire_int64"]
@@ -117,6 +118,7 @@ DSN_PARAMS = ("charset", "unix_socket")
 # These server errors also end the session (shutdown, KILL, wait_timeout expiry).
 _CONNECTION_ENDING_ERRORS = frozenset({1053, 1927, 3169, 4031})
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+_ER_NO_SUCH_TABLE = 1146  # expected for WL#15620's tables before 9.7: not logged
 
 _SQL_IDENTITY = "SELECT @@server_uuid, @@group_replication_group_name"
 _SQL_IDENTITY_NO_GR = "SELECT @@server_uuid"
@@ -525,7 +527,43 @@ class MySQLSource:
         values.update((name, _raw(stats_row.get(col))) for name, col in _TEXT_COLUMNS.items())
         stats = PipelineStats(**values, transaction_gtids_present=False, flow_control_mode=mode)
         lag = await self._read_lag(conn, state)
-        return LocalSample(member=member, stats=stats, sampled_at_us=now_us, lag=lag)
+        applier = await self._read_applier(conn, now_us, stats.transactions_waiting_apply)
+        return LocalSample(
+            member=member, stats=stats, sampled_at_us=now_us, lag=lag, applier=applier
+        )
+
+    async def _read_applier(
+        self, conn: asyncmy.Connection, now_us: int, applier_queue: int
+    ) -> MemberApplier | None:
+        """WL#15620's tables, or what 8.0's tell (mysql_applier); None when unreadable.
+
+        Never raises; shares the lag queries' deadline, so the stats sample survives.
+        """
+        if conn is not self._conn:  # the lag read failed and dropped the connection
+            return None
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                metrics = await self._query(
+                    conn, "applier_metrics", mysql_applier.SQL_METRICS, missing_ok=True
+                )
+                if metrics is not None:
+                    progress = await self._query(
+                        conn, "applier_progress", mysql_applier.SQL_PROGRESS
+                    )
+                    rows = _dict_rows(metrics)
+                    if not self._utc_session:  # LAST_APPLIER_START would be in the wrong zone
+                        rows = [{**r, col.LAST_APPLIER_START: None} for r in rows]
+                    return mysql_applier.build_native(now_us, rows, _dict_rows(progress))
+                workers = await self._query(conn, "applier_by_worker", mysql_lag.SQL_WORKERS)
+        except TimeoutError:
+            self._lag_failed("applier_timeout", None)
+            return None
+        except _PollFailed as exc:
+            self._lag_failed("applier_query_failed", exc)
+            return None
+        if workers is None:
+            return None
+        return mysql_applier.build_derived(now_us, _dict_rows(workers), max(0, applier_queue))
 
     async def _read_lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
         """The GR channels' stage lag; () when it cannot be read. Never raises."""
@@ -561,7 +599,7 @@ class MySQLSource:
         self._lost(reason, exc, retry_now=True)
 
     async def _query(
-        self, conn: asyncmy.Connection, what: str, sql: str
+        self, conn: asyncmy.Connection, what: str, sql: str, *, missing_ok: bool = False
     ) -> tuple[list[str], list[Sequence[Any]]] | None:
         """Run one SELECT; None when the server rejected it (logged once per connection).
 
@@ -577,6 +615,8 @@ class MySQLSource:
             code = _errno(exc)
             if code is None or 2000 <= code < 3000 or code in _CONNECTION_ENDING_ERRORS:
                 raise _PollFailed(what) from exc
+            if missing_ok and code == _ER_NO_SUCH_TABLE:
+                return None
             if (what, code) not in self._logged_errors:
                 self._logged_errors.add((what, code))
                 level = log.info if code == _ER_UNKNOWN_SYSTEM_VARIABLE else log.warning

@@ -31,6 +31,10 @@ STATUS = "grstats_member_status"
 
 T = TypeVar("T")
 
+# Every daemon a test started, so that a failing test cannot leave one running:
+# tests/conftest.py kills whatever is still alive here after each test.
+SPAWNED: list[DaemonProc] = []
+
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
     """Poll `probe` until it returns a truthy value; fail with `what` at the deadline."""
@@ -193,7 +197,9 @@ def spawn_daemon(
             env={**os.environ, **(env or {})},
         )
     member_id = config.get("member", {}).get("id", "collector")
-    return DaemonProc(member_id, workdir, process, log_path)
+    daemon = DaemonProc(member_id, workdir, process, log_path)
+    SPAWNED.append(daemon)
+    return daemon
 
 
 def wait_started(daemon: DaemonProc, *, ready: bool = True) -> DaemonProc:

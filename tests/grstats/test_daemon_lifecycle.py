@@ -20,6 +20,7 @@ from tests.grstats.daemon_helpers import (
     M2,
     M3,
     STATS,
+    DaemonProc,
     daemon_config,
     daemons,
     http_get,
@@ -149,6 +150,7 @@ async def test_mysql_source_daemon_learns_identity_from_the_server(
 
     server = fake_mysql.FakeMySQL()  # GR not started yet: no rows
     await server.start()
+    d: DaemonProc | None = None
     try:
         config = daemon_config(broker.port, M1, [M1], period=PERIOD)
         del config["simulated"]
@@ -188,6 +190,8 @@ async def test_mysql_source_daemon_learns_identity_from_the_server(
         assert health["group"] == fake_mysql.GROUP
         assert await asyncio.to_thread(d.terminate) == 0
     finally:
+        if d is not None and d.alive():  # a failed assertion must not leave it running
+            d.kill9()
         server.release.set()
         await server.stop()
 

@@ -37,6 +37,7 @@ from grstats.core.tables import MemberTables
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
 from protocol import PipelineStats
 
+ER_NO_SUCH_TABLE = 1146
 UUID = "11111111-1111-1111-1111-111111111111"
 OTHER_UUID = "22222222-2222-2222-2222-222222222222"
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -272,7 +273,12 @@ class _FakeSession(Session):
         if table is None or table.db.lower() != "performance_schema":
             raise MysqlError(f"not served: {sql}", code=ErrorCode.NOT_SUPPORTED_YET)
         if table.name.lower() not in self._fake.tables:
-            raise MysqlError(f"Table '{table.name}' doesn't exist", code=ErrorCode.NO_SUCH_TABLE)
+            # ER_NO_SUCH_TABLE as MySQL sends it (mysql-mimic's ErrorCode has no such
+            # member: the attribute lookup failed and the client saw 1105)
+            raise MysqlError(
+                f"Table '{table.name}' doesn't exist",
+                code=ER_NO_SUCH_TABLE,  # type: ignore[arg-type]  # an int is what goes on the wire
+            )
         columns, rows = self._fake.tables[table.name.lower()]
         result = execute(
             expression,

@@ -587,6 +587,7 @@ async def test_source_samples_the_model() -> None:
         stats=model.stats_at(B, T0 * US),
         sampled_at_us=T0 * US + 5,
         lag=model.lag_at(B, T0 * US),
+        applier=model.applier_at(B, T0 * US + 5),
     )
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions
     assert sample.stats.sent_timestamp is None

@@ -161,6 +161,10 @@ class ApplierQueues:
             self._queues.move_to_end((m, h))
         return got
 
+    def peak_capacity(self, m: int) -> int:
+        """Member m's largest applier capacity in one second (transactions)."""
+        return int(self._cap[m].max())
+
     def running(self, m: int, s: int) -> bool:
         """Whether member m's applier runs at second s (no scripted applier_stop holds)."""
         return not any(a <= s < b for a, b in self._stops[m])

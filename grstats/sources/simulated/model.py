@@ -12,7 +12,8 @@ second). The parts, each in its own module:
 - gtids.py: the GTID ledger (block assignment, GTID-set texts);
 - certifier.py: certifier queue, stable set, garbage collection, ROWS_VALIDATING;
 - membership.py: states, roles, hosts, VIEW_ID and view-change transactions;
-- lag.py: replication lag by stage (live samples only, not history rows).
+- lag.py: replication lag by stage (live samples only, not history rows);
+- workers.py: the multi-threaded applier's WL#15620 metrics (live samples only).
 
 Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
 sum of LOCAL_PROPOSED = CHECKED; sum of LOCAL_ROLLBACK = CONFLICTS_DETECTED;
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
@@ -42,6 +44,7 @@ from grstats.sources.simulated.settings import (
     ScriptEvent,
     SimulationSettings,
 )
+from grstats.sources.simulated.workers import AppliersModel
 from grstats.sources.simulated.workload import HOUR, Workload
 from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
@@ -86,6 +89,7 @@ class GroupModel:
         self._membership = Membership(settings)
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
+        self._appliers = AppliersModel(settings, self._workload, self._queues)
 
     def _member(self, member_id: str) -> int:
         try:
@@ -196,6 +200,21 @@ class GroupModel:
             ValueError: member_id is not a member.
         """
         return self._lag.lag_at(self._member(member_id), t_us // 1_000_000)
+
+    def applier_at(self, member_id: str, t_us: int) -> MemberApplier:
+        """The member's applier metrics (WL#15620) at time t (workers.py; not in history rows).
+
+        TRANSACTIONS_COMMITTED_COUNT and TRANSACTIONS_PENDING_COUNT of
+        group_replication_applier are `stats_at`'s REMOTE_APPLIED and
+        REMOTE_IN_APPLIER_QUEUE at the same second.
+
+        Raises:
+            ValueError: member_id is not a member.
+        """
+        m = self._member(member_id)
+        s = t_us // 1_000_000
+        _, _, _, _, queue, applied, _, _ = (int(x[0]) for x in self._numbers(m, s, s + 1))
+        return self._appliers.applier_at(m, s, t_us, committed=applied, pending=queue)
 
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.

@@ -42,6 +42,7 @@ class SimulatedSource:
             stats=self._model.stats_at(self._member_id, now_us),
             sampled_at_us=now_us,
             lag=self._model.lag_at(self._member_id, now_us),
+            applier=self._model.applier_at(self._member_id, now_us),
         )
 
     async def close(self) -> None:

@@ -1,0 +1,158 @@
+"""The mysql source's WL#15620 read over the real wire protocol (mysql-mimic).
+
+A 9.7-shaped server has replication_applier_metrics and
+replication_applier_progress_by_worker: shown exactly. An 8.0-shaped one has
+neither: ongoing and pending come from its 8.0 tables, everything else NULL,
+and no error. Expected values are written by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
+from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
+    T0,
+    WORKER_COLUMNS_84,
+    WORKER_TABLE,
+    FakeMySQL,
+    fake,
+    make_source,
+    online_84,
+)
+
+__all__ = ["fake", "make_source"]  # fixtures used by name
+
+CH = "group_replication_applier"
+METRICS_TABLE = "replication_applier_metrics"
+PROGRESS_TABLE = "replication_applier_progress_by_worker"
+METRICS_COLUMNS = [
+    "CHANNEL_NAME", "TOTAL_ACTIVE_TIME_DURATION", "LAST_APPLIER_START",
+    "TRANSACTIONS_COMMITTED_COUNT", "TRANSACTIONS_ONGOING_COUNT", "TRANSACTIONS_PENDING_COUNT",
+    "TRANSACTIONS_COMMITTED_SIZE_BYTES_SUM", "TRANSACTIONS_ONGOING_FULL_SIZE_BYTES_SUM",
+    "TRANSACTIONS_ONGOING_PROGRESS_SIZE_BYTES_SUM", "TRANSACTIONS_PENDING_SIZE_BYTES_SUM",
+    "EVENTS_COMMITTED_COUNT",
+    "WAITS_FOR_WORK_FROM_SOURCE_COUNT", "WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME",
+    "WAITS_FOR_AVAILABLE_WORKER_COUNT", "WAITS_FOR_AVAILABLE_WORKER_SUM_TIME",
+    "WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT", "WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME",
+    "WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT", "WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME",
+    "WAITS_WORKER_QUEUES_FULL_COUNT", "WAITS_WORKER_QUEUES_FULL_SUM_TIME",
+    "WAITS_DUE_TO_COMMIT_ORDER_COUNT", "WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME",
+    "READ_FROM_RELAY_LOG_SUM_TIME",
+]  # fmt: skip
+PROGRESS_COLUMNS = [
+    "CHANNEL_NAME", "WORKER_ID", "THREAD_ID", "ONGOING_TRANSACTION_TYPE",
+    "ONGOING_TRANSACTION_FULL_SIZE_BYTES", "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES",
+]  # fmt: skip
+
+
+def _97(fake: FakeMySQL) -> None:
+    online_84(fake, COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE=3)
+    values = [CH, 7_200_000_000_000, "2026-11-23 09:00:00.000000", 1000, 2, 3, 1_200_000, 2400,
+              900, 3600, 5000, 40, 6_000_000_000_000, 5, 1_000_000, 6, 2_000_000, 0, 0, 1, 30_000,
+              7, 3_000_000, 4_000_000]  # fmt: skip
+    fake.tables[METRICS_TABLE] = (
+        METRICS_COLUMNS,
+        [dict(zip(METRICS_COLUMNS, values, strict=True))],
+    )
+    workers = [[CH, 1, 51, "DML", 1200, 600], [CH, 2, 52, "UNASSIGNED", 0, 0]]
+    fake.tables[PROGRESS_TABLE] = (
+        PROGRESS_COLUMNS,
+        [dict(zip(PROGRESS_COLUMNS, w, strict=True)) for w in workers],
+    )
+
+
+async def _applier(source: Any) -> MemberApplier | None:
+    sample = await source.sample(T0)
+    assert sample.member.state == "ONLINE"
+    return sample.applier
+
+
+async def test_a_97_server_is_shown_exactly(fake: FakeMySQL, make_source: Any) -> None:
+    _97(fake)
+    got = await _applier(make_source(fake.port))
+    assert got == MemberApplier(
+        at_us=T0,
+        source="native",
+        channels=(
+            ApplierChannel(
+                CH,
+                7_200_000_000_000,
+                1_795_424_400_000_000,
+                1000,
+                2,
+                3,
+                1_200_000,
+                2400,
+                900,
+                3600,
+                5000,
+                40,
+                6_000_000_000_000,
+                5,
+                1_000_000,
+                6,
+                2_000_000,
+                0,
+                0,
+                1,
+                30_000,
+                7,
+                3_000_000,
+                4_000_000,
+            ),
+        ),
+        workers=(
+            ApplierWorker(CH, 1, 51, "DML", 1200, 600),
+            ApplierWorker(CH, 2, 52, "UNASSIGNED", 0, 0),
+        ),
+    )
+
+
+async def test_a_97_server_with_pending_not_yet_computed_gives_null(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    _97(fake)
+    _, rows = fake.tables[METRICS_TABLE]
+    rows[0]["TRANSACTIONS_PENDING_COUNT"] = None
+    rows[0]["TRANSACTIONS_PENDING_SIZE_BYTES_SUM"] = None
+    got = await _applier(make_source(fake.port))
+    assert got is not None
+    assert got.channels[0].pending is None
+    assert got.channels[0].pending_bytes is None
+    assert got.channels[0].committed == 1000
+
+
+async def test_an_80_server_gives_what_it_knows_and_null_for_the_rest(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake, COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE=9)
+    busy = dict.fromkeys(WORKER_COLUMNS_84)
+    busy.update(CHANNEL_NAME=CH, WORKER_ID=1, THREAD_ID=61, SERVICE_STATE="ON",
+                APPLYING_TRANSACTION="aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:7")  # fmt: skip
+    idle = dict.fromkeys(WORKER_COLUMNS_84)
+    idle.update(CHANNEL_NAME=CH, WORKER_ID=2, THREAD_ID=62, SERVICE_STATE="ON",
+                APPLYING_TRANSACTION="")  # fmt: skip
+    fake.tables[WORKER_TABLE] = (WORKER_COLUMNS_84, [busy, idle])
+    got = await _applier(make_source(fake.port))
+    assert got == MemberApplier(
+        at_us=T0,
+        source="derived",
+        channels=(ApplierChannel(CH, ongoing=1, pending=9),),
+        workers=(
+            ApplierWorker(CH, 1, 61, None, None, None),
+            ApplierWorker(CH, 2, 62, "UNASSIGNED", 0, 0),
+        ),
+    )
+
+
+async def test_a_hung_applier_query_keeps_the_stats_sample(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    _97(fake)
+    fake.hang_tables.add(METRICS_TABLE)
+    source = make_source(fake.port, poll_timeout=0.5)
+    sample = await source.sample(T0)
+    assert sample.member.state == "ONLINE"
+    assert sample.stats.transactions_waiting_apply == 3
+    assert sample.applier is None
