@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL, ChannelLag, StageTrx
 from grstats.sources.mysql import MySQLSource
-from grstats.sources.mysql_lag import timestamp_us
+from grstats.sources.mysql.lag import timestamp_us
 from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
     APPLIER_STATUS_COLUMNS,
     APPLIER_STATUS_TABLE,

@@ -9,7 +9,7 @@ run in mysql.py, the only asyncmy importer).
   every edition from 9.7): `replication_applier_metrics` and
   `replication_applier_progress_by_worker` are read with ``SELECT *`` and
   matched by column name; the source is "native" and every figure is MySQL's.
-  LAST_APPLIER_START is read in the source's '+00:00' session (see mysql_lag).
+  LAST_APPLIER_START is read in the source's '+00:00' session (see lag.py).
 - A server without them (the SELECT is refused, ER_NO_SUCH_TABLE): "derived".
   Only what the 8.0 tables tell honestly is filled, the rest is None (NULL):
   per channel of replication_applier_status_by_worker,
@@ -34,7 +34,7 @@ from grstats.core import columns as col
 from grstats.core.applier import DERIVED, NATIVE, ApplierChannel, ApplierWorker, MemberApplier
 from grstats.core.applierrows import CHANNEL_COLUMNS
 from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL
-from grstats.sources.mysql_lag import timestamp_us
+from grstats.sources.mysql.lag import timestamp_us
 
 __all__ = ["SQL_METRICS", "SQL_PROGRESS", "build_derived", "build_native"]
 
