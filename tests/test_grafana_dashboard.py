@@ -18,6 +18,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
+from grstats.core import columns
 from grstats.core.snapshot import (
     MEMBER_STATS_COLUMNS,
     MEMBER_STATUS_COLUMNS,
@@ -38,6 +39,23 @@ def _full_snapshot() -> DaemonSnapshot:
     stats = dict.fromkeys(MEMBER_STATS_COLUMNS, 1) | {"MEMBER_ID": member}
     members = dict.fromkeys(MEMBERS_COLUMNS, "x") | {"MEMBER_ID": member, "MEMBER_PORT": 3306}
     status = dict.fromkeys(MEMBER_STATUS_COLUMNS, 1) | {"MEMBER_ID": member, "GROUP_NAME": "g"}
+
+    def full_row(table: columns.TableDef) -> dict[str, object]:
+        # every column filled, so every metric it declares has a series
+        row: dict[str, object] = {}
+        for c in table.columns:
+            if c.kind == "timestamp":
+                row[c.name] = "2026-11-23 10:00:00.000000"
+            elif c.numeric:
+                row[c.name] = 1
+            else:
+                row[c.name] = "x"
+        row[columns.MEMBER_ID] = member
+        if columns.CHANNEL_NAME in row:
+            row[columns.CHANNEL_NAME] = columns.GROUP_REPLICATION_CHANNEL
+        return row
+
+    flow = full_row(columns.FLOW_CONTROL) | {columns.BOTTLENECK: "applier"}
     return DaemonSnapshot(
         taken_at_us=0,
         group_name="g",
@@ -45,6 +63,10 @@ def _full_snapshot() -> DaemonSnapshot:
         member_stats=(stats,),
         members=(members,),
         member_status=(status,),
+        member_lag=(full_row(columns.MEMBER_LAG),),
+        flow_control=(flow,),
+        applier_metrics=(full_row(columns.APPLIER_METRICS),),
+        applier_workers=(full_row(columns.APPLIER_PROGRESS_BY_WORKER),),
         counters=DaemonCounters(
             envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
         ),
