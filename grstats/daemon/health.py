@@ -12,10 +12,9 @@ import time
 from typing import Protocol
 
 from grstats.bus.client import Bus
-from grstats.config import Settings
 from grstats.core.records import HistoryRow
 from grstats.core.snapshot import DaemonSnapshot, HistoryFigures
-from grstats.core.tables import Limits, MemberTables, RegistryLimits
+from grstats.core.tables import MemberTables
 from grstats.sources.base import Source
 
 
@@ -170,41 +169,6 @@ class EchoWatch:
             self._last_own = own
             self._published_at_echo = published
         return published - self._published_at_echo > self.patience
-
-
-# A shared collector sees about 1/N of each member's stats (N collectors, the
-# broker's pick per message): a gap of a few periods is normal, not silence.
-SHARED_SILENCE_FACTOR = 10
-
-
-def make_tables(settings: Settings, *, group: str | None, member_id: str | None) -> MemberTables:
-    """The daemon's tables with the configured timing and bounds (group None: collector).
-
-    A collector on a shared subscription hears about 1/N of each member's
-    messages, so it waits SHARED_SILENCE_FACTOR times longer before calling a
-    member unreachable (a member that says `offline` still goes at once).
-    """
-    p = settings.publish
-    lim = settings.limits
-    shared = group is None and bool(settings.bus.shared_group)
-    return MemberTables(
-        group=group,
-        local_member_id=member_id,
-        registry_limits=RegistryLimits(
-            period_s=p.period,
-            unreachable_after=p.unreachable_after * (SHARED_SILENCE_FACTOR if shared else 1),
-            forget_after_s=p.forget_after,
-            max_members_per_group=lim.max_members_per_group,
-            max_groups=lim.max_groups,
-        ),
-        limits=Limits(
-            max_envelope_size=lim.max_envelope_size,
-            max_status_size=lim.max_status_size,
-            max_clock_skew_s=lim.max_clock_skew,
-        ),
-        flow_control=settings.flow_control.core(),
-        catch_up_limit_s=settings.flow_control.failover_catch_up_limit,
-    )
 
 
 def assemble_snapshot(

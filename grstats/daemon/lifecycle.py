@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import signal
 import time
@@ -41,21 +40,19 @@ import structlog
 
 from grstats.api.server import ApiServer
 from grstats.bus.client import Bus
-from grstats.bus.options import max_packet_size_for
 from grstats.config import Settings
-from grstats.core import topics
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import (
     EchoWatch,
     HistorySink,
     assemble_snapshot,
-    make_tables,
     now_us,
 )
 from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
+from grstats.daemon.wiring import make_bus, make_tables
 from grstats.sources.base import Source
 
 if TYPE_CHECKING:
@@ -69,25 +66,6 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
-
-
-def collector_subscriptions(prefix: str, shared_group: str) -> tuple[list[str], list[str]]:
-    """The collector's topic filters: (subscriptions, snapshot filters).
-
-    Args:
-        prefix: the topic prefix.
-        shared_group: "" for a collector that takes every message, else the
-            MQTT 5 shared-subscription group its stats are split in.
-
-    Returns:
-        The filters to keep subscribed, and those to read the retained
-        messages of on every connect (`Bus` snapshot_filters).
-    """
-    if not shared_group:
-        return [topics.collector_filter(prefix)], []
-    stats = topics.topic(prefix, "+", "+", topics.STATS_KIND)
-    unshared = [topics.topic(prefix, "+", "+", k) for k in (topics.STATUS_KIND, topics.GTIDS_KIND)]
-    return [f"$share/{shared_group}/{stats}", *unshared], [stats]
 
 
 class Daemon:
@@ -136,29 +114,7 @@ class Daemon:
         return make_tables(self.settings, group=group, member_id=member_id)
 
     def _make_bus(self) -> Bus:
-        # The broker never sends us a packet an envelope at our limit could not fill.
-        b = dataclasses.replace(
-            self.settings.bus,
-            max_packet_size=max_packet_size_for(self.settings.limits.max_envelope_size),
-        )
-        pub = self.publisher
-        if pub is None:
-            subscriptions, snapshot = collector_subscriptions(b.prefix, b.shared_group)
-            return Bus(
-                b,
-                subscriptions=subscriptions,
-                snapshot_filters=snapshot,
-                handler=self.receiver.on_message,
-                on_connect=self._on_connect,
-            )
-        options = dataclasses.replace(b, client_id=b.client_id or f"grstats-{pub.member_id}")
-        return Bus(
-            options,
-            subscriptions=[topics.member_filter(b.prefix, pub.group)],
-            handler=self.receiver.on_message,
-            will=pub.will(),
-            on_connect=self._on_connect,
-        )
+        return make_bus(self.settings, self.publisher, self.receiver.on_message, self._on_connect)
 
     async def _on_connect(self) -> None:
         assert self.bus is not None

@@ -197,7 +197,7 @@ async def test_mysql_source_daemon_learns_identity_from_the_server(
 
 
 def test_collector_filters_plain_and_shared() -> None:
-    from grstats.daemon.lifecycle import collector_subscriptions  # noqa: PLC0415
+    from grstats.daemon.wiring import collector_subscriptions  # noqa: PLC0415
 
     assert collector_subscriptions("p/v1", "") == (["p/v1/+/+/+"], [])
     assert collector_subscriptions("p/v1", "col") == (
