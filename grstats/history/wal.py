@@ -21,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -249,3 +250,51 @@ class WalFile:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             self._ops.close(fd)
+
+
+class WriterLock:
+    """One writer id per history tree at a time: an flock on `wal/.lock-<id>`.
+
+    Two processes with the same writer id would replay and delete each
+    other's write-ahead logs; the second one refuses to start instead.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self._path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def take(cls, wal_dir: Path, writer_id: str, tree: Path) -> WriterLock:
+        """Lock `writer_id` on the tree whose WAL directory is `wal_dir`.
+
+        Raises:
+            LockedError: another live process holds it.
+        """
+        path = wal_dir / f".lock-{writer_id}"
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise LockedError(
+                    f"{tree}: another writer with id {writer_id} is running "
+                    "on it (several collectors on one host: give each its own [bus] client_id)"
+                ) from None
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    return cls(path, fd)
+            except FileNotFoundError:
+                pass
+            os.close(fd)  # the holder removed it as we opened it: take the new one
+
+    def release(self) -> None:
+        """Unlock; the file is removed while still held, so a racing opener sees a stale inode."""
+        if self._fd is not None:
+            self._path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
+
+
+class LockedError(Exception):
+    """Another process writes with the same writer id."""

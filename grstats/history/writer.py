@@ -30,8 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
-import fcntl
-import os
 import threading
 import time
 from collections import deque
@@ -46,7 +44,16 @@ from grstats.history.housekeeping import Housekeeper
 from grstats.history.journal import Journal
 from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
 from grstats.history.stats import Counters, HistoryHealth, HistoryStats, RateLimitedLog
-from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal, writer_id
+from grstats.history.wal import (
+    WAL_MAGIC,
+    LockedError,
+    WalScan,
+    WriterLock,
+    encode_record,
+    repair_wal,
+    scan_wal,
+    writer_id,
+)
 
 __all__ = [  # the names the daemon, the CLI and older imports use
     "WAL_MAGIC",
@@ -140,7 +147,7 @@ class HistoryWriter:
         self._stopping = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._lock_fd: int | None = None
+        self._writer_lock: WriterLock | None = None
         self._counters = Counters()
         self._limiter = RateLimitedLog(log, log_interval_s)
         self._journal = Journal(
@@ -186,7 +193,11 @@ class HistoryWriter:
         """
         try:
             await asyncio.to_thread(self._journal.wal_dir.mkdir, parents=True, exist_ok=True)
-            await asyncio.to_thread(self._lock)
+            self._writer_lock = await asyncio.to_thread(
+                WriterLock.take, self._journal.wal_dir, self.writer_id, self.directory
+            )
+        except LockedError as exc:
+            raise HistoryError(str(exc)) from None
         except OSError as exc:
             raise HistoryError(f"{self.directory}: cannot recover history: {exc}") from exc
         try:
@@ -197,33 +208,6 @@ class HistoryWriter:
             self._limiter.emit("error", "history.segments_failed", error=str(exc))
         self._thread = threading.Thread(target=self._run, name="grstats-history", daemon=True)
         self._thread.start()
-
-    def _lock(self) -> None:
-        path = self._journal.wal_dir / f".lock-{self.writer_id}"
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise HistoryError(
-                    f"{self.directory}: another writer with id {self.writer_id} is running "
-                    "on it (several collectors on one host: give each its own [bus] client_id)"
-                ) from None
-            try:
-                if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                    self._lock_fd = fd
-                    return
-            except FileNotFoundError:
-                pass
-            os.close(fd)  # the holder removed it as we opened it: take the new one
-
-    def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            # removed while still held, so a writer that opened it meanwhile sees a stale inode
-            (self._journal.wal_dir / f".lock-{self.writer_id}").unlink(missing_ok=True)
-            os.close(self._lock_fd)
-            self._lock_fd = None
 
     def record(self, row: HistoryRow) -> None:
         """Buffer one sample; never blocks on I/O (safe on the event loop).
@@ -281,7 +265,9 @@ class HistoryWriter:
         finally:
             await asyncio.to_thread(self._thread.join)
             await asyncio.to_thread(self._housekeeper.join)
-            self._unlock()
+            if self._writer_lock is not None:
+                self._writer_lock.release()
+                self._writer_lock = None
 
     # ------------------------------------------------------------ worker thread
 
