@@ -356,8 +356,12 @@ def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
         # M3 rejoins after its 6 s: every member that is in the group shows it again
         wait_for(lambda: member_ids(d1) == {M1, M3}, 15, "M3 back on M1")
         wait_for(lambda: member_ids(d3) == {M1, M3}, 15, "M1 back on M3")
-        rejoined = wait_for(
-            lambda: (v := view_id(d1)) == view_id(d3) and v, 10, "M1 and M3 in the same view"
-        )
-        assert int(rejoined.split(":")[1]) > int(after.split(":")[1])
+
+        def rejoined_view() -> str | None:
+            v = view_id(d1)
+            grew = int(v.split(":")[1]) > int(after.split(":")[1])
+            return v if grew and v == view_id(d3) else None
+
+        rejoined = wait_for(rejoined_view, 15, "M1 and M3 in a newer view")
+        assert rejoined.split(":")[0] == fixed
         assert M2 not in {r["MEMBER_ID"] for r in d1.table(MEMBERS)}
