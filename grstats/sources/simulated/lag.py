@@ -39,6 +39,13 @@ applied); `last_queued` is never older than `last_applied`; the transaction
 not empty and the applier runs. A member outside the view shows no channel
 (its daemon would read rows of a stopped channel; the model does not keep
 them), and the recovery channel of a RECOVERING member is not modelled.
+
+History in bulk (`StageLag.history`, for `grstats simulate`): the same rule
+with numpy over a span of seconds. The stream positions a span needs (the
+last applied and the one applying at each second) are non-decreasing, so one
+window of the remote/applied counts reaching back to the oldest one's arrival
+locates them all with `searchsorted`; the figures then are those
+`core.lagrows` derives from `lag_at` at each whole second (tested equal).
 """
 
 from __future__ import annotations
@@ -47,12 +54,15 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
+from grstats.core import columns as col
 from grstats.core.lag import APPLIER_CHANNEL, ChannelLag, StageTrx
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.membership import Membership
+from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.workload import HOUR, Workload
 
 __all__ = [
@@ -60,11 +70,14 @@ __all__ = [
     "BUFFER_US",
     "DELIVERY_US",
     "DISPATCH_US",
+    "F64",
     "ORIGIN_SPREAD_US",
     "QUEUE_US",
     "WORKERS",
     "StageLag",
 ]
+
+F64 = npt.NDArray[np.float64]
 
 US = 1_000_000
 ORIGIN_SPREAD_US = 10_000  # a second's commits fall in its first 10 ms
@@ -241,6 +254,133 @@ class StageLag:
                 busy_workers=busy,
             ),
         )
+
+    # ---- history in bulk ----
+
+    def history(self, m: int, start: int, n: int) -> dict[str, F64]:
+        """Member m's history lag columns for seconds [start, start + n), in bulk.
+
+        Each second's values are what `core.rows.lag_history` derives from
+        `lag_at(m, s)` sampled at the whole second s, with clock offset 0
+        (the local member): NaN where that gives None.
+
+        Args:
+            m: member index.
+            start: first Unix second.
+            n: number of seconds (>= 0).
+
+        Returns:
+            History column name (records.LAG_HISTORY_COLUMNS) -> n float64 values.
+        """
+        secs = np.arange(start, start + n, dtype=np.int64)
+        out = {name: np.full(n, np.nan) for name in _LAG_NAMES}
+        if n == 0:
+            return out
+        members, queues = self._members, self._q
+        if members.scripted(m):
+            in_view = np.fromiter((members.in_view(m, s) for s in secs.tolist()), bool, n)
+        else:
+            in_view = np.ones(n, dtype=bool)
+        if _stops(self._w.settings, m):
+            running = np.fromiter((queues.running(m, s) for s in secs.tolist()), bool, n)
+        else:
+            running = np.ones(n, dtype=bool)
+        lo = start - 1
+        remote, applied = self._counts(m, lo, start + n)
+        remote, applied = remote[1:], applied[1:]
+        queue = remote - applied
+        has = in_view & (remote > 0)
+        # stream positions: the last applied at each second, and the one applying
+        last = has & (applied > 0)
+        busy = has & running & (queue > 0)
+        positions = np.concatenate([applied[last] - 1, applied[busy]])
+        originals = np.empty(0, dtype=np.int64)  # the applied positions', then the applying
+        starts = np.empty(0, dtype=np.int64)
+        if len(positions):
+            r_min = int(positions.min())
+            lo = min(lo, self._arrival(m, r_min, start + n - 1) - 1)
+            remote_w, applied_w = self._counts(m, lo, start + n)
+            ok = self._ok(lo, start + n)
+            k = lo + np.searchsorted(remote_w, positions, side="right")
+            originals = _originals(m, positions, k, lo=lo, remote=remote_w, ok=ok)
+            n_last = int(last.sum())
+            r, kk, orig = positions[:n_last], k[:n_last], originals[:n_last]
+            j = lo + np.searchsorted(applied_w, r, side="right")
+            a0 = applied_w[j - 1 - lo]
+            nj = applied_w[j - lo] - a0
+            carried = j * US + (r - a0) * ORIGIN_SPREAD_US // nj
+            backlog = np.minimum(nj, remote_w[j - 1 - lo] - a0)
+            fresh = np.maximum(
+                orig + DELIVERY_US + QUEUE_US + DISPATCH_US,
+                j * US + backlog * ORIGIN_SPREAD_US // nj,
+            )
+            starts = np.where(kk < j, carried, fresh)
+        n_last = int(last.sum())
+        out[_QUEUE][has] = (DELIVERY_US + QUEUE_US) / 1e6
+        out[_APPLY][last] = (starts + APPLY_US - originals[:n_last]) / 1e6
+        out[_APPLY_TIME][last] = APPLY_US / 1e6
+        on = in_view & running
+        out[_REPLICATION][on] = 0.0
+        out[_REPLICATION][busy] = (secs[busy] * US - originals[n_last:]) / 1e6
+        out[_OFFSET][in_view] = 0.0
+        return out
+
+    def _counts(self, m: int, lo: int, end: int) -> tuple[I64, I64]:
+        """Member m's remote and applied counts through each second of [lo, end)."""
+        remote: list[I64] = []
+        applied: list[I64] = []
+        for h in range(lo // HOUR, (end - 1) // HOUR + 1):
+            a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
+            if h < self._w.h0:
+                remote.append(np.zeros(b - a, dtype=np.int64))
+                applied.append(np.zeros(b - a, dtype=np.int64))
+            else:
+                remote.append(self._hour_array("remote", m, h)[a:b])
+                applied.append(self._hour_array("applied", m, h)[a:b])
+        return np.concatenate(remote), np.concatenate(applied)
+
+    def _ok(self, lo: int, end: int) -> I64:
+        """Every member's positively certified count through each second of [lo, end)."""
+        w = self._w
+        parts: list[I64] = []
+        for h in range(lo // HOUR, (end - 1) // HOUR + 1):
+            a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
+            if h < w.h0:
+                parts.append(np.zeros((w.n, b - a), dtype=np.int64))
+            else:
+                pa, pc = w.base(h)
+                parts.append((pa - pc)[:, None] + w.hour(h).ok[:, a:b])
+        return np.concatenate(parts, axis=1)
+
+
+_HISTORY = {c.name: str(c.history) for c in col.MEMBER_LAG.columns if c.history is not None}
+_LAG_NAMES = tuple(_HISTORY.values())
+_REPLICATION = _HISTORY[col.REPLICATION_LAG_SECONDS]
+_QUEUE = _HISTORY[col.QUEUE_LAG_SECONDS]
+_APPLY = _HISTORY[col.APPLY_LAG_SECONDS]
+_APPLY_TIME = _HISTORY[col.APPLY_TIME_SECONDS]
+_OFFSET = _HISTORY[col.CLOCK_OFFSET_SECONDS]
+
+
+def _stops(settings: SimulationSettings, m: int) -> bool:
+    """Whether a scripted applier_stop ever holds member m's applier."""
+    member = settings.members[m]
+    return any(
+        ev.action == "applier_stop" and ev.member.lower() == member for ev in settings.script
+    )
+
+
+def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
+    """Original commit (µs) of stream positions r of member m, certified in seconds k
+    (`_trx`'s rule: rank among second k's transactions in member order)."""
+    d = ok[:, k - lo] - ok[:, k - 1 - lo]  # (members, positions): each member's count in k
+    q = r - remote[k - 1 - lo]  # rank among second k's remote transactions
+    others = d.copy()
+    others[m] = 0
+    x = (np.cumsum(others, axis=0) <= q).sum(axis=0)  # the member it came from
+    rank = q + np.where(x > m, d[m], 0)
+    result: I64 = k * US + rank * ORIGIN_SPREAD_US // d.sum(axis=0)
+    return result
 
 
 def _stage(trx: _Trx, start_us: int, end_us: int | None) -> StageTrx:

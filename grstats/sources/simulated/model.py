@@ -201,6 +201,28 @@ class GroupModel:
         """
         return self._lag.lag_at(self._member(member_id), t_us // 1_000_000)
 
+    def lag_history(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, Any]:
+        """The history's lag columns for seconds [start_s, start_s + n_seconds), in bulk.
+
+        Equal, second by second, to what a daemon records from `lag_at` sampled at
+        the whole second (`core.rows.lag_history`, clock offset 0: the local member).
+
+        Args:
+            member_id: one of settings.members (any case).
+            start_s: first second (Unix seconds).
+            n_seconds: number of rows (>= 0).
+
+        Returns:
+            records.LAG_HISTORY_COLUMNS name -> float64 array, NaN where the figure is NULL.
+
+        Raises:
+            ValueError: member_id is not a member or n_seconds < 0.
+        """
+        m = self._member(member_id)
+        if n_seconds < 0:
+            raise ValueError("n_seconds: must be >= 0")
+        return dict(self._lag.history(m, start_s, n_seconds))
+
     def applier_at(self, member_id: str, t_us: int) -> MemberApplier:
         """The member's applier metrics (WL#15620) at time t (workers.py; not in history rows).
 
