@@ -1,10 +1,11 @@
 """Backfill: days of simulated group history, written offline (`grstats simulate`).
 
 Strategy: the simulated group model (`grstats.sources.simulated.model`) yields one
-member's HistoryRow columns for a span of seconds in bulk; `simulate_history` walks
-the requested days member by member, adds what only a daemon knows
-(incarnation: one per member, derived from the seed; seq: 1..n per member
-across the whole run), and hands each member-day to
+member's HistoryRow columns for a span of seconds in bulk (`history_columns`, and
+the lag figures a daemon records from `lag_at`, `lag_history`; NaN is NULL);
+`simulate_history` walks the requested days member by member, adds what only a
+daemon knows (incarnation: one per member, derived from the seed; seq: 1..n per
+member across the whole run), and hands each member-day to
 `grstats.history.writer.write_segments` -- the very function the daemon's history
 writer uses -- so the output has exactly the daemon's format and layout.
 
@@ -156,11 +157,13 @@ def simulate_history(
     for day, day_index, member in _chunks(members, start, days):
         start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
         columns: dict[str, Any] = dict(model.history_columns(member, start_s, SECONDS_PER_DAY))
+        for name, figures in model.lag_history(member, start_s, SECONDS_PER_DAY).items():
+            columns[name] = pa.array(figures, pa.float64(), from_pandas=True)  # NaN: NULL
         first_seq = day_index * SECONDS_PER_DAY + 1
         columns["group_name"] = [group] * SECONDS_PER_DAY
         columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
         columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
-        # lag figures the model does not produce are NULL, as a daemon without lag writes them
+        # any column the model leaves out is NULL, as a daemon without it writes it
         for f in schema:
             if f.name not in columns:
                 columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)

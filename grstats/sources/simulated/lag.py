@@ -285,9 +285,14 @@ class StageLag:
             running = np.fromiter((queues.running(m, s) for s in secs.tolist()), bool, n)
         else:
             running = np.ones(n, dtype=bool)
-        lo = start - 1
-        remote, applied = self._counts(m, lo, start + n)
-        remote, applied = remote[1:], applied[1:]
+        # one window of counts reaching back to the arrival of the oldest position a
+        # second can need (positions never go below the one last applied at start)
+        end, lo = start + n, start - 1
+        r0 = max(0, self._count("applied", m, start) - 1)
+        if self._count("remote", m, end - 1) > r0:
+            lo = min(lo, self._arrival(m, r0, end - 1) - 1)
+        remote_w, applied_w, ok = self._window(m, lo, end)
+        remote, applied = remote_w[start - lo :], applied_w[start - lo :]
         queue = remote - applied
         has = in_view & (remote > 0)
         # stream positions: the last applied at each second, and the one applying
@@ -297,10 +302,6 @@ class StageLag:
         originals = np.empty(0, dtype=np.int64)  # the applied positions', then the applying
         starts = np.empty(0, dtype=np.int64)
         if len(positions):
-            r_min = int(positions.min())
-            lo = min(lo, self._arrival(m, r_min, start + n - 1) - 1)
-            remote_w, applied_w = self._counts(m, lo, start + n)
-            ok = self._ok(lo, start + n)
             k = lo + np.searchsorted(remote_w, positions, side="right")
             originals = _originals(m, positions, k, lo=lo, remote=remote_w, ok=ok)
             n_last = int(last.sum())
@@ -325,32 +326,26 @@ class StageLag:
         out[_OFFSET][in_view] = 0.0
         return out
 
-    def _counts(self, m: int, lo: int, end: int) -> tuple[I64, I64]:
-        """Member m's remote and applied counts through each second of [lo, end)."""
+    def _window(self, m: int, lo: int, end: int) -> tuple[I64, I64, I64]:
+        """Member m's remote and applied counts, and every member's positively certified
+        count, through each second of [lo, end); one pass over the hours, so that each
+        hour is built once (the workload keeps only a few)."""
+        w = self._w
         remote: list[I64] = []
         applied: list[I64] = []
-        for h in range(lo // HOUR, (end - 1) // HOUR + 1):
-            a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
-            if h < self._w.h0:
-                remote.append(np.zeros(b - a, dtype=np.int64))
-                applied.append(np.zeros(b - a, dtype=np.int64))
-            else:
-                remote.append(self._hour_array("remote", m, h)[a:b])
-                applied.append(self._hour_array("applied", m, h)[a:b])
-        return np.concatenate(remote), np.concatenate(applied)
-
-    def _ok(self, lo: int, end: int) -> I64:
-        """Every member's positively certified count through each second of [lo, end)."""
-        w = self._w
-        parts: list[I64] = []
+        ok: list[I64] = []
         for h in range(lo // HOUR, (end - 1) // HOUR + 1):
             a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
             if h < w.h0:
-                parts.append(np.zeros((w.n, b - a), dtype=np.int64))
+                remote.append(np.zeros(b - a, dtype=np.int64))
+                applied.append(np.zeros(b - a, dtype=np.int64))
+                ok.append(np.zeros((w.n, b - a), dtype=np.int64))
             else:
+                remote.append(self._hour_array("remote", m, h)[a:b])
+                applied.append(self._hour_array("applied", m, h)[a:b])
                 pa, pc = w.base(h)
-                parts.append((pa - pc)[:, None] + w.hour(h).ok[:, a:b])
-        return np.concatenate(parts, axis=1)
+                ok.append((pa - pc)[:, None] + w.hour(h).ok[:, a:b])
+        return np.concatenate(remote), np.concatenate(applied), np.concatenate(ok, axis=1)
 
 
 _HISTORY = {c.name: str(c.history) for c in col.MEMBER_LAG.columns if c.history is not None}
