@@ -328,8 +328,8 @@ class StageLag:
 
     def _window(self, m: int, lo: int, end: int) -> tuple[I64, I64, I64]:
         """Member m's remote and applied counts, and every member's positively certified
-        count, through each second of [lo, end); one pass over the hours, so that each
-        hour is built once (the workload keeps only a few)."""
+        count (seconds x members), through each second of [lo, end); one pass over the
+        hours, so that each hour is built once (the workload keeps only a few)."""
         w = self._w
         remote: list[I64] = []
         applied: list[I64] = []
@@ -339,13 +339,13 @@ class StageLag:
             if h < w.h0:
                 remote.append(np.zeros(b - a, dtype=np.int64))
                 applied.append(np.zeros(b - a, dtype=np.int64))
-                ok.append(np.zeros((w.n, b - a), dtype=np.int64))
+                ok.append(np.zeros((b - a, w.n), dtype=np.int64))
             else:
                 remote.append(self._hour_array("remote", m, h)[a:b])
                 applied.append(self._hour_array("applied", m, h)[a:b])
                 pa, pc = w.base(h)
-                ok.append((pa - pc)[:, None] + w.hour(h).ok[:, a:b])
-        return np.concatenate(remote), np.concatenate(applied), np.concatenate(ok, axis=1)
+                ok.append(w.hour(h).ok[:, a:b].T + (pa - pc))
+        return np.concatenate(remote), np.concatenate(applied), np.concatenate(ok)
 
 
 _HISTORY = {c.name: str(c.history) for c in col.MEMBER_LAG.columns if c.history is not None}
@@ -368,13 +368,13 @@ def _stops(settings: SimulationSettings, m: int) -> bool:
 def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
     """Original commit (µs) of stream positions r of member m, certified in seconds k
     (`_trx`'s rule: rank among second k's transactions in member order)."""
-    d = ok[:, k - lo] - ok[:, k - 1 - lo]  # (members, positions): each member's count in k
+    d = ok[k - lo] - ok[k - 1 - lo]  # (positions, members): each member's count in k
     q = r - remote[k - 1 - lo]  # rank among second k's remote transactions
-    others = d.copy()
-    others[m] = 0
-    x = (np.cumsum(others, axis=0) <= q).sum(axis=0)  # the member it came from
-    rank = q + np.where(x > m, d[m], 0)
-    result: I64 = k * US + rank * ORIGIN_SPREAD_US // d.sum(axis=0)
+    own = d[:, m].copy()
+    d[:, m] = 0
+    x = (np.cumsum(d, axis=1) <= q[:, None]).sum(axis=1)  # the member it came from
+    rank = q + np.where(x > m, own, 0)
+    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (d.sum(axis=1) + own)
     return result
 
 
