@@ -37,8 +37,7 @@ def test_simulated_lag_reaches_the_rollups_and_the_weekly_report(
     written = report(spark, str(rollups), "2026-W47", out)
     assert list(written) == [GROUP]
 
-    day = duckdb.sql(
-        f"""
+    sql = f"""
         SELECT member_id, count(*) AS days,
                count(replication_lag_seconds_p95) AS replication,
                count(queue_lag_seconds_p95) AS queue,
@@ -46,8 +45,8 @@ def test_simulated_lag_reaches_the_rollups_and_the_weekly_report(
                max(apply_lag_seconds_max) AS worst
         FROM read_parquet('{rollups}/member_day/*/*/*.parquet', hive_partitioning = false)
         GROUP BY member_id
-        """
-    ).fetchall()
+    """
+    day = duckdb.connect().execute(sql).fetchall()
     by_member = {m: (days, rep, queue, apply, worst) for m, days, rep, queue, apply, worst in day}
     assert sorted(by_member) == sorted(members)
     for days, *counts, _ in by_member.values():
