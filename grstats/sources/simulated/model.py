@@ -12,7 +12,7 @@ second). The parts, each in its own module:
 - gtids.py: the GTID ledger (block assignment, GTID-set texts);
 - certifier.py: certifier queue, stable set, garbage collection, ROWS_VALIDATING;
 - membership.py: states, roles, hosts, VIEW_ID and view-change transactions;
-- lag.py: replication lag by stage (live samples only, not history rows);
+- lag.py: replication lag by stage (live samples, and history rows in bulk);
 - workers.py: the multi-threaded applier's WL#15620 metrics (live samples only).
 
 Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
@@ -194,7 +194,7 @@ class GroupModel:
         )
 
     def lag_at(self, member_id: str, t_us: int) -> tuple[ChannelLag, ...]:
-        """The member's replication lag by stage at time t (lag.py; not in history rows).
+        """The member's replication lag by stage at time t (lag.py; `lag_history` in bulk).
 
         Raises:
             ValueError: member_id is not a member.
