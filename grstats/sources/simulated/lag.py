@@ -299,24 +299,20 @@ class StageLag:
         last = has & (applied > 0)
         busy = has & running & (queue > 0)
         positions = np.concatenate([applied[last] - 1, applied[busy]])
+        n_last = int(last.sum())
         originals = np.empty(0, dtype=np.int64)  # the applied positions', then the applying
         starts = np.empty(0, dtype=np.int64)
         if len(positions):
             k = lo + np.searchsorted(remote_w, positions, side="right")
             originals = _originals(m, positions, k, lo=lo, remote=remote_w, ok=ok)
-            n_last = int(last.sum())
-            r, kk, orig = positions[:n_last], k[:n_last], originals[:n_last]
-            j = lo + np.searchsorted(applied_w, r, side="right")
-            a0 = applied_w[j - 1 - lo]
-            nj = applied_w[j - lo] - a0
-            carried = j * US + (r - a0) * ORIGIN_SPREAD_US // nj
-            backlog = np.minimum(nj, remote_w[j - 1 - lo] - a0)
-            fresh = np.maximum(
-                orig + DELIVERY_US + QUEUE_US + DISPATCH_US,
-                j * US + backlog * ORIGIN_SPREAD_US // nj,
+            starts = _apply_starts(
+                positions[:n_last],
+                k[:n_last],
+                originals[:n_last],
+                lo=lo,
+                remote=remote_w,
+                applied=applied_w,
             )
-            starts = np.where(kk < j, carried, fresh)
-        n_last = int(last.sum())
         out[_QUEUE][has] = (DELIVERY_US + QUEUE_US) / 1e6
         out[_APPLY][last] = (starts + APPLY_US - originals[:n_last]) / 1e6
         out[_APPLY_TIME][last] = APPLY_US / 1e6
@@ -375,6 +371,22 @@ def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
     x = (np.cumsum(d, axis=1) <= q[:, None]).sum(axis=1)  # the member it came from
     rank = q + np.where(x > m, own, 0)
     result: I64 = k * US + rank * ORIGIN_SPREAD_US // (d.sum(axis=1) + own)
+    return result
+
+
+def _apply_starts(r: I64, k: I64, original: I64, *, lo: int, remote: I64, applied: I64) -> I64:
+    """When the worker started applied stream positions r, certified in seconds k
+    (`_start_apply`'s rule: a carried-in backlog is spread over the first 10 ms)."""
+    j = lo + np.searchsorted(applied, r, side="right")  # the second each was applied in
+    a0 = applied[j - 1 - lo]
+    nj = applied[j - lo] - a0
+    carried = j * US + (r - a0) * ORIGIN_SPREAD_US // nj
+    backlog = np.minimum(nj, remote[j - 1 - lo] - a0)
+    fresh = np.maximum(
+        original + DELIVERY_US + QUEUE_US + DISPATCH_US,
+        j * US + backlog * ORIGIN_SPREAD_US // nj,
+    )
+    result: I64 = np.where(k < j, carried, fresh)
     return result
 
 
