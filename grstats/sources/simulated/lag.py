@@ -39,6 +39,13 @@ applied); `last_queued` is never older than `last_applied`; the transaction
 not empty and the applier runs. A member outside the view shows no channel
 (its daemon would read rows of a stopped channel; the model does not keep
 them), and the recovery channel of a RECOVERING member is not modelled.
+
+History in bulk (`StageLag.history`, for `grstats simulate`): the same rule
+with numpy over a span of seconds. The stream positions a span needs (the
+last applied and the one applying at each second) are non-decreasing, so one
+window of the remote/applied counts reaching back to the oldest one's arrival
+locates them all with `searchsorted`; the figures then are those
+`core.lagrows` derives from `lag_at` at each whole second (tested equal).
 """
 
 from __future__ import annotations
@@ -47,12 +54,15 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
+from grstats.core import columns as col
 from grstats.core.lag import APPLIER_CHANNEL, ChannelLag, StageTrx
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.membership import Membership
+from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.workload import HOUR, Workload
 
 __all__ = [
@@ -60,11 +70,14 @@ __all__ = [
     "BUFFER_US",
     "DELIVERY_US",
     "DISPATCH_US",
+    "F64",
     "ORIGIN_SPREAD_US",
     "QUEUE_US",
     "WORKERS",
     "StageLag",
 ]
+
+F64 = npt.NDArray[np.float64]
 
 US = 1_000_000
 ORIGIN_SPREAD_US = 10_000  # a second's commits fall in its first 10 ms
@@ -241,6 +254,140 @@ class StageLag:
                 busy_workers=busy,
             ),
         )
+
+    # ---- history in bulk ----
+
+    def history(self, m: int, start: int, n: int) -> dict[str, F64]:
+        """Member m's history lag columns for seconds [start, start + n), in bulk.
+
+        Each second's values are what `core.rows.lag_history` derives from
+        `lag_at(m, s)` sampled at the whole second s, with clock offset 0
+        (the local member): NaN where that gives None.
+
+        Args:
+            m: member index.
+            start: first Unix second.
+            n: number of seconds (>= 0).
+
+        Returns:
+            History column name (records.LAG_HISTORY_COLUMNS) -> n float64 values.
+        """
+        secs = np.arange(start, start + n, dtype=np.int64)
+        out = {name: np.full(n, np.nan) for name in _LAG_NAMES}
+        if n == 0:
+            return out
+        members, queues = self._members, self._q
+        if members.scripted(m):
+            in_view = np.fromiter((members.in_view(m, s) for s in secs.tolist()), bool, n)
+        else:
+            in_view = np.ones(n, dtype=bool)
+        if _stops(self._w.settings, m):
+            running = np.fromiter((queues.running(m, s) for s in secs.tolist()), bool, n)
+        else:
+            running = np.ones(n, dtype=bool)
+        # one window of counts reaching back to the arrival of the oldest position a
+        # second can need (positions never go below the one last applied at start)
+        end, lo = start + n, start - 1
+        r0 = max(0, self._count("applied", m, start) - 1)
+        if self._count("remote", m, end - 1) > r0:
+            lo = min(lo, self._arrival(m, r0, end - 1) - 1)
+        remote_w, applied_w, ok = self._window(m, lo, end)
+        remote, applied = remote_w[start - lo :], applied_w[start - lo :]
+        queue = remote - applied
+        has = in_view & (remote > 0)
+        # stream positions: the last applied at each second, and the one applying
+        last = has & (applied > 0)
+        busy = has & running & (queue > 0)
+        positions = np.concatenate([applied[last] - 1, applied[busy]])
+        n_last = int(last.sum())
+        originals = np.empty(0, dtype=np.int64)  # the applied positions', then the applying
+        starts = np.empty(0, dtype=np.int64)
+        if len(positions):
+            k = lo + np.searchsorted(remote_w, positions, side="right")
+            originals = _originals(m, positions, k, lo=lo, remote=remote_w, ok=ok)
+            starts = _apply_starts(
+                positions[:n_last],
+                k[:n_last],
+                originals[:n_last],
+                lo=lo,
+                remote=remote_w,
+                applied=applied_w,
+            )
+        out[_QUEUE][has] = (DELIVERY_US + QUEUE_US) / 1e6
+        out[_APPLY][last] = (starts + APPLY_US - originals[:n_last]) / 1e6
+        out[_APPLY_TIME][last] = APPLY_US / 1e6
+        on = in_view & running
+        out[_REPLICATION][on] = 0.0
+        out[_REPLICATION][busy] = (secs[busy] * US - originals[n_last:]) / 1e6
+        out[_OFFSET][in_view] = 0.0
+        return out
+
+    def _window(self, m: int, lo: int, end: int) -> tuple[I64, I64, I64]:
+        """Member m's remote and applied counts, and every member's positively certified
+        count (seconds x members), through each second of [lo, end); one pass over the
+        hours, so that each hour is built once (the workload keeps only a few)."""
+        w = self._w
+        remote: list[I64] = []
+        applied: list[I64] = []
+        ok: list[I64] = []
+        for h in range(lo // HOUR, (end - 1) // HOUR + 1):
+            a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
+            if h < w.h0:
+                remote.append(np.zeros(b - a, dtype=np.int64))
+                applied.append(np.zeros(b - a, dtype=np.int64))
+                ok.append(np.zeros((b - a, w.n), dtype=np.int64))
+            else:
+                remote.append(self._hour_array("remote", m, h)[a:b])
+                applied.append(self._hour_array("applied", m, h)[a:b])
+                pa, pc = w.base(h)
+                ok.append(w.hour(h).ok[:, a:b].T + (pa - pc))
+        return np.concatenate(remote), np.concatenate(applied), np.concatenate(ok)
+
+
+_HISTORY = {c.name: str(c.history) for c in col.MEMBER_LAG.columns if c.history is not None}
+_LAG_NAMES = tuple(_HISTORY.values())
+_REPLICATION = _HISTORY[col.REPLICATION_LAG_SECONDS]
+_QUEUE = _HISTORY[col.QUEUE_LAG_SECONDS]
+_APPLY = _HISTORY[col.APPLY_LAG_SECONDS]
+_APPLY_TIME = _HISTORY[col.APPLY_TIME_SECONDS]
+_OFFSET = _HISTORY[col.CLOCK_OFFSET_SECONDS]
+
+
+def _stops(settings: SimulationSettings, m: int) -> bool:
+    """Whether a scripted applier_stop ever holds member m's applier."""
+    member = settings.members[m]
+    return any(
+        ev.action == "applier_stop" and ev.member.lower() == member for ev in settings.script
+    )
+
+
+def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
+    """Original commit (µs) of stream positions r of member m, certified in seconds k
+    (`_trx`'s rule: rank among second k's transactions in member order)."""
+    d = ok[k - lo] - ok[k - 1 - lo]  # (positions, members): each member's count in k
+    q = r - remote[k - 1 - lo]  # rank among second k's remote transactions
+    own = d[:, m].copy()
+    d[:, m] = 0
+    x = (np.cumsum(d, axis=1) <= q[:, None]).sum(axis=1)  # the member it came from
+    rank = q + np.where(x > m, own, 0)
+    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (d.sum(axis=1) + own)
+    return result
+
+
+def _apply_starts(r: I64, k: I64, original: I64, *, lo: int, remote: I64, applied: I64) -> I64:
+    """When the worker started applied stream positions r, certified in seconds k
+    (`_start_apply`'s rule: a carried-in backlog is spread over the first 10 ms)."""
+    j = lo + np.searchsorted(applied, r, side="right")  # the second each was applied in
+    a0 = applied[j - 1 - lo]
+    nj = applied[j - lo] - a0
+    carried = j * US + (r - a0) * ORIGIN_SPREAD_US // nj
+    backlog = np.minimum(nj, remote[j - 1 - lo] - a0)
+    fresh = np.maximum(
+        original + DELIVERY_US + QUEUE_US + DISPATCH_US,
+        j * US + backlog * ORIGIN_SPREAD_US // nj,
+    )
+    result: I64 = np.where(k < j, carried, fresh)
+    return result
 
 
 def _stage(trx: _Trx, start_us: int, end_us: int | None) -> StageTrx:

@@ -12,7 +12,7 @@ second). The parts, each in its own module:
 - gtids.py: the GTID ledger (block assignment, GTID-set texts);
 - certifier.py: certifier queue, stable set, garbage collection, ROWS_VALIDATING;
 - membership.py: states, roles, hosts, VIEW_ID and view-change transactions;
-- lag.py: replication lag by stage (live samples only, not history rows);
+- lag.py: replication lag by stage (live samples, and history rows in bulk);
 - workers.py: the multi-threaded applier's WL#15620 metrics (live samples only).
 
 Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
@@ -194,12 +194,34 @@ class GroupModel:
         )
 
     def lag_at(self, member_id: str, t_us: int) -> tuple[ChannelLag, ...]:
-        """The member's replication lag by stage at time t (lag.py; not in history rows).
+        """The member's replication lag by stage at time t (lag.py; `lag_history` in bulk).
 
         Raises:
             ValueError: member_id is not a member.
         """
         return self._lag.lag_at(self._member(member_id), t_us // 1_000_000)
+
+    def lag_history(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, Any]:
+        """The history's lag columns for seconds [start_s, start_s + n_seconds), in bulk.
+
+        Equal, second by second, to what a daemon records from `lag_at` sampled at
+        the whole second (`core.rows.lag_history`, clock offset 0: the local member).
+
+        Args:
+            member_id: one of settings.members (any case).
+            start_s: first second (Unix seconds).
+            n_seconds: number of rows (>= 0).
+
+        Returns:
+            records.LAG_HISTORY_COLUMNS name -> float64 array, NaN where the figure is NULL.
+
+        Raises:
+            ValueError: member_id is not a member or n_seconds < 0.
+        """
+        m = self._member(member_id)
+        if n_seconds < 0:
+            raise ValueError("n_seconds: must be >= 0")
+        return dict(self._lag.history(m, start_s, n_seconds))
 
     def applier_at(self, member_id: str, t_us: int) -> MemberApplier:
         """The member's applier metrics (WL#15620) at time t (workers.py; not in history rows).

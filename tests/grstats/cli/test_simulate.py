@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from grstats.cli.backfill import member_ids
 from grstats.cli.commands.simulate import command
-from grstats.core.records import HISTORY_COLUMNS
+from grstats.core.lag import MemberLag
+from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.rows import lag_history
 from grstats.history.writer import read_history
 from grstats.sources.simulated.model import GroupModel, SimulationSettings
 
@@ -89,6 +91,9 @@ def test_values_match_the_model_at_random_seconds(day_of_three: Path) -> None:
                 )
             else:
                 assert row["transactions_committed_all_members"] is None
+            channels = model.lag_at(member, t_us)  # what the member's daemon records
+            figures = lag_history(MemberLag(t_us, channels) if channels else None, 0.0)
+            assert {name: row[name] for name in LAG_HISTORY_COLUMNS} == figures
 
 
 def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:
