@@ -44,6 +44,7 @@ time for all), and the all-zero value when there is none (WL#7374 F5).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from grstats.core import columns as col
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx
@@ -55,6 +56,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIME_MAX_US = ((838 * 60 + 59) * 60 + 59) * 1_000_000  # MySQL TIME '838:59:59'
 
 
+# Every snapshot formats every member's stage timestamps again (and /metrics
+# parses them back), but they change only when a member moves on to a new
+# transaction: memoised, bounded.
+@lru_cache(maxsize=8192)
 def format_timestamp(us: int | None) -> str:
     """A µs timestamp as MySQL prints a TIMESTAMP(6), in UTC; None: the zero timestamp."""
     if us is None:
@@ -62,6 +67,7 @@ def format_timestamp(us: int | None) -> str:
     return (_EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+@lru_cache(maxsize=8192)
 def parse_timestamp(text: object) -> int | None:
     """The µs of a `format_timestamp` text; None for the zero timestamp or anything else."""
     if not isinstance(text, str) or text == ZERO_TIMESTAMP:
