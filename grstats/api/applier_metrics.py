@@ -27,50 +27,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from grstats.api.table_metrics import declared_families
 from grstats.core import columns as col
-from grstats.core.lagrows import parse_timestamp
-from grstats.core.snapshot import DaemonSnapshot, Row
+from grstats.core.snapshot import DaemonSnapshot
 
 __all__ = ["applier_families"]
 
-_Family = tuple[str, str, tuple[str, ...], tuple[col.Column, ...]]
-
-
-def _families(table: col.TableDef) -> dict[str, _Family]:
-    out: dict[str, _Family] = {}
-    for c in table.columns:
-        if c.metric is None:
-            continue
-        kind, help_, keys, members = out.get(
-            c.metric, (c.kind, c.help, tuple(k for k, _ in c.metric_labels), ())
-        )
-        out[c.metric] = (kind, help_ or c.help, keys, (*members, c))
-    return out
-
-
-_TABLES = (
-    (col.APPLIER_METRICS, _families(col.APPLIER_METRICS), ()),
-    (col.APPLIER_PROGRESS_BY_WORKER, _families(col.APPLIER_PROGRESS_BY_WORKER), (col.WORKER_ID,)),
-)
-
-
-def _value(column: col.Column, cell: object) -> float | None:
-    if column.kind == "timestamp":
-        us = parse_timestamp(cell)
-        return None if us is None else us / 1e6
-    if isinstance(cell, int | float) and not isinstance(cell, bool):
-        return cell / 1e9 if column.name in col.NANOSECOND_COLUMNS else float(cell)
-    return None
-
-
-def _rows(snapshot: DaemonSnapshot, table: col.TableDef) -> tuple[Row, ...]:
-    return snapshot.table(table.name)
-
 
 def applier_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Iterator[Metric]:
-    """One family per applier metric.
+    """One family per applier metric (both WL#15620 tables).
 
     Args:
         snapshot: the daemon's snapshot.
@@ -79,27 +46,7 @@ def applier_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Ite
     Returns:
         The families, each with one series per row and column that has a value.
     """
-    for table, families, extra in _TABLES:
-        rows = _rows(snapshot, table)
-        for name, (kind, help_, keys, columns) in families.items():
-            labels = ("group", "member_id", "channel_name", *(k.lower() for k in extra), *keys)
-            family: CounterMetricFamily | GaugeMetricFamily
-            if kind == "counter":
-                family = CounterMetricFamily(name, help_, labels=labels)
-            else:
-                family = GaugeMetricFamily(name, help_, labels=labels)
-            for row in rows:
-                member_id = str(row.get(col.MEMBER_ID) or "")
-                if not member_id:
-                    continue
-                base = [
-                    groups.get(member_id, snapshot.group_name),
-                    member_id,
-                    str(row.get(col.CHANNEL_NAME) or ""),
-                    *(str(row.get(k)) for k in extra),
-                ]
-                for column in columns:
-                    value = _value(column, row.get(column.name))
-                    if value is not None:
-                        family.add_metric([*base, *(v for _, v in column.metric_labels)], value)
-            yield family
+    yield from declared_families(snapshot, groups, col.APPLIER_METRICS)
+    yield from declared_families(
+        snapshot, groups, col.APPLIER_PROGRESS_BY_WORKER, extra=(col.WORKER_ID,)
+    )

@@ -30,38 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from grstats.api.table_metrics import declared_families
 from grstats.core import columns as col
-from grstats.core.lagrows import parse_timestamp
 from grstats.core.snapshot import DaemonSnapshot
 
-__all__ = ["LAG_METRICS", "lag_families"]
-
-_BASE_LABELS = ("group", "member_id", "channel_name")
-
-
-def _metrics() -> dict[str, tuple[str, tuple[str, ...], tuple[col.Column, ...]]]:
-    out: dict[str, tuple[str, tuple[str, ...], tuple[col.Column, ...]]] = {}
-    for c in col.MEMBER_LAG.columns:
-        if c.metric is None:
-            continue
-        help_, keys, members = out.get(c.metric, (c.help, tuple(k for k, _ in c.metric_labels), ()))
-        out[c.metric] = (help_ or c.help, keys, (*members, c))
-    return out
-
-
-#: metric name -> (help, extra label names, the columns it is built from)
-LAG_METRICS: Mapping[str, tuple[str, tuple[str, ...], tuple[col.Column, ...]]] = _metrics()
-
-
-def _value(column: col.Column, cell: object) -> float | None:
-    if column.kind == "timestamp":
-        us = parse_timestamp(cell)
-        return None if us is None else us / 1e6
-    if isinstance(cell, int | float) and not isinstance(cell, bool):
-        return float(cell)
-    return None
+__all__ = ["lag_families"]
 
 
 def lag_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Iterator[Metric]:
@@ -74,19 +49,4 @@ def lag_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Iterato
     Returns:
         The families, each with one series per row and column that has a value.
     """
-    for name, (help_, keys, columns) in LAG_METRICS.items():
-        family = GaugeMetricFamily(name, help_, labels=(*_BASE_LABELS, *keys))
-        for row in snapshot.member_lag:
-            member_id = str(row.get(col.MEMBER_ID) or "")
-            if not member_id:
-                continue
-            base = [
-                groups.get(member_id, snapshot.group_name),
-                member_id,
-                str(row.get(col.CHANNEL_NAME) or ""),
-            ]
-            for column in columns:
-                value = _value(column, row.get(column.name))
-                if value is not None:
-                    family.add_metric([*base, *(v for _, v in column.metric_labels)], value)
-        yield family
+    return declared_families(snapshot, groups, col.MEMBER_LAG)
