@@ -156,18 +156,17 @@ class DaemonSnapshot:
 
     def table(self, name: str) -> tuple[Row, ...]:
         """Rows of one of TABLE_NAMES; KeyError for any other name."""
-        if name == MEMBER_STATS_TABLE:
-            return self.member_stats
-        if name == MEMBERS_TABLE:
-            return self.members
-        if name == MEMBER_STATUS_TABLE:
-            return self.member_status
-        if name == MEMBER_LAG_TABLE:
-            return self.member_lag
-        if name == FLOW_CONTROL_TABLE:
-            return self.flow_control
-        if name == APPLIER_METRICS_TABLE:
-            return self.applier_metrics
-        if name == APPLIER_WORKERS_TABLE:
-            return self.applier_workers
-        raise KeyError(name)
+        rows: tuple[Row, ...] = getattr(self, _TABLE_FIELDS[name])
+        return rows
+
+
+# table name -> the DaemonSnapshot field holding its rows
+_TABLE_FIELDS: Mapping[str, str] = {
+    MEMBER_STATS_TABLE: "member_stats",
+    MEMBERS_TABLE: "members",
+    MEMBER_STATUS_TABLE: "member_status",
+    MEMBER_LAG_TABLE: "member_lag",
+    FLOW_CONTROL_TABLE: "flow_control",
+    APPLIER_METRICS_TABLE: "applier_metrics",
+    APPLIER_WORKERS_TABLE: "applier_workers",
+}
