@@ -194,6 +194,20 @@ stages = st.lists(
 ).map(list)
 
 
+# channels one step from valid: names, flags, worker counts and stages drawn near the rules
+near_valid_channels = st.lists(
+    st.tuples(
+        st.text(max_size=70),
+        st.none() | st.booleans() | st.integers(0, 2),
+        st.none() | st.booleans(),
+        st.integers(-1, 1100),
+        st.integers(-1, 1100),
+        st.lists(stages, min_size=6, max_size=6),
+    ),
+    max_size=6,
+)
+
+
 @settings(max_examples=600, deadline=None)
 @given(plain)
 def test_decode_of_any_plain_value_raises_only_protocol_error(value: Any) -> None:
@@ -202,20 +216,7 @@ def test_decode_of_any_plain_value_raises_only_protocol_error(value: Any) -> Non
 
 
 @settings(max_examples=600, deadline=None)
-@given(
-    st.integers(-1, 2**56),
-    st.lists(
-        st.tuples(
-            st.text(max_size=70),
-            st.none() | st.booleans() | st.integers(0, 2),
-            st.none() | st.booleans(),
-            st.integers(-1, 1100),
-            st.integers(-1, 1100),
-            st.lists(stages, min_size=6, max_size=6),
-        ),
-        max_size=6,
-    ),
-)
+@given(st.integers(-1, 2**56), near_valid_channels)
 def test_decode_of_near_valid_sections_round_trips_or_raises_protocol_error(
     at_us: int, channels: list[Any]
 ) -> None:
@@ -228,20 +229,7 @@ def test_decode_of_near_valid_sections_round_trips_or_raises_protocol_error(
 
 
 @settings(max_examples=600, deadline=None)
-@given(
-    st.integers(-1, 2**56),
-    st.lists(
-        st.tuples(
-            st.text(max_size=70),
-            st.none() | st.booleans() | st.integers(0, 2),
-            st.none() | st.booleans(),
-            st.integers(-1, 1100),
-            st.integers(-1, 1100),
-            st.lists(stages, min_size=6, max_size=6),
-        ),
-        max_size=6,
-    ),
-)
+@given(st.integers(-1, 2**56), near_valid_channels)
 def test_fast_path_accepts_exactly_what_the_checked_path_accepts(
     at_us: int, channels: list[Any]
 ) -> None:
