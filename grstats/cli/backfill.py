@@ -102,7 +102,7 @@ class SimulateResult:
 
 
 def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -> Any:
-    from grstats.sources.simulated.model import GroupModel, SimulationSettings  # noqa: PLC0415
+    from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
     settings = SimulationSettings(
         group=model_group(group),

@@ -51,7 +51,7 @@ from grstats.config._sources import (
 
 if TYPE_CHECKING:
     from grstats.sources.mysql import MySQLSettings
-    from grstats.sources.simulated.model import SimulationSettings
+    from grstats.sources.simulated.settings import SimulationSettings
 
 __all__ = ["ClientSettings", "load_client_settings", "load_config", "parse_config"]
 

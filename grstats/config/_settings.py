@@ -18,7 +18,7 @@ from grstats.core.flowcontrol import FlowControlSettings
 
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
-    from grstats.sources.simulated.model import SimulationSettings
+    from grstats.sources.simulated.settings import SimulationSettings
     from grstats.sql.options import SqlOptions
 
 __all__ = [

@@ -25,7 +25,7 @@ from grstats.config._reader import show as _show
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.config._settings import MemberSettings
     from grstats.sources.mysql import MySQLSettings
-    from grstats.sources.simulated.model import SimulationSettings
+    from grstats.sources.simulated.settings import SimulationSettings
 
 __all__ = [
     "MYSQL_KEYS",
@@ -108,7 +108,7 @@ def _timestamp(section: _Section, key: str, value: Any) -> float:
 
 
 def _parse_script(section: _Section) -> tuple[Any, ...]:
-    from grstats.sources.simulated.model import ScriptEvent  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.settings import ScriptEvent  # noqa: PLC0415 - numpy only when used
 
     raw = section.raw("script")
     if raw is None:
@@ -144,7 +144,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
 
 
 def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSettings:
-    from grstats.sources.simulated.model import SimulationSettings  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.settings import SimulationSettings  # noqa: PLC0415 - numpy only when used
 
     members_raw = section.raw("members")
     if members_raw is None:

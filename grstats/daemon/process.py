@@ -26,7 +26,7 @@ def _make_source(settings: Settings) -> Source:
 
         assert isinstance(settings.source_settings, MySQLSettings)
         return MySQLSource(settings.source_settings)
-    from grstats.sources.simulated.model import (  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated import (  # noqa: PLC0415 - numpy only when used
         GroupModel,
         SimulatedSource,
         SimulationSettings,

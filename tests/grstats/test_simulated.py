@@ -16,7 +16,7 @@ import pytest
 
 from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.core.sample import LocalSample
-from grstats.sources.simulated.model import (
+from grstats.sources.simulated import (
     GroupModel,
     ScriptEvent,
     SimulatedSource,

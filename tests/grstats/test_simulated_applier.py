@@ -9,7 +9,7 @@ from __future__ import annotations
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
 from grstats.core.applierrows import metrics_rows
-from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from grstats.sources.simulated import GroupModel, SimulationSettings
 from grstats.sources.simulated.settings import ScriptEvent
 
 A, B, SLOW = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from grstats.core.lag import APPLIER_CHANNEL, ChannelLag, StageTrx
-from grstats.sources.simulated.model import GroupModel, ScriptEvent, SimulationSettings
+from grstats.sources.simulated import GroupModel, ScriptEvent, SimulationSettings
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 A = "11111111-1111-1111-1111-111111111111"

@@ -19,7 +19,7 @@ import pytest
 from grstats.core.lag import MemberLag
 from grstats.core.records import LAG_HISTORY_COLUMNS
 from grstats.core.rows import lag_history
-from grstats.sources.simulated.model import GroupModel, ScriptEvent, SimulationSettings
+from grstats.sources.simulated import GroupModel, ScriptEvent, SimulationSettings
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 A = "11111111-1111-1111-1111-111111111111"

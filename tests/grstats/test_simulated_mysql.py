@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grstats.config import load_config
-from grstats.sources.simulated.model import (
+from grstats.sources.simulated import (
     GroupModel,
     ScriptEvent,
     SimulatedSource,

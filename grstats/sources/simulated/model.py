@@ -33,31 +33,18 @@ from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
-from grstats.sources.simulated.gtids import GTID_BLOCK_SIZE, GtidLedger
+from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.lag import StageLag
 from grstats.sources.simulated.membership import Membership
 from grstats.sources.simulated.settings import (
-    ACTIONS,
-    DEFAULT_EPOCH_S,
-    MODES,
-    ScriptEvent,
     SimulationSettings,
 )
 from grstats.sources.simulated.workers import AppliersModel
 from grstats.sources.simulated.workload import HOUR, Workload
 from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
-__all__ = [
-    "ACTIONS",
-    "DEFAULT_EPOCH_S",
-    "GTID_BLOCK_SIZE",
-    "MODES",
-    "GroupModel",
-    "ScriptEvent",
-    "SimulatedSource",
-    "SimulationSettings",
-]
+__all__ = ["GroupModel"]
 
 GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
 _COUNT_COLUMNS = (
@@ -301,6 +288,3 @@ class GroupModel:
         cols["last_conflict_free_transaction"] = last_free
         cols["flow_control_mode"] = [FLOW_CONTROL_QUOTA] * n_seconds
         return cols
-
-
-from grstats.sources.simulated.source import SimulatedSource  # noqa: E402 - re-export; source imports this module

@@ -19,7 +19,7 @@ from grstats.core.lag import MemberLag
 from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.core.rows import lag_history
 from grstats.history.writer import read_history
-from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from grstats.sources.simulated import GroupModel, SimulationSettings
 
 DAY = dt.date(2026, 11, 20)
 DAY_START_S = 20_777 * 86_400  # 2026-11-20T00:00:00Z, by hand

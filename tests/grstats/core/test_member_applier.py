@@ -14,7 +14,7 @@ from grstats.cli.commands.applier import explain_text
 from grstats.core import columns as col
 from grstats.core.applier import encode_member_applier
 from grstats.core.tables import Accepted
-from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from grstats.sources.simulated import GroupModel, SimulationSettings
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.grstats.core.test_tables import (
     GROUP,
