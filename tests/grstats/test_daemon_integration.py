@@ -323,7 +323,9 @@ def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
     # from the other members' tables at the next view change; an ERROR member shows
     # ERROR only in its own table. forget_after is 60 s here: a member that went
     # UNREACHABLE would stay listed far longer than the deadlines below.
-    t0 = int(time.time()) + 4
+    # far enough ahead that three daemons are up (and the view read) before it,
+    # even on a loaded machine
+    t0 = int(time.time()) + 10
     script = [
         {"at": t0, "member": M2, "action": "set_state", "state": "ERROR", "duration": 300.0},
         {"at": t0, "member": M3, "action": "set_state", "state": "OFFLINE", "duration": 6.0},
@@ -336,7 +338,8 @@ def test_member_that_leaves_is_dropped_by_the_others_at_once_and_comes_back(
     with daemons(tmp_path, configs) as (d1, d2, d3):
         wait_for(lambda: member_ids(d1) == {M1, M2, M3}, 10, "three rows before")
         before = view_id(d1)
-        wait_for(lambda: time.time() > t0, 10, "the departures")
+        assert time.time() < t0 - 1, "the daemons took too long to start to see the view before"
+        wait_for(lambda: time.time() > t0, 15, "the departures")
         wait_for(lambda: member_ids(d1) == {M1}, 10, "M2 and M3 dropped from M1's tables")
         # MySQL's VIEW_ID: `<fixed>:<monotonic>`; the fixed part (bootstrap time in
         # 100 ns units + 0..999, 17 digits today) stays, the monotonic part grows by
