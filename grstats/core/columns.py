@@ -431,9 +431,18 @@ MEMBER_LAG = TableDef(
     ),
 )
 
+# performance_schema.global_status (the server's Gr_flow_control_throttle_* figures)
+VARIABLE_NAME: Final = "VARIABLE_NAME"
+VARIABLE_VALUE: Final = "VARIABLE_VALUE"
+
 # grstats_flow_control: every daemon's replay of MySQL's QUOTA flow control
 # (core.flowreplay) over all members' stats, plus the local server's own
-# Gr_flow_control_throttle_* figures where it has them.
+# Gr_flow_control_throttle_* figures where it has them (SERVER_*: the local
+# row only, NULL elsewhere and on servers without the flow-control stats
+# component). SERVER_THROTTLE_TIME_SUM is MySQL's: microseconds summed over
+# held transactions (two sessions held 1 s add 2_000_000), not the wall time
+# of THROTTLED_SECONDS; SERVER_THROTTLE_LAST_THROTTLE_TIMESTAMP is the server's
+# UTC text, "" before its first hold.
 BOTTLENECK: Final = "BOTTLENECK"
 EXCESS_OVER_THRESHOLD: Final = "EXCESS_OVER_THRESHOLD"
 GROUP_QUOTA: Final = "GROUP_QUOTA"

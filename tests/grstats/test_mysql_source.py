@@ -147,6 +147,10 @@ WORKER_COLUMNS_80 = [  # 8.0.2 - 8.0.12: WL#7374's columns
     "APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
     "APPLYING_TRANSACTION_START_APPLY_TIMESTAMP",
 ]
+# every 5.7+ server has global_status; the Gr_flow_control_throttle_* rows only
+# with the flow-control stats component (a test adds them)
+GLOBAL_STATUS_TABLE = "global_status"
+GLOBAL_STATUS_COLUMNS = ["VARIABLE_NAME", "VARIABLE_VALUE"]
 WORKER_COLUMNS_84 = [  # 8.0.13+: transient-error retries
     *WORKER_COLUMNS_80,
     "LAST_APPLIED_TRANSACTION_RETRIES_COUNT",
@@ -204,6 +208,7 @@ class FakeMySQL:
             APPLIER_STATUS_TABLE: (APPLIER_STATUS_COLUMNS, []),
             COORDINATOR_TABLE: (COORDINATOR_COLUMNS_84, []),
             WORKER_TABLE: (WORKER_COLUMNS_84, []),
+            GLOBAL_STATUS_TABLE: (GLOBAL_STATUS_COLUMNS, []),
         }
         self.time_zone = SERVER_TIME_ZONE  # the global default of every session
         self.hang = False

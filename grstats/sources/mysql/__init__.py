@@ -27,6 +27,12 @@ text-protocol SELECTs:
    breaks the connection drops the connection (reconnected at once by the
    next call) but the stats sample is still returned, with lag (); a table
    the server does not have gives no rows. Each such failure is logged once.
+6. applier metrics (WL#15620 tables, or what 8.0's tell; applier.py) and
+7. the server's own flow-control figures, `LocalSample.flow_control`: the
+   four Gr_flow_control_throttle_* global status variables in one query of
+   performance_schema.global_status (flowstats.py; time sum in microseconds,
+   summed per held transaction); None on a server without them. Both are
+   extras like the lag, read within the same deadline.
 
 The sample shows exactly what the server shows, nothing invented: MEMBER_ID,
 MEMBER_HOST, VIEW_ID as shown (possibly ""), MEMBER_PORT NULL -> None, state,
@@ -66,7 +72,8 @@ current GTID texts and the publisher decides when a message carries them.
 Settings: `grstats.sources.mysql.settings`. Modules: `settings` (DSN and
 settings), `values` (server values to wire values, rows to the sample),
 `connection` (one asyncmy connection, backoff, queries), `source` (`MySQLSource`),
-`lag` (WL#7374 tables), `applier` (WL#15620 tables).
+`lag` (WL#7374 tables), `applier` (WL#15620 tables), `flowstats`
+(Gr_flow_control_throttle_* status variables).
 """
 
 from grstats.sources.mysql.settings import DEFAULT_PORT, DSN_PARAMS, MySQLSettings, parse_dsn

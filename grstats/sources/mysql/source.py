@@ -4,7 +4,8 @@ Strategy: the whole call (a reconnect attempt included) runs under one
 deadline; after a working connection breaks, one immediate reconnect is tried
 in the same call. While the server is unreachable the last good sample is
 returned (restamped) until ``offline_after``; then an OFFLINE member. Lag
-(WL#7374) and applier metrics (WL#15620) are extras read after the stats
+(WL#7374), applier metrics (WL#15620) and the server's flow-control figures
+(Gr_flow_control_throttle_*) are extras read after the stats
 within what is left of the deadline minus a margin: their failure never loses
 the stats sample (see the package docstring for the queries).
 """
@@ -21,8 +22,8 @@ import structlog
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from grstats.core.sample import LocalMember, LocalSample
-from grstats.sources.mysql import applier, lag
+from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl
+from grstats.sources.mysql import applier, flowstats, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
@@ -178,9 +179,32 @@ class MySQLSource:
         member, stats = member_and_stats(server_uuid, group_name, stats_row, member_row, mode)
         lag = await self._read_lag(conn, member.state)
         applier = await self._read_applier(conn, now_us, stats.transactions_waiting_apply)
+        flow = await self._read_flow_stats(conn)
         return LocalSample(
-            member=member, stats=stats, sampled_at_us=now_us, lag=lag, applier=applier
+            member=member,
+            stats=stats,
+            sampled_at_us=now_us,
+            lag=lag,
+            flow_control=flow,
+            applier=applier,
         )
+
+    async def _read_flow_stats(self, conn: asyncmy.Connection) -> ServerFlowControl | None:
+        """The Gr_flow_control_throttle_* figures (flowstats.py); None when the server
+        has none or they cannot be read. Never raises; shares the lag queries' deadline.
+        """
+        if conn is not self._db.conn:  # an earlier extra dropped the connection
+            return None
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                result = await self._db.query(conn, "flow_stats", flowstats.SQL_FLOW_STATS)
+        except TimeoutError:
+            self._lag_failed("flow_stats_timeout", None)
+            return None
+        except PollFailed as exc:
+            self._lag_failed("flow_stats_query_failed", exc)
+            return None
+        return flowstats.build_server_flow_control(dict_rows(result))
 
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, applier_queue: int
