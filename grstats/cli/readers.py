@@ -126,6 +126,7 @@ class TableReader:
         self.prefix = (prefix or settings.bus.prefix).strip("/")
         self.group = group
         self.timeout = timeout
+        self.flow_control = settings.flow_control
 
     @property
     def where(self) -> str:
@@ -168,6 +169,38 @@ class TableReader:
                     for name, rows in out.items()
                 }
             return out
+        except ReadError as exc:
+            raise user_error(str(exc), exc.exit_code) from None
+
+    def replay_flow(self, seconds: float, progress: Callable[[str], None] | None) -> list[Row]:
+        """grstats_flow_control replayed over `seconds` of the broker's traffic (--bus only).
+
+        Args:
+            seconds: how long to listen.
+            progress: called with a progress line after each flow-control step.
+
+        Returns:
+            The rows (SERVER_* NULL: the bus does not carry them).
+
+        Raises:
+            UserError: the broker could not be read (exit status 1).
+        """
+        assert self.bus is not None, "replay_flow needs --bus"
+        # Imported here: aiomqtt is loaded only with --bus.
+        from grstats.cli.busflow import replay_flow  # noqa: PLC0415
+
+        fc = self.flow_control
+        try:
+            return replay_flow(
+                self.bus,
+                prefix=self.prefix,
+                group=self.group,
+                seconds=seconds,
+                settings=fc.core(),
+                catch_up_limit_s=fc.failover_catch_up_limit,
+                deadline_s=self.timeout,
+                progress=progress,
+            )
         except ReadError as exc:
             raise user_error(str(exc), exc.exit_code) from None
 

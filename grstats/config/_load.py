@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,12 +262,14 @@ class ClientSettings:
 
     api: ApiSettings
     bus: BusSettings
+    # the group's flow-control variables, for `grstats flow --bus`'s own replay
+    flow_control: FlowControlConfig = field(default_factory=FlowControlConfig)
 
 
 def load_client_settings(
     path: str | Path | None, *, bus: bool, bus_overrides: Mapping[str, Any] | None = None
 ) -> ClientSettings:
-    """Read `[api]` and `[bus]` as a client: same checks, unknown keys ignored.
+    """Read `[api]`, `[bus]` and `[flow_control]` as a client: same checks, unknown keys ignored.
 
     Args:
         path: the TOML file, or None for no file (defaults, then overrides).
@@ -280,7 +282,7 @@ def load_client_settings(
             file's ca_file, cert_file and key_file.
 
     Returns:
-        The [api] and [bus] settings (defaults where absent).
+        The [api], [bus] and [flow_control] settings (defaults where absent).
 
     Raises:
         ConfigError: unreadable file, TOML syntax error or an invalid key
@@ -298,4 +300,7 @@ def load_client_settings(
     return ClientSettings(
         api=_parse_listen(table(name, doc, "api")),
         bus=_parse_bus(Section(name, "bus", {**base, **overrides}), resolve=bus),
+        flow_control=FlowControlConfig(
+            **read_fields(table(name, doc, "flow_control"), FlowControlConfig)
+        ),
     )

@@ -104,6 +104,10 @@ class FlowReplay:
                 m.incoming_rate = max(0.0, m.apply_rate + growth)
         self._members[member_id] = m
 
+    def members(self) -> tuple[str, ...]:
+        """The member ids replayed, sorted."""
+        return tuple(sorted(self._members))
+
     def forget(self, member_id: str) -> None:
         """Drop a member the registry forgot."""
         self._members.pop(member_id, None)

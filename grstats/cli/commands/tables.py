@@ -11,11 +11,13 @@ non-zero (1: could not read; 2: bad arguments or config) — never a traceback.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 import click
 
 from grstats.cli import render
+from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, read_options
 from grstats.core.snapshot import (
     APPLIER_METRICS_COLUMNS,
@@ -121,15 +123,58 @@ lag_command = _make_command(
     "  grstats lag --format json | jq '.[] | {MEMBER_ID, REPLICATION_LAG}'\n"
     "  grstats lag --bus 127.0.0.1:1883        # straight from the broker, no daemon",
 )
-flow_command = _make_command(
-    "flow",
-    FLOW_CONTROL_TABLE,
-    "Show grstats_flow_control: this daemon's replay of MySQL's QUOTA flow control "
+FLOW_PERIODS = 5  # `flow --bus` listens this many flow-control periods by default
+
+
+@click.command(
+    name="flow",
+    help="Show grstats_flow_control: this daemon's replay of MySQL's QUOTA flow control "
     "over every member's stats — which member holds the group back (BOTTLENECK, "
     "EXCESS_OVER_THRESHOLD, since when), the quota the group computes (0 = unlimited), "
     "throttled seconds, and each member's applier catch-up ETA and failover readiness; "
-    "the local server's own Gr_flow_control_throttle_* figures where it has them.",
+    "the local server's own Gr_flow_control_throttle_* figures where it has them."
+    "\n\nWith --bus there is no daemon: the command listens to the broker for --seconds "
+    "and replays flow control itself over the stats it hears, with the [flow_control] "
+    "thresholds of --config (MySQL's defaults otherwise; they must be the group's). "
+    "The server's own figures are not on the bus (SERVER_* NULL)."
+    "\n\n\b\nExamples:\n"
     "  grstats flow                            # who is slowing the group down\n"
     "  grstats flow --format json | jq '.[] | select(.BOTTLENECK != \"\")'\n"
-    "  grstats flow --bus 127.0.0.1:1883        # straight from the broker (one period)",
+    "  grstats flow --bus 127.0.0.1:1883 --seconds 10 --config /etc/grstats/grstats.toml",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+@read_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--vertical", "-E", "vertical", is_flag=True, help="One column per line, like \\G.")
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0.1, max=3600),
+    default=None,
+    help=f"With --bus: how long to listen [default: {FLOW_PERIODS} flow-control periods].",
+)
+def flow_command(*, reader: TableReader, fmt: str, vertical: bool, seconds: float | None) -> None:
+    if reader.bus is None:
+        if seconds is not None:
+            raise BadArgument("--seconds: only with --bus HOST:PORT")
+        rows = reader.read([FLOW_CONTROL_TABLE])[FLOW_CONTROL_TABLE]
+    else:
+        if seconds is None:
+            seconds = float(FLOW_PERIODS * reader.flow_control.period)
+        tty = sys.stderr.isatty()
+
+        def progress(line: str) -> None:
+            click.echo(("\r" if tty else "") + line, err=True, nl=not tty)
+
+        rows = reader.replay_flow(seconds, progress)
+        if tty:
+            click.echo("", err=True)
+    if vertical and fmt == "table":
+        fmt = "vertical"
+    click.echo(render.render(fmt, rows, COLUMNS[FLOW_CONTROL_TABLE]), nl=False)
