@@ -256,6 +256,12 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Accepted envelopes whose ext.applier section was refused (stats applied, applier not).",
         value=counters.envelopes_applier_malformed,
     )
+    yield CounterMetricFamily(
+        "grstats_applier_workers_dropped",
+        "Local applier workers left out of published ext.applier sections "
+        "(past the wire's bound of 256 workers), summed over envelopes.",
+        value=counters.applier_workers_dropped,
+    )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _member_status_families(snapshot)

@@ -58,6 +58,9 @@ class DaemonCounters:
         rejected: refused messages by reason (every reason of REJECT_REASONS).
         bus_reconnects: broker connections after the first.
         messages_published: stats envelopes handed to the broker.
+        applier_workers_dropped: applier workers of the local member left out of
+            published `ext.applier` sections (past protocol.MAX_APPLIER_WORKERS;
+            summed over envelopes). The local tables still show them all.
     """
 
     envelopes_accepted: int = 0
@@ -68,6 +71,7 @@ class DaemonCounters:
     rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
     bus_reconnects: int = 0
     messages_published: int = 0
+    applier_workers_dropped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -79,6 +83,7 @@ class DaemonCounters:
             "envelopes_applier_malformed": self.envelopes_applier_malformed,
             "bus_reconnects": self.bus_reconnects,
             "messages_published": self.messages_published,
+            "applier_workers_dropped": self.applier_workers_dropped,
         }
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)

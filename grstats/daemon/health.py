@@ -195,6 +195,7 @@ def assemble_snapshot(
         now_us(),
         bus_reconnects=bus.reconnects if bus else 0,
         messages_published=publisher.published if publisher else 0,
+        applier_workers_dropped=publisher.applier_workers_dropped if publisher else 0,
         gauges=gauges,
         health=reasons,
     )
@@ -208,3 +209,6 @@ class Publishing(Protocol):
 
     @property
     def published(self) -> int: ...
+
+    @property
+    def applier_workers_dropped(self) -> int: ...

@@ -30,7 +30,7 @@ import structlog
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
-from grstats.core.applier import encode_member_applier
+from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.rows import history_row, lag_history
 from grstats.core.sample import LocalSample
@@ -38,6 +38,7 @@ from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
 from grstats.sources.base import Source
 from protocol import (
+    MAX_APPLIER_WORKERS,
     Envelope,
     MemberInfo,
     ProtocolError,
@@ -78,6 +79,8 @@ class Publisher:
         self.published = 0
         self.lag_unsendable = 0  # samples whose lag the wire refused (sent without it)
         self.applier_unsendable = 0  # the same for the applier metrics
+        # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
+        self.applier_workers_dropped = 0
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
@@ -222,8 +225,18 @@ class Publisher:
         """`ext.applier`; a figure the wire refuses drops the section, never the stats."""
         if sample.applier is None:
             return None
+        applier, dropped = bounded(sample.applier)
+        if dropped:
+            if self.applier_workers_dropped == 0:  # a lasting shape of the server: once
+                log.warning(
+                    "applier.workers_dropped",
+                    workers=len(sample.applier.workers),
+                    dropped=dropped,
+                    bound=MAX_APPLIER_WORKERS,
+                )
+            self.applier_workers_dropped += dropped
         try:
-            return encode_member_applier(sample.applier)
+            return encode_member_applier(applier)
         except ProtocolError as exc:
             self.applier_unsendable += 1
             if self.applier_unsendable % 60 == 1:  # a lasting fault: once a minute
