@@ -57,11 +57,15 @@ def test_flow_bus_replays_and_names_the_stopped_applier(broker: Broker, tmp_path
         wait_for(queued, 20, "M1's applier queue of 10")
         # the group's [flow_control], as an operator's client config carries it
         client = tmp_path / "client.toml"
-        client.write_text(f"[flow_control]\napplier_threshold = {THRESHOLD}\n", encoding="utf-8")
+        # a 2 s period: a daemon stalled for a second on a loaded machine still
+        # leaves a hold in every step (MySQL's period is the same for the judgement)
+        client.write_text(
+            f"[flow_control]\napplier_threshold = {THRESHOLD}\nperiod = 2\n", encoding="utf-8"
+        )
         config = str(client)
 
         result = grstats(
-            "flow", "--bus", broker.url, "--config", config, "--seconds", "3", "--format", "json"
+            "flow", "--bus", broker.url, "--config", config, "--seconds", "4.5", "--format", "json"
         )
         assert result.returncode == 0, result.stderr
         rows = _by_member(json.loads(result.stdout))
