@@ -115,10 +115,14 @@ class TableReader:
             if exc.key.startswith("bus.") and (key in overrides or not exc.file):
                 raise BadArgument(f"{_FLAG_OF_KEY[key]}: {exc.problem}") from None
             raise BadArgument(str(exc)) from None
-        try:
-            self.api = normalize_api_url(api or api_url(settings.api))
-        except ReadError as exc:
-            raise user_error(str(exc), exc.exit_code) from None
+        # With --bus the API is not used: a daemon config listening on port 0
+        # (any free port) must still serve as the client's config.
+        self.api = ""
+        if bus is None or api is not None:
+            try:
+                self.api = normalize_api_url(api or api_url(settings.api))
+            except ReadError as exc:
+                raise user_error(str(exc), exc.exit_code) from None
         # Never the daemon's client id: the broker would disconnect the daemon.
         self.bus: BusSettings | None = (
             dataclasses.replace(settings.bus, client_id="") if bus is not None else None

@@ -130,3 +130,14 @@ def test_empty_bus_host_in_the_config_is_a_mistake(tmp_path: Path) -> None:
     config.write_text("[bus]\nhost = ''\n")
     status, line = error_line("stats", "--config", str(config))
     assert (status, line) == (2, "Error: grstats.toml: bus.host: must not be empty")
+
+
+def test_daemon_config_with_api_on_port_0_serves_a_bus_reader(tmp_path: Path) -> None:
+    # A daemon listening on any free port (`127.0.0.1:0`) has no API URL a
+    # client could use; with --bus the API is not needed, so its config works.
+    config = tmp_path / "grstats.toml"
+    config.write_text('[api]\nlisten = "127.0.0.1:0"\n[bus]\nprefix = "gr"\n')
+    bus_reader = reader(config=config, bus="127.0.0.1:1883")
+    assert bus_reader.where == "mqtt://127.0.0.1:1883/gr"
+    with pytest.raises(BadArgument, match="port 0"):
+        reader(config=config)
