@@ -262,6 +262,15 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "(past the wire's bound of 256 workers), summed over envelopes.",
         value=counters.applier_workers_dropped,
     )
+    unsendable = CounterMetricFamily(
+        "grstats_ext_sections_unsendable",
+        "Local samples published without their ext section because the wire refused "
+        "one of its figures, by section.",
+        labels=["section"],
+    )
+    for section, count in sorted(counters.sections_unsendable.items()):
+        unsendable.add_metric([section], count)
+    yield unsendable
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _member_status_families(snapshot)

@@ -61,6 +61,8 @@ class DaemonCounters:
         applier_workers_dropped: applier workers of the local member left out of
             published `ext.applier` sections (past protocol.MAX_APPLIER_WORKERS;
             summed over envelopes). The local tables still show them all.
+        sections_unsendable: samples published without their `ext` section
+            because the wire refused a figure in it, by section (lag, applier).
     """
 
     envelopes_accepted: int = 0
@@ -72,6 +74,7 @@ class DaemonCounters:
     bus_reconnects: int = 0
     messages_published: int = 0
     applier_workers_dropped: int = 0
+    sections_unsendable: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -85,6 +88,8 @@ class DaemonCounters:
             "messages_published": self.messages_published,
             "applier_workers_dropped": self.applier_workers_dropped,
         }
+        for section, count in sorted(self.sections_unsendable.items()):
+            out[f"ext_{section}_unsendable"] = count
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
         return out

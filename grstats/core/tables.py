@@ -206,6 +206,7 @@ class MemberTables:
         bus_reconnects: int = 0,
         messages_published: int = 0,
         applier_workers_dropped: int = 0,
+        sections_unsendable: Mapping[str, int] | None = None,
         gauges: Mapping[str, float] | None = None,
         health: tuple[str, ...] = (),
     ) -> DaemonSnapshot:
@@ -213,8 +214,8 @@ class MemberTables:
 
         Args:
             now_us: wall clock, microseconds (for ages and UNREACHABLE).
-            bus_reconnects, messages_published, applier_workers_dropped: the
-                daemon's own counters.
+            bus_reconnects, messages_published, applier_workers_dropped,
+                sections_unsendable: the daemon's own counters.
             gauges: point-in-time values; "members_known" is filled here.
             health: why the daemon is degraded (empty when healthy).
 
@@ -232,6 +233,7 @@ class MemberTables:
                 bus_reconnects=bus_reconnects,
                 messages_published=messages_published,
                 applier_workers_dropped=applier_workers_dropped,
+                sections_unsendable=dict(sections_unsendable or {}),
             ),
             gauges=gauges or {},
             health=health,

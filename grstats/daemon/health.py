@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
 from grstats.bus.client import Bus
@@ -196,6 +197,7 @@ def assemble_snapshot(
         bus_reconnects=bus.reconnects if bus else 0,
         messages_published=publisher.published if publisher else 0,
         applier_workers_dropped=publisher.applier_workers_dropped if publisher else 0,
+        sections_unsendable=publisher.sections_unsendable if publisher else None,
         gauges=gauges,
         health=reasons,
     )
@@ -212,3 +214,6 @@ class Publishing(Protocol):
 
     @property
     def applier_workers_dropped(self) -> int: ...
+
+    @property
+    def sections_unsendable(self) -> Mapping[str, int]: ...

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
+from typing import TypeVar
 
 import structlog
 
@@ -45,6 +47,8 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
+
+T = TypeVar("T")
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -77,8 +81,8 @@ class Publisher:
         self.incarnation = random.getrandbits(64)
         self.seq = 0
         self.published = 0
-        self.lag_unsendable = 0  # samples whose lag the wire refused (sent without it)
-        self.applier_unsendable = 0  # the same for the applier metrics
+        # samples whose `ext` section the wire refused (sent without it), by section
+        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0}
         # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
         self.applier_workers_dropped = 0
         self._send_gtids = True
@@ -213,13 +217,7 @@ class Publisher:
 
     def _lag_section(self, sample: LocalSample) -> object:
         """`ext.lag`; a figure the wire refuses drops the section, never the stats."""
-        try:
-            return encode_member_lag(MemberLag(sample.sampled_at_us, sample.lag))
-        except ProtocolError as exc:
-            self.lag_unsendable += 1
-            if self.lag_unsendable % 60 == 1:  # a lasting fault: once a minute
-                log.warning("lag.unsendable", error=str(exc)[:200], count=self.lag_unsendable)
-            return None
+        return self._encoded("lag", encode_member_lag, MemberLag(sample.sampled_at_us, sample.lag))
 
     def _applier_section(self, sample: LocalSample) -> object:
         """`ext.applier`; a figure the wire refuses drops the section, never the stats."""
@@ -235,14 +233,16 @@ class Publisher:
                     bound=MAX_APPLIER_WORKERS,
                 )
             self.applier_workers_dropped += dropped
+        return self._encoded("applier", encode_member_applier, applier)
+
+    def _encoded(self, section: str, encode: Callable[[T], object], value: T) -> object:
+        """`encode(value)`, or None (counted, logged once a minute) when the wire refuses it."""
         try:
-            return encode_member_applier(applier)
+            return encode(value)
         except ProtocolError as exc:
-            self.applier_unsendable += 1
-            if self.applier_unsendable % 60 == 1:  # a lasting fault: once a minute
-                log.warning(
-                    "applier.unsendable", error=str(exc)[:200], count=self.applier_unsendable
-                )
+            count = self.sections_unsendable[section] = self.sections_unsendable[section] + 1
+            if count % 60 == 1:  # a lasting fault: once a minute
+                log.warning(f"{section}.unsendable", error=str(exc)[:200], count=count)
             return None
 
     def envelope(

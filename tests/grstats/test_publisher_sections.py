@@ -1,0 +1,63 @@
+"""An `ext` section the wire refuses: the stats still go out; the refusal is counted, exported."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from grstats.api.metrics import build_registry
+from grstats.core.tables import MemberTables
+from protocol import decode_envelope
+from tests.grstats.core.test_tables import LOCAL, T0, local_sample, make_tables
+from tests.grstats.test_history_lag import APPLIER, _publisher, _Sink
+
+
+class _Bus:
+    """What the publisher uses of the Bus: connected, publish (the payloads kept)."""
+
+    def __init__(self) -> None:
+        self.connected = asyncio.Event()
+        self.connected.set()
+        self.sent: list[tuple[str, bytes]] = []
+
+    async def publish(self, topic: str, payload: bytes, **_: object) -> bool:
+        self.sent.append((topic, payload))
+        return True
+
+
+# protocol/lag.py allows channel names of [0-9A-Za-z_.-] only: a space is refused.
+UNSENDABLE = dataclasses.replace(APPLIER, channel="no spaces allowed")
+
+
+def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: Path) -> None:
+    sink = _Sink()
+    sample = dataclasses.replace(local_sample(), sampled_at_us=T0, lag=(UNSENDABLE,))
+    publisher = _publisher(tmp_path, sample, sink)
+    bus = _Bus()
+
+    async def three_ticks() -> None:
+        for tick in range(3):
+            await publisher.tick(tick, bus)  # type: ignore[arg-type]
+
+    asyncio.run(three_ticks())
+    assert publisher.sections_unsendable == {"lag": 3, "applier": 0}
+    assert [row.member_id for row in sink.rows] == [LOCAL] * 3  # the samples were not lost
+    stats = [decode_envelope(p) for t, p in bus.sent if t.endswith("/stats")]
+    assert len(stats) == 3  # published, without the refused section
+    assert all("lag" not in envelope.ext for envelope in stats)
+
+    tables: MemberTables = make_tables()
+    snapshot = tables.snapshot(T0, sections_unsendable=publisher.sections_unsendable)
+    assert snapshot.counters.as_dict()["ext_lag_unsendable"] == 3
+    text = generate_latest(build_registry(lambda: snapshot)).decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("grstats_ext_sections_unsendable_total", (("section", "lag"),))] == 3
+    assert samples[("grstats_ext_sections_unsendable_total", (("section", "applier"),))] == 0
