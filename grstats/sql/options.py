@@ -37,7 +37,9 @@ class SqlOptions:
         query_timeout: seconds a statement may run.
         max_rows, max_result_bytes: the largest result returned.
         history_dir, rollups_dir: Parquet roots ("" for none).
-        tls_cert_file, tls_key_file: TLS when both are set.
+        tls_cert_file, tls_key_file: TLS when both are set (the certificate
+            file may hold the chain: the server certificate first).
+        tls_required: refuse clients that do not use TLS (error 3159).
         threads, memory_limit: DuckDB per worker.
     """
 
@@ -53,5 +55,6 @@ class SqlOptions:
     rollups_dir: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
+    tls_required: bool = False
     threads: int = 1
     memory_limit: str = "256MB"
