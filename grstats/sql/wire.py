@@ -13,7 +13,14 @@ leaves out, each at the one place the library funnels it through:
   protocol;
 - the accept callback counts connections (open, accepted, refused at the
   cap, failed TLS handshakes) and ends a connection that failed its
-  handshake quietly (a client's bad certificate is not a daemon traceback).
+  handshake quietly (a client's bad certificate is not a daemon traceback);
+- the upgrade to TLS keeps the bytes the client sent right after its
+  SSLRequest (`_TlsStream.start_tls`). mysql-mimic's upgrade loses them: a
+  client sends its TLS ClientHello without waiting, so when both arrive
+  together the StreamReader has already buffered the ClientHello as plain
+  data and the server waits for it until the handshake times out (seen
+  with PyMySQL, the mariadb client and openssl s_client whenever the loop
+  was a little late).
 
 Invariants: `WireStats` is only touched on the event loop.
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from asyncio import sslproto
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -40,6 +48,8 @@ from mysql_mimic.types import Capabilities, ColumnDefinition
 from mysql_mimic.utils import aiterate, cooperative_iterate
 
 from grstats.sql.errors import INSECURE_TRANSPORT, INSECURE_TRANSPORT_MESSAGE, TOO_MANY_CONNECTIONS
+
+HANDSHAKE_TIMEOUT_S = 10  # a TLS handshake not done by then ends the connection
 
 log = structlog.get_logger("grstats.sql")
 
@@ -177,6 +187,63 @@ class GrstatsConnection(Connection):
         await self.stream.write(self.ok_or_eof())
 
 
+class _TlsStream:
+    """A MysqlStream whose TLS upgrade keeps what the client sent ahead (see the module doc).
+
+    Everything else is the wrapped stream's (mysql-mimic's stream is a
+    compiled class: it cannot be subclassed).
+    """
+
+    def __init__(
+        self, stream: MysqlStream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._stream = stream
+        self._reader = reader
+        self._writer = writer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        # asyncio's loop.start_tls, plus the bytes already read past the SSLRequest
+        # (the StreamReader's buffer) fed to the TLS protocol before the socket's next ones
+        loop = asyncio.get_running_loop()
+        transport = cast(asyncio.Transport, self._writer.transport)
+        buffered: bytearray = self._reader._buffer  # type: ignore[attr-defined]
+        ahead = bytes(buffered)  # no public way to take them back
+        buffered.clear()
+        waiter: asyncio.Future[None] = loop.create_future()
+        tls = sslproto.SSLProtocol(
+            loop,
+            transport.get_protocol(),
+            context,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
+            call_connection_made=False,
+        )
+        transport.pause_reading()
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        view = memoryview(ahead)
+        while view:
+            buffer = tls.get_buffer(len(view))
+            n = min(len(buffer), len(view))
+            buffer[:n] = view[:n]
+            tls.buffer_updated(n)
+            view = view[n:]
+        transport.resume_reading()
+        try:
+            await waiter
+        except BaseException:
+            transport.close()
+            raise
+        app = tls._app_transport  # what loop.start_tls returns
+        # mysql-mimic's own way to move its reader and writer onto the TLS transport
+        self._writer._transport = app  # type: ignore[attr-defined]
+        self._reader._transport = app  # type: ignore[attr-defined]
+
+
 class GrstatsMysqlServer(MysqlServer):
     """mysql-mimic's server accepting `GrstatsConnection`s, counted in `stats`."""
 
@@ -201,7 +268,7 @@ class GrstatsMysqlServer(MysqlServer):
     ) -> None:
         stream = MysqlStream(reader, writer)
         connection = GrstatsConnection(
-            stream=stream,
+            stream=_TlsStream(stream, reader, writer),
             session=self.session_factory(),
             control=self.control,
             server_capabilities=self.capabilities,
