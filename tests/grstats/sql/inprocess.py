@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,10 +73,12 @@ def snapshot() -> DaemonSnapshot:
     )
 
 
-def serve(options: SqlOptions) -> Iterator[Running]:
+def serve(
+    options: SqlOptions, get_snapshot: Callable[[], DaemonSnapshot] = snapshot
+) -> Iterator[Running]:
     """Start a server with `options` on its own loop; close it at the end."""
     loop = asyncio.new_event_loop()
-    server = SqlServer(options, snapshot)
+    server = SqlServer(options, get_snapshot)
     ready = threading.Event()
 
     def run() -> None:
