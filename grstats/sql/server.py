@@ -36,7 +36,7 @@ from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.sql import catalog
 from grstats.sql.engine import Engine, column_kind, is_unsigned, mysql_value, prepare
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
-from grstats.sql.options import SqlOptions
+from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
 from grstats.sql.wire import GrstatsMysqlServer, WireStats, column
 
@@ -58,7 +58,9 @@ class _Accounts(IdentityProvider):
         return [self._plugin]
 
     async def get_user(self, username: str) -> User | None:
-        auth = self._hash if username == self._user else self._decoy
+        # the account, or the account seen as one member (`options.perspective`)
+        known = username == self._user or perspective(username, self._user) is not None
+        auth = self._hash if known else self._decoy
         return User(name=username, auth_string=auth, auth_plugin=self._plugin.name)
 
 
@@ -172,7 +174,9 @@ class SqlServer:
         return catalog.info_schema(self.options.history_dir, self.engine.rollup_types())
 
     def _session(self) -> GrstatsSession:
-        return GrstatsSession(self._globals, self._execute, self._schema, self._local_member)
+        return GrstatsSession(
+            self._globals, self._execute, self._schema, self._local_member, self.options.user
+        )
 
     def _ssl(self) -> ssl.SSLContext | None:
         if not (self.options.tls_cert_file and self.options.tls_key_file):
