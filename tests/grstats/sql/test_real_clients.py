@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.broker import Broker
+from tests.fixtures.broker import Broker, make_test_ca
 from tests.grstats.daemon_helpers import M1, M2, M3, daemon_config, daemons, wait_for
 
 PASSWORD = "s3cret"
@@ -39,10 +39,12 @@ def _configs(broker: Broker, tmp_path: Path) -> list[dict[str, object]]:
     return configs
 
 
-def _mariadb(port: int, sql: str, password: str = PASSWORD) -> subprocess.CompletedProcess[str]:
+def _mariadb(
+    port: int, sql: str, password: str = PASSWORD, tls: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "grstats",
-         f"-p{password}", "--skip-ssl", "-B", "-e", sql],
+         f"-p{password}", *(tls or ["--skip-ssl"]), "-B", "-e", sql],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
 
@@ -145,3 +147,35 @@ def test_mysqld_exporter_exports_every_member_without_scrape_errors(
             ln for ln in lines if ln.startswith("mysql_perf_schema_transactions_checked_total")
         ]
         assert checked, body[-3000:]
+
+
+@pytest.mark.skipif(
+    shutil.which("mariadb") is None or shutil.which("openssl") is None,
+    reason="needs the mariadb client and openssl",
+)
+def test_daemon_with_tls_in_its_config_is_verified_by_the_mariadb_client(
+    broker: Broker, tmp_path: Path
+) -> None:
+    ca, cert, key = make_test_ca(tmp_path)
+    configs = _configs(broker, tmp_path)
+    configs[0]["sql"] = {
+        **configs[0]["sql"],  # type: ignore[dict-item]
+        "tls_cert_file": str(cert),
+        "tls_key_file": str(key),
+        "tls_required": True,
+    }
+    with daemons(tmp_path, configs) as (d1, _, _):
+        port = _sql_port(d1)
+        query = "SELECT MEMBER_ID FROM performance_schema.replication_group_members"
+        tls = ["--ssl-ca", str(ca), "--ssl-verify-server-cert"]
+
+        def three() -> set[str] | None:
+            out = _mariadb(port, query, tls=tls)
+            assert out.returncode == 0, out.stderr
+            ids = set(out.stdout.split()[1:])
+            return ids if ids == set(MEMBERS) else None
+
+        wait_for(three, 30, "every member over TLS")
+        plain = _mariadb(port, query)  # --skip-ssl
+        assert plain.returncode != 0
+        assert "ERROR 3159 (HY000)" in plain.stderr
