@@ -83,6 +83,10 @@ def _flags(col: ResultColumn) -> ColumnDefinition:
     return ColumnDefinition.UNSIGNED_FLAG if unsigned else ColumnDefinition(0)
 
 
+# what a handshake fails with when the client has gone or broke off TLS
+_GONE = (ssl.SSLError, ConnectionError, ConnectionClosed)
+
+
 class GrstatsConnection(Connection):
     """A client connection with the endpoint's error codes, TLS rule and column flags."""
 
@@ -96,7 +100,8 @@ class GrstatsConnection(Connection):
         if isinstance(msg, MysqlError):  # keep the error's own number, not 1043
             kwargs["code"] = msg.code
             kwargs["msg"] = msg.msg
-        self._stats.errors[int(kwargs.get("code", ErrorCode.UNKNOWN_ERROR))] += 1
+        if not isinstance(msg, _GONE):  # a client gone mid-handshake is sent nothing
+            self._stats.errors[int(kwargs.get("code", ErrorCode.UNKNOWN_ERROR))] += 1
         packet: bytes = super().error(**kwargs)
         return packet
 
