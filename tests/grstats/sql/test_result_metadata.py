@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pymysql
 import pytest
-from pymysql.constants import FIELD_TYPE, FLAG
+from pymysql.constants import COMMAND, FIELD_TYPE, FLAG
+from pymysql.protocol import FieldDescriptorPacket
 
 from grstats.core import columns
 from grstats.core.snapshot import DaemonSnapshot
@@ -80,3 +81,42 @@ def test_mariadb_column_type_info_shows_unsigned(running: Running) -> None:
     assert "UNSIGNED" not in flags["MEMBER_ID"].split()
     assert "UNSIGNED" not in flags["signed_copy"].split()
     assert str(BIG) in out.stdout and str(PAST_SIGNED) in out.stdout
+
+
+def test_binary_protocol_sends_unsigned_flag_and_unsigned_values(running: Running) -> None:
+    # COM_STMT_PREPARE / COM_STMT_EXECUTE spoken through PyMySQL's packet layer
+    # (PyMySQL has no prepared statements of its own); the rows are compared with
+    # the binary row format written out by hand: 0x00, NULL bitmap (2 columns + 2
+    # offset bits: one byte), MEMBER_ID length-prefixed, the counter as 8 bytes LE.
+    sql = (
+        "SELECT MEMBER_ID, COUNT_TRANSACTIONS_CHECKED FROM "
+        "performance_schema.replication_group_member_stats ORDER BY MEMBER_ID"
+    )
+    conn = pymysql.connect(
+        host="127.0.0.1", port=running.port, user="grstats", password=PASSWORD, connect_timeout=10
+    )
+    with conn:
+        conn._execute_command(COMMAND.COM_STMT_PREPARE, sql)
+        prepared = conn._read_packet().get_all_data()
+        assert prepared[0] == 0
+        statement = int.from_bytes(prepared[1:5], "little")
+        conn._execute_command(
+            COMMAND.COM_STMT_EXECUTE,
+            statement.to_bytes(4, "little") + b"\x00" + (1).to_bytes(4, "little"),
+        )
+        assert conn._read_packet().get_all_data() == b"\x02"  # two columns
+        fields = [conn._read_packet(FieldDescriptorPacket) for _ in range(2)]
+        conn._read_packet()  # the EOF after the definitions
+        rows = []
+        for _ in range(3):  # two rows and the closing EOF
+            packet = conn._read_packet().get_all_data()
+            if packet[0] == 0xFE:
+                break
+            rows.append(packet)
+    assert [f.name for f in fields] == ["MEMBER_ID", "COUNT_TRANSACTIONS_CHECKED"]
+    assert fields[1].type_code == FIELD_TYPE.LONGLONG and fields[1].flags & FLAG.UNSIGNED
+    assert not fields[0].flags & FLAG.UNSIGNED
+    assert rows == [
+        b"\x00\x00" + bytes([36]) + member.encode() + value.to_bytes(8, "little")
+        for member, value in ((LOCAL, BIG), (REMOTE, PAST_SIGNED))
+    ]
