@@ -198,14 +198,19 @@ class SqlServer:
         logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
         self._globals = _variables(self._local_member(), self.options.port)
         try:
-            server = GrstatsMysqlServer(
-                session_factory=self._session,
-                require_tls=self.options.tls_required,
-                stats=self.wire,
-                identity_provider=_Accounts(self.options.user, self.options.password_hash),
-                control=self._control,
-                ssl=self._ssl(),
-            )
+            context = self._ssl()
+        except OSError as exc:  # ssl.SSLError too
+            self.failure = f"cannot load tls_cert_file / tls_key_file: {exc.strerror or exc}"
+            raise
+        server = GrstatsMysqlServer(
+            session_factory=self._session,
+            require_tls=self.options.tls_required,
+            stats=self.wire,
+            identity_provider=_Accounts(self.options.user, self.options.password_hash),
+            control=self._control,
+            ssl=context,
+        )
+        try:
             await server.start_server(host=self.options.host, port=self.options.port)
         except OSError as exc:
             where = f"{self.options.host}:{self.options.port}"

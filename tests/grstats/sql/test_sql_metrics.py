@@ -100,7 +100,12 @@ def test_every_sql_bound_is_counted_in_metrics(broker: Broker, tmp_path: Path) -
                 _connect(port, password="wrong")  # accepted under the cap, then 1045
             assert denied.value.args[0] == 1045
             with _connect(port):  # the second of max_connections=2
-                assert _sql_metrics(d1)["grstats_sql_connections_open"] == 2
+                # /metrics reads a snapshot at most 0.25 s old: wait for the second one
+                wait_for(
+                    lambda: _sql_metrics(d1)["grstats_sql_connections_open"] == 2 or None,
+                    30,
+                    "two open connections in /metrics",
+                )
                 with pytest.raises(pymysql.MySQLError) as refused:
                     _connect(port)
                 assert refused.value.args[0] == 1040
@@ -172,3 +177,24 @@ def test_sql_that_cannot_listen_degrades_health_and_serves_once_it_can(
             assert _sql_metrics(d1)["grstats_sql_up"] == 1
     finally:
         squatter.close()
+
+
+def test_unreadable_tls_files_degrade_health_with_the_reason(
+    broker: Broker, tmp_path: Path
+) -> None:
+    missing = tmp_path / "missing.pem"
+    config = _config(
+        broker, tmp_path, "127.0.0.1:0", tls_cert_file=str(missing), tls_key_file=str(missing)
+    )
+    with daemons(tmp_path, [config]) as (d1,):
+
+        def degraded() -> dict[str, Any] | None:
+            status, health = d1.get("/healthz")
+            return health if status == 503 and "sql_down" in health["reasons"] else None
+
+        health = wait_for(degraded, 30, "/healthz to report sql_down")
+        assert "sql: not serving (cannot load tls_cert_file / tls_key_file: " in "".join(
+            health["details"]
+        ), health
+        assert d1.alive()  # the daemon serves its other duties
+        assert _sql_metrics(d1)["grstats_sql_up"] == 0
