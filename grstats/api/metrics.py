@@ -346,7 +346,9 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         value=q.tls_handshake_failures,
     )
     yield CounterMetricFamily(
-        "grstats_sql_queries", "Statements run by the SQL endpoint's engine.", value=q.queries
+        "grstats_sql_queries",
+        "Statements the SQL endpoint's engine was given (refused ones included).",
+        value=q.queries,
     )
     yield CounterMetricFamily(
         "grstats_sql_queries_interrupted",

@@ -281,10 +281,12 @@ class Daemon:
         if self.sql is None or self.sql.serving or now - self._sql_tried < SQL_RETRY_S:
             return
         self._sql_tried = now
+        before = self.sql.failure
         try:
             await self.sql.start()
         except OSError:
-            log.error("sql.not_serving", reason=self.sql.failure, retry_s=SQL_RETRY_S)
+            if self.sql.failure != before:  # once per reason, not every retry
+                log.error("sql.not_serving", reason=self.sql.failure, retry_s=SQL_RETRY_S)
 
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
