@@ -273,6 +273,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield unsendable
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
+    yield from _sql_families(snapshot)
     yield from _member_status_families(snapshot)
 
 
@@ -325,6 +326,71 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Failed history write, segment or housekeeping attempts.",
         value=h.errors,
     )
+
+
+def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
+    q = snapshot.sql
+    if q is None:
+        return
+    yield GaugeMetricFamily(
+        "grstats_sql_up",
+        "1 while the SQL endpoint ([sql]) accepts connections, else 0.",
+        value=1 if q.serving else 0,
+    )
+    yield GaugeMetricFamily(
+        "grstats_sql_connections_open", "SQL endpoint connections now.", value=q.connections_open
+    )
+    yield GaugeMetricFamily(
+        "grstats_sql_connections_max",
+        "The SQL endpoint's connection cap ([sql] max_connections).",
+        value=q.max_connections,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_connections_accepted",
+        "SQL endpoint connections admitted under the cap.",
+        value=q.connections_accepted,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_connections_refused",
+        "SQL endpoint connections refused at max_connections (MySQL error 1040).",
+        value=q.connections_refused,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_tls_handshake_failures",
+        "SQL endpoint connections whose TLS handshake failed.",
+        value=q.tls_handshake_failures,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_queries",
+        "Statements the SQL endpoint's engine was given (refused ones included).",
+        value=q.queries,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_queries_interrupted",
+        "Statements stopped at [sql] query_timeout (MySQL error 3024).",
+        value=q.queries_interrupted,
+    )
+    refused = CounterMetricFamily(
+        "grstats_sql_results_refused",
+        "Results refused at a size limit ([sql] max_rows, max_result_bytes; MySQL error 1104).",
+        labels=("limit",),
+    )
+    for limit, count in sorted(q.results_refused.items()):
+        refused.add_metric([limit], count)
+    yield refused
+    yield CounterMetricFamily(
+        "grstats_sql_writes_refused",
+        "Statements refused because the endpoint is read-only (MySQL error 1290).",
+        value=q.writes_refused,
+    )
+    errors = CounterMetricFamily(
+        "grstats_sql_errors",
+        "Error packets the SQL endpoint sent, by MySQL error number.",
+        labels=("code",),
+    )
+    for code, count in sorted(q.errors.items()):
+        errors.add_metric([str(code)], count)
+    yield errors
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

@@ -160,6 +160,8 @@ def _parse_sql(s: Section, history: HistorySettings) -> SqlSettings:
         raise s.fail("password_env", "required when listen is set (password_env or password_file)")
     if bool(fields["tls_cert_file"]) != bool(fields["tls_key_file"]):
         raise s.fail("tls_key_file", "tls_cert_file and tls_key_file go together")
+    if fields["tls_required"] and not fields["tls_cert_file"]:
+        raise s.fail("tls_required", "needs tls_cert_file and tls_key_file")
     from grstats.sql.options import native_password_hash  # noqa: PLC0415 - light module
 
     fields["history_dir"] = fields["history_dir"] or history.dir

@@ -131,6 +131,7 @@ class SqlSettings:
     rollups_dir: str = setting("", text())
     tls_cert_file: str = setting("", text())
     tls_key_file: str = setting("", text())
+    tls_required: bool = setting(False, flag())
     threads: int = setting(1, integer(1, 256))
     memory_limit: str = setting("256MB", text(nonempty=True))
 

@@ -121,6 +121,38 @@ class HistoryFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class SqlFigures:
+    """The SQL endpoint's figures ([sql]), for /metrics and /healthz.
+
+    Attributes:
+        serving: True while the endpoint accepts connections.
+        reason: why it is not serving ("" while it is).
+        connections_open, max_connections: connections now, and the cap.
+        connections_accepted: connections admitted since start (under the cap).
+        connections_refused: connections refused at the cap (error 1040).
+        tls_handshake_failures: connections that asked for TLS and failed its handshake.
+        queries: statements run on the engine.
+        queries_interrupted: statements stopped at query_timeout (error 3024).
+        results_refused: results refused at max_rows or max_result_bytes, by limit.
+        writes_refused: statements refused because the endpoint is read-only (1290).
+        errors: error packets sent, by MySQL error number.
+    """
+
+    serving: bool = False
+    reason: str = ""
+    connections_open: int = 0
+    max_connections: int = 0
+    connections_accepted: int = 0
+    connections_refused: int = 0
+    tls_handshake_failures: int = 0
+    queries: int = 0
+    queries_interrupted: int = 0
+    results_refused: Mapping[str, int] = field(default_factory=dict)
+    writes_refused: int = 0
+    errors: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Departed:
     """A member no longer in the tables, remembered for a while for monitoring.
 
@@ -162,6 +194,7 @@ class DaemonSnapshot:
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
     history: HistoryFigures | None = None  # None when history is off
+    sql: SqlFigures | None = None  # None when [sql] is off
     departed: tuple[Departed, ...] = ()  # members gone from the tables, for /metrics
 
     def table(self, name: str) -> tuple[Row, ...]:

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from grstats.bus.client import Bus
 from grstats.core.records import HistoryRow
-from grstats.core.snapshot import DaemonSnapshot, HistoryFigures
+from grstats.core.snapshot import DaemonSnapshot, HistoryFigures, SqlFigures
 from grstats.core.tables import MemberTables
 from grstats.sources.base import Source
 
@@ -180,8 +180,13 @@ def assemble_snapshot(
     history: HistorySink | None,
     publisher: Publishing | None,
     echo: EchoWatch,
+    sql: SqlFigures | None = None,
 ) -> DaemonSnapshot:
-    """The tables frozen with the daemon's counters, gauges, health and history figures."""
+    """The tables frozen with the daemon's counters, gauges, health and history figures.
+
+    `sql` is the SQL endpoint's figures when [sql] is on: an endpoint not
+    serving degrades health ("sql_down", with its reason).
+    """
     gauges = {
         "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
         **health_gauges(source, history),
@@ -192,6 +197,10 @@ def assemble_snapshot(
         gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
         if silent:
             reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
+    if sql is not None:
+        gauges["degraded_sql_down"] = 0.0 if sql.serving else 1.0
+        if not sql.serving:
+            reasons = (*reasons, f"sql: not serving ({sql.reason})")
     snapshot = tables.snapshot(
         now_us(),
         bus_reconnects=bus.reconnects if bus else 0,
@@ -201,9 +210,11 @@ def assemble_snapshot(
         gauges=gauges,
         health=reasons,
     )
-    if history is None:
-        return snapshot
-    return dataclasses.replace(snapshot, history=history_figures(history.stats))
+    return dataclasses.replace(
+        snapshot,
+        history=history_figures(history.stats) if history is not None else None,
+        sql=sql,
+    )
 
 
 class Publishing(Protocol):

@@ -66,6 +66,7 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
+SQL_RETRY_S = 5.0  # an SQL endpoint that cannot listen tries again this often
 
 
 class Daemon:
@@ -100,6 +101,7 @@ class Daemon:
         self._snapshot_at = 0.0
         self._status_text = ""
         self._echo = EchoWatch()
+        self._sql_tried = -float("inf")
 
     @property
     def collector(self) -> bool:
@@ -153,6 +155,7 @@ class Daemon:
             history=self.history,
             publisher=self.publisher,
             echo=self._echo,
+            sql=self.sql.figures() if self.sql is not None else None,
         )
 
     def _update_status(self) -> None:
@@ -175,6 +178,7 @@ class Daemon:
                 self.tables.expire(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
+            await self._retry_sql(loop.time())
             self.get_snapshot()
             self._update_status()
             tick += 1
@@ -267,12 +271,22 @@ class Daemon:
         from grstats.sql import SqlServer  # noqa: PLC0415 - DuckDB & co. only with [sql]
 
         self.sql = SqlServer(sql.options(), self.get_snapshot)
+        # not fatal: the daemon serves its other duties, /healthz says "sql_down"
+        # and the tick loop tries to listen again every SQL_RETRY_S
+        await self._retry_sql(asyncio.get_running_loop().time())
+
+    async def _retry_sql(self, now: float) -> None:
+        """(Re)start the SQL endpoint when it is configured and not serving, at most every
+        SQL_RETRY_S."""
+        if self.sql is None or self.sql.serving or now - self._sql_tried < SQL_RETRY_S:
+            return
+        self._sql_tried = now
+        before = self.sql.failure
         try:
             await self.sql.start()
-        except OSError as exc:
-            raise StartupError(
-                f"sql: cannot listen on {sql.host}:{sql.port}: {exc.strerror or exc}"
-            ) from exc
+        except OSError:
+            if self.sql.failure != before:  # once per reason, not every retry
+                log.error("sql.not_serving", reason=self.sql.failure, retry_s=SQL_RETRY_S)
 
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""

@@ -141,6 +141,7 @@ def _error(exc: duckdb.Error) -> SqlError:
         return SqlError(
             QUERY_TIMEOUT,
             "Query execution was interrupted, maximum statement execution time exceeded",
+            limit="query_timeout",
         )
     if isinstance(exc, duckdb.OutOfMemoryException):
         return SqlError(OUT_OF_MEMORY, f"Out of memory: {text}")
@@ -316,6 +317,7 @@ class Engine:
             raise SqlError(
                 TOO_BIG_SELECT,
                 f"The result has more than max_rows={self.max_rows} rows; add a LIMIT or aggregate",
+                limit="max_rows",
             )
         size = sum(_text_size(v) for row in rows for v in row)
         if size > self.max_result_bytes:
@@ -324,6 +326,7 @@ class Engine:
                 TOO_BIG_SELECT,
                 f"The result is larger than max_result_bytes={self.max_result_bytes}; "
                 "add a LIMIT or select fewer columns",
+                limit="max_result_bytes",
             )
         return Result(names, types, rows)
 
@@ -405,6 +408,11 @@ def column_kind(duck_type: str) -> str:
     if t in ("TIME", "INTERVAL"):
         return "TIME"
     return "VAR_STRING"
+
+
+def is_unsigned(duck_type: str) -> bool:
+    """True for DuckDB's unsigned integer types (MySQL's UNSIGNED column flag)."""
+    return duck_type.upper() in ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
 
 def mysql_time(value: dt.timedelta | dt.time) -> str:

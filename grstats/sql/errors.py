@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+TOO_MANY_CONNECTIONS: Final = 1040
 ACCESS_DENIED: Final = 1045
 NO_DB: Final = 1046
 BAD_DB: Final = 1049
@@ -25,6 +26,7 @@ READ_ONLY: Final = 1290
 FUNCTION_NOT_EXISTS: Final = 1305
 QUERY_TIMEOUT: Final = 3024
 OUT_OF_MEMORY: Final = 1041
+INSECURE_TRANSPORT: Final = 3159
 
 SQLSTATES: Final = {
     BAD_DB: b"42000",
@@ -35,10 +37,16 @@ SQLSTATES: Final = {
     READ_ONLY: b"HY000",
     QUERY_TIMEOUT: b"HY000",
     OUT_OF_MEMORY: b"HY001",
+    TOO_MANY_CONNECTIONS: b"08004",
+    INSECURE_TRANSPORT: b"HY000",
 }
 
 READ_ONLY_MESSAGE: Final = (
     "The MySQL server is running with the --read-only option so it cannot execute this statement"
+)
+
+INSECURE_TRANSPORT_MESSAGE: Final = (
+    "Connections using insecure transport are prohibited while --require_secure_transport=ON."
 )
 
 
@@ -48,12 +56,15 @@ class SqlError(Exception):
     Attributes:
         code: MySQL's error number.
         message: the error text.
+        limit: the endpoint limit that refused the statement ("max_rows",
+            "max_result_bytes", "query_timeout"), "" for any other refusal.
     """
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, limit: str = "") -> None:
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.limit = limit
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"

@@ -12,6 +12,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from grstats.core.topics import is_uuid
+
 _HASH = re.compile(r"^\*[0-9A-Fa-f]{40}$")
 
 
@@ -23,6 +25,20 @@ def native_password_hash(secret: str) -> str:
     if _HASH.match(secret):
         return secret.upper()
     return "*" + hashlib.sha1(hashlib.sha1(secret.encode()).digest()).hexdigest().upper()
+
+
+def perspective(login: str, user: str) -> str | None:
+    """The member a login name asks to be served as, or None for the account itself.
+
+    `<user>+<member_id>` (`grstats+22222222-...`) is the account `<user>` seeing
+    the tables as member `<member_id>` would: its `@@server_uuid` is that member,
+    so a tool that filters `WHERE MEMBER_ID = @@server_uuid` (mysqld_exporter's
+    member-stats query) reads that member's row. The member id is lower-cased.
+    """
+    prefix = user + "+"
+    if login.startswith(prefix) and is_uuid(member := login[len(prefix) :]):
+        return member.lower()
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +53,9 @@ class SqlOptions:
         query_timeout: seconds a statement may run.
         max_rows, max_result_bytes: the largest result returned.
         history_dir, rollups_dir: Parquet roots ("" for none).
-        tls_cert_file, tls_key_file: TLS when both are set.
+        tls_cert_file, tls_key_file: TLS when both are set (the certificate
+            file may hold the chain: the server certificate first).
+        tls_required: refuse clients that do not use TLS (error 3159).
         threads, memory_limit: DuckDB per worker.
     """
 
@@ -53,5 +71,6 @@ class SqlOptions:
     rollups_dir: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
+    tls_required: bool = False
     threads: int = 1
     memory_limit: str = "256MB"

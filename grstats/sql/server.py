@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
-from mysql_mimic import IdentityProvider, MysqlServer, NativePasswordAuthPlugin, User
+from mysql_mimic import IdentityProvider, NativePasswordAuthPlugin, User
 from mysql_mimic.auth import AuthPlugin
 from mysql_mimic.control import LocalControl, TooManyConnections
 from mysql_mimic.results import ResultColumn
@@ -32,12 +32,13 @@ from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, VariableSchema
 from sqlglot import exp
 
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.sql import catalog
-from grstats.sql.engine import Engine, column_kind, mysql_value, prepare
-from grstats.sql.errors import register_sqlstates
-from grstats.sql.options import SqlOptions
+from grstats.sql.engine import Engine, column_kind, is_unsigned, mysql_value, prepare
+from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
+from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
+from grstats.sql.wire import GrstatsMysqlServer, WireStats, column
 
 log = structlog.get_logger("grstats.sql")
 
@@ -57,7 +58,9 @@ class _Accounts(IdentityProvider):
         return [self._plugin]
 
     async def get_user(self, username: str) -> User | None:
-        auth = self._hash if username == self._user else self._decoy
+        # the account, or the account seen as one member (`options.perspective`)
+        known = username == self._user or perspective(username, self._user) is not None
+        auth = self._hash if known else self._decoy
         return User(name=username, auth_string=auth, auth_plugin=self._plugin.name)
 
 
@@ -65,11 +68,9 @@ class _BoundedControl(LocalControl):
     def __init__(self, max_connections: int) -> None:
         super().__init__()
         self.max_connections = max_connections
-        self.refused = 0
 
     async def add(self, connection: Any) -> int:
         if len(self._connections) >= self.max_connections:
-            self.refused += 1
             raise TooManyConnections()
         connection_id: int = await super().add(connection)
         return connection_id
@@ -123,15 +124,48 @@ class SqlServer:
         )
         self._pool = ThreadPoolExecutor(options.max_connections, thread_name_prefix="grstats-sql")
         self._control = _BoundedControl(options.max_connections)
-        self._server: MysqlServer | None = None
+        self._server: GrstatsMysqlServer | None = None
         self.port = options.port
         self.queries = 0
         self.failed = 0
+        self.wire = WireStats()
+        self.limit_hits: dict[str, int] = dict.fromkeys(
+            ("query_timeout", "max_rows", "max_result_bytes"), 0
+        )
+        self.failure = ""  # why the endpoint is not serving ("" while it is or before start)
 
     @property
     def refused_connections(self) -> int:
         """Connections refused at max_connections."""
-        return self._control.refused
+        return self.wire.refused
+
+    @property
+    def serving(self) -> bool:
+        """True while the endpoint accepts connections."""
+        return self._server is not None and self._server.serving()
+
+    def figures(self) -> SqlFigures:
+        """The endpoint's counters and state now (event loop only)."""
+        serving = self.serving
+        reason = "" if serving else (self.failure or "not listening")
+        errors = dict(sorted(self.wire.errors.items()))
+        return SqlFigures(
+            serving=serving,
+            reason=reason,
+            connections_open=self.wire.open,
+            max_connections=self.options.max_connections,
+            connections_accepted=self.wire.accepted,
+            connections_refused=self.wire.refused,
+            tls_handshake_failures=self.wire.tls_failures,
+            queries=self.queries,
+            queries_interrupted=self.limit_hits["query_timeout"],
+            results_refused={
+                "max_rows": self.limit_hits["max_rows"],
+                "max_result_bytes": self.limit_hits["max_result_bytes"],
+            },
+            writes_refused=errors.get(READ_ONLY, 0),
+            errors=errors,
+        )
 
     def _local_member(self) -> str:
         return self._get_snapshot().local_member_id if self._get_snapshot else ""
@@ -140,7 +174,9 @@ class SqlServer:
         return catalog.info_schema(self.options.history_dir, self.engine.rollup_types())
 
     def _session(self) -> GrstatsSession:
-        return GrstatsSession(self._globals, self._execute, self._schema, self._local_member)
+        return GrstatsSession(
+            self._globals, self._execute, self._schema, self._local_member, self.options.user
+        )
 
     def _ssl(self) -> ssl.SSLContext | None:
         if not (self.options.tls_cert_file and self.options.tls_key_file):
@@ -154,19 +190,34 @@ class SqlServer:
         """Listen.
 
         Raises:
-            OSError: the address cannot be bound or the TLS files read.
+            OSError: the address cannot be bound or the TLS files read (also
+                kept in `failure`).
         """
         register_sqlstates()
         # mysql-mimic logs every refused statement at ERROR; ours are logged as events.
         logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
         self._globals = _variables(self._local_member(), self.options.port)
-        self._server = MysqlServer(
+        try:
+            context = self._ssl()
+        except OSError as exc:  # ssl.SSLError too
+            self.failure = f"cannot load tls_cert_file / tls_key_file: {exc.strerror or exc}"
+            raise
+        server = GrstatsMysqlServer(
             session_factory=self._session,
+            require_tls=self.options.tls_required,
+            stats=self.wire,
             identity_provider=_Accounts(self.options.user, self.options.password_hash),
             control=self._control,
-            ssl=self._ssl(),
+            ssl=context,
         )
-        await self._server.start_server(host=self.options.host, port=self.options.port)
+        try:
+            await server.start_server(host=self.options.host, port=self.options.port)
+        except OSError as exc:
+            where = f"{self.options.host}:{self.options.port}"
+            self.failure = f"cannot listen on {where}: {exc.strerror or exc}"
+            raise
+        self.failure = ""
+        self._server = server
         sockets = self._server.sockets()
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -181,6 +232,11 @@ class SqlServer:
             return await loop.run_in_executor(
                 self._pool, self._work, expression, database, snapshot
             )
+        except SqlError as exc:
+            self.failed += 1
+            if exc.limit:
+                self.limit_hits[exc.limit] += 1
+            raise
         except Exception:
             self.failed += 1
             raise
@@ -192,7 +248,7 @@ class SqlServer:
         sql = prepare(expression, database, self.engine.known_tables())
         result = self.engine.run(sql, snapshot)
         cols = [
-            ResultColumn(name, ColumnType[column_kind(t)])
+            column(name, ColumnType[column_kind(t)], unsigned=is_unsigned(t))
             for name, t in zip(result.names, result.types, strict=True)
         ]
         rows = [tuple(mysql_value(v) for v in row) for row in result.rows]

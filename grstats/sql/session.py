@@ -23,6 +23,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from grstats.sql.errors import BAD_DB, PARSE, UNKNOWN, SqlError
+from grstats.sql.options import perspective
 
 if TYPE_CHECKING:
     from mysql_mimic.connection import Connection
@@ -56,6 +57,8 @@ class GrstatsSession(Session):
         execute: runs a checked statement off the event loop -> (rows, columns).
         schema: the catalog as {schema: {table: {column: type}}}.
         local_member: the local member's server UUID ("" without one).
+        user: the configured account; a login `<user>+<member_id>` sees
+            `@@server_uuid` = that member (`options.perspective`).
     """
 
     def __init__(
@@ -64,15 +67,25 @@ class GrstatsSession(Session):
         execute: Execute,
         schema: Callable[[], dict[str, dict[str, dict[str, str]]]],
         local_member: Callable[[], str],
+        user: str = "",
     ) -> None:
         super().__init__(SessionVariables(global_variables))
         self._execute = execute
         self._schema = schema
         self._local_member = local_member
+        self._user = user
+
+    def _set_server_uuid(self) -> None:
+        member = perspective(self.username or "", self._user) if self._user else None
+        self.variables.set("server_uuid", member or self._local_member(), force=True)
 
     async def init(self, connection: Connection) -> None:
         await super().init(connection)
-        self.variables.set("server_uuid", self._local_member(), force=True)
+        self._set_server_uuid()
+
+    async def reset(self) -> None:
+        await super().reset()
+        self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
     async def schema(self) -> dict[str, dict[str, dict[str, str]]]:
         return self._schema()

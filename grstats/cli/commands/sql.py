@@ -30,10 +30,8 @@ async def _serve(options: object) -> int:
     server = SqlServer(options)
     try:
         await server.start()
-    except OSError as exc:
-        print(
-            f"grstats: sql: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr
-        )
+    except OSError:
+        print(f"grstats: sql: {server.failure}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -11,11 +11,12 @@ import shutil
 import socket
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.broker import Broker
+from tests.fixtures.broker import Broker, make_test_ca
 from tests.grstats.daemon_helpers import M1, M2, M3, daemon_config, daemons, wait_for
 
 PASSWORD = "s3cret"
@@ -39,10 +40,12 @@ def _configs(broker: Broker, tmp_path: Path) -> list[dict[str, object]]:
     return configs
 
 
-def _mariadb(port: int, sql: str, password: str = PASSWORD) -> subprocess.CompletedProcess[str]:
+def _mariadb(
+    port: int, sql: str, password: str = PASSWORD, tls: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "grstats",
-         f"-p{password}", "--skip-ssl", "-B", "-e", sql],
+         f"-p{password}", *(tls or ["--skip-ssl"]), "-B", "-e", sql],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
 
@@ -92,6 +95,56 @@ def test_mariadb_client_sees_every_member_and_wrong_password_gets_1045(
         assert "ERROR 1045 (28000)" in denied.stderr
 
 
+def _exporter_lines(
+    tmp_path: Path, port: int, user: str, ready: Callable[[list[str]], bool]
+) -> list[str]:
+    """Run the Debian mysqld_exporter as `user` until a scrape satisfies `ready`."""
+    cnf = tmp_path / f"{user}.cnf"
+    cnf.write_text(
+        f"[client]\nuser={user}\npassword={PASSWORD}\nhost=127.0.0.1\nport={port}\n",
+        encoding="utf-8",
+    )
+    web = _free_port()
+    args = [
+        "prometheus-mysqld-exporter", f"--config.my-cnf={cnf}",
+        f"--web.listen-address=127.0.0.1:{web}",
+        "--no-collect.global_status", "--no-collect.global_variables",
+        "--no-collect.slave_status", "--no-collect.info_schema.innodb_cmp",
+        "--no-collect.info_schema.innodb_cmpmem",
+        "--no-collect.info_schema.query_response_time",
+        "--collect.perf_schema.replication_group_members",
+        "--collect.perf_schema.replication_group_member_stats",
+    ]  # fmt: skip
+    with (tmp_path / f"{user}.log").open("wb") as log:
+        exporter = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+
+            def scrape() -> list[str] | None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10) as r:
+                        lines = r.read().decode().splitlines()
+                except OSError:
+                    return None  # not listening yet
+                return lines if ready(lines) else None
+
+            return wait_for(scrape, 30, f"the exporter as {user}")
+        finally:
+            exporter.terminate()
+            exporter.wait(10)
+
+
+def _no_scrape_errors(lines: list[str]) -> None:
+    assert "mysql_up 1" in lines
+    assert "mysql_exporter_last_scrape_error 0" in lines
+    errors = [ln for ln in lines if ln.startswith("mysql_exporter_scrape_errors_total")]
+    assert all(ln.endswith(" 0") for ln in errors), errors
+
+
+def _checked(lines: list[str]) -> list[float]:
+    prefix = "mysql_perf_schema_transactions_checked_total "
+    return [float(ln.removeprefix(prefix)) for ln in lines if ln.startswith(prefix)]
+
+
 @pytest.mark.skipif(
     shutil.which("prometheus-mysqld-exporter") is None, reason="needs prometheus-mysqld-exporter"
 )
@@ -100,48 +153,56 @@ def test_mysqld_exporter_exports_every_member_without_scrape_errors(
 ) -> None:
     with daemons(tmp_path, _configs(broker, tmp_path)) as (d1, _, _):
         port = _sql_port(d1)
-        cnf = tmp_path / "my.cnf"
-        cnf.write_text(
-            f"[client]\nuser=grstats\npassword={PASSWORD}\nhost=127.0.0.1\nport={port}\n",
-            encoding="utf-8",
-        )
-        web = _free_port()
-        args = [
-            "prometheus-mysqld-exporter", f"--config.my-cnf={cnf}",
-            f"--web.listen-address=127.0.0.1:{web}",
-            "--no-collect.global_status", "--no-collect.global_variables",
-            "--no-collect.slave_status", "--no-collect.info_schema.innodb_cmp",
-            "--no-collect.info_schema.innodb_cmpmem",
-            "--no-collect.info_schema.query_response_time",
-            "--collect.perf_schema.replication_group_members",
-            "--collect.perf_schema.replication_group_member_stats",
-        ]  # fmt: skip
-        log = (tmp_path / "exporter.log").open("wb")
-        exporter = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        try:
 
-            def scrape() -> str | None:
-                with urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10) as r:
-                    body = r.read().decode()
-                members = [m for m in MEMBERS if f'member_id="{m}"' in body]
-                return body if len(members) == 3 else None
+        def every_member(lines: list[str]) -> bool:
+            return all(any(f'member_id="{m}"' in ln for ln in lines) for m in MEMBERS)
 
-            body = wait_for(scrape, 30, "the exporter to see every member")
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
-            log.close()
-        lines = body.splitlines()
-        assert "mysql_up 1" in lines
-        assert "mysql_exporter_last_scrape_error 0" in lines
-        errors = [ln for ln in lines if ln.startswith("mysql_exporter_scrape_errors_total")]
-        assert all(ln.endswith(" 0") for ln in errors), errors
+        lines = _exporter_lines(tmp_path, port, "grstats", every_member)
+        _no_scrape_errors(lines)
         info = [
             ln for ln in lines if ln.startswith("mysql_perf_schema_replication_group_member_info")
         ]
         assert {m for m in MEMBERS if any(m in ln for ln in info)} == set(MEMBERS)
-        # the stock query filters on MEMBER_ID=@@server_uuid: the local member's stats
-        checked = [
-            ln for ln in lines if ln.startswith("mysql_perf_schema_transactions_checked_total")
-        ]
-        assert checked, body[-3000:]
+        # the stock stats query filters on MEMBER_ID=@@server_uuid: the local member's
+        assert len(_checked(lines)) == 1, lines[-50:]
+        # one exporter per member, logged in as grstats+<member>: each member's stats,
+        # between that member's value just before and just after the scrape
+        for m in MEMBERS:
+            before = d1.rows_by_member()[m]["COUNT_TRANSACTIONS_CHECKED"]
+            lines = _exporter_lines(tmp_path, port, f"grstats+{m}", lambda ls: bool(_checked(ls)))
+            after = d1.rows_by_member()[m]["COUNT_TRANSACTIONS_CHECKED"]
+            _no_scrape_errors(lines)
+            (value,) = _checked(lines)
+            assert before <= value <= after, (m, before, value, after)
+
+
+@pytest.mark.skipif(
+    shutil.which("mariadb") is None or shutil.which("openssl") is None,
+    reason="needs the mariadb client and openssl",
+)
+def test_daemon_with_tls_in_its_config_is_verified_by_the_mariadb_client(
+    broker: Broker, tmp_path: Path
+) -> None:
+    ca, cert, key = make_test_ca(tmp_path)
+    configs = _configs(broker, tmp_path)
+    configs[0]["sql"] = {
+        **configs[0]["sql"],  # type: ignore[dict-item]
+        "tls_cert_file": str(cert),
+        "tls_key_file": str(key),
+        "tls_required": True,
+    }
+    with daemons(tmp_path, configs) as (d1, _, _):
+        port = _sql_port(d1)
+        query = "SELECT MEMBER_ID FROM performance_schema.replication_group_members"
+        tls = ["--ssl-ca", str(ca), "--ssl-verify-server-cert"]
+
+        def three() -> set[str] | None:
+            out = _mariadb(port, query, tls=tls)
+            assert out.returncode == 0, out.stderr
+            ids = set(out.stdout.split()[1:])
+            return ids if ids == set(MEMBERS) else None
+
+        wait_for(three, 30, "every member over TLS")
+        plain = _mariadb(port, query)  # --skip-ssl
+        assert plain.returncode != 0
+        assert "ERROR 3159 (HY000)" in plain.stderr

@@ -7,11 +7,8 @@ from it with DuckDB directly, not through the endpoint.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -19,57 +16,11 @@ import pymysql
 import pytest
 
 from grstats.core import columns
-from grstats.core.snapshot import DaemonSnapshot
 from grstats.sql import SqlOptions, native_password_hash
-from grstats.sql.server import SqlServer
 from tests.grstats.daemon_helpers import GRSTATS
+from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
-LOCAL = "11111111-1111-1111-1111-111111111111"
-REMOTE = "22222222-2222-2222-2222-222222222222"
-
-
-def _snapshot() -> DaemonSnapshot:
-    def stats(member: str, checked: int) -> dict[str, object]:
-        row: dict[str, object] = dict.fromkeys(columns.MEMBER_STATS.names, 0)
-        row.update(
-            {
-                columns.CHANNEL_NAME: columns.GROUP_REPLICATION_CHANNEL,
-                columns.VIEW_ID: "1:2",
-                columns.MEMBER_ID: member,
-                columns.COUNT_TRANSACTIONS_CHECKED: checked,
-                columns.TRANSACTIONS_COMMITTED_ALL_MEMBERS: "",
-                columns.LAST_CONFLICT_FREE_TRANSACTION: "",
-            }
-        )
-        return row
-
-    def member(member: str, host: str, port: int, state: str) -> dict[str, object]:
-        return {
-            columns.CHANNEL_NAME: columns.GROUP_REPLICATION_CHANNEL,
-            columns.MEMBER_ID: member,
-            columns.MEMBER_HOST: host,
-            columns.MEMBER_PORT: port,
-            columns.MEMBER_STATE: state,
-            columns.MEMBER_ROLE: "PRIMARY",
-            columns.MEMBER_VERSION: "8.4.3",
-            columns.MEMBER_COMMUNICATION_STACK: "MySQL",
-        }
-
-    return DaemonSnapshot(
-        taken_at_us=0,
-        group_name="g",
-        local_member_id=LOCAL,
-        member_stats=(stats(LOCAL, 5), stats(REMOTE, 7)),
-        members=(member(LOCAL, "db1", 3306, "ONLINE"), member(REMOTE, "db2", 3307, "UNREACHABLE")),
-    )
-
-
-@dataclass
-class Running:
-    server: SqlServer
-    port: int
-    history: Path
 
 
 @pytest.fixture(scope="module")
@@ -83,31 +34,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _serve(options: SqlOptions) -> Iterator[Running]:
-    loop = asyncio.new_event_loop()
-    server = SqlServer(options, _snapshot)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    try:
-        yield Running(server, server.port, Path(options.history_dir))
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-
-
 @pytest.fixture
 def running(history: Path) -> Iterator[Running]:
-    yield from _serve(
+    yield from serve(
         SqlOptions(
             port=0,
             password_hash=native_password_hash(PASSWORD),

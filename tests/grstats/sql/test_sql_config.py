@@ -50,3 +50,13 @@ def test_password_file_is_stored_as_mysql_native_hash(tmp_path: Path) -> None:
 def test_a_hash_as_the_secret_is_kept() -> None:
     h = "*" + "ab" * 20
     assert native_password_hash(h) == h.upper()
+
+
+def test_tls_required_needs_a_certificate(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("x\n", encoding="utf-8")
+    base = {"listen": "127.0.0.1:3307", "password_file": str(secret)}
+    with pytest.raises(ConfigError, match=r"sql.tls_required: needs tls_cert_file"):
+        _parse({**base, "tls_required": True})
+    sql = _parse({**base, "tls_required": True, "tls_cert_file": "c", "tls_key_file": "k"})
+    assert sql.options().tls_required is True  # type: ignore[attr-defined]
