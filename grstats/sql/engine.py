@@ -189,8 +189,6 @@ class Engine:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []
-        self.interrupted = 0  # statements stopped at query_timeout
-        self.refused_rows = 0  # results refused at max_rows / max_result_bytes
 
     # -- catalog -----------------------------------------------------------
 
@@ -307,13 +305,10 @@ class Engine:
             types = tuple(str(t) for t in rel.dtypes)
             rows = _fetch(rel, self.max_rows + 1)
         except duckdb.Error as exc:
-            if isinstance(exc, duckdb.InterruptException):
-                self.interrupted += 1
             raise _error(exc) from None
         finally:
             timer.cancel()
         if len(rows) > self.max_rows:
-            self.refused_rows += 1
             raise SqlError(
                 TOO_BIG_SELECT,
                 f"The result has more than max_rows={self.max_rows} rows; add a LIMIT or aggregate",
@@ -321,7 +316,6 @@ class Engine:
             )
         size = sum(_text_size(v) for row in rows for v in row)
         if size > self.max_result_bytes:
-            self.refused_rows += 1
             raise SqlError(
                 TOO_BIG_SELECT,
                 f"The result is larger than max_result_bytes={self.max_result_bytes}; "
