@@ -147,7 +147,8 @@ def applier_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return history, out, incremental
 
 
-def _expected(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
+def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """The applier table from DuckDB: (member, bucket start in µs) -> columns."""
     bucket = BUCKET_US[table]
     joins, steps = [], []
     for n, (src, out) in enumerate(INCREASES.items()):
@@ -213,7 +214,7 @@ def _assert_equal(actual: dict[Any, Any], expected: dict[Any, Any]) -> None:
 @pytest.mark.parametrize("table", ["applier_member_hour", "applier_member_day"])
 def test_applier_rollups_equal_duckdb(applier_rollup: tuple[Path, Path, Path], table: str) -> None:
     history, out, _ = applier_rollup
-    _assert_equal(_actual(out, table), _expected(history, table))
+    _assert_equal(_actual(out, table), expected_applier(history, table))
 
 
 def test_an_incremental_run_takes_the_first_steps_from_the_day_before(
@@ -222,7 +223,7 @@ def test_an_incremental_run_takes_the_first_steps_from_the_day_before(
     history, _, incremental = applier_rollup
     for table in BUCKET_US:
         day2 = int(DAY2.timestamp()) * 1_000_000
-        expected = {k: v for k, v in _expected(history, table).items() if k[1] >= day2}
+        expected = {k: v for k, v in expected_applier(history, table).items() if k[1] >= day2}
         _assert_equal(_actual(incremental, table), expected)
 
 
