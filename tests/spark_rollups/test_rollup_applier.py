@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 DAY1 = dt.datetime(2026, 11, 17, tzinfo=dt.UTC)  # Tuesday of ISO week 2026-W47
 DAY2 = DAY1 + dt.timedelta(days=1)
-DAY4 = DAY1 + dt.timedelta(days=3)
+DAY3 = DAY1 + dt.timedelta(days=2)
 NS = 1_000_000_000
 # history column -> rollup column, written out here from the issue's definitions
 INCREASES = {
@@ -141,7 +141,7 @@ def applier_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tupl
     _write(history, b[:720], "part-b-old.parquet", old=True)
     _write(history, b[720:], "part-b-new.parquet")
     _write(history, _rows("c", DAY1 + dt.timedelta(hours=23), 100), "part-c1.parquet")
-    _write(history, _rows("c", DAY4, 100, first=100), "part-c4.parquet")
+    _write(history, _rows("c", DAY3, 100, first=100), "part-c3.parquet")
     run_rollup(spark, str(history), str(out), since="2026-11-17")
     run_rollup(spark, str(history), str(incremental), since="2026-11-18")
     return history, out, incremental
@@ -241,7 +241,7 @@ def test_the_data_has_the_cases_the_rules_are_about(
     assert len(without) == 41 + 30  # 43 single gaps, 2 of them inside the 30 in a row
     assert hours[("a", h10)]["samples"] == 720 - len(without)
     days = _actual(out, "applier_member_day")
-    # c has no sample on day 3, so day 4's first sample (i = 100) is a baseline; no
+    # c has no sample on day 2, so day 3's first sample (i = 100) is a baseline; no
     # reset, so the day's active time is active(199) - active(100) = 5 s x 99
-    assert days[("c", int(DAY4.timestamp()) * 1_000_000)]["active_ns"] == 99 * 5 * NS
+    assert days[("c", int(DAY3.timestamp()) * 1_000_000)]["active_ns"] == 99 * 5 * NS
     assert days[("b", int(DAY1.timestamp()) * 1_000_000)]["commit_order_share"] > 0.5
