@@ -31,10 +31,11 @@ from typing import Any
 from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups.applierreport import applier_section, collect_applier
 from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
 from spark_rollups.rollup import run_command
-from spark_rollups.storage import local_path
+from spark_rollups.storage import list_partitions, local_path
 
 __all__ = [
     "ReportError",
@@ -90,6 +91,7 @@ class WeekData:
     totals: dict[str, Any] = field(default_factory=dict)  # weekly totals
     previous: dict[str, Any] | None = None  # weekly totals of the week before
     lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
+    applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -245,6 +247,14 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, lag in collect_lag(_in_range(member_hour, start, end)).items():
         if name in result:
             result[name].lag = lag
+    # none before issue 11, and no partition at all for a history without applier figures
+    if list_partitions(spark, f"{rollups}/applier_member_day"):
+        applier_day = _table(spark, rollups, "applier_member_day")
+        if group is not None:
+            applier_day = applier_day.where(F.col("group_name") == group)
+        for name, members in collect_applier(_in_range(applier_day, start, end)).items():
+            if name in result:
+                result[name].applier = members
     return [result[g] for g in groups]
 
 
@@ -495,6 +505,8 @@ def build_report(data: WeekData) -> Report:
         percent=frozenset({"coverage"}),
     )
     report.sections.append(lag_section(data.lag, data.start))
+    heading, items = applier_section(data.applier)
+    report.sections.append((heading, [*items]))
     report.sections.append(("Data quality", [quality]))
     return report
 

@@ -1,4 +1,4 @@
-"""`rollup`: history Parquet -> member/group minute, hour and day tables.
+"""`rollup`: history Parquet -> member/group minute, hour and day tables, and the applier's.
 
 Strategy: one Spark application per run.  The dates to process are chosen
 per group from the partition directories: `--since`/`--until`, or
@@ -9,9 +9,11 @@ them), ordered once (`with_steps`), the member minutes are aggregated and
 persisted, and every coarser table is derived from them exactly (p95 too,
 from the minutes' sorted values, see transforms.py).  The day before the
 first processed date is read too, only for each member's last sample, so the
-first step of an incremental run is right.  The five tables are small; they
-are written by concurrent jobs in two waves (member tables, then the group
-tables that read them).  The manifest is replaced last.
+first step of an incremental run is right.  The applier tables (hour, day;
+applier.py) come from their own pass over the same samples.  The seven
+tables are small; they are written by concurrent jobs in two waves (member
+tables and applier hours, then the group tables and applier days that read
+them).  The manifest is replaced last.
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
@@ -42,6 +44,7 @@ from pyspark.sql import functions as F
 
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
+from spark_rollups.applier import APPLIER_TABLES, applier_tables
 from spark_rollups.manifest import plan_run
 from spark_rollups.storage import (
     hadoop_fs,
@@ -54,6 +57,7 @@ from spark_rollups.storage import (
 )
 
 __all__ = [
+    "APPLIER_TABLES",
     "GROUP_TABLES",
     "MEMBER_TABLES",
     "TABLES",
@@ -70,7 +74,7 @@ __all__ = [
 
 MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
 GROUP_TABLES = ("group_hour", "group_day")
-TABLES = (*MEMBER_TABLES, *GROUP_TABLES)
+TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 
 
 class RollupError(Exception):
@@ -187,7 +191,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, int]:
-    """Roll the history up into the five tables.
+    """Roll the history up into the seven tables.
 
     Args:
         spark: the session (`build_session`).
@@ -239,6 +243,9 @@ def run_rollup(
         raw_minutes, None if baseline is None else T.last_samples(baseline)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     tables = T.tables_from_minutes(minutes, period_seconds)
+    # The applier tables order the samples once more, per member and with the
+    # baseline days in the same window (applier.py); only their columns are read.
+    tables.update(applier_tables(samples, baseline))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -251,8 +258,10 @@ def run_rollup(
     # The tables are small: their jobs wait on scheduling and file commits more
     # than on the cores, so they run side by side (the group tables read the
     # persisted member tables, hence two waves).
-    with ThreadPoolExecutor(max_workers=len(MEMBER_TABLES), thread_name_prefix="rollup") as pool:
-        for wave in (MEMBER_TABLES, GROUP_TABLES):
+    first = (*MEMBER_TABLES, APPLIER_TABLES[0])
+    second = (*GROUP_TABLES, *APPLIER_TABLES[1:])  # read the persisted tables of the first
+    with ThreadPoolExecutor(max_workers=len(first), thread_name_prefix="rollup") as pool:
+        for wave in (first, second):
             list(pool.map(write, wave))
     for frame in (*tables.values(), minutes, raw_minutes):
         frame.unpersist()
@@ -288,7 +297,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(prog="python -m spark_rollups rollup")
     parser.description = (
         "Roll grstats history up into member_minute, member_hour, member_day, "
-        "group_hour and group_day Parquet tables (DESIGN.md section 7)."
+        "group_hour, group_day, applier_member_hour and applier_member_day Parquet "
+        "tables (DESIGN.md section 7)."
     )
     parser.epilog = (
         "examples:\n"

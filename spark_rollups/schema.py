@@ -9,7 +9,8 @@ appended in issue 10) then reads that column as NULL, without `mergeSchema`
 opening every footer.
 
 Invariants: history columns are only appended, never renamed; the member
-tables' lag columns are `<figure>_{p50,p95,p99,max}` for each of `LAGS`.
+tables' lag columns are `<figure>_{p50,p95,p99,max}` for each of `LAGS`; the
+applier tables' shares are `<wait>_share` for each `<wait>_wait_ns`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from pyspark.sql.types import (
 )
 
 __all__ = [
+    "APPLIER_COLUMNS",
+    "APPLIER_COUNTERS",
+    "APPLIER_SHARES",
     "BUCKET",
     "COUNTERS",
     "DAY",
@@ -78,6 +82,36 @@ LAGS: tuple[str, ...] = (
 )
 LAG_PERCENTILES = (0.50, 0.95, 0.99)
 
+# The group_replication_applier channel's WL#15620 counters (history columns,
+# nullable int64, appended after the lag figures in issue 11) and their rollup
+# columns: increases per bucket, like COUNTERS, but NULL without any figure.
+APPLIER_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("total_active_time_duration", "active_ns"),
+    ("transactions_committed_count", "transactions_committed"),
+    ("transactions_committed_size_bytes_sum", "committed_bytes"),
+    ("events_committed_count", "events_committed"),
+    ("waits_for_work_from_source_count", "work_from_source_waits"),
+    ("waits_for_work_from_source_sum_time", "work_from_source_wait_ns"),
+    ("waits_for_available_worker_count", "available_worker_waits"),
+    ("waits_for_available_worker_sum_time", "available_worker_wait_ns"),
+    ("waits_commit_schedule_dependency_count", "commit_schedule_dependency_waits"),
+    ("waits_commit_schedule_dependency_sum_time", "commit_schedule_dependency_wait_ns"),
+    ("waits_for_worker_queues_memory_count", "worker_queues_memory_waits"),
+    ("waits_for_worker_queues_memory_sum_time", "worker_queues_memory_wait_ns"),
+    ("waits_worker_queues_full_count", "worker_queues_full_waits"),
+    ("waits_worker_queues_full_sum_time", "worker_queues_full_wait_ns"),
+    ("waits_due_to_commit_order_count", "commit_order_waits"),
+    ("waits_due_to_commit_order_sum_time", "commit_order_wait_ns"),
+    ("read_from_relay_log_sum_time", "relay_log_read_wait_ns"),
+)
+ACTIVE = "active_ns"
+# (share column, its wait time column): wait time / active time of the bucket.
+APPLIER_SHARES: tuple[tuple[str, str], ...] = tuple(
+    (out.removesuffix("_wait_ns") + "_share", out)
+    for _, out in APPLIER_COUNTERS
+    if out.endswith("_wait_ns")
+)
+
 HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
     GROUP_NAME,
     MEMBER_ID,
@@ -87,6 +121,7 @@ HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
     *(src for src, _ in COUNTERS),
     *(src for src, _, _ in GAUGES),
     *LAGS,
+    *(src for src, _ in APPLIER_COUNTERS),
 )
 
 _TYPES: dict[str, DataType] = {
@@ -98,6 +133,7 @@ _TYPES: dict[str, DataType] = {
     **{src: LongType() for src, _ in COUNTERS},
     **{src: LongType() for src, _, _ in GAUGES},
     **{lag: DoubleType() for lag in LAGS},
+    **{src: LongType() for src, _ in APPLIER_COUNTERS},
 }
 HISTORY_SCHEMA = StructType([StructField(name, _TYPES[name]) for name in HISTORY_INPUT_COLUMNS])
 
@@ -142,4 +178,14 @@ GROUP_COLUMNS: tuple[str, ...] = (
     "coverage",
     "resets",
     "restarts",
+)
+# Column order of the applier tables (applier_member_hour, applier_member_day).
+APPLIER_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    BUCKET,
+    *(out for _, out in APPLIER_COUNTERS),
+    *(share for share, _ in APPLIER_SHARES),
+    "samples",
+    "resets",
 )

@@ -1,8 +1,9 @@
 """Backfill: days of simulated group history, written offline (`grstats simulate`).
 
 Strategy: the simulated group model (`grstats.sources.simulated.model`) yields one
-member's HistoryRow columns for a span of seconds in bulk (`history_columns`, and
-the lag figures a daemon records from `lag_at`, `lag_history`; NaN is NULL);
+member's HistoryRow columns for a span of seconds in bulk (`history_columns`, the
+lag figures a daemon records from `lag_at`, `lag_history`, NaN is NULL, and the
+applier counters it records from `applier_at`, `applier_history`);
 `simulate_history` walks the requested days member by member, adds what only a
 daemon knows (incarnation: one per member, derived from the seed; seq: 1..n per
 member across the whole run), and hands each member-day to
@@ -121,9 +122,10 @@ def _chunks(members: list[str], start: dt.date, days: int) -> Iterator[tuple[dt.
 
 
 def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
-    """The model's columns of `member` for n seconds: counts and lag figures (NaN: NULL).
+    """The model's columns of `member` for n seconds: counts, lag figures (NaN: NULL)
+    and the applier counters.
 
-    An hour at a time, counts then lag: both read the same hours of the
+    An hour at a time, counts then lag then applier: all read the same hours of the
     workload, which the model caches only a few of (a day of counts, then a day
     of lag, would build every hour twice).
     """
@@ -132,16 +134,20 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
 
     counts: list[dict[str, list[Any]]] = []
     lags: list[dict[str, Any]] = []
+    appliers: list[dict[str, Any]] = []
     for s in range(start_s, start_s + n, _CHUNK_S):
         size = min(_CHUNK_S, start_s + n - s)
         counts.append(model.history_columns(member, s, size))
         lags.append(model.lag_history(member, s, size))
+        appliers.append(model.applier_history(member, s, size))
     columns: dict[str, Any] = {
         name: list(itertools.chain.from_iterable(c[name] for c in counts)) for name in counts[0]
     }
     for name in lags[0]:
         figures = np.concatenate([lag[name] for lag in lags])
         columns[name] = pa.array(figures, pa.float64(), from_pandas=True)
+    for name in appliers[0]:
+        columns[name] = pa.array(np.concatenate([a[name] for a in appliers]), pa.int64())
     return columns
 
 

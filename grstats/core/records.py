@@ -4,20 +4,27 @@ Shared by the daemon (which produces rows), `grstats simulate` (which writes
 the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
-flow_control_mode), so the schema of an older file is a prefix of this one
-and its rows read with NULLs in the newer columns.
+flow_control_mode, the applier counters after the lag figures), so the schema
+of an older file is a prefix of this one and its rows read with NULLs in the
+newer columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grstats.core.columns import MEMBER_LAG, STATS_ITEM_COLUMNS
+from grstats.core.columns import APPLIER_METRICS, MEMBER_LAG, STATS_ITEM_COLUMNS
 
 # The lag figures of the member's group_replication_applier channel, as
 # replication_group_member_lag derives them (nullable doubles, seconds).
 LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     str(c.history) for c in MEMBER_LAG.columns if c.history is not None
+)
+# The WL#15620 counters of the member's group_replication_applier channel, as
+# replication_applier_metrics shows them (nullable int64: nanoseconds, bytes,
+# counts); the gauges are not kept (PENDING is already the stats' applier queue).
+APPLIER_HISTORY_COLUMNS: tuple[str, ...] = tuple(
+    str(c.history) for c in APPLIER_METRICS.columns if c.history is not None and c.kind == "counter"
 )
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
@@ -39,6 +46,7 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("flow_control_mode", "int8"),
     # appended last: files written before them are a prefix and read with NULLs
     *((name, "double") for name in LAG_HISTORY_COLUMNS),
+    *((name, "int64") for name in APPLIER_HISTORY_COLUMNS),
 )
 
 
@@ -74,3 +82,21 @@ class HistoryRow:
     apply_lag_seconds: float | None = None
     apply_time_seconds: float | None = None
     clock_offset_seconds: float | None = None
+    # the applier channel's WL#15620 counters (None: unknown, or no metrics)
+    total_active_time_duration: int | None = None
+    transactions_committed_count: int | None = None
+    transactions_committed_size_bytes_sum: int | None = None
+    events_committed_count: int | None = None
+    waits_for_work_from_source_count: int | None = None
+    waits_for_work_from_source_sum_time: int | None = None
+    waits_for_available_worker_count: int | None = None
+    waits_for_available_worker_sum_time: int | None = None
+    waits_commit_schedule_dependency_count: int | None = None
+    waits_commit_schedule_dependency_sum_time: int | None = None
+    waits_for_worker_queues_memory_count: int | None = None
+    waits_for_worker_queues_memory_sum_time: int | None = None
+    waits_worker_queues_full_count: int | None = None
+    waits_worker_queues_full_sum_time: int | None = None
+    waits_due_to_commit_order_count: int | None = None
+    waits_due_to_commit_order_sum_time: int | None = None
+    read_from_relay_log_sum_time: int | None = None

@@ -17,9 +17,11 @@ from operator import attrgetter
 from typing import Any
 
 from grstats.core import columns as col
+from grstats.core.applier import MemberApplier
+from grstats.core.applierrows import CHANNEL_COLUMNS
 from grstats.core.lag import APPLIER_CHANNEL, MemberLag
 from grstats.core.lagrows import lag_rows
-from grstats.core.records import HistoryRow
+from grstats.core.records import APPLIER_HISTORY_COLUMNS, HistoryRow
 from grstats.core.snapshot import Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
 
@@ -34,6 +36,13 @@ _history_numbers = attrgetter(*(str(item) for _, item in _HISTORY_NUMERIC))
 _history_texts = attrgetter(*(str(item) for _, item in _HISTORY_TEXT))
 _NO_TEXTS: dict[str, Any] = dict.fromkeys(_HISTORY_TEXT_NAMES)
 _HISTORY_LAG = tuple((c.name, str(c.history)) for c in col.MEMBER_LAG.columns if c.history)
+# (ApplierChannel field, history column) of the applier counters the history keeps
+_HISTORY_APPLIER = tuple(
+    (field, str(col.APPLIER_METRICS.column(name).history))
+    for field, name in CHANNEL_COLUMNS
+    if col.APPLIER_METRICS.column(name).history in APPLIER_HISTORY_COLUMNS
+)
+_INT64_MAX = (1 << 63) - 1
 
 
 def _text(value: bytes) -> str:
@@ -149,11 +158,37 @@ def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, floa
     return figures
 
 
+def applier_history(applier: MemberApplier | None) -> dict[str, int | None]:
+    """The history's applier columns: the group_replication_applier channel's counters.
+
+    The values replication_applier_metrics shows for that channel (nanoseconds,
+    bytes, counts), so the history and the live table never disagree.
+
+    Args:
+        applier: the member's applier metrics; None or no applier channel: every
+            figure None.
+
+    Returns:
+        History column name -> value or None (None also for a value past int64,
+        which the history cannot store and no real counter reaches).
+    """
+    figures: dict[str, int | None] = dict.fromkeys((h for _, h in _HISTORY_APPLIER), None)
+    if applier is None:
+        return figures
+    for channel in applier.channels:
+        if channel.channel == APPLIER_CHANNEL:
+            for field, history in _HISTORY_APPLIER:
+                value = getattr(channel, field)
+                figures[history] = value if value is None or 0 <= value <= _INT64_MAX else None
+    return figures
+
+
 def history_row(
     envelope: Envelope,
     stats: PipelineStats,
     sampled_at_us: int,
     lag: dict[str, float | None] | None = None,
+    applier: dict[str, int | None] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -162,6 +197,7 @@ def history_row(
         stats: its decoded stats.
         sampled_at_us: when it was sampled (the sender's clock).
         lag: its lag columns (`lag_history`); None: all NULL.
+        applier: its applier columns (`applier_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -173,6 +209,7 @@ def history_row(
         gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
         texts = {name: _text(value) for name, value in gtid_texts}
     figures: dict[str, Any] = dict(lag or {})
+    figures.update(applier or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

@@ -34,7 +34,7 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
-from grstats.core.rows import history_row, lag_history
+from grstats.core.rows import applier_history, history_row, lag_history
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -149,7 +149,10 @@ class Publisher:
             # our own clock: offset 0, as the lag table shows the local member
             lag = MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
             figures = lag_history(lag, 0.0)
-            self.history.record(history_row(envelope, stats, sample.sampled_at_us, figures))
+            applier = applier_history(sample.applier)
+            self.history.record(
+                history_row(envelope, stats, sample.sampled_at_us, figures, applier)
+            )
 
     async def _announce(self, bus: Bus, *, in_group: bool) -> None:
         if in_group:

@@ -6,9 +6,13 @@ part of the model) or are written by hand.
 
 from __future__ import annotations
 
+import numpy as np
+
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
 from grstats.core.applierrows import metrics_rows
+from grstats.core.records import APPLIER_HISTORY_COLUMNS
+from grstats.core.rows import applier_history
 from grstats.sources.simulated import GroupModel, SimulationSettings
 from grstats.sources.simulated.settings import ScriptEvent
 
@@ -109,3 +113,33 @@ def test_workers_table_shows_the_ongoing_transactions() -> None:
     assert [w.worker_id for w in applier.workers] == [1, 2, 3, 4]
     assert kinds == ["DML"] * 4  # backlog: every worker busy
     assert metrics_rows(SLOW, applier)[0][col.MEMBER_ID] == SLOW
+
+
+def test_bulk_history_equals_what_a_daemon_records_every_second() -> None:
+    stop_at = HOT + 3_590  # a stop across the hour boundary
+    settings = SimulationSettings(
+        slow_member=SLOW, script=(ScriptEvent(stop_at, A, "applier_stop", duration_s=20),)
+    )
+    model = GroupModel(settings)
+    start, n = HOT + 3_500, 200
+    for member in (A, B, SLOW):
+        bulk = model.applier_history(member, start, n)
+        assert set(bulk) == set(APPLIER_HISTORY_COLUMNS)
+        for i in range(n):
+            recorded = applier_history(model.applier_at(member, (start + i) * 1_000_000))
+            assert {k: int(v[i]) for k, v in bulk.items()} == recorded, (member, i)
+    steps = np.diff(model.applier_history(A, start, n)["total_active_time_duration"])
+    # by hand: 1 s of active time per second, none while stopped (seconds stop_at .. +19)
+    stopped = range(stop_at - start - 1, stop_at - start + 19)
+    assert [int(x) for x in steps] == [0 if i in stopped else NS for i in range(n - 1)]
+
+
+def test_bulk_history_does_not_overflow_with_billions_committed() -> None:
+    model = GroupModel(SETTINGS)
+    late = HOT + 10 * 365 * 86_400  # years of workload: committed * 1e9 passes int64
+    bulk = model.applier_history(SLOW, late, 3)
+    committed = bulk["transactions_committed_count"]
+    active = bulk["total_active_time_duration"]
+    assert int(committed[0]) * NS > (1 << 63)  # the product the model must not form
+    assert (bulk["waits_for_work_from_source_sum_time"] >= 0).all()
+    assert (bulk["waits_due_to_commit_order_sum_time"] <= active).all()

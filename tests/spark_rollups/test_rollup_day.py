@@ -23,7 +23,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from grstats.cli.backfill import member_ids, simulate_history
-from spark_rollups.rollup import TABLES, run_rollup
+from spark_rollups.rollup import APPLIER_TABLES, TABLES, run_rollup
+from tests.spark_rollups.test_rollup_applier import expected_applier
 
 pytestmark = pytest.mark.slow
 
@@ -180,10 +181,15 @@ def _group_tables(
 @pytest.fixture(scope="module")
 def expected(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
     members = _member_tables(history)
+    appliers = {  # DuckDB's, keyed like the others by bucket start in seconds
+        table: {(m, b // US): rec for (m, b), rec in expected_applier(history, table).items()}
+        for table in APPLIER_TABLES
+    }
     return {
         **members,
         "group_hour": _group_tables(members["member_hour"], 3600),
         "group_day": _group_tables(members["member_day"], 86400),
+        **appliers,
     }
 
 

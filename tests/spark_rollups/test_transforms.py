@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from grstats.core.records import HISTORY_COLUMNS
+from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS
 from spark_rollups import transforms
+from spark_rollups.schema import APPLIER_COUNTERS
 from tests.spark_rollups.history_rows import read_samples, row, rows_of, write_history
 
 pytestmark = pytest.mark.slow
@@ -51,8 +52,13 @@ def test_history_schema_copy_equals_grstats_records() -> None:
     }
     for field in transforms.HISTORY_SCHEMA.fields:
         assert field.dataType.simpleString() == spark_types[kinds[field.name]], field.name
-    lag_columns = [n for n, _ in HISTORY_COLUMNS[-5:]]
+    names = [n for n, _ in HISTORY_COLUMNS]
+    first_lag = names.index(transforms.LAGS[0])
+    lag_columns = names[first_lag : first_lag + 5]
     assert [*transforms.LAGS, "clock_offset_seconds"] == lag_columns
+    applier = [src for src, _ in APPLIER_COUNTERS]
+    assert applier == names[first_lag + 5 : first_lag + 5 + len(applier)]
+    assert set(applier) == set(APPLIER_HISTORY_COLUMNS)
 
 
 def test_member_table_columns_are_the_design_names(spark: Any, tmp_path: Path) -> None:

@@ -28,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
+from grstats.core.applierrows import CHANNEL_COLUMNS
 from grstats.core.lag import ChannelLag
+from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
@@ -56,6 +59,12 @@ _COUNT_COLUMNS = (
     "count_transactions_remote_applied",
     "count_transactions_local_proposed",
     "count_transactions_local_rollback",
+)
+# (ApplierChannel field, history column) of the applier counters history rows keep
+_APPLIER_HISTORY = tuple(
+    (field, str(col.APPLIER_METRICS.column(name).history))
+    for field, name in CHANNEL_COLUMNS
+    if col.APPLIER_METRICS.column(name).history in APPLIER_HISTORY_COLUMNS
 )
 
 
@@ -97,16 +106,13 @@ class GroupModel:
         ok_base = pa - pc
         checked = int(pa.sum()) + hour.a_tot[k0:k1]
         ok_tot = int(ok_base.sum()) + hour.ok_tot[k0:k1]
-        own_ok = int(ok_base[m]) + hour.ok[m, k0:k1]
-        queue = self._queues.queue(m, h)[k0:k1]
-        views = self._membership.view_changes_applied(m, start, stop)
         return [
             self._cert.in_queue(m, start, hour.in_queue[m, k0:k1]),
             checked,
             int(pc.sum()) + hour.c_tot[k0:k1],
             self._cert.rows_validating(ok_tot, start, stop),
-            queue,
-            ok_tot - own_ok - queue + views,
+            self._queues.queue(m, h)[k0:k1],
+            self._remote_applied(m, start, stop),
             int(pa[m]) + hour.a[m, k0:k1],
             int(pc[m]) + hour.c[m, k0:k1],
         ]
@@ -211,7 +217,8 @@ class GroupModel:
         return dict(self._lag.history(m, start_s, n_seconds))
 
     def applier_at(self, member_id: str, t_us: int) -> MemberApplier:
-        """The member's applier metrics (WL#15620) at time t (workers.py; not in history rows).
+        """The member's applier metrics (WL#15620) at time t (workers.py; `applier_history`
+        in bulk).
 
         TRANSACTIONS_COMMITTED_COUNT and TRANSACTIONS_PENDING_COUNT of
         group_replication_applier are `stats_at`'s REMOTE_APPLIED and
@@ -224,6 +231,57 @@ class GroupModel:
         s = t_us // 1_000_000
         _, _, _, _, queue, applied, _, _ = (int(x[0]) for x in self._numbers(m, s, s + 1))
         return self._appliers.applier_at(m, s, t_us, committed=applied, pending=queue)
+
+    def applier_history(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, I64]:
+        """The history's applier columns for seconds [start_s, start_s + n_seconds), in bulk.
+
+        Equal, second by second, to what a daemon records from `applier_at`
+        sampled at the whole second (`core.rows.applier_history`).
+
+        Args:
+            member_id: one of settings.members (any case).
+            start_s: first second (Unix seconds).
+            n_seconds: number of rows (>= 0).
+
+        Returns:
+            records.APPLIER_HISTORY_COLUMNS name -> int64 array.
+
+        Raises:
+            ValueError: member_id is not a member or n_seconds < 0.
+        """
+        m = self._member(member_id)
+        if n_seconds < 0:
+            raise ValueError("n_seconds: must be >= 0")
+        end = start_s + n_seconds
+        applied: list[I64] = []
+        s = start_s
+        while s < end:
+            stop = min(end, (s // HOUR + 1) * HOUR)
+            applied.append(self._remote_applied(m, s, stop))
+            s = stop
+        committed = np.concatenate(applied) if applied else np.zeros(0, dtype=np.int64)
+        secs = np.arange(start_s, end, dtype=np.int64)
+        counters = self._appliers.counters(m, secs, committed)
+        return {history: counters[field] for field, history in _APPLIER_HISTORY}
+
+    def _remote_applied(self, m: int, start: int, stop: int) -> I64:
+        """Member m's COUNT_TRANSACTIONS_REMOTE_APPLIED for [start, stop) inside one hour
+        (`_numbers`' sixth count, alone for `applier_history`)."""
+        w = self._workload
+        h, k0 = divmod(start, HOUR)
+        k1 = k0 + stop - start
+        if h < w.h0:
+            return np.zeros(stop - start, dtype=np.int64)
+        pa, pc = w.base(h)
+        hour = w.hour(h)
+        ok_base = pa - pc
+        ok_tot = int(ok_base.sum()) + hour.ok_tot[k0:k1]
+        own_ok = int(ok_base[m]) + hour.ok[m, k0:k1]
+        queue = self._queues.queue(m, h)[k0:k1]
+        applied: I64 = (
+            ok_tot - own_ok - queue + self._membership.view_changes_applied(m, start, stop)
+        )
+        return applied
 
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.

@@ -35,9 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+
 from grstats.core.applier import NATIVE, ApplierChannel, ApplierWorker, MemberApplier
 from grstats.core.lag import APPLIER_CHANNEL
 from grstats.sources.simulated.applier import ApplierQueues
+from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.workload import HOUR, Workload, event_second
 
@@ -74,6 +77,12 @@ def _profiles(conflict_probability: float) -> tuple[_Profile, _Profile]:
     return normal, slow
 
 
+def _times(values: I64, share: float) -> I64:
+    """int(v * share) for each v: float64 product, truncated, as Python's int() does."""
+    out: I64 = (values * share).astype(np.int64)
+    return out
+
+
 class AppliersModel:
     """WL#15620 figures of every member; pure functions of (settings, member, second)."""
 
@@ -90,19 +99,65 @@ class AppliersModel:
             if ev.action == "applier_stop" and b > a:
                 self._stops[index[ev.member.lower()]].append((a, b))
 
-    def _active_s(self, m: int, s: int) -> tuple[int, int]:
-        """(active seconds up to the end of second s, the second the applier last started)."""
-        end = s + 1
-        if end <= self._start_s:
-            return 0, self._start_s
-        stopped, started = 0, self._start_s
+    def _active_s(self, m: int, secs: I64) -> I64:
+        """Active seconds of member m's applier up to the end of each second in `secs`."""
+        end = secs + 1
+        active: I64 = np.maximum(end - self._start_s, 0)
         for a, b in self._stops[m]:
-            lo, hi = max(a, self._start_s), min(b, end)
-            if hi > lo:
-                stopped += hi - lo
-            if b <= s:
-                started = max(started, b)
-        return end - self._start_s - stopped, started
+            lo = max(a, self._start_s)
+            active -= np.clip(np.minimum(b, end) - lo, 0, None)
+        return active
+
+    def _started_s(self, m: int, s: int) -> int:
+        """The second member m's applier last started, as of second s."""
+        return max([self._start_s, *(b for _, b in self._stops[m] if b <= s)])
+
+    def counters(self, m: int, secs: I64, committed: I64) -> dict[str, I64]:
+        """Member m's counters at each second of `secs`, vectorised (one rule for all).
+
+        Args:
+            m: member index.
+            secs: the seconds (Unix seconds).
+            committed: the member's COUNT_TRANSACTIONS_REMOTE_APPLIED at each.
+
+        Returns:
+            `ApplierChannel` field -> int64 array, for the counter fields
+            (active time, committed, bytes, events, waits, relay log reading).
+        """
+        p = self._profile[m]
+        peak = self._peak[m]
+        active = self._active_s(m, secs) * _NS
+        # committed * _NS // peak without the product (it would pass int64 after ~9e9)
+        whole, part = np.divmod(committed, peak)
+        busy = np.minimum(whole * _NS + part * _NS // peak, active)
+        blocked = _times(busy, p.blocked)
+        events = committed * EVENTS_PER_TRX
+        read_per_event = min(
+            _READ_NS_PER_EVENT, int(_READ_SHARE_MAX * _NS) // (peak * EVENTS_PER_TRX)
+        )
+        read = np.minimum(events * read_per_event, _times(busy, _READ_SHARE_MAX))
+        idle = np.maximum(active - blocked - read, 0)
+        dep, co, wkr, mem, full = (_times(blocked, x) for x in p.shares)
+        n_dep, n_co, n_wkr, n_mem, n_full = (_times(committed, x) for x in p.per_trx)
+        return {
+            "active_ns": active,
+            "committed": committed,
+            "committed_bytes": committed * TRX_BYTES,
+            "events_committed": events,
+            "waits_for_work_count": idle // _WAIT_CYCLE_NS,
+            "waits_for_work_ns": idle,
+            "waits_for_worker_count": n_wkr,
+            "waits_for_worker_ns": wkr,
+            "waits_dependency_count": n_dep,
+            "waits_dependency_ns": dep,
+            "waits_queue_memory_count": n_mem,
+            "waits_queue_memory_ns": mem,
+            "waits_queues_full_count": n_full,
+            "waits_queues_full_ns": full,
+            "waits_commit_order_count": n_co,
+            "waits_commit_order_ns": co,
+            "read_relay_log_ns": read,
+        }
 
     def applier_at(
         self, m: int, s: int, at_us: int, *, committed: int, pending: int
@@ -114,47 +169,23 @@ class AppliersModel:
             committed: the member's COUNT_TRANSACTIONS_REMOTE_APPLIED at s.
             pending: its COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE at s.
         """
-        p = self._profile[m]
-        peak = self._peak[m]
-        active_s, started = self._active_s(m, s)
-        active = active_s * _NS
-        busy = min(committed * _NS // peak, active)
-        blocked = int(busy * p.blocked)
-        events = committed * EVENTS_PER_TRX
-        read_per_event = min(
-            _READ_NS_PER_EVENT, int(_READ_SHARE_MAX * _NS) // (peak * EVENTS_PER_TRX)
-        )
-        read = min(events * read_per_event, int(busy * _READ_SHARE_MAX))
-        idle = max(0, active - blocked - read)
-        dep, co, wkr, mem, full = (int(blocked * x) for x in p.shares)
-        n_dep, n_co, n_wkr, n_mem, n_full = (int(committed * x) for x in p.per_trx)
+        one = np.array([s], dtype=np.int64)
+        counts = {
+            k: int(v[0])
+            for k, v in self.counters(m, one, np.array([committed], dtype=np.int64)).items()
+        }
+        active_s = counts["active_ns"] // _NS
         ongoing = min(pending, WORKERS)
         running = not any(a <= s < b for a, b in self._stops[m])
         channel = ApplierChannel(
             channel=APPLIER_CHANNEL,
-            active_ns=active,
-            last_start_us=started * 1_000_000 if running and active_s else None,
-            committed=committed,
+            last_start_us=self._started_s(m, s) * 1_000_000 if running and active_s else None,
             ongoing=ongoing,
             pending=pending,
-            committed_bytes=committed * TRX_BYTES,
             ongoing_full_bytes=ongoing * TRX_BYTES,
             ongoing_progress_bytes=ongoing * TRX_BYTES // 2,
             pending_bytes=pending * TRX_BYTES,
-            events_committed=events,
-            waits_for_work_count=idle // _WAIT_CYCLE_NS,
-            waits_for_work_ns=idle,
-            waits_for_worker_count=n_wkr,
-            waits_for_worker_ns=wkr,
-            waits_dependency_count=n_dep,
-            waits_dependency_ns=dep,
-            waits_queue_memory_count=n_mem,
-            waits_queue_memory_ns=mem,
-            waits_queues_full_count=n_full,
-            waits_queues_full_ns=full,
-            waits_commit_order_count=n_co,
-            waits_commit_order_ns=co,
-            read_relay_log_ns=read,
+            **counts,
         )
         workers = tuple(
             ApplierWorker(

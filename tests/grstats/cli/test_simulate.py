@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from grstats.cli.backfill import member_ids
 from grstats.cli.commands.simulate import command
 from grstats.core.lag import MemberLag
-from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
-from grstats.core.rows import lag_history
+from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.rows import applier_history, lag_history
 from grstats.history.writer import read_history
 from grstats.sources.simulated import GroupModel, SimulationSettings
 
@@ -47,9 +47,34 @@ def test_writes_one_partition_per_day_with_every_second_of_every_member(day_of_t
     assert sorted(set(table["member_id"].to_pylist())) == sorted(member_ids(SEED, 3))
 
 
-def test_bytes_per_sample_at_most_ten(day_of_three: Path) -> None:
-    size = sum(p.stat().st_size for p in day_of_three.glob("group=*/date=*/part-*.parquet"))
-    assert size / (3 * 86_400) <= 10.0
+def _column_bytes(history: Path) -> dict[str, int]:
+    """Compressed bytes of each column over every file (from the Parquet footers)."""
+    sizes: dict[str, int] = {}
+    for path in history.glob("group=*/date=*/part-*.parquet"):
+        meta = pq.ParquetFile(path).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                chunk = meta.row_group(g).column(c)
+                sizes[chunk.path_in_schema] = (
+                    sizes.get(chunk.path_in_schema, 0) + chunk.total_compressed_size
+                )
+    return sizes
+
+
+def test_bytes_per_sample_at_most_ten_without_the_applier_counters(day_of_three: Path) -> None:
+    sizes = _column_bytes(day_of_three)
+    rest = sum(v for k, v in sizes.items() if k not in APPLIER_HISTORY_COLUMNS)
+    assert rest / (3 * 86_400) <= 10.0
+
+
+def test_applier_counters_cost_at_most_fourteen_bytes_per_sample(day_of_three: Path) -> None:
+    # 17 counters, 7 of them nanosecond sums whose per-second steps are all noise:
+    # about 12 bytes with delta encoding and zstd (plain or byte-stream-split: 16-32).
+    sizes = _column_bytes(day_of_three)
+    applier = sum(sizes[name] for name in APPLIER_HISTORY_COLUMNS)
+    assert applier / (3 * 86_400) <= 14.0
+    whole = sum(p.stat().st_size for p in day_of_three.glob("group=*/date=*/part-*.parquet"))
+    assert whole / (3 * 86_400) <= 24.0
 
 
 def test_values_match_the_model_at_random_seconds(day_of_three: Path) -> None:
@@ -94,6 +119,9 @@ def test_values_match_the_model_at_random_seconds(day_of_three: Path) -> None:
             channels = model.lag_at(member, t_us)  # what the member's daemon records
             figures = lag_history(MemberLag(t_us, channels) if channels else None, 0.0)
             assert {name: row[name] for name in LAG_HISTORY_COLUMNS} == figures
+            applier = applier_history(model.applier_at(member, t_us))
+            assert {name: row[name] for name in APPLIER_HISTORY_COLUMNS} == applier
+            assert row["transactions_committed_count"] == stats.transactions_applied
 
 
 def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grstats.core.records import HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.history.parquet import invalid_column, read_history, rows_to_table, write_segments
 from tests.grstats.history.rows import (
     MIDNIGHT_US,
@@ -112,12 +112,15 @@ def test_lag_figures_survive_a_round_trip(tmp_path: Path) -> None:
     assert table.schema.field("apply_lag_seconds").type == pa.float64()
 
 
-def _old_schema_file(directory: Path, rows: list[object]) -> None:
-    """A file as written before the lag columns existed (the old schema, by hand)."""
-    old = [(n, k) for n, k in HISTORY_COLUMNS if n not in LAG_HISTORY_COLUMNS]
-    assert [n for n, _ in old] == [n for n, _ in HISTORY_COLUMNS[: len(old)]]  # a prefix
-    table = rows_to_table(rows).select([n for n, _ in old])  # type: ignore[arg-type]
-    assert "apply_lag_seconds" not in table.column_names
+def _old_schema_file(
+    directory: Path, rows: list[object], newer: tuple[str, ...] = LAG_HISTORY_COLUMNS
+) -> None:
+    """A file as written before the `newer` columns (and any after them) existed, by hand."""
+    names = [n for n, _ in HISTORY_COLUMNS]
+    old = names[: names.index(newer[0])]
+    assert not set(old) & set(newer)
+    table = rows_to_table(rows).select(old)  # type: ignore[arg-type]
+    assert newer[0] not in table.column_names
     partition = directory / "group=g" / "date=2026-11-20"
     partition.mkdir(parents=True)
     pq.write_table(table, partition / "part-0000000000000000-old.parquet")
@@ -132,3 +135,41 @@ def test_a_directory_mixing_old_and_new_files_reads_nulls_for_old_rows(tmp_path:
     assert table["apply_lag_seconds"].to_pylist() == [None, None, 0.75]
     assert table["replication_lag_seconds"].to_pylist() == [None, None, 0.0]
     assert table["count_transactions_checked"].to_pylist() == [10, 20, 30]
+
+
+def test_applier_counters_survive_a_round_trip(tmp_path: Path) -> None:
+    big = (1 << 63) - 1  # what the wire allows, nanoseconds
+    row = dataclasses.replace(
+        sample_row(1),
+        total_active_time_duration=big,
+        transactions_committed_count=0,
+        waits_due_to_commit_order_sum_time=12_345_678_901,
+    )
+    write_segments(tmp_path, rows_to_table([row, sample_row(2)]), segment_id="s")
+    table = read_history(tmp_path).sort_by("seq")
+    assert table["total_active_time_duration"].to_pylist() == [big, None]
+    assert table["transactions_committed_count"].to_pylist() == [0, None]
+    assert table["waits_due_to_commit_order_sum_time"].to_pylist() == [12_345_678_901, None]
+    assert table["read_from_relay_log_sum_time"].to_pylist() == [None, None]
+    assert table.schema.field("waits_for_work_from_source_count").type == pa.int64()
+
+
+def test_applier_counters_come_right_after_the_lag_figures() -> None:
+    names = [n for n, _ in HISTORY_COLUMNS]
+    first = names.index(APPLIER_HISTORY_COLUMNS[0])
+    assert names[first - len(LAG_HISTORY_COLUMNS) : first] == list(LAG_HISTORY_COLUMNS)
+    assert names[first : first + len(APPLIER_HISTORY_COLUMNS)] == list(APPLIER_HISTORY_COLUMNS)
+    assert (
+        len(APPLIER_HISTORY_COLUMNS) == 17
+    )  # active, committed, bytes, events, 6 x 2 waits, relay
+
+
+def test_a_file_from_before_the_applier_counters_reads_them_as_null(tmp_path: Path) -> None:
+    lagged = dataclasses.replace(sample_row(1), apply_lag_seconds=0.5)
+    _old_schema_file(tmp_path, [lagged], newer=APPLIER_HISTORY_COLUMNS)
+    new = dataclasses.replace(sample_row(2), transactions_committed_count=7)
+    write_segments(tmp_path, rows_to_table([new]), segment_id="new")
+    table = read_history(tmp_path).sort_by("seq")
+    assert table["apply_lag_seconds"].to_pylist() == [0.5, None]  # kept: it was in the file
+    assert table["transactions_committed_count"].to_pylist() == [None, 7]
+    assert table["waits_for_work_from_source_sum_time"].to_pylist() == [None, None]

@@ -1,0 +1,158 @@
+"""Applier rollups (WL#15620): per member-hour and member-day increases and wait shares.
+
+Strategy: the applier counters of the group_replication_applier channel
+(`APPLIER_COUNTERS`) become increases per bucket with the same step rule as
+the stats counters (transforms.py, DESIGN.md section 7), and each wait's
+share of the active time is the bucket's wait increase over its active-time
+increase.  One window per member orders the samples of the dates rolled up
+together with those of the baseline days (the day before each, read but not
+rolled up), so the first step of an incremental run is right without a
+separate boundary join; the baseline rows are dropped after the window.  The
+day table sums the hours (exact: everything is additive), then takes the
+shares again.
+
+Invariants:
+- Steps: a sample's step is its value minus the member's latest earlier
+  non-NULL value of that counter, or its own value when that is negative (a
+  reset: the metrics restarted), provided that earlier value is from the
+  same or the previous UTC day (otherwise, as for the stats counters, the
+  sample is only a baseline).  Using the latest non-NULL value, not the
+  previous row's, keeps a sample without the applier section (an older
+  daemon, a refused section) from losing the increase across it.
+- Exact duplicates (same incarnation and seq) are not samples; their steps
+  are 0 by construction (equal values next to each other).
+- NULL-safe: history written before the applier columns reads them as NULL;
+  a bucket without any step of a counter has that increase NULL (unknown,
+  not 0), and a share is NULL unless the active-time increase is > 0.
+- Functions of pyspark.sql.functions only: no Python UDFs, no collect().
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_rollups.schema import (
+    ACTIVE,
+    APPLIER_COLUMNS,
+    APPLIER_COUNTERS,
+    APPLIER_SHARES,
+    BUCKET,
+    DAY,
+    GROUP_NAME,
+    INCARNATION,
+    MEMBER_ID,
+    SAMPLED_AT,
+    SEQ,
+)
+
+__all__ = ["APPLIER_TABLES", "applier_day", "applier_hour", "applier_steps", "applier_tables"]
+
+APPLIER_TABLES = ("applier_member_hour", "applier_member_day")
+_ROLLED = "_rolled"  # true for samples of the dates rolled up, false for baseline days
+
+
+def _step(value: Column, previous: Column) -> Column:
+    diff = value - previous
+    return F.when(diff < 0, value).otherwise(diff)
+
+
+def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> DataFrame:
+    """Each sample's applier steps (baseline days only feed the first steps).
+
+    Args:
+        samples: `select_samples` of the dates to roll up.
+        baseline: `select_samples` of the days before them that are not rolled
+            up; None = none.
+
+    Returns:
+        One row per sample of `samples`: group_name, member_id, day,
+        sampled_at, `_keep` (false for duplicates), `_figures` (the sample
+        has applier figures), `_reset`, and the steps named like the rollup
+        columns (NULL: no step).
+    """
+    columns = [GROUP_NAME, MEMBER_ID, DAY, SAMPLED_AT, INCARNATION, SEQ]
+    columns += [src for src, _ in APPLIER_COUNTERS]
+    frame = samples.select(*columns, F.lit(True).alias(_ROLLED))
+    if baseline is not None:
+        frame = frame.unionByName(baseline.select(*columns, F.lit(False).alias(_ROLLED)))
+    window = Window.partitionBy(GROUP_NAME, MEMBER_ID).orderBy(SAMPLED_AT, INCARNATION, SEQ)
+    before = window.rowsBetween(Window.unboundedPreceding, -1)
+    previous = {
+        out: F.last(
+            F.when(F.col(src).isNotNull(), F.struct(F.col(DAY).alias("d"), F.col(src).alias("v"))),
+            ignorenulls=True,
+        ).over(before)
+        for src, out in APPLIER_COUNTERS
+    }
+    lagged = frame.select(
+        "*",
+        F.lag(INCARNATION).over(window).alias("_prev_inc"),
+        F.lag(SEQ).over(window).alias("_prev_seq"),
+        *(p.alias(f"_prev_{out}") for out, p in previous.items()),
+    )
+    duplicate = (F.col("_prev_seq") == F.col(SEQ)) & (F.col("_prev_inc") == F.col(INCARNATION))
+    steps: dict[str, Column] = {}
+    reset = F.lit(False)
+    for src, out in APPLIER_COUNTERS:
+        prev = F.col(f"_prev_{out}")
+        usable = F.col(src).isNotNull() & (prev["d"] >= F.date_sub(F.col(DAY), 1))
+        steps[out] = F.when(usable, _step(F.col(src), prev["v"]))
+        reset = reset | F.coalesce(usable & (F.col(src) < prev["v"]), F.lit(False))
+    return lagged.where(F.col(_ROLLED)).select(
+        GROUP_NAME,
+        MEMBER_ID,
+        DAY,
+        SAMPLED_AT,
+        F.coalesce(~duplicate, F.lit(True)).alias("_keep"),
+        F.coalesce(*(F.col(src).isNotNull() for src, _ in APPLIER_COUNTERS)).alias("_figures"),
+        reset.alias("_reset"),
+        *(step.alias(out) for out, step in steps.items()),
+    )
+
+
+def _finish(rolled: DataFrame) -> DataFrame:
+    active = F.col(ACTIVE)
+    shares = {share: F.when(active > 0, F.col(wait) / active) for share, wait in APPLIER_SHARES}
+    return rolled.withColumns(shares).select(*APPLIER_COLUMNS, DAY)
+
+
+def applier_hour(steps: DataFrame) -> DataFrame:
+    """The applier_member_hour table from `applier_steps`.
+
+    Returns:
+        APPLIER_COLUMNS plus `day`: increases (NULL when the hour has no
+        step of that counter), shares (NULL unless active time increased),
+        `samples` (kept samples with applier figures) and `resets`.
+    """
+    counted = F.col("_keep") & F.col("_figures")
+    aggs = [F.sum(out).alias(out) for _, out in APPLIER_COUNTERS]
+    aggs += [
+        F.sum(counted.cast("long")).alias("samples"),
+        F.sum((counted & F.col("_reset")).cast("long")).alias("resets"),
+    ]
+    bucket = F.date_trunc("hour", SAMPLED_AT).alias(BUCKET)
+    hours = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
+    return _finish(hours.where(F.col("samples") > 0))
+
+
+def applier_day(hours: DataFrame) -> DataFrame:
+    """The applier_member_day table from `applier_hour` (sums of hours, shares again)."""
+    aggs = [F.sum(out).alias(out) for _, out in APPLIER_COUNTERS]
+    aggs += [F.sum(c).alias(c) for c in ("samples", "resets")]
+    bucket = F.date_trunc("day", BUCKET).alias(BUCKET)
+    return _finish(hours.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs))
+
+
+def applier_tables(samples: DataFrame, baseline: DataFrame | None = None) -> dict[str, DataFrame]:
+    """Both applier tables as one lazy plan (rollup.py persists the hours between).
+
+    Args:
+        samples: `select_samples` of the dates to roll up.
+        baseline: `select_samples` of the day before them, or None.
+
+    Returns:
+        applier_member_hour and applier_member_day, each with `day`.
+    """
+    hours = applier_hour(applier_steps(samples, baseline))
+    return {"applier_member_hour": hours, "applier_member_day": applier_day(hours)}

@@ -1,0 +1,36 @@
+"""The SQL endpoint shows the applier rollup tables like the other rollups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grstats.sql.engine import Engine
+
+
+def _engine(rollups: Path) -> Engine:
+    return Engine(
+        history_dir="",
+        rollups_dir=str(rollups),
+        query_timeout=5.0,
+        max_rows=100,
+        max_result_bytes=100_000,
+    )
+
+
+def test_applier_tables_are_grstats_tables_with_their_columns(tmp_path: Path) -> None:
+    partition = tmp_path / "applier_member_hour" / "group=g1" / "date=2026-11-18"
+    partition.mkdir(parents=True)
+    table = pa.table(
+        {"member_id": ["a"], "transactions_committed": [5], "commit_order_share": [0.5]}
+    )
+    pq.write_table(table, partition / "part-0.parquet")
+    (tmp_path / "applier_member_day").mkdir()  # a history without applier figures: no files
+    engine = _engine(tmp_path)
+    assert ("grstats", "applier_member_hour") in engine.known_tables()
+    types = engine.rollup_types()
+    assert set(types) == {"applier_member_hour"}
+    assert types["applier_member_hour"]["transactions_committed"] == "bigint"
+    assert types["applier_member_hour"]["commit_order_share"] == "double"
