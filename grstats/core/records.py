@@ -4,20 +4,32 @@ Shared by the daemon (which produces rows), `grstats simulate` (which writes
 the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
-flow_control_mode), so the schema of an older file is a prefix of this one
-and its rows read with NULLs in the newer columns.
+flow_control_mode, the flow-control figures come last), so the schema of an
+older file is a prefix of this one and its rows read with NULLs in the newer
+columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grstats.core.columns import MEMBER_LAG, STATS_ITEM_COLUMNS
+from grstats.core.columns import FLOW_CONTROL, FLOW_HISTORY, MEMBER_LAG, STATS_ITEM_COLUMNS
 
 # The lag figures of the member's group_replication_applier channel, as
 # replication_group_member_lag derives them (nullable doubles, seconds).
 LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     str(c.history) for c in MEMBER_LAG.columns if c.history is not None
+)
+
+# The flow-control figures of the daemon's replay (core.flowreplay) for the row's
+# member at recording time: (history column, arrow type name). NULL: no replay
+# (a collector, or a file written before them).
+_FLOW_ARROW = {"varchar(16)": "string", "bigint": "int64", "bigint unsigned": "int64"}
+_FLOW_ARROW |= {"tinyint": "int8", "double": "double"}
+FLOW_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (str(c.history), _FLOW_ARROW[c.sql_type])
+    for c in FLOW_CONTROL.columns
+    if c.name in FLOW_HISTORY
 )
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
@@ -39,6 +51,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("flow_control_mode", "int8"),
     # appended last: files written before them are a prefix and read with NULLs
     *((name, "double") for name in LAG_HISTORY_COLUMNS),
+    # flow control: appended last, as one block (older files read it as NULL)
+    *FLOW_HISTORY_COLUMNS,
 )
 
 
@@ -74,3 +88,10 @@ class HistoryRow:
     apply_lag_seconds: float | None = None
     apply_time_seconds: float | None = None
     clock_offset_seconds: float | None = None
+    # the daemon's flow-control replay for this member (None: no replay)
+    fc_bottleneck: str | None = None  # "certifier", "applier" or "" (not a bottleneck)
+    fc_excess_over_threshold: int | None = None
+    fc_group_quota: int | None = None  # 0 = unlimited
+    fc_throttling: int | None = None  # 1 while the quota limits writers
+    fc_catch_up_eta_seconds: float | None = None  # +inf: never at this rate
+    fc_failover_ready: int | None = None

@@ -17,6 +17,7 @@ from operator import attrgetter
 from typing import Any
 
 from grstats.core import columns as col
+from grstats.core.flowreplay import FlowReplay
 from grstats.core.lag import APPLIER_CHANNEL, MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.records import HistoryRow
@@ -34,6 +35,9 @@ _history_numbers = attrgetter(*(str(item) for _, item in _HISTORY_NUMERIC))
 _history_texts = attrgetter(*(str(item) for _, item in _HISTORY_TEXT))
 _NO_TEXTS: dict[str, Any] = dict.fromkeys(_HISTORY_TEXT_NAMES)
 _HISTORY_LAG = tuple((c.name, str(c.history)) for c in col.MEMBER_LAG.columns if c.history)
+_HISTORY_FLOW = tuple(
+    (c.name, str(c.history)) for c in col.FLOW_CONTROL.columns if c.name in col.FLOW_HISTORY
+)
 
 
 def _text(value: bytes) -> str:
@@ -149,11 +153,31 @@ def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, floa
     return figures
 
 
+def flow_history(replay: FlowReplay | None, member_id: str) -> dict[str, Any]:
+    """The history's flow-control columns: the replay's figures for `member_id` now.
+
+    The same values grstats_flow_control shows for the member (one rule,
+    `FlowReplay.row`), so the history and the live table never disagree.
+
+    Args:
+        replay: the daemon's flow-control replay; None (a collector): every figure None.
+        member_id: the member the row is of.
+
+    Returns:
+        History column name -> value or None.
+    """
+    row = None if replay is None else replay.row(member_id)
+    if row is None:
+        return dict.fromkeys((h for _, h in _HISTORY_FLOW), None)
+    return {history: row[name] for name, history in _HISTORY_FLOW}
+
+
 def history_row(
     envelope: Envelope,
     stats: PipelineStats,
     sampled_at_us: int,
     lag: dict[str, float | None] | None = None,
+    flow: dict[str, Any] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -162,6 +186,7 @@ def history_row(
         stats: its decoded stats.
         sampled_at_us: when it was sampled (the sender's clock).
         lag: its lag columns (`lag_history`); None: all NULL.
+        flow: its flow-control columns (`flow_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -173,6 +198,8 @@ def history_row(
         gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
         texts = {name: _text(value) for name, value in gtid_texts}
     figures: dict[str, Any] = dict(lag or {})
+    if flow:
+        figures.update(flow)
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

@@ -14,7 +14,7 @@ import time
 import structlog
 
 from grstats.core.records import HistoryRow
-from grstats.core.rows import history_row, lag_history
+from grstats.core.rows import flow_history, history_row, lag_history
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -53,14 +53,16 @@ class Receiver:
             self._log_reject(topic, result.reason, result.detail)
 
     def _history_row(self, result: Accepted, received_us: int) -> HistoryRow:
-        """The remote member's row, with the lag it reported in this very envelope."""
+        """The remote member's row: the lag of this very envelope, the replay's figures."""
         env = result.envelope
         remote = self.tables.registry.get((env.group, env.member.id))
         figures = None
         if remote is not None and remote.lag is not None:
             offset_us = remote.clock_offset_us()
             figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
-        return history_row(env, result.stats, min(env.sent_us, received_us), figures)
+        # the replay has just taken this message (MemberTables.receive); None in a collector
+        flow = flow_history(self.tables.flow, env.member.id)
+        return history_row(env, result.stats, min(env.sent_us, received_us), figures, flow)
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         mono = time.monotonic()
