@@ -40,9 +40,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import flowrollup as FR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
 from spark_rollups.manifest import plan_run
+from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
 from spark_rollups.storage import (
     hadoop_fs,
     is_local_path,
@@ -54,6 +56,7 @@ from spark_rollups.storage import (
 )
 
 __all__ = [
+    "FLOW_TABLES",
     "GROUP_TABLES",
     "MEMBER_TABLES",
     "TABLES",
@@ -70,7 +73,8 @@ __all__ = [
 
 MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
 GROUP_TABLES = ("group_hour", "group_day")
-TABLES = (*MEMBER_TABLES, *GROUP_TABLES)
+FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
+TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *FLOW_TABLES)
 
 
 class RollupError(Exception):
@@ -152,6 +156,12 @@ def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFr
     return T.select_samples(reader.parquet(*paths))
 
 
+def _read_flow(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame:
+    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+    reader = spark.read.schema(FLOW_SCHEMA).option("pathGlobFilter", "part-*.parquet")
+    return reader.parquet(*paths).select(*FLOW_INPUT_COLUMNS)
+
+
 def _since(started: float) -> str:
     return f"{time.monotonic() - started:.1f} s"
 
@@ -187,7 +197,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, int]:
-    """Roll the history up into the five tables.
+    """Roll the history up into the five tables and the three flow-control tables.
 
     Args:
         spark: the session (`build_session`).
@@ -239,6 +249,8 @@ def run_rollup(
         raw_minutes, None if baseline is None else T.last_samples(baseline)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     tables = T.tables_from_minutes(minutes, period_seconds)
+    # flow control: its own (pruned) scan of the same dates, per-day figures only
+    tables.update(FR.flow_tables(_read_flow(spark, history, plan.dates)))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -252,7 +264,7 @@ def run_rollup(
     # than on the cores, so they run side by side (the group tables read the
     # persisted member tables, hence two waves).
     with ThreadPoolExecutor(max_workers=len(MEMBER_TABLES), thread_name_prefix="rollup") as pool:
-        for wave in (MEMBER_TABLES, GROUP_TABLES):
+        for wave in (MEMBER_TABLES, GROUP_TABLES, FLOW_TABLES):
             list(pool.map(write, wave))
     for frame in (*tables.values(), minutes, raw_minutes):
         frame.unpersist()
@@ -288,7 +300,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(prog="python -m spark_rollups rollup")
     parser.description = (
         "Roll grstats history up into member_minute, member_hour, member_day, "
-        "group_hour and group_day Parquet tables (DESIGN.md section 7)."
+        "group_hour and group_day Parquet tables (DESIGN.md section 7), and the "
+        "flow-control tables flow_control_group_hour, flow_control_member_hour and "
+        "flow_control_episodes."
     )
     parser.epilog = (
         "examples:\n"

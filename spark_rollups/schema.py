@@ -15,6 +15,7 @@ tables' lag columns are `<figure>_{p50,p95,p99,max}` for each of `LAGS`.
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    ByteType,
     DataType,
     DecimalType,
     DoubleType,
@@ -29,6 +30,9 @@ __all__ = [
     "BUCKET",
     "COUNTERS",
     "DAY",
+    "FLOW_COLUMNS",
+    "FLOW_INPUT_COLUMNS",
+    "FLOW_SCHEMA",
     "GAUGES",
     "GROUP_COLUMNS",
     "GROUP_NAME",
@@ -100,6 +104,28 @@ _TYPES: dict[str, DataType] = {
     **{lag: DoubleType() for lag in LAGS},
 }
 HISTORY_SCHEMA = StructType([StructField(name, _TYPES[name]) for name in HISTORY_INPUT_COLUMNS])
+
+# The flow-control figures of the daemon's replay (appended last to the history,
+# issue 13): read on their own scan by flowrollup.py, NULL in older files.
+FLOW_COLUMNS: tuple[tuple[str, DataType], ...] = (
+    ("fc_bottleneck", StringType()),
+    ("fc_excess_over_threshold", LongType()),
+    ("fc_group_quota", LongType()),
+    ("fc_throttling", ByteType()),  # Parquet INT(8), as Spark reads it
+    ("fc_catch_up_eta_seconds", DoubleType()),
+    ("fc_failover_ready", ByteType()),
+)
+FLOW_INPUT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    SAMPLED_AT,
+    "count_transactions_in_queue",
+    "count_transactions_remote_in_applier_queue",
+    *(name for name, _ in FLOW_COLUMNS),
+)
+FLOW_SCHEMA = StructType(
+    [StructField(name, _TYPES.get(name) or dict(FLOW_COLUMNS)[name]) for name in FLOW_INPUT_COLUMNS]
+)
 
 
 def percentile_name(prefix: str, fraction: float) -> str:
