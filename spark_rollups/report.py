@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups.flowreport import FlowWeek, collect_flow, flow_section
 from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
 from spark_rollups.rollup import run_command
@@ -90,6 +91,7 @@ class WeekData:
     totals: dict[str, Any] = field(default_factory=dict)  # weekly totals
     previous: dict[str, Any] | None = None  # weekly totals of the week before
     lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
+    flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -245,6 +247,9 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, lag in collect_lag(_in_range(member_hour, start, end)).items():
         if name in result:
             result[name].lag = lag
+    for name, flow in collect_flow(spark, rollups, start, end, group).items():
+        if name in result:
+            result[name].flow = flow
     return [result[g] for g in groups]
 
 
@@ -495,6 +500,7 @@ def build_report(data: WeekData) -> Report:
         percent=frozenset({"coverage"}),
     )
     report.sections.append(lag_section(data.lag, data.start))
+    report.sections.append(flow_section(data.flow))
     report.sections.append(("Data quality", [quality]))
     return report
 
