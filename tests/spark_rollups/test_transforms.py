@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from grstats.core.records import HISTORY_COLUMNS
+from grstats.core.records import FLOW_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from spark_rollups import transforms
+from spark_rollups.schema import FLOW_COLUMNS, FLOW_SCHEMA
 from tests.spark_rollups.history_rows import read_samples, row, rows_of, write_history
 
 pytestmark = pytest.mark.slow
@@ -51,8 +52,11 @@ def test_history_schema_copy_equals_grstats_records() -> None:
     }
     for field in transforms.HISTORY_SCHEMA.fields:
         assert field.dataType.simpleString() == spark_types[kinds[field.name]], field.name
-    lag_columns = [n for n, _ in HISTORY_COLUMNS[-5:]]
-    assert [*transforms.LAGS, "clock_offset_seconds"] == lag_columns
+    assert [*transforms.LAGS, "clock_offset_seconds"] == list(LAG_HISTORY_COLUMNS)
+    flow_types = {"string": "string", "int64": "bigint", "int8": "tinyint", "double": "double"}
+    for field in FLOW_SCHEMA.fields:
+        assert field.dataType.simpleString() == {**spark_types, **flow_types}[kinds[field.name]]
+    assert [n for n, _ in FLOW_COLUMNS] == [n for n, _ in FLOW_HISTORY_COLUMNS]
 
 
 def test_member_table_columns_are_the_design_names(spark: Any, tmp_path: Path) -> None:
