@@ -56,6 +56,7 @@ from spark_rollups.storage import (
 )
 
 __all__ = [
+    "ALL_TABLES",
     "FLOW_TABLES",
     "GROUP_TABLES",
     "MEMBER_TABLES",
@@ -73,8 +74,9 @@ __all__ = [
 
 MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
 GROUP_TABLES = ("group_hour", "group_day")
+TABLES = (*MEMBER_TABLES, *GROUP_TABLES)  # DESIGN.md section 7
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
-TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *FLOW_TABLES)
+ALL_TABLES = (*TABLES, *FLOW_TABLES)
 
 
 class RollupError(Exception):
