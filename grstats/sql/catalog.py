@@ -26,7 +26,16 @@ from grstats.core.snapshot import DaemonSnapshot
 PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS = "grstats"
 HISTORY = "history"
-ROLLUP_TABLES = ("member_minute", "member_hour", "member_day", "group_hour", "group_day")
+ROLLUP_TABLES = (
+    "member_minute",
+    "member_hour",
+    "member_day",
+    "group_hour",
+    "group_day",
+    "flow_control_group_hour",
+    "flow_control_member_hour",
+    "flow_control_episodes",
+)
 # the hive partition columns of the history and rollup directories
 PARTITION_GROUP = "group"
 PARTITION_DATE = "date"
