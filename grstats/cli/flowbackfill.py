@@ -159,21 +159,34 @@ class FlowFill:
         carried = [m for m in members if m in self._last]
         if n and any(self._needs_entry(self._last[m].entry) for m in carried):
             held[0] = True
+        # each member's FlowEntry fields per row, as plain ints (built once, column-wise)
+        fields = {m: self._entry_fields(m, cols[m]) for m in members}
         for t in range(n):
             if not held[t] and fc.quota == 0 and not s.max_quota:
                 fc.step_number += 1  # what step() does with no hold and no quota
                 continue
             if held[t]:
                 for m in members:
-                    entry = self._entry(m, cols[m], t - 1) if t > 0 else None
-                    if entry is None:
-                        if m not in self._last:
-                            continue
-                        entry = self._last[m].entry
-                    fc.receive(m, entry)
+                    if t > 0:
+                        wc, wa, dc, da, dl, mode = fields[m]
+                        i = t - 1
+                        fc.receive(m, FlowEntry(wc[i], wa[i], dc[i], da[i], dl[i], mode[i]))
+                    elif m in self._last:
+                        fc.receive(m, self._last[m].entry)
             fc.step(0)
             quota[t] = fc.quota
         return quota
+
+    def _entry_fields(self, m: str, c: dict[str, Any]) -> list[list[int]]:
+        """FlowEntry's fields per row (deltas against the previous message), as lists."""
+        return [
+            c[CERT].tolist(),
+            c[APPLY].tolist(),
+            (c[CERTIFIED] - self._previous(m, c, CERTIFIED)).tolist(),
+            (c[APPLIED] - self._previous(m, c, APPLIED)).tolist(),
+            (c[LOCAL] - self._previous(m, c, LOCAL)).tolist(),
+            c[MODE].tolist(),
+        ]
 
     def _needs_entry(self, entry: FlowEntry) -> bool:
         s = self.settings
