@@ -47,9 +47,11 @@ class FlowWeek:
     episodes: list[dict[str, Any]] = field(default_factory=list)  # candidates (see module)
 
 
-def _exists(spark: SparkSession, path: str) -> bool:
-    fs, hpath = hadoop_fs(spark, path)
-    return bool(fs.exists(hpath))
+def _has_files(spark: SparkSession, table: str) -> bool:
+    """Whether a rollup table has a Parquet file (a history without figures writes none)."""
+    fs, pattern = hadoop_fs(spark, f"{table}/group=*/date=*/*.parquet")
+    found = fs.globStatus(pattern)
+    return found is not None and len(found) > 0
 
 
 def _week(frame: DataFrame, start: dt.date, end: dt.date, group: str | None) -> DataFrame:
@@ -73,10 +75,12 @@ def collect_flow(
         Group -> its FlowWeek; empty when the rollups have no flow-control tables.
     """
     paths = {t: f"{rollups}/{t}" for t in FLOW_TABLES}
-    if not all(_exists(spark, p) for p in paths.values()):
-        return {}
-    group_hour, member_hour, episodes = (
-        _week(spark.read.parquet(paths[t]), start, end, group) for t in FLOW_TABLES
+    present = {t: _has_files(spark, p) for t, p in paths.items()}
+    group_table, member_table, episode_table = FLOW_TABLES
+    if not (present[group_table] and present[member_table]):
+        return {}  # rollups from before issue 13, or a history without figures
+    group_hour, member_hour = (
+        _week(spark.read.parquet(paths[t]), start, end, group) for t in (group_table, member_table)
     )
     totals = group_hour.groupBy("group_name").agg(
         *(
@@ -108,6 +112,9 @@ def collect_flow(
             for c in ("excess_max", "certifier_queue_max", "applier_queue_max", "catch_up_eta_p95")
         ),
     )
+    if not present[episode_table]:  # no member ever caused a throttled second
+        return _collect(totals, members, None)
+    episodes = _week(spark.read.parquet(paths[episode_table]), start, end, group)
     start_s = F.unix_timestamp("episode_start")
     end_s = F.unix_timestamp("episode_end")
     touches_midnight = (F.pmod(start_s, _DAY_S) <= EPISODE_GAP_S) | (
@@ -128,12 +135,18 @@ def collect_flow(
         "certifier_queue_max",
         "applier_queue_max",
     )
+    return _collect(totals, members, candidates.orderBy("member_id", "start_s"))
+
+
+def _collect(
+    totals: DataFrame, members: DataFrame, episodes: DataFrame | None
+) -> dict[str, FlowWeek]:
     result: dict[str, FlowWeek] = {}
     for row in totals.toArrow().to_pylist():
         result.setdefault(row["group_name"], FlowWeek()).totals = row
     for row in members.orderBy("member_id").toArrow().to_pylist():
         result.setdefault(row["group_name"], FlowWeek()).members.append(row)
-    for row in candidates.orderBy("member_id", "start_s").toArrow().to_pylist():
+    for row in [] if episodes is None else episodes.toArrow().to_pylist():
         result.setdefault(row["group_name"], FlowWeek()).episodes.append(row)
     return result
 
