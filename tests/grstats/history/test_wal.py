@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgpack
 
-from grstats.core.records import FLOW_HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.records import FLOW_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.history.parquet import row_values
 from grstats.history.wal import WAL_MAGIC, encode_record, repair_wal
 from tests.grstats.history.rows import (
@@ -41,8 +41,8 @@ def test_repair_wal_stops_at_crc_mismatch_in_the_middle(tmp_path: Path) -> None:
 
 def test_a_record_written_before_the_lag_columns_reads_with_null_lag(tmp_path: Path) -> None:
     # an older daemon's record: the values up to flow_control_mode only
-    values = list(row_values(sample_row(1)))
-    old_values = values[: len(values) - len(LAG_HISTORY_COLUMNS) - len(FLOW_HISTORY_COLUMNS)]
+    names = [name for name, _ in HISTORY_COLUMNS]
+    old_values = list(row_values(sample_row(1)))[: names.index(LAG_HISTORY_COLUMNS[0])]
     payload = msgpack.packb(old_values, use_bin_type=True)
     record = struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
     path = wal_file(tmp_path, "000000000001-cc", record + encode_record(sample_row(2)))
