@@ -142,6 +142,20 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
     return columns
 
 
+def _flow_inputs(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
+    """The columns the flow-control replay reads of `member`, as int64 arrays."""
+    import numpy as np  # noqa: PLC0415
+
+    from grstats.cli.flowbackfill import FLOW_INPUTS  # noqa: PLC0415
+
+    parts: dict[str, list[Any]] = {name: [] for name in FLOW_INPUTS}
+    for s in range(start_s, start_s + n, _CHUNK_S):
+        counts = model.history_columns(member, s, min(_CHUNK_S, start_s + n - s))
+        for name in FLOW_INPUTS:
+            parts[name].append(np.asarray(counts[name], dtype=np.int64))
+    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
+
+
 def simulate_history(
     out: Path,
     *,
@@ -173,7 +187,7 @@ def simulate_history(
     """
     import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
 
-    from grstats.cli.flowbackfill import FLOW_INPUTS, FlowFill  # noqa: PLC0415
+    from grstats.cli.flowbackfill import FlowFill  # noqa: PLC0415
     from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
 
     schema = history_schema()
@@ -186,12 +200,15 @@ def simulate_history(
     for day_index in range(days):
         day = start + dt.timedelta(days=day_index)
         start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
-        # every member's day first: the flow-control replay reads them all at once
-        day_columns = {m: _model_columns(model, m, start_s, SECONDS_PER_DAY) for m in members}
-        figures = flow.day({m: {k: c[k] for k in FLOW_INPUTS} for m, c in day_columns.items()})
+        # the flow-control replay reads every member's day at once: a first pass keeps
+        # only its inputs (a few int arrays per member), the second builds each member's
+        # rows again, one at a time, so memory stays that of one member-day
+        inputs = {m: _flow_inputs(model, m, start_s, SECONDS_PER_DAY) for m in members}
+        figures = flow.day(inputs)
+        del inputs
         for member in members:
-            columns = day_columns.pop(member)
-            columns.update(figures[member])
+            columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
+            columns.update(figures.pop(member))
             first_seq = day_index * SECONDS_PER_DAY + 1
             columns["group_name"] = [group] * SECONDS_PER_DAY
             columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
