@@ -3,9 +3,10 @@
 Strategy: the simulated group model (`grstats.sources.simulated.model`) yields one
 member's HistoryRow columns for a span of seconds in bulk (`history_columns`, and
 the lag figures a daemon records from `lag_at`, `lag_history`; NaN is NULL);
-`simulate_history` walks the requested days, builds every member's day, adds
-the flow-control figures a collector's replay records over all of them
-(`cli.flowbackfill`), then what only a daemon knows (incarnation: one per
+`simulate_history` walks the requested days; per day it first reads every
+member's flow-control inputs (queues and counters) and replays flow control
+over all of them as a collector would (`cli.flowbackfill`), then builds each
+member's day, adds those figures and what only a daemon knows (incarnation: one per
 member, derived from the seed; seq: 1..n per member across the whole run),
 and hands each member-day to
 `grstats.history.writer.write_segments` -- the very function the daemon's history
