@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
+from click.testing import CliRunner
 
 from grstats.cli.backfill import member_ids, simulate_history
+from grstats.cli.commands.simulate import command
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.records import FLOW_HISTORY_COLUMNS
@@ -111,3 +115,18 @@ def test_the_slow_member_alone_is_the_applier_bottleneck_and_the_group_is_thrott
     assert applier[slow] > 0
     assert [n for m, n in applier.items() if m != slow] == [0, 0]
     assert throttled > 0
+
+
+def _throttled_rows(out: Path, *threshold: str) -> int:
+    args = ["--members", "3", "--days", "1", "--seed", str(SEED), "--start", "2026-11-16"]
+    result = CliRunner().invoke(command, [*args, "--slow-member", *threshold, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = read_history(out)
+    return int(pc.sum(table["fc_throttling"]).as_py())
+
+
+def test_the_thresholds_of_the_replay_are_options(tmp_path: Path) -> None:
+    # the slow member's applier queue stays under two million transactions (see above: it
+    # crosses 20 000), so that threshold never throttles and MySQL's default does
+    assert _throttled_rows(tmp_path / "high", "--applier-threshold", "2000000") == 0
+    assert _throttled_rows(tmp_path / "default") > 0
