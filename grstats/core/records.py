@@ -49,7 +49,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     # null GTID texts when the message's flag was '0'
     *((str(c.history), "int64" if c.numeric else "string") for c in STATS_ITEM_COLUMNS),
     ("flow_control_mode", "int8"),
-    # appended last: files written before them are a prefix and read with NULLs
+    # appended after flow_control_mode: files written before them are a prefix and
+    # read with NULLs
     *((name, "double") for name in LAG_HISTORY_COLUMNS),
     # flow control: appended last, as one block (older files read it as NULL)
     *FLOW_HISTORY_COLUMNS,
