@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups.applierreport import applier_section, collect_applier
+from spark_rollups.flowreport import FlowWeek, collect_flow, flow_section
 from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
 from spark_rollups.rollup import run_command
@@ -92,6 +93,7 @@ class WeekData:
     previous: dict[str, Any] | None = None  # weekly totals of the week before
     lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
     applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
+    flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -255,6 +257,9 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         for name, members in collect_applier(_in_range(applier_day, start, end)).items():
             if name in result:
                 result[name].applier = members
+    for name, flow in collect_flow(spark, rollups, start, end, group).items():
+        if name in result:
+            result[name].flow = flow
     return [result[g] for g in groups]
 
 
@@ -507,6 +512,7 @@ def build_report(data: WeekData) -> Report:
     report.sections.append(lag_section(data.lag, data.start))
     heading, items = applier_section(data.applier)
     report.sections.append((heading, [*items]))
+    report.sections.append(flow_section(data.flow))
     report.sections.append(("Data quality", [quality]))
     return report
 

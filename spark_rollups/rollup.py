@@ -42,10 +42,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import flowrollup as FR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
 from spark_rollups.applier import APPLIER_TABLES, applier_tables
 from spark_rollups.manifest import plan_run
+from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
 from spark_rollups.storage import (
     hadoop_fs,
     is_local_path,
@@ -57,7 +59,9 @@ from spark_rollups.storage import (
 )
 
 __all__ = [
+    "ALL_TABLES",
     "APPLIER_TABLES",
+    "FLOW_TABLES",
     "GROUP_TABLES",
     "MEMBER_TABLES",
     "TABLES",
@@ -75,6 +79,8 @@ __all__ = [
 MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
 GROUP_TABLES = ("group_hour", "group_day")
 TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
+FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
+ALL_TABLES = (*TABLES, *FLOW_TABLES)
 
 
 class RollupError(Exception):
@@ -156,6 +162,12 @@ def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFr
     return T.select_samples(reader.parquet(*paths))
 
 
+def _read_flow(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame:
+    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+    reader = spark.read.schema(FLOW_SCHEMA).option("pathGlobFilter", "part-*.parquet")
+    return reader.parquet(*paths).select(*FLOW_INPUT_COLUMNS)
+
+
 def _since(started: float) -> str:
     return f"{time.monotonic() - started:.1f} s"
 
@@ -191,7 +203,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, int]:
-    """Roll the history up into the seven tables.
+    """Roll the history up into the seven tables and the three flow-control tables.
 
     Args:
         spark: the session (`build_session`).
@@ -246,6 +258,8 @@ def run_rollup(
     # The applier tables order the samples once more, per member and with the
     # baseline days in the same window (applier.py); only their columns are read.
     tables.update(applier_tables(samples, baseline))
+    # flow control: its own (pruned) scan of the same dates, per-day figures only
+    tables.update(FR.flow_tables(_read_flow(spark, history, plan.dates)))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -259,8 +273,10 @@ def run_rollup(
     # than on the cores, so they run side by side (the group tables read the
     # persisted member tables, hence two waves).
     first = (*MEMBER_TABLES, APPLIER_TABLES[0])
-    second = (*GROUP_TABLES, *APPLIER_TABLES[1:])  # read the persisted tables of the first
-    with ThreadPoolExecutor(max_workers=len(first), thread_name_prefix="rollup") as pool:
+    # the group and applier-day tables read the persisted tables of the first wave
+    second = (*GROUP_TABLES, *APPLIER_TABLES[1:], *FLOW_TABLES)
+    workers = max(len(first), len(second))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollup") as pool:
         for wave in (first, second):
             list(pool.map(write, wave))
     for frame in (*tables.values(), minutes, raw_minutes):
@@ -297,8 +313,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(prog="python -m spark_rollups rollup")
     parser.description = (
         "Roll grstats history up into member_minute, member_hour, member_day, "
-        "group_hour, group_day, applier_member_hour and applier_member_day Parquet "
-        "tables (DESIGN.md section 7)."
+        "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
+        "applier_member_day, and the flow-control tables flow_control_group_hour, "
+        "flow_control_member_hour and flow_control_episodes (Parquet)."
     )
     parser.epilog = (
         "examples:\n"

@@ -16,6 +16,7 @@ applier tables' shares are `<wait>_share` for each `<wait>_wait_ns`.
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    ByteType,
     DataType,
     DecimalType,
     DoubleType,
@@ -33,6 +34,9 @@ __all__ = [
     "BUCKET",
     "COUNTERS",
     "DAY",
+    "FLOW_COLUMNS",
+    "FLOW_INPUT_COLUMNS",
+    "FLOW_SCHEMA",
     "GAUGES",
     "GROUP_COLUMNS",
     "GROUP_NAME",
@@ -136,6 +140,28 @@ _TYPES: dict[str, DataType] = {
     **{src: LongType() for src, _ in APPLIER_COUNTERS},
 }
 HISTORY_SCHEMA = StructType([StructField(name, _TYPES[name]) for name in HISTORY_INPUT_COLUMNS])
+
+# The flow-control figures of the daemon's replay (appended last to the history,
+# issue 13): read on their own scan by flowrollup.py, NULL in older files.
+FLOW_COLUMNS: tuple[tuple[str, DataType], ...] = (
+    ("fc_bottleneck", StringType()),
+    ("fc_excess_over_threshold", LongType()),
+    ("fc_group_quota", LongType()),
+    ("fc_throttling", ByteType()),  # Parquet INT(8), as Spark reads it
+    ("fc_catch_up_eta_seconds", DoubleType()),
+    ("fc_failover_ready", ByteType()),
+)
+FLOW_INPUT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    SAMPLED_AT,
+    "count_transactions_in_queue",
+    "count_transactions_remote_in_applier_queue",
+    *(name for name, _ in FLOW_COLUMNS),
+)
+FLOW_SCHEMA = StructType(
+    [StructField(name, _TYPES.get(name) or dict(FLOW_COLUMNS)[name]) for name in FLOW_INPUT_COLUMNS]
+)
 
 
 def percentile_name(prefix: str, fraction: float) -> str:

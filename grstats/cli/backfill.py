@@ -4,9 +4,12 @@ Strategy: the simulated group model (`grstats.sources.simulated.model`) yields o
 member's HistoryRow columns for a span of seconds in bulk (`history_columns`, the
 lag figures a daemon records from `lag_at`, `lag_history`, NaN is NULL, and the
 applier counters it records from `applier_at`, `applier_history`);
-`simulate_history` walks the requested days member by member, adds what only a
-daemon knows (incarnation: one per member, derived from the seed; seq: 1..n per
-member across the whole run), and hands each member-day to
+`simulate_history` walks the requested days; per day it first reads every
+member's flow-control inputs (queues and counters) and replays flow control
+over all of them as a collector would (`cli.flowbackfill`), then builds each
+member's day, adds those figures and what only a daemon knows (incarnation: one per
+member, derived from the seed; seq: 1..n per member across the whole run),
+and hands each member-day to
 `grstats.history.writer.write_segments` -- the very function the daemon's history
 writer uses -- so the output has exactly the daemon's format and layout.
 
@@ -26,10 +29,12 @@ import itertools
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from grstats.core.flowcontrol import FlowControlSettings
 
 __all__ = [
     "SECONDS_PER_DAY",
@@ -114,13 +119,6 @@ def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -
     return GroupModel(settings)
 
 
-def _chunks(members: list[str], start: dt.date, days: int) -> Iterator[tuple[dt.date, int, str]]:
-    for day_index in range(days):
-        day = start + dt.timedelta(days=day_index)
-        for member in members:
-            yield day, day_index, member
-
-
 def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
     """The model's columns of `member` for n seconds: counts, lag figures (NaN: NULL)
     and the applier counters.
@@ -151,6 +149,20 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
     return columns
 
 
+def _flow_inputs(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
+    """The columns the flow-control replay reads of `member`, as int64 arrays."""
+    import numpy as np  # noqa: PLC0415
+
+    from grstats.cli.flowbackfill import FLOW_INPUTS  # noqa: PLC0415
+
+    parts: dict[str, list[Any]] = {name: [] for name in FLOW_INPUTS}
+    for s in range(start_s, start_s + n, _CHUNK_S):
+        counts = model.history_columns(member, s, min(_CHUNK_S, start_s + n - s))
+        for name in FLOW_INPUTS:
+            parts[name].append(np.asarray(counts[name], dtype=np.int64))
+    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
+
+
 def simulate_history(
     out: Path,
     *,
@@ -161,6 +173,7 @@ def simulate_history(
     start: dt.date,
     slow_member: bool = False,
     on_chunk: Callable[[int], None] | None = None,
+    flow_control: FlowControlSettings | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -173,37 +186,50 @@ def simulate_history(
         start: first UTC day.
         slow_member: make the last member the slow one (applier capacity).
         on_chunk: called with the number of rows after each member-day.
+        flow_control: the flow-control variables of the replay that fills the
+            fc_* columns (`cli.flowbackfill`); None: MySQL's defaults.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
     """
     import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
 
+    from grstats.cli.flowbackfill import FlowFill  # noqa: PLC0415
     from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
 
     schema = history_schema()
     began = time.monotonic()
     model = _build_model(group, members, seed, slow_member)
+    flow = FlowFill(flow_control or FlowControlSettings())
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     rows = 0
-    for day, day_index, member in _chunks(members, start, days):
+    for day_index in range(days):
+        day = start + dt.timedelta(days=day_index)
         start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
-        columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
-        first_seq = day_index * SECONDS_PER_DAY + 1
-        columns["group_name"] = [group] * SECONDS_PER_DAY
-        columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
-        columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
-        # any column the model leaves out is NULL, as a daemon without it writes it
-        for f in schema:
-            if f.name not in columns:
-                columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
-        table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
-        segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
-        paths.extend(write_segments(out, table, segment_id=segment))
-        rows += table.num_rows
-        if on_chunk is not None:
-            on_chunk(table.num_rows)
+        # the flow-control replay reads every member's day at once: a first pass keeps
+        # only its inputs (a few int arrays per member), the second builds each member's
+        # rows again, one at a time, so memory stays that of one member-day
+        inputs = {m: _flow_inputs(model, m, start_s, SECONDS_PER_DAY) for m in members}
+        figures = flow.day(inputs)
+        del inputs
+        for member in members:
+            columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
+            columns.update(figures.pop(member))
+            first_seq = day_index * SECONDS_PER_DAY + 1
+            columns["group_name"] = [group] * SECONDS_PER_DAY
+            columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
+            columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
+            # any column the model leaves out is NULL, as a daemon without it writes it
+            for f in schema:
+                if f.name not in columns:
+                    columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
+            table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
+            segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
+            paths.extend(write_segments(out, table, segment_id=segment))
+            rows += table.num_rows
+            if on_chunk is not None:
+                on_chunk(table.num_rows)
     size = sum(p.stat().st_size for p in set(paths))
     return SimulateResult(rows, len(set(paths)), size, time.monotonic() - began)
 

@@ -45,7 +45,16 @@ from grstats.cli.supervisor import (
     port_accepts,
 )
 
-__all__ = ["DEFAULT_SECONDS", "DemoError", "batch_part", "live_part", "note", "say"]
+__all__ = [
+    "DEFAULT_SECONDS",
+    "FLOW_HEADING",
+    "DemoError",
+    "batch_part",
+    "live_part",
+    "note",
+    "say",
+    "section_headline",
+]
 
 GROUP = "dddddddd-0000-4000-8000-000000000001"
 MEMBERS = (
@@ -56,6 +65,9 @@ MEMBERS = (
 SLOW_MEMBER = MEMBERS[2]
 DEFAULT_SECONDS = 20.0
 SIMULATE_SEED = 1
+# the weekly report's flow-control section (spark_rollups.flowreport.HEADING),
+# whose first paragraph the demo prints at the end
+FLOW_HEADING = "Who held the group back"
 
 
 class DemoError(Exception):
@@ -308,3 +320,15 @@ def batch_part(processes: Processes, out: Path, logs: Path, days: int) -> Path:
         env,
     )
     return report
+
+
+def section_headline(markdown: str, heading: str) -> str:
+    """The first paragraph under `## heading` of a report (empty when absent)."""
+    _, found, rest = markdown.partition(f"## {heading}\n")
+    if not found:
+        return ""
+    for paragraph in rest.split("\n\n"):
+        text = paragraph.strip()
+        if text:
+            return "" if text.startswith("#") else text
+    return ""

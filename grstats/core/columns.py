@@ -461,6 +461,17 @@ SERVER_THROTTLE_TIME_SUM: Final = "SERVER_THROTTLE_TIME_SUM"
 SERVER_THROTTLE_ACTIVE_COUNT: Final = "SERVER_THROTTLE_ACTIVE_COUNT"
 SERVER_THROTTLE_LAST: Final = "SERVER_THROTTLE_LAST_THROTTLE_TIMESTAMP"
 BOTTLENECK_KINDS: Final = ("certifier", "applier")
+# The flow-control figures the history keeps (appended last, `fc_<name>`): the
+# queues themselves are already there (count_transactions_*queue), the rates
+# follow from the counters, and THROTTLED_SECONDS is a per-daemon running total.
+FLOW_HISTORY: Final = (
+    BOTTLENECK,
+    EXCESS_OVER_THRESHOLD,
+    GROUP_QUOTA,
+    THROTTLING,
+    CATCH_UP_ETA_SECONDS,
+    FAILOVER_READY,
+)
 
 
 def _flow(
@@ -485,6 +496,7 @@ FLOW_CONTROL = TableDef(
         Column(
             BOTTLENECK,
             "varchar(16)",
+            history="fc_bottleneck",
             metric="grstats_flow_control_bottleneck",
             help="1 while the member counts as a certifier or applier bottleneck "
             "(its queue over the threshold, MySQL's QUOTA flow control).",

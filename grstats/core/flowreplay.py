@@ -147,44 +147,51 @@ class FlowReplay:
         self, local_member_id: str = "", server: ServerFlowControl | None = None
     ) -> tuple[Row, ...]:
         """One grstats_flow_control row per member, sorted by member id."""
+        return tuple(
+            row
+            for member_id in sorted(self._members)
+            if (row := self.row(member_id, local_member_id, server)) is not None
+        )
+
+    def row(
+        self, member_id: str, local_member_id: str = "", server: ServerFlowControl | None = None
+    ) -> Row | None:
+        """The grstats_flow_control row of one member (None: no message of it yet)."""
+        m = self._members.get(member_id)
+        if m is None:
+            return None
         s = self.settings
-        out: list[Row] = []
-        for member_id in sorted(self._members):
-            m = self._members[member_id]
-            e = m.entry
-            kind = self._bottleneck(m)
-            excess = max(
-                e.waiting_certification - s.certifier_threshold,
-                e.waiting_apply - s.applier_threshold,
-                0,
-            )
-            eta = _eta(e.waiting_apply, m.apply_rate, m.incoming_rate)
-            local = server if member_id == local_member_id else None
-            out.append(
-                {
-                    col.MEMBER_ID: member_id,
-                    col.BOTTLENECK: kind,
-                    col.EXCESS_OVER_THRESHOLD: excess,
-                    col.GROUP_QUOTA: self.quota,
-                    col.THROTTLING: int(self._limited),
-                    col.BOTTLENECK_SINCE: None
-                    if m.since_us is None or not kind
-                    else format_timestamp(m.since_us),
-                    col.THROTTLED_SECONDS: round(m.throttled_s, 6),
-                    col.CERTIFIER_QUEUE: e.waiting_certification,
-                    col.APPLIER_QUEUE: e.waiting_apply,
-                    col.INCOMING_RATE: m.incoming_rate,
-                    col.APPLY_RATE: m.apply_rate,
-                    col.CATCH_UP_ETA_SECONDS: eta,
-                    col.CATCH_UP: _catch_up_text(eta),
-                    col.FAILOVER_READY: None if eta is None else int(eta <= self.catch_up_limit_s),
-                    col.SERVER_THROTTLE_COUNT: None if local is None else local.count,
-                    col.SERVER_THROTTLE_TIME_SUM: None if local is None else local.time_sum,
-                    col.SERVER_THROTTLE_ACTIVE_COUNT: None if local is None else local.active_count,
-                    col.SERVER_THROTTLE_LAST: None if local is None else local.last_throttle,
-                }
-            )
-        return tuple(out)
+        e = m.entry
+        kind = self._bottleneck(m)
+        excess = max(
+            e.waiting_certification - s.certifier_threshold,
+            e.waiting_apply - s.applier_threshold,
+            0,
+        )
+        eta = _eta(e.waiting_apply, m.apply_rate, m.incoming_rate)
+        local = server if member_id == local_member_id else None
+        return {
+            col.MEMBER_ID: member_id,
+            col.BOTTLENECK: kind,
+            col.EXCESS_OVER_THRESHOLD: excess,
+            col.GROUP_QUOTA: self.quota,
+            col.THROTTLING: int(self._limited),
+            col.BOTTLENECK_SINCE: None
+            if m.since_us is None or not kind
+            else format_timestamp(m.since_us),
+            col.THROTTLED_SECONDS: round(m.throttled_s, 6),
+            col.CERTIFIER_QUEUE: e.waiting_certification,
+            col.APPLIER_QUEUE: e.waiting_apply,
+            col.INCOMING_RATE: m.incoming_rate,
+            col.APPLY_RATE: m.apply_rate,
+            col.CATCH_UP_ETA_SECONDS: eta,
+            col.CATCH_UP: _catch_up_text(eta),
+            col.FAILOVER_READY: None if eta is None else int(eta <= self.catch_up_limit_s),
+            col.SERVER_THROTTLE_COUNT: None if local is None else local.count,
+            col.SERVER_THROTTLE_TIME_SUM: None if local is None else local.time_sum,
+            col.SERVER_THROTTLE_ACTIVE_COUNT: None if local is None else local.active_count,
+            col.SERVER_THROTTLE_LAST: None if local is None else local.last_throttle,
+        }
 
 
 def _eta(queue: int, apply_rate: float | None, incoming_rate: float | None) -> float | None:

@@ -4,16 +4,22 @@ Shared by the daemon (which produces rows), `grstats simulate` (which writes
 the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
-flow_control_mode, the applier counters after the lag figures), so the schema
-of an older file is a prefix of this one and its rows read with NULLs in the
-newer columns.
+flow_control_mode, the applier counters after the lag figures, the
+flow-control figures last), so the schema of an older file is a prefix of this
+one and its rows read with NULLs in the newer columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grstats.core.columns import APPLIER_METRICS, MEMBER_LAG, STATS_ITEM_COLUMNS
+from grstats.core.columns import (
+    APPLIER_METRICS,
+    FLOW_CONTROL,
+    FLOW_HISTORY,
+    MEMBER_LAG,
+    STATS_ITEM_COLUMNS,
+)
 
 # The lag figures of the member's group_replication_applier channel, as
 # replication_group_member_lag derives them (nullable doubles, seconds).
@@ -25,6 +31,17 @@ LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
 # counts); the gauges are not kept (PENDING is already the stats' applier queue).
 APPLIER_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     str(c.history) for c in APPLIER_METRICS.columns if c.history is not None and c.kind == "counter"
+)
+
+# The flow-control figures of the daemon's replay (core.flowreplay) for the row's
+# member at recording time: (history column, arrow type name). NULL: no replay
+# (a collector, or a file written before them).
+_FLOW_ARROW = {"varchar(16)": "string", "bigint": "int64", "bigint unsigned": "int64"}
+_FLOW_ARROW |= {"tinyint": "int8", "double": "double"}
+FLOW_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (str(c.history), _FLOW_ARROW[c.sql_type])
+    for c in FLOW_CONTROL.columns
+    if c.name in FLOW_HISTORY
 )
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
@@ -44,9 +61,12 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     # null GTID texts when the message's flag was '0'
     *((str(c.history), "int64" if c.numeric else "string") for c in STATS_ITEM_COLUMNS),
     ("flow_control_mode", "int8"),
-    # appended last: files written before them are a prefix and read with NULLs
+    # appended after flow_control_mode: files written before them are a prefix and
+    # read with NULLs
     *((name, "double") for name in LAG_HISTORY_COLUMNS),
     *((name, "int64") for name in APPLIER_HISTORY_COLUMNS),
+    # flow control: appended last, as one block (older files read it as NULL)
+    *FLOW_HISTORY_COLUMNS,
 )
 
 
@@ -100,3 +120,10 @@ class HistoryRow:
     waits_due_to_commit_order_count: int | None = None
     waits_due_to_commit_order_sum_time: int | None = None
     read_from_relay_log_sum_time: int | None = None
+    # the daemon's flow-control replay for this member (None: no replay)
+    fc_bottleneck: str | None = None  # "certifier", "applier" or "" (not a bottleneck)
+    fc_excess_over_threshold: int | None = None
+    fc_group_quota: int | None = None  # 0 = unlimited
+    fc_throttling: int | None = None  # 1 while the quota limits writers
+    fc_catch_up_eta_seconds: float | None = None  # +inf: never at this rate
+    fc_failover_ready: int | None = None

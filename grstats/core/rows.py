@@ -19,6 +19,7 @@ from typing import Any
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.applierrows import CHANNEL_COLUMNS
+from grstats.core.flowreplay import FlowReplay
 from grstats.core.lag import APPLIER_CHANNEL, MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, HistoryRow
@@ -43,6 +44,9 @@ _HISTORY_APPLIER = tuple(
     if col.APPLIER_METRICS.column(name).history in APPLIER_HISTORY_COLUMNS
 )
 _INT64_MAX = (1 << 63) - 1
+_HISTORY_FLOW = tuple(
+    (c.name, str(c.history)) for c in col.FLOW_CONTROL.columns if c.name in col.FLOW_HISTORY
+)
 
 
 def _text(value: bytes) -> str:
@@ -183,12 +187,33 @@ def applier_history(applier: MemberApplier | None) -> dict[str, int | None]:
     return figures
 
 
+def flow_history(replay: FlowReplay | None, member_id: str) -> dict[str, Any]:
+    """The history's flow-control columns: the replay's figures for `member_id` now.
+
+    The same values grstats_flow_control shows for the member (one rule,
+    `FlowReplay.row`), so the history and the live table never disagree.
+
+    Args:
+        replay: the daemon's flow-control replay; None (a collector): every figure None.
+        member_id: the member the row is of.
+
+    Returns:
+        History column name -> value or None.
+    """
+    row = None if replay is None else replay.row(member_id)
+    if row is None:
+        return dict.fromkeys((h for _, h in _HISTORY_FLOW), None)
+    return {history: row[name] for name, history in _HISTORY_FLOW}
+
+
 def history_row(
     envelope: Envelope,
     stats: PipelineStats,
     sampled_at_us: int,
+    *,
     lag: dict[str, float | None] | None = None,
     applier: dict[str, int | None] | None = None,
+    flow: dict[str, Any] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -198,6 +223,7 @@ def history_row(
         sampled_at_us: when it was sampled (the sender's clock).
         lag: its lag columns (`lag_history`); None: all NULL.
         applier: its applier columns (`applier_history`); None: all NULL.
+        flow: its flow-control columns (`flow_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -210,6 +236,7 @@ def history_row(
         texts = {name: _text(value) for name, value in gtid_texts}
     figures: dict[str, Any] = dict(lag or {})
     figures.update(applier or {})
+    figures.update(flow or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

@@ -34,7 +34,7 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
-from grstats.core.rows import applier_history, history_row, lag_history
+from grstats.core.rows import applier_history, flow_history, history_row, lag_history
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -150,8 +150,13 @@ class Publisher:
             lag = MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
             figures = lag_history(lag, 0.0)
             applier = applier_history(sample.applier)
+            # the replay has just stepped and taken our own message (set_local, same key)
+            own = sample.member.member_id or self.tables.local_member_id or ""
+            flow = flow_history(self.tables.flow, own)
             self.history.record(
-                history_row(envelope, stats, sample.sampled_at_us, figures, applier)
+                history_row(
+                    envelope, stats, sample.sampled_at_us, lag=figures, applier=applier, flow=flow
+                )
             )
 
     async def _announce(self, bus: Bus, *, in_group: bool) -> None:

@@ -14,7 +14,7 @@ import time
 import structlog
 
 from grstats.core.records import HistoryRow
-from grstats.core.rows import applier_history, history_row, lag_history
+from grstats.core.rows import applier_history, flow_history, history_row, lag_history
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -53,7 +53,8 @@ class Receiver:
             self._log_reject(topic, result.reason, result.detail)
 
     def _history_row(self, result: Accepted, received_us: int) -> HistoryRow:
-        """The remote member's row, with the lag and applier metrics of this very envelope."""
+        """The remote member's row: this very envelope's lag and applier metrics, the replay's
+        flow-control figures."""
         env = result.envelope
         remote = self.tables.registry.get((env.group, env.member.id))
         figures = None
@@ -61,8 +62,10 @@ class Receiver:
             offset_us = remote.clock_offset_us()
             figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
         applier = applier_history(remote.applier) if remote is not None else None
+        # the replay has just taken this message (MemberTables.receive); None in a collector
+        flow = flow_history(self.tables.flow, env.member.id)
         sampled_at = min(env.sent_us, received_us)
-        return history_row(env, result.stats, sampled_at, figures, applier)
+        return history_row(env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow)
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         mono = time.monotonic()

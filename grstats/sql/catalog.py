@@ -34,6 +34,9 @@ ROLLUP_TABLES = (
     "group_day",
     "applier_member_hour",
     "applier_member_day",
+    "flow_control_group_hour",
+    "flow_control_member_hour",
+    "flow_control_episodes",
 )
 # the hive partition columns of the history and rollup directories
 PARTITION_GROUP = "group"

@@ -153,3 +153,10 @@ def test_html_renders_tables_and_images_in_chromium(report_dir: Path, tmp_path: 
     assert pixels.shape[:2] == (4000, 1280)
     assert float(np.std(pixels[:, :, :3])) > 0.05  # not a blank page
     shutil.copy(shot, report_dir / "screenshot.png")  # beside the report, for a reviewer
+
+
+def test_a_history_without_flow_figures_says_so_in_the_flow_section(report_dir: Path) -> None:
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Who held the group back\n", 1)[1].split("\n## ", 1)[0]
+    assert section.strip().startswith("No flow-control figures this week")
+    assert not (report_dir / "flow_by_member.csv").exists()

@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
-from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS
+from grstats.core.records import (
+    APPLIER_HISTORY_COLUMNS,
+    FLOW_HISTORY_COLUMNS,
+    HISTORY_COLUMNS,
+    LAG_HISTORY_COLUMNS,
+)
 from spark_rollups import transforms
-from spark_rollups.schema import APPLIER_COUNTERS
+from spark_rollups.schema import APPLIER_COUNTERS, FLOW_COLUMNS, FLOW_SCHEMA
 from tests.spark_rollups.history_rows import read_samples, row, rows_of, write_history
 
 pytestmark = pytest.mark.slow
@@ -59,6 +64,11 @@ def test_history_schema_copy_equals_grstats_records() -> None:
     applier = [src for src, _ in APPLIER_COUNTERS]
     assert applier == names[first_lag + 5 : first_lag + 5 + len(applier)]
     assert set(applier) == set(APPLIER_HISTORY_COLUMNS)
+    assert [*transforms.LAGS, "clock_offset_seconds"] == list(LAG_HISTORY_COLUMNS)
+    flow_types = {"string": "string", "int64": "bigint", "int8": "tinyint", "double": "double"}
+    for field in FLOW_SCHEMA.fields:
+        assert field.dataType.simpleString() == {**spark_types, **flow_types}[kinds[field.name]]
+    assert [n for n, _ in FLOW_COLUMNS] == [n for n, _ in FLOW_HISTORY_COLUMNS]
 
 
 def test_member_table_columns_are_the_design_names(spark: Any, tmp_path: Path) -> None:

@@ -16,7 +16,16 @@ from types import FrameType
 
 import click
 
-from grstats.cli.demo import DEFAULT_SECONDS, DemoError, batch_part, live_part, note, say
+from grstats.cli.demo import (
+    DEFAULT_SECONDS,
+    FLOW_HEADING,
+    DemoError,
+    batch_part,
+    live_part,
+    note,
+    say,
+    section_headline,
+)
 from grstats.cli.supervisor import Processes
 
 __all__ = ["command"]
@@ -100,3 +109,9 @@ def command(out: Path, seconds: float, days: int) -> None:
         if path.suffix in (".html", ".md"):
             note(str(path))
     note(f"({len(files)} files: Markdown, HTML, PNG charts and CSV; logs in {logs})")
+    for path in files:
+        if path.name == "report.md":
+            headline = section_headline(path.read_text(encoding="utf-8"), FLOW_HEADING)
+            if headline:
+                say(f"{FLOW_HEADING} ({path.parent.name}):")
+                note(headline)

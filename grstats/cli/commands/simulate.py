@@ -21,6 +21,7 @@ from grstats.cli.backfill import (
     run_with_progress,
     simulate_history,
 )
+from grstats.core.flowcontrol import MAXTPS, FlowControlSettings
 
 __all__ = ["command"]
 
@@ -51,6 +52,21 @@ __all__ = ["command"]
 )
 @click.option("--slow-member", is_flag=True, help="Give the last member a slow applier.")
 @click.option(
+    "--certifier-threshold",
+    type=click.IntRange(0, MAXTPS),
+    default=FlowControlSettings().certifier_threshold,
+    show_default=True,
+    help="group_replication_flow_control_certifier_threshold of the flow-control replay "
+    "that fills the fc_* columns.",
+)
+@click.option(
+    "--applier-threshold",
+    type=click.IntRange(0, MAXTPS),
+    default=FlowControlSettings().applier_threshold,
+    show_default=True,
+    help="group_replication_flow_control_applier_threshold of that replay.",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
@@ -64,6 +80,8 @@ def command(
     seed: int,
     start: dt.datetime | None,
     slow_member: bool,
+    certifier_threshold: int,
+    applier_threshold: int,
     out: Path,
 ) -> None:
     """Write simulated 1 Hz history of a whole group, in the daemon's Parquet format.
@@ -76,6 +94,9 @@ def command(
     ids = member_ids(seed, members)
     first_day = default_start(days) if start is None else start.date()
     total = members * days * SECONDS_PER_DAY
+    flow_control = FlowControlSettings(
+        certifier_threshold=certifier_threshold, applier_threshold=applier_threshold
+    )
 
     def run(on_chunk: Callable[[int], None]) -> SimulateResult:
         return simulate_history(
@@ -87,6 +108,7 @@ def command(
             start=first_day,
             slow_member=slow_member,
             on_chunk=on_chunk,
+            flow_control=flow_control,
         )
 
     try:

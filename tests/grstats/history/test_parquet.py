@@ -9,7 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.records import (
+    APPLIER_HISTORY_COLUMNS,
+    FLOW_HISTORY_COLUMNS,
+    HISTORY_COLUMNS,
+    LAG_HISTORY_COLUMNS,
+)
 from grstats.history.parquet import invalid_column, read_history, rows_to_table, write_segments
 from tests.grstats.history.rows import (
     MIDNIGHT_US,
@@ -173,3 +178,53 @@ def test_a_file_from_before_the_applier_counters_reads_them_as_null(tmp_path: Pa
     assert table["apply_lag_seconds"].to_pylist() == [0.5, None]  # kept: it was in the file
     assert table["transactions_committed_count"].to_pylist() == [None, 7]
     assert table["waits_for_work_from_source_sum_time"].to_pylist() == [None, None]
+
+
+FLOW = {
+    "fc_bottleneck": "applier",
+    "fc_excess_over_threshold": 1234,
+    "fc_group_quota": 4321,
+    "fc_throttling": 1,
+    "fc_catch_up_eta_seconds": float("inf"),  # never at this rate
+    "fc_failover_ready": 0,
+}
+
+
+def test_flow_columns_are_the_last_block_of_the_history() -> None:
+    names = [n for n, _ in HISTORY_COLUMNS]
+    assert names[-len(FLOW) :] == list(FLOW)
+    assert dict(FLOW_HISTORY_COLUMNS) == {
+        "fc_bottleneck": "string",
+        "fc_excess_over_threshold": "int64",
+        "fc_group_quota": "int64",
+        "fc_throttling": "int8",
+        "fc_catch_up_eta_seconds": "double",
+        "fc_failover_ready": "int8",
+    }
+
+
+def test_flow_figures_survive_a_round_trip(tmp_path: Path) -> None:
+    row = dataclasses.replace(sample_row(1), **FLOW)  # type: ignore[arg-type]
+    eta_row = dataclasses.replace(sample_row(2), fc_bottleneck="", fc_catch_up_eta_seconds=2.5)
+    write_segments(tmp_path, rows_to_table([row, eta_row, sample_row(3)]), segment_id="s")
+    table = read_history(tmp_path).sort_by("seq")
+    for name, value in FLOW.items():
+        assert table[name].to_pylist()[0] == value, name
+        assert table[name].to_pylist()[2] is None, name
+    assert table["fc_bottleneck"].to_pylist()[1] == ""
+    assert table["fc_catch_up_eta_seconds"].to_pylist()[1] == 2.5
+    assert table.schema.field("fc_throttling").type == pa.int8()
+
+
+def test_a_file_from_before_the_flow_columns_reads_them_as_null(tmp_path: Path) -> None:
+    _old_schema_file(
+        tmp_path,
+        [dataclasses.replace(sample_row(1), apply_lag_seconds=0.5)],
+        newer=tuple(name for name, _ in FLOW_HISTORY_COLUMNS),
+    )
+    new = dataclasses.replace(sample_row(2), **FLOW)  # type: ignore[arg-type]
+    write_segments(tmp_path, rows_to_table([new]), segment_id="new")
+    table = read_history(tmp_path).sort_by("seq")
+    assert table["apply_lag_seconds"].to_pylist() == [0.5, None]  # the old file has lag
+    for name, value in FLOW.items():
+        assert table[name].to_pylist() == [None, value], name

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 from pathlib import Path
 
 import msgpack
 
-from grstats.core.records import LAG_HISTORY_COLUMNS
+from grstats.core.records import FLOW_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.history.parquet import row_values
 from grstats.history.wal import WAL_MAGIC, encode_record, repair_wal
 from tests.grstats.history.rows import (
@@ -40,7 +41,8 @@ def test_repair_wal_stops_at_crc_mismatch_in_the_middle(tmp_path: Path) -> None:
 
 def test_a_record_written_before_the_lag_columns_reads_with_null_lag(tmp_path: Path) -> None:
     # an older daemon's record: the values up to flow_control_mode only
-    old_values = list(row_values(sample_row(1)))[: -len(LAG_HISTORY_COLUMNS)]
+    names = [name for name, _ in HISTORY_COLUMNS]
+    old_values = list(row_values(sample_row(1)))[: names.index(LAG_HISTORY_COLUMNS[0])]
     payload = msgpack.packb(old_values, use_bin_type=True)
     record = struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
     path = wal_file(tmp_path, "000000000001-cc", record + encode_record(sample_row(2)))
@@ -49,3 +51,20 @@ def test_a_record_written_before_the_lag_columns_reads_with_null_lag(tmp_path: P
     assert [r.seq for r in scan.rows] == [1, 2]
     assert scan.rows[0].apply_lag_seconds is None
     assert scan.rows[0] == sample_row(1)
+
+
+def test_a_record_written_before_the_flow_columns_reads_with_null_figures(
+    tmp_path: Path,
+) -> None:
+    # an issue-10 daemon's record: the values up to the lag columns
+    new = dataclasses.replace(sample_row(1), apply_lag_seconds=1.5)
+    values = list(row_values(new))
+    payload = msgpack.packb(values[: -len(FLOW_HISTORY_COLUMNS)], use_bin_type=True)
+    record = struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
+    flowing = dataclasses.replace(sample_row(2), fc_throttling=1, fc_bottleneck="certifier")
+    path = wal_file(tmp_path, "000000000001-dd", record + encode_record(flowing))
+    scan = repair_wal(path)
+    assert scan is not None
+    assert scan.rows[0] == new  # lag kept, every fc_* None
+    assert scan.rows[0].fc_throttling is None
+    assert (scan.rows[1].fc_throttling, scan.rows[1].fc_bottleneck) == (1, "certifier")

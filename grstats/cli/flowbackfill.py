@@ -1,0 +1,216 @@
+"""The flow-control history columns of `grstats simulate`: a collector's replay, in bulk.
+
+Strategy: `grstats simulate` writes every member's rows offline; the fc_*
+columns must be what a daemon's replay (`core.flowreplay.FlowReplay`) records
+for those rows if it received every member's row as one stats message per
+second.  The replay's per-member figures (bottleneck, excess, catch-up ETA,
+failover readiness) depend only on the member's own consecutive messages, so
+they are computed column-wise with numpy by the replay's rules; the group
+quota is sequential, so it runs MySQL's algorithm itself
+(`core.flowcontrol.FlowControl`) second by second.  A second whose step can
+only yield quota 0 (no hold counted, quota already 0, no max_quota) just
+advances the step number -- exactly what `FlowControl.step` does then -- and
+the messages are handed to `FlowControl.receive` only for the seconds that
+count holds: a step with holds reads every entry, and they are all refreshed
+right before it, as the continuous replay would have them.
+
+Invariants (as in the replay): the step of second t counts the messages of
+second t-1 (a daemon steps on its own sample, before the others' messages of
+that second arrive); row t shows the quota after that step and the member's
+figures from its message at t; the first message of a member has no rates
+(ETA NULL unless its queue is empty).  State carries over from one day to the
+next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from grstats.core.flowcontrol import MODE_QUOTA, FlowControl, FlowControlSettings, FlowEntry
+from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
+
+__all__ = ["FLOW_INPUTS", "FlowFill"]
+
+# history column -> what the replay reads of the member's message
+CERT = "count_transactions_in_queue"
+APPLY = "count_transactions_remote_in_applier_queue"
+CERTIFIED = "count_transactions_checked"
+APPLIED = "count_transactions_remote_applied"
+LOCAL = "count_transactions_local_proposed"
+MODE = "flow_control_mode"
+AT = "sampled_at"
+FLOW_INPUTS = (CERT, APPLY, CERTIFIED, APPLIED, LOCAL, MODE, AT)
+
+_I64 = np.int64
+
+
+@dataclass(slots=True)
+class _Last:
+    """A member's last message of the previous day."""
+
+    values: dict[str, int]
+    entry: FlowEntry
+
+
+@dataclass(slots=True)
+class FlowFill:
+    """The replay's fc_* columns for whole days of every member, day after day.
+
+    Args:
+        settings: the flow-control variables the replaying daemon uses.
+        catch_up_limit_s: FAILOVER_READY's limit (as `FlowReplay`).
+    """
+
+    settings: FlowControlSettings = field(default_factory=FlowControlSettings)
+    catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S
+    _fc: FlowControl = field(init=False)
+    _last: dict[str, _Last] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self._fc = FlowControl(self.settings)
+
+    def day(self, inputs: dict[str, dict[str, Any]]) -> dict[str, dict[str, pa.Array]]:
+        """The fc_* columns of one day.
+
+        Args:
+            inputs: member id -> its FLOW_INPUTS columns (array-likes of equal
+                length, one row per second, in time order); every member the
+                same seconds.
+
+        Returns:
+            Member id -> history column name -> Arrow array.
+        """
+        members = sorted(inputs)
+        cols = {m: {k: np.asarray(inputs[m][k], dtype=_I64) for k in FLOW_INPUTS} for m in members}
+        n = len(cols[members[0]][AT]) if members else 0
+        s = self.settings
+        needs = {m: self._needs(cols[m]) for m in members}
+        quota = self._quotas(members, cols, needs, n)
+        throttling = (quota > 0).astype(np.int8)
+        out: dict[str, dict[str, pa.Array]] = {}
+        for m in members:
+            c = cols[m]
+            cert_ex = c[CERT] - s.certifier_threshold
+            apply_ex = c[APPLY] - s.applier_threshold
+            kind = np.where(
+                needs[m],
+                np.where((cert_ex > 0) & (cert_ex >= apply_ex), "certifier", "applier"),
+                "",
+            )
+            eta = self._eta(m, c, n)
+            known = ~np.isnan(eta)
+            ready = pa.array((eta <= self.catch_up_limit_s).astype(np.int8), pa.int8(), mask=~known)
+            out[m] = {
+                "fc_bottleneck": pa.array(kind.tolist(), pa.string()),
+                "fc_excess_over_threshold": pa.array(
+                    np.maximum(np.maximum(cert_ex, apply_ex), 0), pa.int64()
+                ),
+                "fc_group_quota": pa.array(quota, pa.int64()),
+                "fc_throttling": pa.array(throttling, pa.int8()),
+                "fc_catch_up_eta_seconds": pa.array(eta, pa.float64(), mask=~known),
+                "fc_failover_ready": ready,
+            }
+            if n:
+                last = {k: int(v[-1]) for k, v in c.items()}
+                self._last[m] = _Last(last, self._entry(m, c, n - 1))
+        return out
+
+    def _needs(self, c: dict[str, Any]) -> Any:
+        s = self.settings
+        return (c[MODE] == MODE_QUOTA) & (
+            (c[CERT] > s.certifier_threshold) | (c[APPLY] > s.applier_threshold)
+        )
+
+    def _previous(self, m: str, c: dict[str, Any], name: str) -> Any:
+        """The previous message's value of `name` per row (the zero state before the first)."""
+        last = self._last.get(m)
+        first = 0 if last is None else last.values[name]
+        return np.concatenate([np.array([first], dtype=_I64), c[name][:-1]])
+
+    def _entry(self, m: str, c: dict[str, Any], i: int) -> FlowEntry:
+        """The FlowEntry of the member's message at row i (deltas against row i-1)."""
+        if i > 0:
+            prev = {k: int(c[k][i - 1]) for k in (CERTIFIED, APPLIED, LOCAL)}
+        else:
+            last = self._last.get(m)
+            prev = dict.fromkeys((CERTIFIED, APPLIED, LOCAL), 0) if last is None else last.values
+        return FlowEntry(
+            waiting_certification=int(c[CERT][i]),
+            waiting_apply=int(c[APPLY][i]),
+            delta_certified=int(c[CERTIFIED][i]) - prev[CERTIFIED],
+            delta_applied=int(c[APPLIED][i]) - prev[APPLIED],
+            delta_local=int(c[LOCAL][i]) - prev[LOCAL],
+            mode=int(c[MODE][i]),
+        )
+
+    def _quotas(
+        self, members: list[str], cols: dict[str, dict[str, Any]], needs: dict[str, Any], n: int
+    ) -> Any:
+        """The quota after each second's step (MySQL's algorithm, `FlowControl`)."""
+        fc, s = self._fc, self.settings
+        quota = np.zeros(n, dtype=_I64)
+        held = np.zeros(n, dtype=bool)  # row t-1 of some member counts a hold at step t
+        for m in members:
+            held[1:] |= needs[m][:-1]
+        carried = [m for m in members if m in self._last]
+        if n and any(self._needs_entry(self._last[m].entry) for m in carried):
+            held[0] = True
+        # each member's FlowEntry fields per row, as plain ints (built once, column-wise)
+        fields = {m: self._entry_fields(m, cols[m]) for m in members}
+        for t in range(n):
+            if not held[t] and fc.quota == 0 and not s.max_quota:
+                fc.step_number += 1  # what step() does with no hold and no quota
+                continue
+            if held[t]:
+                for m in members:
+                    if t > 0:
+                        wc, wa, dc, da, dl, mode = fields[m]
+                        i = t - 1
+                        fc.receive(m, FlowEntry(wc[i], wa[i], dc[i], da[i], dl[i], mode[i]))
+                    elif m in self._last:
+                        fc.receive(m, self._last[m].entry)
+            fc.step(0)
+            quota[t] = fc.quota
+        return quota
+
+    def _entry_fields(self, m: str, c: dict[str, Any]) -> list[list[int]]:
+        """FlowEntry's fields per row (deltas against the previous message), as lists."""
+        return [
+            c[CERT].tolist(),
+            c[APPLY].tolist(),
+            (c[CERTIFIED] - self._previous(m, c, CERTIFIED)).tolist(),
+            (c[APPLIED] - self._previous(m, c, APPLIED)).tolist(),
+            (c[LOCAL] - self._previous(m, c, LOCAL)).tolist(),
+            c[MODE].tolist(),
+        ]
+
+    def _needs_entry(self, entry: FlowEntry) -> bool:
+        s = self.settings
+        return entry.mode == MODE_QUOTA and (
+            entry.waiting_certification > s.certifier_threshold
+            or entry.waiting_apply > s.applier_threshold
+        )
+
+    def _eta(self, m: str, c: dict[str, Any], n: int) -> Any:
+        """CATCH_UP_ETA_SECONDS per row (NaN: unknown), by `FlowReplay`'s rules."""
+        queue = c[APPLY].astype(np.float64)
+        prev_queue = self._previous(m, c, APPLY).astype(np.float64)
+        prev_at = self._previous(m, c, AT)
+        dt = (c[AT] - prev_at) / 1e6
+        has_rate = np.ones(n, dtype=bool)
+        if m not in self._last and n:
+            has_rate[0] = False  # the member's first message: no rates yet
+        has_rate &= dt > 0
+        safe_dt = np.where(dt > 0, dt, 1.0)
+        applied = c[APPLIED] - self._previous(m, c, APPLIED)
+        apply_rate = np.maximum(0.0, applied / safe_dt)
+        incoming = np.maximum(0.0, apply_rate + (queue - prev_queue) / safe_dt)
+        net = apply_rate - incoming
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eta = np.where(net > 0, queue / np.where(net > 0, net, 1.0), np.inf)
+        eta = np.where(has_rate, eta, np.nan)
+        return np.where(queue <= 0, 0.0, eta)

@@ -1,0 +1,239 @@
+"""Flow-control rollups: throttled seconds per group-hour, who caused them, the episodes.
+
+Strategy: the history rows carry the daemon's flow-control replay
+(`fc_*`, DESIGN.md section 6): every member's row says whether the group
+was throttled at that moment (fc_throttling, group-wide) and whether the
+member itself was a bottleneck (fc_bottleneck).  Everything here is counted
+in *seconds*, not rows, so that the members' rows of the same second (each
+carrying the group's state) and duplicated rows count once:
+
+- member-second: (group, member, UTC second = floor(sampled_at)) over the
+  rows with replay figures (fc_throttling not NULL; older files and
+  collectors have none).  It is *throttled* if one of its rows has
+  fc_throttling = 1, a *bottleneck* second if one has a non-empty
+  fc_bottleneck, and *caused* if one row has both;
+- group-second: a throttled group second is a second in which some
+  member-second is throttled; it is *attributed* if some member-second of it
+  is caused (a second can be caused by several members: each is charged the
+  whole second).  Unattributed throttled seconds are the quota's release
+  tail: no queue over the threshold any more, the quota still growing back;
+- an episode of a member: a maximal run of its caused seconds in one UTC
+  day in which consecutive seconds are at most `EPISODE_GAP_S` apart (one
+  missing sample does not split it); its length is the number of caused
+  seconds.  Episodes are cut at midnight (the report joins them again);
+- catch-up ETA per member-second: the largest of its rows; the distribution
+  counts member-seconds per bucket and takes exact percentiles (linear
+  interpolation, as DuckDB's quantile_cont) over the finite ETAs.
+
+Output tables (partitioned like the others by group and UTC date):
+flow_control_group_hour, flow_control_member_hour, flow_control_episodes.
+Invariants: functions of pyspark.sql.functions only; per-day inputs, so an
+incremental run that redoes a date redoes exactly its partitions.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_rollups.schema import BUCKET, DAY, GROUP_NAME, MEMBER_ID, SAMPLED_AT
+
+__all__ = [
+    "CATCH_UP_BUCKETS",
+    "EPISODE_GAP_S",
+    "FLOW_TABLES",
+    "flow_seconds",
+    "flow_tables",
+]
+
+FLOW_TABLES = ("flow_control_group_hour", "flow_control_member_hour", "flow_control_episodes")
+EPISODE_GAP_S = 2
+SECOND = "second"  # Unix seconds (floor of sampled_at)
+ETA = "fc_catch_up_eta_seconds"
+# (column, lower bound exclusive or None, upper bound inclusive) of the ETA buckets; the
+# first bucket is exactly 0 (caught up), `never` is +inf, `unknown` NULL.
+CATCH_UP_BUCKETS: tuple[str, ...] = (
+    "catch_up_0s",
+    "catch_up_under_10s",
+    "catch_up_10_60s",
+    "catch_up_over_60s",
+    "catch_up_never",
+    "catch_up_unknown",
+)
+
+
+def _any(condition: Column) -> Column:
+    return F.max(F.coalesce(condition, F.lit(False)).cast("int")) == 1
+
+
+def flow_seconds(history: DataFrame) -> DataFrame:
+    """One row per member-second with replay figures (see the module docstring).
+
+    Args:
+        history: history rows with the flow columns (schema.FLOW_SCHEMA).
+
+    Returns:
+        group_name, member_id, day, second, throttled, bottleneck, caused,
+        kind, excess, certifier_queue, applier_queue, eta, unready.
+    """
+    rows = history.where(F.col("fc_throttling").isNotNull())
+    throttling = F.col("fc_throttling") == 1
+    bottleneck = F.coalesce(F.col("fc_bottleneck"), F.lit("")) != ""
+    return rows.groupBy(
+        GROUP_NAME,
+        MEMBER_ID,
+        F.to_date(SAMPLED_AT).alias(DAY),
+        F.floor(F.unix_micros(SAMPLED_AT) / 1_000_000).alias(SECOND),
+    ).agg(
+        _any(throttling).alias("throttled"),
+        _any(bottleneck).alias("bottleneck"),
+        _any(throttling & bottleneck).alias("caused"),
+        F.max(F.when(bottleneck, F.col("fc_bottleneck"))).alias("kind"),
+        F.max("fc_excess_over_threshold").alias("excess"),
+        F.max("count_transactions_in_queue").alias("certifier_queue"),
+        F.max("count_transactions_remote_in_applier_queue").alias("applier_queue"),
+        F.max(ETA).alias("eta"),
+        _any(F.col("fc_failover_ready") == 0).alias("unready"),
+    )
+
+
+def _hour(second: Column) -> Column:
+    return F.date_trunc("hour", F.timestamp_seconds(second)).alias(BUCKET)
+
+
+def _count(condition: Column) -> Column:
+    return F.count(F.when(condition, True))
+
+
+def _member_hour(seconds: DataFrame) -> DataFrame:
+    eta = F.col("eta")
+    finite = F.when(~F.isnan(eta) & (eta != F.lit(float("inf"))), eta)
+    buckets = (
+        eta == 0,
+        (eta > 0) & (eta < 10),
+        (eta >= 10) & (eta <= 60),
+        (eta > 60) & (eta != F.lit(float("inf"))),
+        eta == F.lit(float("inf")),
+        eta.isNull(),
+    )
+    return (
+        seconds.groupBy(GROUP_NAME, MEMBER_ID, DAY, _hour(F.col(SECOND)))
+        .agg(
+            F.count("*").alias("seconds"),
+            _count(F.col("bottleneck")).alias("bottleneck_seconds"),
+            _count(F.col("caused")).alias("throttled_seconds_caused"),
+            _count(F.col("caused") & (F.col("kind") == "certifier")).alias(
+                "throttled_seconds_caused_certifier"
+            ),
+            _count(F.col("caused") & (F.col("kind") == "applier")).alias(
+                "throttled_seconds_caused_applier"
+            ),
+            F.max("excess").alias("excess_max"),
+            F.max("certifier_queue").alias("certifier_queue_max"),
+            F.max("applier_queue").alias("applier_queue_max"),
+            *(_count(c).alias(name) for name, c in zip(CATCH_UP_BUCKETS, buckets, strict=True)),
+            F.percentile(finite, F.lit(0.5)).alias("catch_up_eta_p50"),
+            F.percentile(finite, F.lit(0.95)).alias("catch_up_eta_p95"),
+            F.max(finite).alias("catch_up_eta_max"),
+            _count(F.col("unready")).alias("failover_unready_seconds"),
+        )
+        .select(
+            GROUP_NAME,
+            MEMBER_ID,
+            BUCKET,
+            "seconds",
+            "bottleneck_seconds",
+            "throttled_seconds_caused",
+            "throttled_seconds_caused_certifier",
+            "throttled_seconds_caused_applier",
+            "excess_max",
+            "certifier_queue_max",
+            "applier_queue_max",
+            *CATCH_UP_BUCKETS,
+            "catch_up_eta_p50",
+            "catch_up_eta_p95",
+            "catch_up_eta_max",
+            "failover_unready_seconds",
+            DAY,
+        )
+    )
+
+
+def _group_hour(seconds: DataFrame) -> DataFrame:
+    group_seconds = seconds.groupBy(GROUP_NAME, DAY, SECOND).agg(
+        _any(F.col("throttled")).alias("throttled"),
+        _any(F.col("caused")).alias("attributed"),
+        _count(F.col("caused")).alias("causes"),
+    )
+    return (
+        group_seconds.groupBy(GROUP_NAME, DAY, _hour(F.col(SECOND)))
+        .agg(
+            F.count("*").alias("seconds"),
+            _count(F.col("throttled")).alias("throttled_seconds"),
+            _count(F.col("attributed")).alias("attributed_seconds"),
+            _count(F.col("throttled") & ~F.col("attributed")).alias("unattributed_seconds"),
+            _count(F.col("causes") > 1).alias("shared_seconds"),
+        )
+        .select(
+            GROUP_NAME,
+            BUCKET,
+            "seconds",
+            "throttled_seconds",
+            "attributed_seconds",
+            "unattributed_seconds",
+            "shared_seconds",
+            DAY,
+        )
+    )
+
+
+def _episodes(seconds: DataFrame) -> DataFrame:
+    caused = seconds.where(F.col("caused"))
+    order = Window.partitionBy(GROUP_NAME, MEMBER_ID, DAY).orderBy(SECOND)
+    gap = F.col(SECOND) - F.lag(SECOND).over(order)
+    starts = caused.withColumn("_new", F.when(gap.isNull() | (gap > EPISODE_GAP_S), 1).otherwise(0))
+    numbered = starts.withColumn(
+        "_episode", F.sum("_new").over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    kinds = F.array_sort(F.collect_set("kind"))
+    return (
+        numbered.groupBy(GROUP_NAME, MEMBER_ID, DAY, "_episode")
+        .agg(
+            F.timestamp_seconds(F.min(SECOND)).alias("episode_start"),
+            F.timestamp_seconds(F.max(SECOND)).alias("episode_end"),
+            F.count("*").alias("throttled_seconds"),
+            kinds.alias("_kinds"),
+            F.max("excess").alias("excess_max"),
+            F.max("certifier_queue").alias("certifier_queue_max"),
+            F.max("applier_queue").alias("applier_queue_max"),
+        )
+        .select(
+            GROUP_NAME,
+            MEMBER_ID,
+            "episode_start",
+            "episode_end",
+            "throttled_seconds",
+            F.array_join("_kinds", "+").alias("bottleneck"),
+            "excess_max",
+            "certifier_queue_max",
+            "applier_queue_max",
+            DAY,
+        )
+    )
+
+
+def flow_tables(history: DataFrame) -> dict[str, DataFrame]:
+    """The three flow-control tables of `history` (one scan, the member-seconds shared).
+
+    Args:
+        history: history rows with the flow columns.
+
+    Returns:
+        Table name -> DataFrame (with `day`, the output partition).
+    """
+    seconds = flow_seconds(history)
+    return {
+        "flow_control_group_hour": _group_hour(seconds),
+        "flow_control_member_hour": _member_hour(seconds),
+        "flow_control_episodes": _episodes(seconds),
+    }
