@@ -224,7 +224,9 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         check_keys_only(mysql, MYSQL_KEYS)
         check_keys_only(simulated, simulated_keys())
     elif source_kind == "simulated":
-        source_settings = parse_simulated(simulated, member)
+        source_settings = dataclasses.replace(
+            parse_simulated(simulated, member), flow_control=parsed["flow_control"].core()
+        )
         check_keys_only(mysql, MYSQL_KEYS)
     else:
         source_settings = parse_mysql(mysql)

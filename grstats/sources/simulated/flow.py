@@ -1,0 +1,438 @@
+"""Flow control in the simulated group: MySQL's QUOTA throttles the writers.
+
+Strategy: the closed-form model (workload.py, applier.py) is the *unthrottled*
+group. While no member's stats message needs flow control the throttled group
+equals it. From the first acting tick whose messages need flow control (an
+*episode*), the group runs second by second: at each acting tick (every
+`period` seconds) one `core.flowcontrol.FlowControl` steps, then receives every
+member's stats message (the state at the end of the previous second: queues,
+deltas of certified, applied and local since the member's last message), and
+each writer commits at most `quota` proposals in the period that follows (0 =
+unlimited); the excess waits in the writer's backlog and is committed, oldest
+first, when the quota allows. Applier queues follow the same Lindley recursion
+and capacities as applier.py on the committed transactions. The episode ends
+when no backlog is left, the quota is back to unlimited and every queue equals
+the unthrottled one; from then on the closed form holds again.
+
+Every member receives the same messages, and a modelled writer never commits
+beyond its quota (it defers instead of overshooting), so MySQL's `extra` is 0
+and one FlowControl gives every member's quota (the same figure the daemons'
+replay computes). Members send stats whatever their scripted state.
+
+Determinism with bounded work: runs start at an *anchor* hour, the last hour
+(within LOOKBACK_HOURS) whose start has every unthrottled applier queue empty
+and whose previous hour needs no flow control; there the throttled group is
+taken to equal the unthrottled one. A run is simulated a whole hour at a time
+and cached, so results do not depend on the order or time of queries.
+
+Invariants: backlogs >= 0 (committed <= offered, per writer, cumulatively);
+conflicts committed <= proposals committed in every second; throttled counters
+are cumulative and never decrease within a run.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grstats.core.flowcontrol import FlowControl, FlowEntry
+from grstats.sources.simulated.applier import LOOKBACK_HOURS, ApplierQueues
+from grstats.sources.simulated.hashing import I64
+from grstats.sources.simulated.workload import HOUR, Hour, Workload
+
+__all__ = ["FlowModel", "ThrottledQueues", "ThrottledWorkload"]
+
+_RUNS_CACHED = 8
+_HOURS_CACHED = 8
+
+# (member, first second of the hour) -> that hour's certifier queue (IN_QUEUE)
+WaitingCertification = Callable[[int, int], I64]
+
+
+@dataclass(slots=True)
+class _Episode:
+    """The live state of a second-by-second episode (Python ints: a hot loop)."""
+
+    fc: FlowControl
+    a: list[int]  # committed proposals, cumulative
+    backlog_a: list[int]  # offered but not yet committed
+    backlog_c: list[int]  # conflicts among the backlog
+    queue: list[int]
+    applied: list[int]  # relative to the episode's start
+    iq: list[int]  # certifier queue of the previous second
+    sent: list[tuple[int, int, int]]  # (certified, applied, local) at the last message
+    quota: int = 0
+    used: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Run:
+    anchor: int  # hour
+    next_hour: int  # first hour not yet simulated
+    episode: _Episode | None = None
+    # hour -> (deficit of proposals, deficit of conflicts, queues), each (members, 3600)
+    hours: dict[int, tuple[I64, I64, I64]] = field(default_factory=dict)
+    episodes: list[list[int]] = field(default_factory=list)  # [start, end or -1]
+
+
+class FlowModel:
+    """The throttled group's deviations from the unthrottled model; cached, not thread-safe.
+
+    Args:
+        raw: the unthrottled workload.
+        queues: the unthrottled applier queues.
+        waiting_certification: the members' certifier queues (unthrottled).
+    """
+
+    def __init__(
+        self, raw: Workload, queues: ApplierQueues, waiting_certification: WaitingCertification
+    ) -> None:
+        self._w, self._q, self._iq = raw, queues, waiting_certification
+        self.settings = raw.settings.flow_control
+        self.record = False  # keep every tick's messages and quota in `trace` (tests)
+        self.trace: list[tuple[int, int, tuple[FlowEntry, ...]]] = []  # (tick, quota, msgs)
+        self._runs: OrderedDict[int, _Run] = OrderedDict()
+        self._holds: dict[int, bool] = {}
+        self._anchors: dict[int, int] = {}
+
+    # ---- where runs start ----
+
+    def _hold_hour(self, h: int) -> bool:
+        """Whether some unthrottled message of hour h could need flow control."""
+        got = self._holds.get(h)
+        if got is None:
+            s, n = self.settings, self._w.n
+            got = False
+            for m in range(n):
+                q = self._q.queue(m, h)
+                if s.applier_threshold > 0 and int(q.max()) > s.applier_threshold:
+                    got = True
+                    break
+                iq = self._iq(m, h * HOUR)
+                if s.certifier_threshold > 0 and int(iq.max()) > s.certifier_threshold:
+                    got = True
+                    break
+            self._holds[h] = got
+        return got
+
+    def anchor(self, h: int) -> int:
+        """The hour the run covering hour h starts at."""
+        got = self._anchors.get(h)
+        if got is not None:
+            return got
+        w = self._w
+        lo = max(w.h0, h - LOOKBACK_HOURS)
+        got = lo
+        for x in range(h, lo, -1):
+            if all(self._q.carry(m, x) == 0 for m in range(w.n)) and not self._hold_hour(x - 1):
+                got = x
+                break
+        self._anchors[h] = got
+        return got
+
+    # ---- runs ----
+
+    def _run(self, h: int) -> _Run:
+        a = self.anchor(h)
+        run = self._runs.get(a)
+        if run is None:
+            run = self._runs[a] = _Run(a, a)
+            if len(self._runs) > _RUNS_CACHED:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(a)
+        while run.next_hour <= h:
+            self._simulate_hour(run, run.next_hour)
+            run.next_hour += 1
+        return run
+
+    def hour_arrays(self, h: int) -> tuple[I64, I64, I64] | None:
+        """(proposal deficits, conflict deficits, queues) of hour h, None if unthrottled."""
+        if self.settings.mode != "QUOTA" or h < self._w.h0:
+            return None
+        return self._run(h).hours.get(h)
+
+    def deficit_before(self, h: int) -> tuple[I64, I64] | None:
+        """Deficits (proposals, conflicts) per member at the end of hour h - 1, as the
+        run covering hour h sees it (None: none)."""
+        if self.settings.mode != "QUOTA" or h <= self._w.h0:
+            return None
+        run = self._run(h)
+        if run.anchor == h:
+            return None
+        got = run.hours.get(h - 1)
+        if got is None:
+            return None
+        return got[0][:, -1], got[1][:, -1]
+
+    def episodes(self, h: int) -> list[list[int]]:
+        """The episodes [start, end) (end -1: still running) of the run covering hour h."""
+        return self._run(h).episodes if self.settings.mode == "QUOTA" else []
+
+    def _raw_state(self, h: int) -> tuple[I64, I64, I64, I64]:
+        """Unthrottled (cumulative proposals, conflicts, queues, certifier queues) of hour h."""
+        w = self._w
+        hour = w.hour(h)
+        pa, pc = w.base(h)
+        q = np.stack([self._q.queue(m, h) for m in range(w.n)])
+        iq = np.stack([self._iq(m, h * HOUR) for m in range(w.n)])
+        return pa[:, None] + hour.a, pc[:, None] + hour.c, q, iq
+
+    def _first_hold(self, q: I64, iq: I64, q_prev: I64, iq_prev: I64, h: int, k0: int) -> int:
+        """First second k >= k0 of hour h that is an acting tick whose messages (the state
+        of the second before) need flow control; HOUR if none."""
+        s = self.settings
+        prev_q = np.concatenate([q_prev[:, None], q[:, :-1]], axis=1)
+        prev_iq = np.concatenate([iq_prev[:, None], iq[:, :-1]], axis=1)
+        over = np.zeros(HOUR, dtype=bool)
+        if s.applier_threshold > 0:
+            over |= (prev_q > s.applier_threshold).any(axis=0)
+        if s.certifier_threshold > 0:
+            over |= (prev_iq > s.certifier_threshold).any(axis=0)
+        over[:k0] = False
+        over &= (h * HOUR + np.arange(HOUR)) % s.period == 0
+        hits = np.flatnonzero(over)
+        return int(hits[0]) if len(hits) else HOUR
+
+    def _start(self, h: int, k: int, a: I64, c: I64, q: I64, iq: I64) -> _Episode:
+        """An episode starting at second k of hour h from the unthrottled state before it."""
+        w, s = self._w, h * HOUR + k
+        if k > 0:
+            a_prev, c_prev, q_prev, iq_prev = a[:, k - 1], c[:, k - 1], q[:, k - 1], iq[:, k - 1]
+        else:
+            pa, pc = w.base(h)
+            a_prev, c_prev = pa, pc
+            q_prev = np.array([self._q.queue_at(m, s - 1) for m in range(w.n)], dtype=np.int64)
+            iq_prev = np.array([int(self._iq(m, (h - 1) * HOUR)[-1]) for m in range(w.n)])
+        # deltas of the first message: since the tick one period earlier (unthrottled)
+        p = self.settings.period
+        before = s - 1 - p
+        ok_b = w.ok_at(before) if before >= w.h0 * HOUR else np.zeros(w.n, dtype=np.int64)
+        ok_now = a_prev - c_prev
+        hb, kb = divmod(before, HOUR)
+        if hb >= w.h0:
+            pa_b, pc_b = w.base(hb)
+            a_b = pa_b + w.hour(hb).a[:, kb]
+            tot_b = int((pa_b + w.hour(hb).a[:, kb]).sum())
+        else:
+            a_b = np.zeros(w.n, dtype=np.int64)
+            tot_b = 0
+        q_b = [self._q.queue_at(m, before) if hb >= w.h0 else 0 for m in range(w.n)]
+        tot_ok_now, tot_ok_b = int(ok_now.sum()), int(ok_b.sum())
+        applied_b = [
+            tot_ok_now - int(ok_now[m]) - int(q_prev[m]) - (tot_ok_b - int(ok_b[m]) - q_b[m])
+            for m in range(w.n)
+        ]
+        fc = FlowControl(self.settings, step_number=s // p)
+        n = w.n
+        return _Episode(
+            fc=fc,
+            a=[int(x) for x in a_prev],
+            backlog_a=[0] * n,
+            backlog_c=[0] * n,
+            queue=[int(x) for x in q_prev],
+            applied=[0] * n,
+            iq=[int(x) for x in iq_prev],
+            sent=[
+                (tot_b, -applied_b[m], int(a_b[m])) for m in range(n)
+            ],  # so the first deltas are those of the unthrottled period before
+            used=[0] * n,
+        )
+
+    def _simulate_hour(self, run: _Run, h: int) -> None:
+        w, n = self._w, self._w.n
+        a, c, q, iq = self._raw_state(h)
+        if h == run.anchor:
+            q_prev = np.zeros(n, dtype=np.int64)
+            iq_prev = np.zeros(n, dtype=np.int64)
+            if h > w.h0:
+                q_prev = np.array([self._q.queue_at(m, h * HOUR - 1) for m in range(n)])
+                iq_prev = np.array([int(self._iq(m, (h - 1) * HOUR)[-1]) for m in range(n)])
+        else:
+            if h - 1 in run.hours:
+                q_prev = run.hours[h - 1][2][:, -1]
+            else:
+                q_prev = np.array([self._q.queue_at(m, h * HOUR - 1) for m in range(n)])
+            iq_prev = np.array([int(self._iq(m, (h - 1) * HOUR)[-1]) for m in range(n)])
+        k = 0
+        da = dc = qs = None
+        while k < HOUR:
+            if run.episode is None:
+                k = self._first_hold(q, iq, q_prev, iq_prev, h, k)
+                if k >= HOUR:
+                    break
+                run.episode = self._start(h, k, a, c, q, iq)
+                run.episodes.append([h * HOUR + k, -1])
+            if da is None:
+                da = np.zeros((n, HOUR), dtype=np.int64)
+                dc = np.zeros((n, HOUR), dtype=np.int64)
+                qs = q.copy()
+            assert dc is not None and qs is not None
+            k = self._episode_seconds(run, h, k, a, c, q, iq, da, dc, qs)
+            if run.episode is None:
+                run.episodes[-1][1] = h * HOUR + k
+        if da is not None:
+            assert dc is not None and qs is not None
+            run.hours[h] = (da, dc, qs)
+
+    def _episode_seconds(
+        self, run: _Run, h: int, k0: int, a: I64, c: I64, q: I64, iq: I64, da: I64, dc: I64, qs: I64
+    ) -> int:
+        """Simulate from second k0 of hour h until the episode ends or the hour does;
+        returns the first second not simulated."""
+        ep = run.episode
+        assert ep is not None
+        w, n, p = self._w, self._w.n, self.settings.period
+        writers = w.writers.tolist()
+        pa, pc = w.base(h)
+        inc_a = np.diff(np.concatenate([pa[:, None], a], axis=1), axis=1).tolist()
+        inc_c = np.diff(np.concatenate([pc[:, None], c], axis=1), axis=1).tolist()
+        cap = [self._q._cap_hour(m, h).tolist() for m in range(n)]
+        iq_l, q_raw = iq.tolist(), q.tolist()
+        fc, record = ep.fc, self.record
+        base_s = h * HOUR
+        k = k0
+        rows_k: list[int] = []
+        rows_da: list[list[int]] = []
+        rows_dc: list[list[int]] = []
+        rows_q: list[list[int]] = []
+        ended = False
+        while k < HOUR:
+            s = base_s + k
+            if s % p == 0:
+                if fc.step_number != s // p:  # not the episode's first tick
+                    ep.quota = fc.step(0).quota
+                    ep.used = [0] * n
+                certified = sum(ep.a)  # proposals checked so far (CHECKED)
+                msgs = []
+                for m in range(n):
+                    sc, sa, sl = ep.sent[m]
+                    e = FlowEntry(
+                        waiting_certification=ep.iq[m],
+                        waiting_apply=ep.queue[m],
+                        delta_certified=certified - sc,
+                        delta_applied=ep.applied[m] - sa,
+                        delta_local=ep.a[m] - sl,
+                    )
+                    fc.receive(f"m{m}", e)
+                    ep.sent[m] = (certified, ep.applied[m], ep.a[m])
+                    if record:
+                        msgs.append(e)
+                if record:
+                    self.trace.append((s, ep.quota, tuple(msgs)))
+            quota = ep.quota
+            ok = [0] * n
+            for m in writers:
+                offered = ep.backlog_a[m] + inc_a[m][k]
+                conflicts = ep.backlog_c[m] + inc_c[m][k]
+                if quota > 0:
+                    take = min(offered, max(0, quota - ep.used[m]))
+                    ep.used[m] += take
+                else:
+                    take = offered
+                nc = conflicts * take // offered if offered else 0
+                ep.a[m] += take
+                ep.backlog_a[m] = offered - take
+                ep.backlog_c[m] = conflicts - nc
+                ok[m] = take - nc
+            tot = sum(ok)
+            for m in range(n):
+                x = ep.queue[m] + tot - ok[m]
+                nq = x - cap[m][k]
+                if nq < 0:
+                    nq = 0
+                ep.applied[m] += x - nq
+                ep.queue[m] = nq
+                ep.iq[m] = iq_l[m][k]
+            rows_k.append(k)
+            rows_da.append(list(ep.backlog_a))
+            rows_dc.append(list(ep.backlog_c))
+            rows_q.append(list(ep.queue))
+            k += 1
+            if (
+                quota == 0
+                and fc.holds == 0
+                and not any(ep.backlog_a)
+                and all(ep.queue[m] == q_raw[m][k - 1] for m in range(n))
+            ):
+                ended = True
+                break
+        if rows_k:
+            lo, hi = rows_k[0], rows_k[-1] + 1
+            da[:, lo:hi] = np.array(rows_da, dtype=np.int64).T
+            dc[:, lo:hi] = np.array(rows_dc, dtype=np.int64).T
+            qs[:, lo:hi] = np.array(rows_q, dtype=np.int64).T
+        if ended:
+            run.episode = None
+        return k
+
+
+class ThrottledWorkload(Workload):
+    """The workload as committed under flow control (same interface as Workload)."""
+
+    def __init__(self, raw: Workload, flow: FlowModel) -> None:
+        super().__init__(raw.settings)
+        self._raw, self._flow = raw, flow
+        self._thr_hours: OrderedDict[int, Hour] = OrderedDict()
+
+    def hour(self, h: int) -> Hour:
+        arrays = self._flow.hour_arrays(h)
+        if arrays is None:  # no deficit anywhere in the hour (nor at its start)
+            return self._raw.hour(h)
+        got = self._thr_hours.get(h)
+        if got is not None:
+            self._thr_hours.move_to_end(h)
+            return got
+        raw = self._raw.hour(h)
+        a, c = raw.a - arrays[0], raw.c - arrays[1]
+        before = self._flow.deficit_before(h)
+        if before is not None:
+            a, c = a + before[0][:, None], c + before[1][:, None]
+        got = self._thr_hours[h] = Hour(a, c, raw.in_queue)
+        if len(self._thr_hours) > _HOURS_CACHED:
+            self._thr_hours.popitem(last=False)
+        return got
+
+    def base(self, h: int) -> tuple[I64, I64]:
+        pa, pc = self._raw.base(h)
+        before = self._flow.deficit_before(h)
+        if before is None:
+            return pa, pc
+        return pa - before[0], pc - before[1]
+
+    def ok_before(self, h_lo: int, h_hi: int) -> I64:
+        rows = [self.base(h) for h in range(h_lo, h_hi + 1)]
+        return np.stack([pa - pc for pa, pc in rows])
+
+    def first_exceeding(self, v: I64, target: int, upper: int) -> int:
+        h = upper // HOUR
+        while h > self.h0:
+            pa, pc = self.base(h)
+            if int(v @ (pa - pc)) <= target:
+                break
+            h -= 1
+        pa, pc = self.base(h)
+        base = int(v @ (pa - pc))
+        cum = v @ self.hour(h).ok
+        return h * HOUR + int(np.searchsorted(cum, target - base, side="right"))
+
+
+class ThrottledQueues(ApplierQueues):
+    """Applier queues of the throttled group (same interface as ApplierQueues)."""
+
+    def __init__(self, workload: ThrottledWorkload, raw: ApplierQueues, flow: FlowModel) -> None:
+        super().__init__(workload)
+        self._raw, self._flow = raw, flow
+
+    def queue(self, m: int, h: int) -> I64:
+        arrays = self._flow.hour_arrays(h)
+        if arrays is None:
+            return self._raw.queue(m, h)
+        got: I64 = arrays[2][m]
+        return got
+
+    def carry(self, m: int, h: int) -> int:
+        return 0 if h <= self._w.h0 else self.queue_at(m, h * HOUR - 1)
