@@ -45,7 +45,7 @@ from grstats.sources.simulated.workload import HOUR, Hour, Workload
 
 __all__ = ["FlowModel", "ThrottledQueues", "ThrottledWorkload"]
 
-_RUNS_CACHED = 8
+_RUNS_CACHED = 64  # a quiet hour is a run of its own: keep a few days of them
 _HOURS_CACHED = 8
 
 # (member, first second of the hour) -> that hour's certifier queue (IN_QUEUE)

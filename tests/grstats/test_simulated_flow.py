@@ -1,0 +1,101 @@
+"""The simulated group under MySQL's flow control (sources/simulated/flow.py).
+
+Expected values: the quota sequence is checked against the independent §9
+reading of tests/grstats/core/test_flowcontrol.py over the model's own stats
+messages; the unthrottled figures come from the same model with mode DISABLED.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grstats.core.flowcontrol import FlowControlSettings
+from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from tests.grstats.core.test_flowcontrol import reference_quotas
+
+SLOW = "33333333-3333-3333-3333-333333333333"
+THRESHOLD = 1000  # MySQL's floor is 5% of it: 50 tx/s, below the slow member's 60 tx/s
+FC = FlowControlSettings(applier_threshold=THRESHOLD, certifier_threshold=THRESHOLD)
+DAY = SimulationSettings().epoch_s + 86400 * 5  # a Tuesday (2026-01-06)
+HOT = DAY + 10 * 3600  # hot hours 10 and 11
+
+
+def _models() -> tuple[GroupModel, GroupModel]:
+    on = SimulationSettings(slow_member=SLOW, flow_control=FC)
+    off = dataclasses.replace(on, flow_control=dataclasses.replace(FC, mode="DISABLED"))
+    return GroupModel(on), GroupModel(off)
+
+
+def _col(model: GroupModel, member: str, name: str, start: int, n: int) -> list[int]:
+    return model.history_columns(member, start, n)[name]
+
+
+def test_slow_member_queue_bounded_and_writers_throttled() -> None:
+    on, off = _models()
+    q_on = _col(on, SLOW, "count_transactions_remote_in_applier_queue", HOT, 3600)
+    q_off = _col(off, SLOW, "count_transactions_remote_in_applier_queue", HOT, 3600)
+    assert max(q_off) > 10 * THRESHOLD  # unthrottled: the queue runs away
+    assert max(q_on) < 1.5 * THRESHOLD  # throttled: near the threshold
+    for member in on.settings.members:
+        lp_on = _col(on, member, "count_transactions_local_proposed", HOT, 3600)
+        lp_off = _col(off, member, "count_transactions_local_proposed", HOT, 3600)
+        assert lp_on[-1] - lp_on[0] < 0.8 * (lp_off[-1] - lp_off[0])
+
+
+def test_counters_consistent_under_throttling() -> None:
+    on, _ = _models()
+    cols = {m: on.history_columns(m, HOT, 3600) for m in on.settings.members}
+    checked = [c["count_transactions_checked"] for c in cols.values()]
+    assert all(x == checked[0] for x in checked)
+    total_local = [
+        sum(c["count_transactions_local_proposed"][k] for c in cols.values()) for k in (0, 3599)
+    ]
+    assert total_local == [checked[0][0], checked[0][3599]]
+    for c in cols.values():
+        for name in ("count_transactions_remote_applied", "count_transactions_local_proposed"):
+            xs = c[name]
+            assert all(b >= a for a, b in zip(xs, xs[1:], strict=False))
+
+
+def test_quota_sequence_equals_independent_reading() -> None:
+    on, _ = _models()
+    assert on._flow is not None
+    on._flow.record = True
+    on.stats_at(SLOW, (HOT + 3600) * 1_000_000)
+    trace = on._flow.trace
+    assert len(trace) > 100
+    assert any(q > 0 for _, q, _ in trace)
+    episodes: list[list[tuple]] = []  # a new episode (fresh FlowControl) after a gap
+    for i, tick in enumerate(trace):
+        if i == 0 or tick[0] - trace[i - 1][0] > FC.period:
+            episodes.append([])
+        episodes[-1].append(tick)
+    compared = 0
+    for ep in episodes:
+        script = [
+            {"msgs": {f"m{i}": _fields(e) for i, e in enumerate(msgs)}, "used": 0}
+            for _, _, msgs in ep
+        ]
+        # the oracle starts at step 0; ten calm periods first keep trap 17 out of the way
+        calm = {"msgs": {m: (0, 0, 1, 1, 1, 1) for m in script[0]["msgs"]}, "used": 0}
+        expected = reference_quotas([calm] * 10 + script, {"cert": THRESHOLD, "apply": THRESHOLD})
+        model = [q for _, q, _ in ep[1:]]
+        assert model == expected[10 : 10 + len(model)]
+        compared += len(model)
+    assert compared > 100
+
+
+def _fields(e: object) -> tuple[int, ...]:
+    names = ("waiting_certification", "waiting_apply", "delta_certified")
+    names += ("delta_applied", "delta_local", "mode")
+    return tuple(getattr(e, n) for n in names)
+
+
+def test_no_slow_member_nothing_throttled() -> None:
+    s = SimulationSettings()  # MySQL's defaults
+    on = GroupModel(s)
+    off = GroupModel(dataclasses.replace(s, flow_control=FlowControlSettings(mode="DISABLED")))
+    for member in s.members:
+        a = on.history_columns(member, HOT, 600)
+        b = off.history_columns(member, HOT, 600)
+        assert a == b
