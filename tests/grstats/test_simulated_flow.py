@@ -7,10 +7,16 @@ messages; the unthrottled figures come from the same model with mode DISABLED.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import itertools
+import threading
+import time
 
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from grstats.sources.simulated.source import WARM_AHEAD_S, SimulatedSource
+from protocol import PipelineStats
 from tests.grstats.core.test_flowcontrol import reference_quotas
 
 SLOW = "33333333-3333-3333-3333-333333333333"
@@ -54,7 +60,7 @@ def test_counters_consistent_under_throttling() -> None:
     for c in cols.values():
         for name in ("count_transactions_remote_applied", "count_transactions_local_proposed"):
             xs = c[name]
-            assert all(b >= a for a, b in zip(xs, xs[1:], strict=False))
+            assert all(b >= a for a, b in itertools.pairwise(xs))
 
 
 def test_quota_sequence_equals_independent_reading() -> None:
@@ -77,7 +83,7 @@ def test_quota_sequence_equals_independent_reading() -> None:
             for _, _, msgs in ep
         ]
         # the oracle starts at step 0; ten calm periods first keep trap 17 out of the way
-        calm = {"msgs": {m: (0, 0, 1, 1, 1, 1) for m in script[0]["msgs"]}, "used": 0}
+        calm = {"msgs": dict.fromkeys(script[0]["msgs"], (0, 0, 1, 1, 1, 1)), "used": 0}
         expected = reference_quotas([calm] * 10 + script, {"cert": THRESHOLD, "apply": THRESHOLD})
         model = [q for _, q, _ in ep[1:]]
         assert model == expected[10 : 10 + len(model)]
@@ -99,3 +105,48 @@ def test_no_slow_member_nothing_throttled() -> None:
         a = on.history_columns(member, HOT, 600)
         b = off.history_columns(member, HOT, 600)
         assert a == b
+
+
+class _Recording(GroupModel):
+    """The real model, recording which thread evaluated which second (and overlap)."""
+
+    def __init__(self, settings: SimulationSettings) -> None:
+        super().__init__(settings)
+        self.calls: list[tuple[int, int]] = []  # (thread id, second) per stats_at
+        self.inside = 0
+        self.overlapped = False
+        self.guard = threading.Lock()
+
+    def stats_at(self, member_id: str, t_us: int) -> PipelineStats:
+        with self.guard:
+            self.inside += 1
+            self.overlapped |= self.inside > 1
+        try:
+            self.calls.append((threading.get_ident(), t_us // 1_000_000))
+            return super().stats_at(member_id, t_us)
+        finally:
+            with self.guard:
+                self.inside -= 1
+
+
+async def test_source_evaluates_off_the_loop_and_warms_the_next_hour() -> None:
+    model = _Recording(SimulationSettings(slow_member=SLOW, flow_control=FC))
+    source = SimulatedSource(model, SLOW)
+    loop_thread = threading.get_ident()
+    early = HOT + 600  # not within WARM_AHEAD_S of the next hour: nothing warmed
+    await source.sample(early * 1_000_000)
+    assert model.calls == [(model.calls[0][0], early)]
+    late = HOT + 3600 - WARM_AHEAD_S + 1
+    samples = [source.sample((late + i) * 1_000_000) for i in range(3)]
+    got = await asyncio.gather(*samples)  # concurrent samples: serialised in the model
+    assert [s.sampled_at_us for s in got] == [(late + i) * 1_000_000 for i in range(3)]
+    deadline = time.monotonic() + 60.0
+    for _ in range(1200):  # poll for the warm-up (bounded in count and time)
+        if (HOT + 3600) in [s for _, s in model.calls] or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    await source.close()
+    seconds = [s for _, s in model.calls]
+    assert seconds.count(HOT + 3600) == 1  # the next hour, warmed once
+    assert all(thread != loop_thread for thread, _ in model.calls)
+    assert not model.overlapped

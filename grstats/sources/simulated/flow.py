@@ -78,6 +78,18 @@ class _Run:
     episodes: list[list[int]] = field(default_factory=list)  # [start, end or -1]
 
 
+@dataclass(frozen=True, slots=True)
+class _RawHour:
+    """The unthrottled group in hour h, per member and second: cumulative proposals and
+    conflicts, applier queues, certifier queues (each (members, 3600))."""
+
+    h: int
+    a: I64
+    c: I64
+    q: I64
+    iq: I64
+
+
 class FlowModel:
     """The throttled group's deviations from the unthrottled model; cached, not thread-safe.
 
@@ -172,39 +184,40 @@ class FlowModel:
         """The episodes [start, end) (end -1: still running) of the run covering hour h."""
         return self._run(h).episodes if self.settings.mode == "QUOTA" else []
 
-    def _raw_state(self, h: int) -> tuple[I64, I64, I64, I64]:
-        """Unthrottled (cumulative proposals, conflicts, queues, certifier queues) of hour h."""
+    def _raw_state(self, h: int) -> _RawHour:
+        """Unthrottled cumulative proposals, conflicts, queues and certifier queues of hour h."""
         w = self._w
         hour = w.hour(h)
         pa, pc = w.base(h)
         q = np.stack([self._q.queue(m, h) for m in range(w.n)])
         iq = np.stack([self._iq(m, h * HOUR) for m in range(w.n)])
-        return pa[:, None] + hour.a, pc[:, None] + hour.c, q, iq
+        return _RawHour(h, pa[:, None] + hour.a, pc[:, None] + hour.c, q, iq)
 
-    def _first_hold(self, q: I64, iq: I64, q_prev: I64, iq_prev: I64, h: int, k0: int) -> int:
-        """First second k >= k0 of hour h that is an acting tick whose messages (the state
-        of the second before) need flow control; HOUR if none."""
+    def _first_hold(self, raw: _RawHour, q_prev: I64, iq_prev: I64, k0: int) -> int:
+        """First second k >= k0 of the hour that is an acting tick whose messages (the
+        state of the second before) need flow control; HOUR if none."""
         s = self.settings
-        prev_q = np.concatenate([q_prev[:, None], q[:, :-1]], axis=1)
-        prev_iq = np.concatenate([iq_prev[:, None], iq[:, :-1]], axis=1)
+        prev_q = np.concatenate([q_prev[:, None], raw.q[:, :-1]], axis=1)
+        prev_iq = np.concatenate([iq_prev[:, None], raw.iq[:, :-1]], axis=1)
         over = np.zeros(HOUR, dtype=bool)
         if s.applier_threshold > 0:
             over |= (prev_q > s.applier_threshold).any(axis=0)
         if s.certifier_threshold > 0:
             over |= (prev_iq > s.certifier_threshold).any(axis=0)
         over[:k0] = False
-        over &= (h * HOUR + np.arange(HOUR)) % s.period == 0
+        over &= (raw.h * HOUR + np.arange(HOUR)) % s.period == 0
         hits = np.flatnonzero(over)
         return int(hits[0]) if len(hits) else HOUR
 
-    def _start(self, h: int, k: int, a: I64, c: I64, q: I64, iq: I64) -> _Episode:
-        """An episode starting at second k of hour h from the unthrottled state before it."""
-        w, s = self._w, h * HOUR + k
+    def _start(self, raw: _RawHour, k: int) -> _Episode:
+        """An episode starting at second k of the hour from the unthrottled state before it."""
+        w, h = self._w, raw.h
+        s = h * HOUR + k
         if k > 0:
-            a_prev, c_prev, q_prev, iq_prev = a[:, k - 1], c[:, k - 1], q[:, k - 1], iq[:, k - 1]
+            a_prev, c_prev = raw.a[:, k - 1], raw.c[:, k - 1]
+            q_prev, iq_prev = raw.q[:, k - 1], raw.iq[:, k - 1]
         else:
-            pa, pc = w.base(h)
-            a_prev, c_prev = pa, pc
+            a_prev, c_prev = w.base(h)
             q_prev = np.array([self._q.queue_at(m, s - 1) for m in range(w.n)], dtype=np.int64)
             iq_prev = np.array([int(self._iq(m, (h - 1) * HOUR)[-1]) for m in range(w.n)])
         # deltas of the first message: since the tick one period earlier (unthrottled)
@@ -213,38 +226,31 @@ class FlowModel:
         ok_b = w.ok_at(before) if before >= w.h0 * HOUR else np.zeros(w.n, dtype=np.int64)
         ok_now = a_prev - c_prev
         hb, kb = divmod(before, HOUR)
-        if hb >= w.h0:
-            pa_b, pc_b = w.base(hb)
-            a_b = pa_b + w.hour(hb).a[:, kb]
-            tot_b = int((pa_b + w.hour(hb).a[:, kb]).sum())
-        else:
-            a_b = np.zeros(w.n, dtype=np.int64)
-            tot_b = 0
+        a_b = w.base(hb)[0] + w.hour(hb).a[:, kb] if hb >= w.h0 else np.zeros(w.n, np.int64)
+        tot_b = int(a_b.sum())
         q_b = [self._q.queue_at(m, before) if hb >= w.h0 else 0 for m in range(w.n)]
         tot_ok_now, tot_ok_b = int(ok_now.sum()), int(ok_b.sum())
         applied_b = [
             tot_ok_now - int(ok_now[m]) - int(q_prev[m]) - (tot_ok_b - int(ok_b[m]) - q_b[m])
             for m in range(w.n)
         ]
-        fc = FlowControl(self.settings, step_number=s // p)
         n = w.n
         return _Episode(
-            fc=fc,
+            fc=FlowControl(self.settings, step_number=s // p),
             a=[int(x) for x in a_prev],
             backlog_a=[0] * n,
             backlog_c=[0] * n,
             queue=[int(x) for x in q_prev],
             applied=[0] * n,
             iq=[int(x) for x in iq_prev],
-            sent=[
-                (tot_b, -applied_b[m], int(a_b[m])) for m in range(n)
-            ],  # so the first deltas are those of the unthrottled period before
+            # so that the first deltas are those of the unthrottled period before
+            sent=[(tot_b, -applied_b[m], int(a_b[m])) for m in range(n)],
             used=[0] * n,
         )
 
     def _simulate_hour(self, run: _Run, h: int) -> None:
         w, n = self._w, self._w.n
-        a, c, q, iq = self._raw_state(h)
+        raw = self._raw_state(h)
         if h == run.anchor:
             q_prev = np.zeros(n, dtype=np.int64)
             iq_prev = np.zeros(n, dtype=np.int64)
@@ -258,116 +264,128 @@ class FlowModel:
                 q_prev = np.array([self._q.queue_at(m, h * HOUR - 1) for m in range(n)])
             iq_prev = np.array([int(self._iq(m, (h - 1) * HOUR)[-1]) for m in range(n)])
         k = 0
-        da = dc = qs = None
+        out: tuple[I64, I64, I64] | None = None
         while k < HOUR:
-            if run.episode is None:
-                k = self._first_hold(q, iq, q_prev, iq_prev, h, k)
+            episode = run.episode
+            if episode is None:
+                k = self._first_hold(raw, q_prev, iq_prev, k)
                 if k >= HOUR:
                     break
-                run.episode = self._start(h, k, a, c, q, iq)
+                episode = run.episode = self._start(raw, k)
                 run.episodes.append([h * HOUR + k, -1])
-            if da is None:
-                da = np.zeros((n, HOUR), dtype=np.int64)
-                dc = np.zeros((n, HOUR), dtype=np.int64)
-                qs = q.copy()
-            assert dc is not None and qs is not None
-            k = self._episode_seconds(run, h, k, a, c, q, iq, da, dc, qs)
-            if run.episode is None:
+            if out is None:
+                zeros = np.zeros((n, HOUR), dtype=np.int64)
+                out = (zeros, zeros.copy(), raw.q.copy())
+            k, ended = self._episode_seconds(episode, raw, k, out)
+            if ended:
+                run.episode = None
                 run.episodes[-1][1] = h * HOUR + k
-        if da is not None:
-            assert dc is not None and qs is not None
-            run.hours[h] = (da, dc, qs)
+        if out is not None:
+            run.hours[h] = out
 
     def _episode_seconds(
-        self, run: _Run, h: int, k0: int, a: I64, c: I64, q: I64, iq: I64, da: I64, dc: I64, qs: I64
-    ) -> int:
-        """Simulate from second k0 of hour h until the episode ends or the hour does;
-        returns the first second not simulated."""
-        ep = run.episode
-        assert ep is not None
+        self, ep: _Episode, raw: _RawHour, k0: int, out: tuple[I64, I64, I64]
+    ) -> tuple[int, bool]:
+        """Simulate from second k0 of the hour until the episode ends or the hour does,
+        writing (deficits of proposals, of conflicts, queues) into `out`; returns the
+        first second not simulated and whether the episode ended.
+
+        A hot loop over Python ints (n members, one pass per second): everything it
+        reads is hoisted into locals first.
+        """
         w, n, p = self._w, self._w.n, self.settings.period
+        h = raw.h
         writers = w.writers.tolist()
         pa, pc = w.base(h)
-        inc_a = np.diff(np.concatenate([pa[:, None], a], axis=1), axis=1).tolist()
-        inc_c = np.diff(np.concatenate([pc[:, None], c], axis=1), axis=1).tolist()
+        inc_a = np.diff(np.concatenate([pa[:, None], raw.a], axis=1), axis=1).tolist()
+        inc_c = np.diff(np.concatenate([pc[:, None], raw.c], axis=1), axis=1).tolist()
         cap = [self._q._cap_hour(m, h).tolist() for m in range(n)]
-        iq_l, q_raw = iq.tolist(), q.tolist()
-        fc, record = ep.fc, self.record
+        iq_l, q_raw = raw.iq.tolist(), raw.q.tolist()
+        fc, record, trace = ep.fc, self.record, self.trace
+        receive, step = fc.receive, fc.step
+        names = [f"m{m}" for m in range(n)]
+        members = range(n)
+        a_l, bl_a, bl_c, queue, applied, iq_prev, sent, used = (
+            ep.a,
+            ep.backlog_a,
+            ep.backlog_c,
+            ep.queue,
+            ep.applied,
+            ep.iq,
+            ep.sent,
+            ep.used,
+        )
+        ok = [0] * n
         base_s = h * HOUR
+        cols_a: list[list[int]] = [[] for _ in members]  # per member, seconds k0 ..
+        cols_c: list[list[int]] = [[] for _ in members]
+        cols_q: list[list[int]] = [[] for _ in members]
+        quota = ep.quota
         k = k0
-        rows_k: list[int] = []
-        rows_da: list[list[int]] = []
-        rows_dc: list[list[int]] = []
-        rows_q: list[list[int]] = []
         ended = False
         while k < HOUR:
             s = base_s + k
             if s % p == 0:
                 if fc.step_number != s // p:  # not the episode's first tick
-                    ep.quota = fc.step(0).quota
-                    ep.used = [0] * n
-                certified = sum(ep.a)  # proposals checked so far (CHECKED)
+                    quota = ep.quota = step(0).quota
+                    for m in members:
+                        used[m] = 0
+                certified = sum(a_l)  # proposals checked so far (CHECKED)
                 msgs = []
-                for m in range(n):
-                    sc, sa, sl = ep.sent[m]
+                for m in members:
+                    sc, sa, sl = sent[m]
                     e = FlowEntry(
-                        waiting_certification=ep.iq[m],
-                        waiting_apply=ep.queue[m],
+                        waiting_certification=iq_prev[m],
+                        waiting_apply=queue[m],
                         delta_certified=certified - sc,
-                        delta_applied=ep.applied[m] - sa,
-                        delta_local=ep.a[m] - sl,
+                        delta_applied=applied[m] - sa,
+                        delta_local=a_l[m] - sl,
                     )
-                    fc.receive(f"m{m}", e)
-                    ep.sent[m] = (certified, ep.applied[m], ep.a[m])
+                    receive(names[m], e)
+                    sent[m] = (certified, applied[m], a_l[m])
                     if record:
                         msgs.append(e)
                 if record:
-                    self.trace.append((s, ep.quota, tuple(msgs)))
-            quota = ep.quota
-            ok = [0] * n
+                    trace.append((s, quota, tuple(msgs)))
+            tot = 0
             for m in writers:
-                offered = ep.backlog_a[m] + inc_a[m][k]
-                conflicts = ep.backlog_c[m] + inc_c[m][k]
+                offered = bl_a[m] + inc_a[m][k]
+                conflicts = bl_c[m] + inc_c[m][k]
                 if quota > 0:
-                    take = min(offered, max(0, quota - ep.used[m]))
-                    ep.used[m] += take
+                    take = min(offered, max(0, quota - used[m]))
+                    used[m] += take
                 else:
                     take = offered
                 nc = conflicts * take // offered if offered else 0
-                ep.a[m] += take
-                ep.backlog_a[m] = offered - take
-                ep.backlog_c[m] = conflicts - nc
+                a_l[m] += take
+                bl_a[m] = offered - take
+                bl_c[m] = conflicts - nc
                 ok[m] = take - nc
-            tot = sum(ok)
-            for m in range(n):
-                x = ep.queue[m] + tot - ok[m]
-                nq = x - cap[m][k]
-                if nq < 0:
-                    nq = 0
-                ep.applied[m] += x - nq
-                ep.queue[m] = nq
-                ep.iq[m] = iq_l[m][k]
-            rows_k.append(k)
-            rows_da.append(list(ep.backlog_a))
-            rows_dc.append(list(ep.backlog_c))
-            rows_q.append(list(ep.queue))
+                tot += take - nc
+            for m in members:
+                x = queue[m] + tot - ok[m]
+                nq = max(x - cap[m][k], 0)
+                applied[m] += x - nq
+                queue[m] = nq
+                iq_prev[m] = iq_l[m][k]
+                cols_a[m].append(bl_a[m])
+                cols_c[m].append(bl_c[m])
+                cols_q[m].append(nq)
             k += 1
             if (
                 quota == 0
                 and fc.holds == 0
-                and not any(ep.backlog_a)
-                and all(ep.queue[m] == q_raw[m][k - 1] for m in range(n))
+                and not any(bl_a)
+                and all(queue[m] == q_raw[m][k - 1] for m in members)
             ):
                 ended = True
                 break
-        if rows_k:
-            lo, hi = rows_k[0], rows_k[-1] + 1
-            da[:, lo:hi] = np.array(rows_da, dtype=np.int64).T
-            dc[:, lo:hi] = np.array(rows_dc, dtype=np.int64).T
-            qs[:, lo:hi] = np.array(rows_q, dtype=np.int64).T
-        if ended:
-            run.episode = None
-        return k
+        if k > k0:
+            da, dc, qs = out
+            da[:, k0:k] = cols_a
+            dc[:, k0:k] = cols_c
+            qs[:, k0:k] = cols_q
+        return k, ended
 
 
 class ThrottledWorkload(Workload):

@@ -36,7 +36,7 @@ from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
 from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
-from grstats.sources.simulated.gtids import GTID_BLOCK_SIZE, GtidLedger
+from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.lag import StageLag
 from grstats.sources.simulated.membership import Membership
