@@ -12,6 +12,9 @@ import dataclasses
 import itertools
 import threading
 import time
+from typing import Any
+
+import pytest
 
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.sources.simulated.model import GroupModel, SimulationSettings
@@ -150,3 +153,39 @@ async def test_source_evaluates_off_the_loop_and_warms_the_next_hour() -> None:
     assert seconds.count(HOT + 3600) == 1  # the next hour, warmed once
     assert all(thread != loop_thread for thread, _ in model.calls)
     assert not model.overlapped
+
+
+@pytest.mark.parametrize(("threshold", "period"), [(5000, 1), (25000, 7)])
+def test_fast_forward_equals_the_second_by_second_loop(threshold: int, period: int) -> None:
+    """Where the quota cannot bind the model skips the per-second loop; the reference
+    is the same model with the skip switched off (the loop the quota test checks).
+    A period of 7 s straddles hour boundaries (3600 is not a multiple of 7)."""
+    fc = FlowControlSettings(
+        certifier_threshold=threshold, applier_threshold=threshold, period=period
+    )
+    settings = SimulationSettings(slow_member=SLOW, flow_control=fc)
+    fast, slow = GroupModel(settings), GroupModel(settings)
+    assert fast._flow is not None and slow._flow is not None
+    slow._flow.fast_forward = False
+    outcomes: list[tuple[int, bool] | None] = []
+    forward = fast._flow._fast_forward
+
+    def counting(*args: Any) -> tuple[int, bool] | None:
+        got = forward(*args)
+        outcomes.append(got)
+        return got
+
+    fast._flow._fast_forward = counting  # type: ignore[method-assign]
+    start = DAY + 9 * 3600  # hot hours 10, 11, 14, 15 and the evening after
+    for h in range(start // 3600, start // 3600 + 16):
+        # the same state at every hour's end: commits, queues, messages sent, quota,
+        # FlowControl's entries, stamps and step number
+        assert fast._flow._run(h).episode == slow._flow._run(h).episode, h
+    for member in settings.members:
+        assert fast.history_columns(member, start, 16 * 3600) == slow.history_columns(
+            member, start, 16 * 3600
+        )
+    # every path was taken: the loop, a skipped stretch, an episode ending in one
+    assert None in outcomes
+    assert any(o is not None and not o[1] for o in outcomes)
+    assert any(o is not None and o[1] for o in outcomes)

@@ -12,7 +12,12 @@ unlimited); the excess waits in the writer's backlog and is committed, oldest
 first, when the quota allows. Applier queues follow the same Lindley recursion
 and capacities as applier.py on the committed transactions. The episode ends
 when no backlog is left, the quota is back to unlimited and every queue equals
-the unthrottled one; from then on the closed form holds again.
+the unthrottled one; from then on the closed form holds again. Where the
+quota cannot bind (no backlog, and no writer offers more in a period than the
+smallest quota §9 can give: `quota_floor`; MySQL's default thresholds at the
+model's rates) the rest of the hour is fast-forwarded: the group is the
+unthrottled one and only FlowControl's state is carried on, exactly as the
+loop would leave it (`_fast_forward`).
 
 Every member receives the same messages, and a modelled writer never commits
 beyond its quota (it defers instead of overshooting), so MySQL's `extra` is 0
@@ -105,6 +110,7 @@ class FlowModel:
         self._w, self._q, self._iq = raw, queues, waiting_certification
         self.settings = raw.settings.flow_control
         self.record = False  # keep every tick's messages and quota in `trace` (tests)
+        self.fast_forward = True  # skip the per-second loop where the quota cannot bind
         self.trace: list[tuple[int, int, tuple[FlowEntry, ...]]] = []  # (tick, quota, msgs)
         self._runs: OrderedDict[int, _Run] = OrderedDict()
         self._holds: dict[int, bool] = {}
@@ -273,10 +279,15 @@ class FlowModel:
                     break
                 episode = run.episode = self._start(raw, k)
                 run.episodes.append([h * HOUR + k, -1])
-            if out is None:
-                zeros = np.zeros((n, HOUR), dtype=np.int64)
-                out = (zeros, zeros.copy(), raw.q.copy())
-            k, ended = self._episode_seconds(episode, raw, k, out)
+            done = None
+            if self.fast_forward and not self.record:
+                done = self._fast_forward(episode, raw, k)
+            if done is None:
+                if out is None:
+                    zeros = np.zeros((n, HOUR), dtype=np.int64)
+                    out = (zeros, zeros.copy(), raw.q.copy())
+                done = self._episode_seconds(episode, raw, k, out)
+            k, ended = done
             if ended:
                 run.episode = None
                 run.episodes[-1][1] = h * HOUR + k
@@ -386,6 +397,139 @@ class FlowModel:
             dc[:, k0:k] = cols_c
             qs[:, k0:k] = cols_q
         return k, ended
+
+    def quota_floor(self) -> int:
+        """The smallest positive quota per writer that §9 can give this group.
+
+        Capacity is at least the floor (5 % of the smaller threshold, else
+        min_recovery_quota or min_quota); the quota is truncate(capacity x
+        HOLD_FACTOR), capped at max_quota, split among at most all members, at
+        least 1, and a release only raises it.
+        """
+        s = self.settings
+        floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
+        if s.min_recovery_quota > 0:
+            floor = min(floor, s.min_recovery_quota)
+        if s.min_quota > 0:
+            floor = s.min_quota
+        quota = int(floor * (1 - s.hold_percent / 100))
+        if s.max_quota > 0:
+            quota = min(quota, s.max_quota)
+        if self._w.n > 1:
+            if s.member_quota_percent == 0:
+                quota //= self._w.n
+            else:
+                quota = int(quota * (s.member_quota_percent / 100))
+        return max(quota, 1)
+
+    def _fast_forward(self, ep: _Episode, raw: _RawHour, k0: int) -> tuple[int, bool] | None:
+        """The rest of the hour from second k0 without the per-second loop, when the
+        quota cannot bind there; None (nothing done) when it might.
+
+        It cannot bind when nothing is deferred (no backlog, so the group is the
+        unthrottled one) and no writer offers more than `quota_floor` in any period
+        of the hour while the quota in force is unlimited or at least that floor.
+        Then commits, queues and messages are the unthrottled ones and only
+        FlowControl's state has to be carried on: a run of ticks whose messages all
+        need flow control gives hold steps whose quota the next hold step replaces,
+        so only the run's last two ticks are received and stepped; every other tick
+        is stepped (a release). The episode ends where the loop would end it: the
+        first tick leaving the quota unlimited with no hold pending. Exact: the
+        same state and outputs as the loop (tested).
+        """
+        w, s, n, p = self._w, self.settings, self._w.n, self.settings.period
+        if any(ep.backlog_a) or any(ep.backlog_c) or k0 >= HOUR:
+            return None
+        floor = self.quota_floor()
+        if 0 < ep.quota < floor:
+            return None
+        h, base_s = raw.h, raw.h * HOUR
+        pa, pc = w.base(h)
+        if k0 > 0:
+            a0, c0, q0 = raw.a[:, k0 - 1], raw.c[:, k0 - 1], raw.q[:, k0 - 1]
+        else:
+            a0, c0 = pa, pc
+            q0 = np.array([self._q.queue_at(m, base_s - 1) for m in range(n)], dtype=np.int64)
+        if ep.queue != q0.tolist() or ep.a != a0.tolist():
+            return None
+        a = raw.a[:, k0:]
+        inc = np.diff(a, axis=1, prepend=a0[:, None])
+        period_of = (base_s + np.arange(k0, HOUR)) // p
+        starts = np.flatnonzero(np.diff(period_of, prepend=period_of[0] - 1))
+        offered = np.add.reduceat(inc, starts, axis=1)
+        offered[:, 0] += np.array(ep.used, dtype=np.int64)
+        if int(offered[w.writers].max()) > floor:
+            return None
+        # the state at the end of each second k0 - 1 .. HOUR - 1 (column i: second k0 - 1 + i)
+        ok = np.concatenate([(a0 - c0)[:, None], a - raw.c[:, k0:]], axis=1)
+        q = np.concatenate([q0[:, None], raw.q[:, k0:]], axis=1)
+        iq = np.concatenate([np.array(ep.iq, dtype=np.int64)[:, None], raw.iq[:, k0:]], axis=1)
+        loc = np.concatenate([a0[:, None], a], axis=1)
+        app = ok.sum(axis=0)[None, :] - ok - q
+        app += np.array(ep.applied, dtype=np.int64)[:, None] - app[:, :1]
+        cert = loc.sum(axis=0)
+        over: list[bool] = np.logical_or(
+            (q > s.applier_threshold).any(axis=0), (iq > s.certifier_threshold).any(axis=0)
+        ).tolist()
+        ticks = [k for k in range(k0, HOUR) if (base_s + k) % p == 0]
+        need = [over[k - k0] for k in ticks]
+        fc, names = ep.fc, [f"m{m}" for m in range(n)]
+
+        def message(k: int) -> None:  # receive the messages of the tick at second k
+            i = k - k0
+            for m in range(n):
+                if k - p >= k0:
+                    j = k - p - k0
+                    sc, sa, sl = int(cert[j]), int(app[m, j]), int(loc[m, j])
+                else:
+                    sc, sa, sl = ep.sent[m]
+                fc.receive(
+                    names[m],
+                    FlowEntry(
+                        waiting_certification=int(iq[m, i]),
+                        waiting_apply=int(q[m, i]),
+                        delta_certified=int(cert[i]) - sc,
+                        delta_applied=int(app[m, i]) - sa,
+                        delta_local=int(loc[m, i]) - sl,
+                    ),
+                )
+
+        quota, t = ep.quota, 0
+        while t < len(ticks):
+            k = ticks[t]
+            if fc.step_number != (base_s + k) // p:  # not the episode's first tick
+                quota = fc.step(0).quota
+            if need[t]:
+                last = t
+                while last + 1 < len(ticks) and need[last + 1]:
+                    last += 1
+                if last > t:  # hold steps up to ticks[last]: only the last one counts
+                    fc.step_number = (base_s + ticks[last - 1]) // p
+                    message(ticks[last - 1])
+                    quota = fc.step(0).quota
+                message(ticks[last])
+                t = last + 1
+                continue
+            if t == len(ticks) - 1:
+                message(k)
+            if quota == 0 and fc.holds == 0:  # the loop's end of episode, after second k
+                ep.quota = 0
+                return k + 1, True
+            t += 1
+        ep.quota = quota
+        end = HOUR - k0  # column of the hour's last second
+        ep.a = loc[:, end].tolist()
+        ep.queue = q[:, end].tolist()
+        ep.iq = iq[:, end].tolist()
+        ep.applied = app[:, end].tolist()
+        if ticks:
+            j = ticks[-1] - k0
+            ep.sent = [(int(cert[j]), int(app[m, j]), int(loc[m, j])) for m in range(n)]
+            counted = inc[:, ticks[-1] - k0 :].sum(axis=1)
+            ep.used = (counted if quota > 0 else np.zeros(n, dtype=np.int64)).tolist()
+        elif quota > 0:
+            ep.used = (np.array(ep.used, dtype=np.int64) + inc.sum(axis=1)).tolist()
+        return HOUR, False
 
 
 class ThrottledWorkload(Workload):
