@@ -25,10 +25,14 @@ and one FlowControl gives every member's quota (the same figure the daemons'
 replay computes). Members send stats whatever their scripted state.
 
 Determinism with bounded work: runs start at an *anchor* hour, the last hour
-(within LOOKBACK_HOURS) whose start has every unthrottled applier queue empty
-and whose previous hour needs no flow control; there the throttled group is
-taken to equal the unthrottled one. A run is simulated a whole hour at a time
-and cached, so results do not depend on the order or time of queries.
+of the same UTC week (from Monday 00:00) whose start has every unthrottled
+applier queue empty and whose previous hour needs no flow control, else the
+week's first hour; there the throttled group is taken to equal the
+unthrottled one. Anchors are fixed points (not a window sliding with the
+query), so every hour of a week shares its run, and a run is at most a week
+long even when a slow member's queue never empties. A run is simulated a
+whole hour at a time and cached, so results do not depend on the order or
+time of queries.
 
 Invariants: backlogs >= 0 (committed <= offered, per writer, cumulatively);
 conflicts committed <= proposals committed in every second; throttled counters
@@ -44,12 +48,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grstats.core.flowcontrol import FlowControl, FlowEntry
-from grstats.sources.simulated.applier import LOOKBACK_HOURS, ApplierQueues
+from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.workload import HOUR, Hour, Workload
 
 __all__ = ["FlowModel", "ThrottledQueues", "ThrottledWorkload"]
 
+_WEEK_HOURS = 168
+_MONDAY_HOUR = 96  # 1970-01-05T00:00Z, a Monday: weeks start at hours 96 + k * 168
 _RUNS_CACHED = 64  # a quiet hour is a run of its own: keep a few days of them
 _HOURS_CACHED = 8
 
@@ -93,6 +99,16 @@ class _RawHour:
     c: I64
     q: I64
     iq: I64
+
+
+@dataclass(frozen=True, slots=True)
+class _Forwarded:
+    """A fast-forwarded stretch: seconds [k0, stop) of the hour, whether the episode
+    ended, and the applier queues of those seconds (members x seconds)."""
+
+    stop: int
+    ended: bool
+    queues: I64
 
 
 class FlowModel:
@@ -142,7 +158,7 @@ class FlowModel:
         if got is not None:
             return got
         w = self._w
-        lo = max(w.h0, h - LOOKBACK_HOURS)
+        lo = max(w.h0, h - (h - _MONDAY_HOUR) % _WEEK_HOURS)
         got = lo
         for x in range(h, lo, -1):
             if all(self._q.carry(m, x) == 0 for m in range(w.n)) and not self._hold_hour(x - 1):
@@ -279,15 +295,24 @@ class FlowModel:
                     break
                 episode = run.episode = self._start(raw, k)
                 run.episodes.append([h * HOUR + k, -1])
-            done = None
+            forwarded = None
             if self.fast_forward and not self.record:
-                done = self._fast_forward(episode, raw, k)
-            if done is None:
+                forwarded = self._fast_forward(episode, raw, k)
+            if (
+                forwarded is not None
+                and out is None
+                and (forwarded.queues == raw.q[:, k : forwarded.stop]).all()
+            ):
+                k, ended = forwarded.stop, forwarded.ended  # the unthrottled hour, nothing stored
+            else:
                 if out is None:
                     zeros = np.zeros((n, HOUR), dtype=np.int64)
                     out = (zeros, zeros.copy(), raw.q.copy())
-                done = self._episode_seconds(episode, raw, k, out)
-            k, ended = done
+                if forwarded is not None:
+                    out[2][:, k : forwarded.stop] = forwarded.queues
+                    k, ended = forwarded.stop, forwarded.ended
+                else:
+                    k, ended = self._episode_seconds(episode, raw, k, out)
             if ended:
                 run.episode = None
                 run.episodes[-1][1] = h * HOUR + k
@@ -422,20 +447,24 @@ class FlowModel:
                 quota = int(quota * (s.member_quota_percent / 100))
         return max(quota, 1)
 
-    def _fast_forward(self, ep: _Episode, raw: _RawHour, k0: int) -> tuple[int, bool] | None:
+    def _fast_forward(self, ep: _Episode, raw: _RawHour, k0: int) -> _Forwarded | None:
         """The rest of the hour from second k0 without the per-second loop, when the
         quota cannot bind there; None (nothing done) when it might.
 
-        It cannot bind when nothing is deferred (no backlog, so the group is the
-        unthrottled one) and no writer offers more than `quota_floor` in any period
+        It cannot bind when nothing is deferred (no backlog, so every writer commits
+        what it offers) and no writer offers more than `quota_floor` in any period
         of the hour while the quota in force is unlimited or at least that floor.
-        Then commits, queues and messages are the unthrottled ones and only
-        FlowControl's state has to be carried on: a run of ticks whose messages all
-        need flow control gives hold steps whose quota the next hold step replaces,
-        so only the run's last two ticks are received and stepped; every other tick
-        is stepped (a release). The episode ends where the loop would end it: the
-        first tick leaving the quota unlimited with no hold pending. Exact: the
-        same state and outputs as the loop (tested).
+        Then commits and messages' deltas are the unthrottled ones, the applier
+        queues follow the loop's recursion from the episode's queues (vectorised:
+        a reflected walk; they differ from the unthrottled ones where those were
+        carried in differently), and only FlowControl's state has to be carried
+        on: a run of ticks whose messages all need flow control gives hold steps
+        whose quota the next hold step replaces, so only the run's last two ticks
+        are received and stepped; every other tick is stepped (a release). The
+        episode ends where the loop would end it: the first second after a tick
+        that left the quota unlimited with no hold pending at which every queue
+        equals the unthrottled one. Exact: the same state and outputs as the loop
+        (tested).
         """
         w, s, n, p = self._w, self.settings, self._w.n, self.settings.period
         if any(ep.backlog_a) or any(ep.backlog_c) or k0 >= HOUR:
@@ -445,24 +474,26 @@ class FlowModel:
             return None
         h, base_s = raw.h, raw.h * HOUR
         pa, pc = w.base(h)
-        if k0 > 0:
-            a0, c0, q0 = raw.a[:, k0 - 1], raw.c[:, k0 - 1], raw.q[:, k0 - 1]
-        else:
-            a0, c0 = pa, pc
-            q0 = np.array([self._q.queue_at(m, base_s - 1) for m in range(n)], dtype=np.int64)
-        if ep.queue != q0.tolist() or ep.a != a0.tolist():
+        a0, c0 = (raw.a[:, k0 - 1], raw.c[:, k0 - 1]) if k0 > 0 else (pa, pc)
+        if ep.a != a0.tolist():
             return None
         a = raw.a[:, k0:]
         inc = np.diff(a, axis=1, prepend=a0[:, None])
         period_of = (base_s + np.arange(k0, HOUR)) // p
         starts = np.flatnonzero(np.diff(period_of, prepend=period_of[0] - 1))
         offered = np.add.reduceat(inc, starts, axis=1)
-        offered[:, 0] += np.array(ep.used, dtype=np.int64)
+        if (base_s + k0) % p:  # the period in progress goes on (at a tick, used restarts)
+            offered[:, 0] += np.array(ep.used, dtype=np.int64)
         if int(offered[w.writers].max()) > floor:
             return None
         # the state at the end of each second k0 - 1 .. HOUR - 1 (column i: second k0 - 1 + i)
         ok = np.concatenate([(a0 - c0)[:, None], a - raw.c[:, k0:]], axis=1)
-        q = np.concatenate([q0[:, None], raw.q[:, k0:]], axis=1)
+        arrivals = np.diff(ok.sum(axis=0)[None, :] - ok, axis=1)
+        cap = np.stack([self._q._cap_hour(m, h)[k0:] for m in range(n)])
+        walk = np.cumsum(arrivals - cap, axis=1)
+        q_start = np.array(ep.queue, dtype=np.int64)
+        queues = walk - np.minimum(np.minimum.accumulate(walk, axis=1), -q_start[:, None])
+        q = np.concatenate([q_start[:, None], queues], axis=1)
         iq = np.concatenate([np.array(ep.iq, dtype=np.int64)[:, None], raw.iq[:, k0:]], axis=1)
         loc = np.concatenate([a0[:, None], a], axis=1)
         app = ok.sum(axis=0)[None, :] - ok - q
@@ -471,6 +502,7 @@ class FlowModel:
         over: list[bool] = np.logical_or(
             (q > s.applier_threshold).any(axis=0), (iq > s.certifier_threshold).any(axis=0)
         ).tolist()
+        same: list[bool] = (queues == raw.q[:, k0:]).all(axis=0).tolist()  # per second k0 ..
         ticks = [k for k in range(k0, HOUR) if (base_s + k) % p == 0]
         need = [over[k - k0] for k in ticks]
         fc, names = ep.fc, [f"m{m}" for m in range(n)]
@@ -494,11 +526,19 @@ class FlowModel:
                     ),
                 )
 
-        quota, t = ep.quota, 0
-        while t < len(ticks):
+        def ending(k: int, stop: int) -> int | None:  # the loop's end in seconds [k, stop)
+            if ep.quota == 0 and fc.holds == 0:
+                for x in range(k, stop):
+                    if same[x - k0]:
+                        return x + 1
+            return None
+
+        done = ending(k0, ticks[0] if ticks else HOUR)
+        t = 0
+        while done is None and t < len(ticks):
             k = ticks[t]
             if fc.step_number != (base_s + k) // p:  # not the episode's first tick
-                quota = fc.step(0).quota
+                ep.quota = fc.step(0).quota
             if need[t]:
                 last = t
                 while last + 1 < len(ticks) and need[last + 1]:
@@ -506,30 +546,30 @@ class FlowModel:
                 if last > t:  # hold steps up to ticks[last]: only the last one counts
                     fc.step_number = (base_s + ticks[last - 1]) // p
                     message(ticks[last - 1])
-                    quota = fc.step(0).quota
+                    ep.quota = fc.step(0).quota
                 message(ticks[last])
                 t = last + 1
-                continue
+                continue  # a hold is pending until the next tick: no end before it
             if t == len(ticks) - 1:
                 message(k)
-            if quota == 0 and fc.holds == 0:  # the loop's end of episode, after second k
-                ep.quota = 0
-                return k + 1, True
             t += 1
-        ep.quota = quota
-        end = HOUR - k0  # column of the hour's last second
-        ep.a = loc[:, end].tolist()
-        ep.queue = q[:, end].tolist()
-        ep.iq = iq[:, end].tolist()
-        ep.applied = app[:, end].tolist()
+            done = ending(k, ticks[t] if t < len(ticks) else HOUR)
+        stop = HOUR if done is None else done
+        written = queues[:, : stop - k0]
+        if done is not None:
+            return _Forwarded(stop, True, written)
+        ep.a = loc[:, -1].tolist()
+        ep.queue = q[:, -1].tolist()
+        ep.iq = iq[:, -1].tolist()
+        ep.applied = app[:, -1].tolist()
         if ticks:
             j = ticks[-1] - k0
             ep.sent = [(int(cert[j]), int(app[m, j]), int(loc[m, j])) for m in range(n)]
             counted = inc[:, ticks[-1] - k0 :].sum(axis=1)
-            ep.used = (counted if quota > 0 else np.zeros(n, dtype=np.int64)).tolist()
-        elif quota > 0:
+            ep.used = (counted if ep.quota > 0 else np.zeros(n, dtype=np.int64)).tolist()
+        elif ep.quota > 0:
             ep.used = (np.array(ep.used, dtype=np.int64) + inc.sum(axis=1)).tolist()
-        return HOUR, False
+        return _Forwarded(HOUR, False, written)
 
 
 class ThrottledWorkload(Workload):
