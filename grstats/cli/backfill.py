@@ -107,7 +107,13 @@ class SimulateResult:
         return self.rows / self.seconds if self.seconds else 0.0
 
 
-def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -> Any:
+def _build_model(
+    group: str,
+    members: list[str],
+    seed: int,
+    slow_member: bool,
+    flow_control: FlowControlSettings,
+) -> Any:
     from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
     settings = SimulationSettings(
@@ -115,6 +121,8 @@ def _build_model(group: str, members: list[str], seed: int, slow_member: bool) -
         members=tuple(members),
         seed=seed,
         slow_member=members[-1] if slow_member else None,
+        # the group throttles its writers with the very settings the replay uses
+        flow_control=flow_control,
     )
     return GroupModel(settings)
 
@@ -186,8 +194,9 @@ def simulate_history(
         start: first UTC day.
         slow_member: make the last member the slow one (applier capacity).
         on_chunk: called with the number of rows after each member-day.
-        flow_control: the flow-control variables of the replay that fills the
-            fc_* columns (`cli.flowbackfill`); None: MySQL's defaults.
+        flow_control: the group's flow-control variables: the model throttles its
+            writers by them, and the replay that fills the fc_* columns
+            (`cli.flowbackfill`) uses them; None: MySQL's defaults.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
@@ -199,8 +208,9 @@ def simulate_history(
 
     schema = history_schema()
     began = time.monotonic()
-    model = _build_model(group, members, seed, slow_member)
-    flow = FlowFill(flow_control or FlowControlSettings())
+    flow_control = flow_control or FlowControlSettings()
+    model = _build_model(group, members, seed, slow_member, flow_control)
+    flow = FlowFill(flow_control)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     rows = 0

@@ -2,9 +2,11 @@
 
 Strategy: a sequence of steps, each a child process this command starts and
 owns: a private Mosquitto on a free loopback port; three simulated members
-(multi-primary, conflicts, one slow applier) as `grstats run` with generated
-configs; `grstats watch` on the first member for GRSTATS_DEMO_SECONDS (20 s by
-default); then offline `grstats simulate` for a week of history, the Spark
+(multi-primary, conflicts, one slow applier, MySQL's QUOTA flow control with
+thresholds of 1000 so that it binds at the model's rates) as `grstats run` with
+generated configs; `grstats watch` on the first member for GRSTATS_DEMO_SECONDS
+(20 s by default) and its `grstats flow` table (the slow member named as the
+bottleneck, the writers throttled); then offline `grstats simulate` for a week of history, the Spark
 rollup and the weekly report (`python -m spark_rollups ...`, SPARK_LOCAL_IP
 127.0.0.1). Batch steps' output is forwarded line by line (and kept in
 `<out>/logs/`), with a heartbeat when a step is quiet, so progress is always
@@ -68,6 +70,8 @@ SIMULATE_SEED = 1
 # the weekly report's flow-control section (spark_rollups.flowreport.HEADING),
 # whose first paragraph the demo prints at the end
 FLOW_HEADING = "Who held the group back"
+FLOW_THRESHOLD = 1000  # [flow_control] certifier/applier threshold of the live members
+FLOW_WARMUP_S = 12.0  # the flow table is shown this long after the members are ready
 
 
 class DemoError(Exception):
@@ -111,6 +115,14 @@ conflict_probability = 0.04
 # from the top of the hour while the demo watches
 hot_hours = [{", ".join(str(h) for h in hot_hours)}]
 slow_member = "{SLOW_MEMBER}"
+
+[flow_control]
+# MySQL's QUOTA flow control throttles the simulated writers (every daemon also
+# replays it: grstats flow). MySQL's default thresholds (25000, floor 5 % of them)
+# never bind at the model's tens of transactions per second; at 1000 the slow
+# member's queue stays near 1000 and the writers are visibly throttled.
+certifier_threshold = {FLOW_THRESHOLD}
+applier_threshold = {FLOW_THRESHOLD}
 
 [bus]
 host = "127.0.0.1"
@@ -195,7 +207,10 @@ def live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> No
             raise DemoError(f"mosquitto did not start; see {logs / 'mosquitto.log'}")
         time.sleep(0.05)
 
-    say("[2/5] starting three simulated members (multi-primary, conflicts, one slow applier)")
+    say(
+        "[2/5] starting three simulated members (multi-primary, conflicts, one slow applier, "
+        "flow control)"
+    )
     apis: list[str] = []
     members: list[subprocess.Popen[bytes]] = []
     hour = dt.datetime.now(dt.UTC).hour
@@ -216,6 +231,7 @@ def live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> No
         apis.append(f"http://127.0.0.1:{api_port}")
     note("waiting until every member sees the other two ...")
     _wait_for_members(apis, members, logs)
+    ready = time.monotonic()
 
     say(f"[3/5] live replication_group_member_stats from member 1 for {seconds:g} s (Ctrl-C stops)")
     watch = processes.start(
@@ -236,6 +252,19 @@ def live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> No
     processes.stop(watch)
     if status != 0:
         raise DemoError(f"grstats watch failed (exit status {status})")
+    note(
+        f"flow control (thresholds {FLOW_THRESHOLD}): who holds the group back, the quota, "
+        "whether the writers are throttled"
+    )
+    # the replay starts at step 0 like MySQL, which purges every entry on a hold during
+    # its first 10 steps (PROTOCOL.md trap 17): show it once past them
+    time.sleep(max(0.0, ready + FLOW_WARMUP_S - time.monotonic()))
+    _run_step(
+        processes,
+        "flow",
+        [*grstats_argv(), "flow", "--api", apis[0], "--format", "table"],
+        logs,
+    )
     bus_address = f"127.0.0.1:{broker_port}"
     note(f"the members read straight from the broker: grstats members --bus {bus_address}")
     _run_step(
@@ -273,6 +302,11 @@ def batch_part(processes: Processes, out: Path, logs: Path, days: int) -> Path:
             "--start",
             monday.isoformat(),
             "--slow-member",
+            # the live members' thresholds: the same group, throttled the same way
+            "--certifier-threshold",
+            str(FLOW_THRESHOLD),
+            "--applier-threshold",
+            str(FLOW_THRESHOLD),
             "--out",
             str(history),
         ],

@@ -122,6 +122,18 @@ def _parse_bus(s: Section, *, resolve: bool = True) -> BusSettings:
     return bus
 
 
+def _parse_flow_control(s: Section) -> FlowControlConfig:
+    """[flow_control], with the checks across keys of the core settings (min_quota must
+    not exceed max_quota, as MySQL refuses) named on their key."""
+    flow = FlowControlConfig(**read_fields(s, FlowControlConfig))
+    try:
+        flow.core()
+    except ValueError as exc:
+        key, _, problem = str(exc).partition(": ")
+        raise s.fail(key, problem) from None
+    return flow
+
+
 def _parse_publish(s: Section) -> PublishSettings:
     allow_short = s.boolean("allow_short_gtid_interval", False)
     specs = {"gtid_interval": number(0.1, 60.0)} if allow_short else None
@@ -209,7 +221,7 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         ("history", lambda s: HistorySettings(**read_fields(s, HistorySettings))),
         ("limits", lambda s: LimitSettings(**read_fields(s, LimitSettings))),
         ("log", lambda s: LogSettings(**read_fields(s, LogSettings))),
-        ("flow_control", lambda s: FlowControlConfig(**read_fields(s, FlowControlConfig))),
+        ("flow_control", _parse_flow_control),
     ):
         s = table(file, doc, name)
         parsed[name] = parse(s)
@@ -226,7 +238,9 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         check_keys_only(mysql, MYSQL_KEYS)
         check_keys_only(simulated, simulated_keys())
     elif source_kind == "simulated":
-        source_settings = parse_simulated(simulated, member)
+        source_settings = dataclasses.replace(
+            parse_simulated(simulated, member), flow_control=parsed["flow_control"].core()
+        )
         check_keys_only(mysql, MYSQL_KEYS)
     else:
         source_settings = parse_mysql(mysql)

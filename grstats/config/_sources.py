@@ -48,8 +48,8 @@ _MYSQL_SPECS: dict[str, Spec] = {
 MYSQL_KEYS = (*_MYSQL_SPECS, "password_env", "password_file")
 
 # SimulationSettings fields that are not [simulated] keys (they come from
-# [member]) or are named differently in the file.
-_SIMULATED_NOT_KEYS = ("group", "hosts")
+# [member] and [flow_control]) or are named differently in the file.
+_SIMULATED_NOT_KEYS = ("group", "hosts", "flow_control")
 _SIMULATED_RENAMED = {"epoch_s": "epoch", "stop_at_s": "stop_at"}
 
 

@@ -272,3 +272,71 @@ def test_client_settings_check_types_like_the_daemon(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_client_settings(write(tmp_path, '[bus]\nport = "abc"\n'), bus=False)
     assert str(info.value) == 'grstats.toml: bus.port: expected an integer 1-65535, got "abc"'
+
+
+def test_flow_control_keys_reach_the_simulated_group(tmp_path: Path) -> None:
+    text = MINIMAL + (
+        "[flow_control]\nperiod = 3\ncertifier_threshold = 900\napplier_threshold = 1100\n"
+        "hold_percent = 20\nrelease_percent = 40\nmember_quota_percent = 30\nmin_quota = 7\n"
+        "min_recovery_quota = 5\nmax_quota = 800\nmode = 'DISABLED'\n"
+    )
+    flow = load_config(write(tmp_path, text)).source_settings.flow_control
+    got = {name: getattr(flow, name) for name in flow.__dataclass_fields__}
+    assert got == {
+        "mode": "DISABLED",
+        "period": 3,
+        "certifier_threshold": 900,
+        "applier_threshold": 1100,
+        "hold_percent": 20,
+        "release_percent": 40,
+        "member_quota_percent": 30,
+        "min_quota": 7,
+        "min_recovery_quota": 5,
+        "max_quota": 800,
+    }
+
+
+def test_simulated_group_gets_mysqls_flow_control_defaults(tmp_path: Path) -> None:
+    flow = load_config(write(tmp_path, MINIMAL)).source_settings.flow_control
+    assert (flow.mode, flow.period, flow.certifier_threshold, flow.applier_threshold) == (
+        "QUOTA",
+        1,
+        25000,
+        25000,
+    )
+    assert (flow.hold_percent, flow.release_percent, flow.member_quota_percent) == (10, 50, 0)
+    assert (flow.min_quota, flow.min_recovery_quota, flow.max_quota) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("applier_threshold = -1", "grstats.toml: flow_control.applier_threshold: expected"),
+        ("period = 0", "grstats.toml: flow_control.period: expected an integer 1-60"),
+        ("mode = 'FAST'", "grstats.toml: flow_control.mode: expected one of"),
+        ("hold_percentage = 5", "grstats.toml: flow_control.hold_percentage: unknown key"),
+        (
+            "min_quota = 10\nmax_quota = 5",
+            "grstats.toml: flow_control.min_quota: must not exceed max_quota",
+        ),
+    ],
+)
+def test_flow_control_mistake_names_key(tmp_path: Path, extra: str, expected: str) -> None:
+    message = error_of(tmp_path, MINIMAL + "[flow_control]\n" + extra + "\n")
+    assert message.startswith(expected), message
+
+
+def test_cli_flow_control_mistake_exits_2(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "[flow_control]\nmin_quota = 10\nmax_quota = 5\n")
+    result = subprocess.run(
+        [GRSTATS, "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip() == "grstats.toml: flow_control.min_quota: must not exceed max_quota"
+    )
+    assert "Traceback" not in result.stderr

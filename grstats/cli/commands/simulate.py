@@ -56,15 +56,16 @@ __all__ = ["command"]
     type=click.IntRange(0, MAXTPS),
     default=FlowControlSettings().certifier_threshold,
     show_default=True,
-    help="group_replication_flow_control_certifier_threshold of the flow-control replay "
-    "that fills the fc_* columns.",
+    help="group_replication_flow_control_certifier_threshold: the simulated group "
+    "throttles its writers by it (QUOTA mode), and the replay that fills the fc_* "
+    "columns uses it.",
 )
 @click.option(
     "--applier-threshold",
     type=click.IntRange(0, MAXTPS),
     default=FlowControlSettings().applier_threshold,
     show_default=True,
-    help="group_replication_flow_control_applier_threshold of that replay.",
+    help="group_replication_flow_control_applier_threshold (as --certifier-threshold).",
 )
 @click.option(
     "--out",

@@ -9,6 +9,8 @@ second). The parts, each in its own module:
 
 - workload.py: proposals and conflicts per member and second;
 - applier.py: the members' applier queues (continuous across hours);
+- flow.py: MySQL's flow control (QUOTA) throttling the writers; the workload
+  and queues the other parts see are the throttled ones;
 - gtids.py: the GTID ledger (block assignment, GTID-set texts);
 - certifier.py: certifier queue, stable set, garbage collection, ROWS_VALIDATING;
 - membership.py: states, roles, hosts, VIEW_ID and view-change transactions;
@@ -36,6 +38,7 @@ from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
+from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
 from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.lag import StageLag
@@ -79,13 +82,34 @@ class GroupModel:
         """
         self.settings = settings
         self._index = {m: i for i, m in enumerate(settings.members)}
+        self._membership = Membership(settings)
         self._workload = Workload(settings)
         self._queues = ApplierQueues(self._workload)
+        self._flow: FlowModel | None = None
+        if settings.flow_control.mode == "QUOTA":
+            raw_cert = Certification(
+                self._workload, self._queues, GtidLedger(self._workload), self._membership
+            )
+            self._flow = FlowModel(
+                self._workload,
+                self._queues,
+                lambda m, start: raw_cert.in_queue(m, start, self._raw_iq(m, start)),
+            )
+            raw_queues = self._queues
+            self._workload = ThrottledWorkload(self._workload, self._flow)
+            self._queues = ThrottledQueues(self._workload, raw_queues, self._flow)
         self._ledger = GtidLedger(self._workload)
-        self._membership = Membership(settings)
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
+
+    def _raw_iq(self, m: int, start: int) -> I64:
+        w = self._flow._w if self._flow is not None else self._workload
+        h = start // HOUR
+        if h < w.h0:
+            return np.zeros(HOUR, dtype=np.int64)
+        got: I64 = w.hour(h).in_queue[m]
+        return got
 
     def _member(self, member_id: str) -> int:
         try:

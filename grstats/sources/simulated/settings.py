@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.sample import MEMBER_STATES
 
 __all__ = ["ACTIONS", "DEFAULT_EPOCH_S", "MODES", "ScriptEvent", "SimulationSettings"]
@@ -51,6 +52,8 @@ class SimulationSettings:
     Capacities are transactions per second; None means automatic: normal
     members keep up with 1.25x the hot-hour remote rate, the slow member with
     1.5x the normal-hour remote rate (so its queue builds in hot hours).
+    `flow_control` is the group's flow control (config [flow_control], as the
+    daemons' replay uses it): in mode QUOTA the writers are throttled (flow.py).
     Errors raise ValueError("<field>: <reason>").
     """
 
@@ -76,6 +79,7 @@ class SimulationSettings:
     stop_at_s: float | None = None
     script: tuple[ScriptEvent, ...] = ()
     scripted: bool = False
+    flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
 
     def __post_init__(self) -> None:
         def fail(key: str, reason: str) -> ValueError:
