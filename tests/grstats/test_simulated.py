@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
+from grstats.core.records import (
+    APPLIER_HISTORY_COLUMNS,
+    FLOW_HISTORY_COLUMNS,
+    HISTORY_COLUMNS,
+    LAG_HISTORY_COLUMNS,
+)
 from grstats.core.sample import LocalSample
 from grstats.sources.simulated import (
     GroupModel,
@@ -468,8 +473,10 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
     expected_columns = {name for name, _ in HISTORY_COLUMNS} - {"incarnation", "seq"}
     for member in MEMBERS:
         cols = model.history_columns(member, start, n)
-        # the lag figures and applier counters come in bulk from their own methods
-        optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS)
+        # the lag figures and applier counters come in bulk from their own methods,
+        # the flow-control figures from the replay over every member (cli.flowbackfill)
+        flow = {name for name, _ in FLOW_HISTORY_COLUMNS}
+        optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         assert expected_columns - optional <= set(cols) <= expected_columns
         assert all(len(values) == n for values in cols.values())
         for i in range(n):
