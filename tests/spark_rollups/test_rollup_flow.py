@@ -270,8 +270,8 @@ def test_episodes_equal_duckdb(flow_rollup: tuple[Path, Path]) -> None:
         history,
         """
         , caused AS (
-            SELECT *, to_timestamp(sec)::DATE AS day,
-                   sec - lag(sec) OVER (PARTITION BY group_name, member_id, to_timestamp(sec)::DATE
+            SELECT *, sec // 86400 AS day,  -- the UTC day, whatever the session's time zone
+                   sec - lag(sec) OVER (PARTITION BY group_name, member_id, sec // 86400
                                         ORDER BY sec) AS gap
             FROM member_seconds WHERE caused
         ), numbered AS (

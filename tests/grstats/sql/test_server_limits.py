@@ -123,14 +123,21 @@ def test_mysql_functions_of_monitoring_queries(running: Running) -> None:
         cur.execute(
             f"SELECT GTID_SUBTRACT('{u}:1-10', '{u}:3-4'), GTID_SUBSET('{u}:3', '{u}:1-4'), "
             "IF(1 > 0, 'y', 'n'), TIME_TO_SEC(TIMEDIFF('2024-01-01 01:00:00', "
-            "'2024-01-01 00:00:00')), UNIX_TIMESTAMP('2024-01-01 00:00:00'), LENGTH(NOW(6))"
+            "'2024-01-01 00:00:00')), UNIX_TIMESTAMP('2024-01-01 00:00:00')"
         )
-        sub, subset, if_, secs, unix, now_len = cur.fetchone()
+        sub, subset, if_, secs, unix = cur.fetchone()
+        # NOW(6) has microseconds, NOW() none (each a fresh statement: a new time)
+        nows = []
+        for _ in range(3):
+            cur.execute("SELECT NOW(6), NOW()")
+            nows.append(cur.fetchone())
     assert sub == f"{u}:1-2:5-10"
     assert subset == 1 and if_ == "y"
     assert float(secs) == 3600.0
     assert float(unix) == 1704067200.0
-    assert now_len == 26  # 'YYYY-MM-DD HH:MM:SS.ffffff'
+    assert any(now6.microsecond for now6, _ in nows)  # three at .000000: one in 10^18
+    assert all(now.microsecond == 0 for _, now in nows)
+    assert all(now6.replace(microsecond=0) == now for now6, now in nows)  # one statement time
 
 
 @pytest.mark.parametrize(
