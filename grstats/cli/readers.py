@@ -212,6 +212,32 @@ class TableReader:
 _FILE = click.Path(dir_okay=False)
 
 
+def output_options(func: Callable[..., None]) -> Callable[..., None]:
+    """`--format table|json|csv` (as `fmt`) and `--vertical/-E`, shared by the table commands.
+
+    Args:
+        func: the command function.
+
+    Returns:
+        The command function with both options attached.
+    """
+    func = click.option(
+        "--vertical",
+        "-E",
+        "vertical",
+        is_flag=True,
+        help="One column per line, like the mysql client's \\G.",
+    )(func)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json", "csv"]),
+        default="table",
+        show_default=True,
+        help="Output format.",
+    )(func)
+
+
 def read_options(func: Callable[..., None]) -> Callable[..., None]:
     """The options every table-reading command shares (--api, --config, --bus, ...).
 

@@ -20,7 +20,7 @@ import click
 
 from grstats.cli import render
 from grstats.cli.commands.tables import COLUMNS
-from grstats.cli.readers import TableReader, read_options
+from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
 from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE
@@ -64,15 +64,7 @@ def _shown(value: object) -> str:
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @read_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--vertical", "-E", "vertical", is_flag=True, help="One column per line (\\G).")
+@output_options
 @click.option("--workers", is_flag=True, help="Show replication_applier_progress_by_worker.")
 @click.option(
     "--explain",

@@ -18,7 +18,7 @@ import click
 
 from grstats.cli import render
 from grstats.cli.errors import BadArgument
-from grstats.cli.readers import TableReader, read_options
+from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core.snapshot import (
     APPLIER_METRICS_COLUMNS,
     APPLIER_METRICS_TABLE,
@@ -63,21 +63,7 @@ def _make_command(name: str, table: str, summary: str, example: str) -> click.Co
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     @read_options
-    @click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["table", "json", "csv"]),
-        default="table",
-        show_default=True,
-        help="Output format.",
-    )
-    @click.option(
-        "--vertical",
-        "-E",
-        "vertical",
-        is_flag=True,
-        help="One column per line, like the mysql client's \\G.",
-    )
+    @output_options
     def command(*, reader: TableReader, fmt: str, vertical: bool) -> None:
         rows = reader.read([table])[table]
         if vertical and fmt == "table":
@@ -144,15 +130,7 @@ FLOW_PERIODS = 5  # `flow --bus` listens this many flow-control periods by defau
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @read_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--vertical", "-E", "vertical", is_flag=True, help="One column per line, like \\G.")
+@output_options
 @click.option(
     "--seconds",
     type=click.FloatRange(min=0.1, max=3600),
