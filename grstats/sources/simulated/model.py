@@ -26,6 +26,7 @@ decrease. A model is not thread-safe (caches).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,15 @@ _APPLIER_HISTORY = tuple(
     for field, name in CHANNEL_COLUMNS
     if col.APPLIER_METRICS.column(name).history in APPLIER_HISTORY_COLUMNS
 )
+
+
+def _hour_spans(start_s: int, end_s: int) -> Iterator[tuple[int, int]]:
+    """[start_s, end_s) cut at the hour boundaries: (start, stop) of each piece."""
+    s = start_s
+    while s < end_s:
+        stop = min(end_s, (s // HOUR + 1) * HOUR)
+        yield s, stop
+        s = stop
 
 
 class GroupModel:
@@ -277,12 +287,7 @@ class GroupModel:
         if n_seconds < 0:
             raise ValueError("n_seconds: must be >= 0")
         end = start_s + n_seconds
-        applied: list[I64] = []
-        s = start_s
-        while s < end:
-            stop = min(end, (s // HOUR + 1) * HOUR)
-            applied.append(self._remote_applied(m, s, stop))
-            s = stop
+        applied = [self._remote_applied(m, s, stop) for s, stop in _hour_spans(start_s, end)]
         committed = np.concatenate(applied) if applied else np.zeros(0, dtype=np.int64)
         secs = np.arange(start_s, end, dtype=np.int64)
         counters = self._appliers.counters(m, secs, committed)
@@ -330,12 +335,9 @@ class GroupModel:
             raise ValueError("n_seconds: must be >= 0")
         end = start_s + n_seconds
         parts: list[list[I64]] = [[] for _ in range(8)]
-        s = start_s
-        while s < end:
-            stop = min(end, (s // HOUR + 1) * HOUR)
+        for s, stop in _hour_spans(start_s, end):
             for part, arr in zip(parts, self._numbers(m, s, stop), strict=True):
                 part.append(arr)
-            s = stop
         secs = np.arange(start_s, end, dtype=np.int64)
         ms = self._membership
         host, port = ms.host(m)
