@@ -10,9 +10,6 @@ REMOTE checked 7: tests/grstats/sql/inprocess.py).
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import pymysql
 import pytest
 
 from grstats.sql import SqlOptions, native_password_hash
-from tests.grstats.daemon_helpers import wait_for
+from tests.grstats.sql.exporter import exporter_lines
 from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
@@ -62,46 +59,6 @@ def test_anything_else_than_the_account_or_account_plus_uuid_gets_1045(
     assert info.value.args[0] == 1045
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _scrape_exporter(tmp_path: Path, port: int, user: str) -> list[str]:
-    cnf = tmp_path / f"{user}.cnf"
-    cnf.write_text(
-        f"[client]\nuser={user}\npassword={PASSWORD}\nhost=127.0.0.1\nport={port}\n",
-        encoding="utf-8",
-    )
-    web = _free_port()
-    args = [
-        "prometheus-mysqld-exporter", f"--config.my-cnf={cnf}",
-        f"--web.listen-address=127.0.0.1:{web}",
-        "--no-collect.global_status", "--no-collect.global_variables",
-        "--no-collect.slave_status", "--no-collect.info_schema.innodb_cmp",
-        "--no-collect.info_schema.innodb_cmpmem",
-        "--no-collect.info_schema.query_response_time",
-        "--collect.perf_schema.replication_group_members",
-        "--collect.perf_schema.replication_group_member_stats",
-    ]  # fmt: skip
-    with (tmp_path / f"{user}.log").open("wb") as log:
-        exporter = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        try:
-
-            def scrape() -> list[str] | None:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10) as r:
-                        return r.read().decode().splitlines()
-                except OSError:
-                    return None  # not listening yet
-
-            return wait_for(scrape, 30, "the exporter to answer")
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
-
-
 @pytest.mark.skipif(
     shutil.which("prometheus-mysqld-exporter") is None, reason="needs prometheus-mysqld-exporter"
 )
@@ -110,7 +67,7 @@ def test_one_exporter_per_member_exports_each_members_stats(
 ) -> None:
     checked = {}
     for member in (LOCAL, REMOTE):
-        lines = _scrape_exporter(tmp_path, running.port, f"grstats+{member}")
+        lines = exporter_lines(tmp_path, running.port, f"grstats+{member}", PASSWORD)
         assert "mysql_up 1" in lines
         assert "mysql_exporter_last_scrape_error 0" in lines
         errors = [ln for ln in lines if ln.startswith("mysql_exporter_scrape_errors_total")]

@@ -8,16 +8,14 @@ are the configured ones; nothing is computed by the code under test.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.broker import Broker, make_test_ca
 from tests.grstats.daemon_helpers import M1, M2, M3, daemon_config, daemons, wait_for
+from tests.grstats.sql.exporter import exporter_lines
 
 PASSWORD = "s3cret"
 MEMBERS = (M1, M2, M3)
@@ -48,12 +46,6 @@ def _mariadb(
          f"-p{password}", *(tls or ["--skip-ssl"]), "-B", "-e", sql],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.skipif(shutil.which("mariadb") is None, reason="needs the mariadb client")
@@ -95,44 +87,6 @@ def test_mariadb_client_sees_every_member_and_wrong_password_gets_1045(
         assert "ERROR 1045 (28000)" in denied.stderr
 
 
-def _exporter_lines(
-    tmp_path: Path, port: int, user: str, ready: Callable[[list[str]], bool]
-) -> list[str]:
-    """Run the Debian mysqld_exporter as `user` until a scrape satisfies `ready`."""
-    cnf = tmp_path / f"{user}.cnf"
-    cnf.write_text(
-        f"[client]\nuser={user}\npassword={PASSWORD}\nhost=127.0.0.1\nport={port}\n",
-        encoding="utf-8",
-    )
-    web = _free_port()
-    args = [
-        "prometheus-mysqld-exporter", f"--config.my-cnf={cnf}",
-        f"--web.listen-address=127.0.0.1:{web}",
-        "--no-collect.global_status", "--no-collect.global_variables",
-        "--no-collect.slave_status", "--no-collect.info_schema.innodb_cmp",
-        "--no-collect.info_schema.innodb_cmpmem",
-        "--no-collect.info_schema.query_response_time",
-        "--collect.perf_schema.replication_group_members",
-        "--collect.perf_schema.replication_group_member_stats",
-    ]  # fmt: skip
-    with (tmp_path / f"{user}.log").open("wb") as log:
-        exporter = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        try:
-
-            def scrape() -> list[str] | None:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10) as r:
-                        lines = r.read().decode().splitlines()
-                except OSError:
-                    return None  # not listening yet
-                return lines if ready(lines) else None
-
-            return wait_for(scrape, 30, f"the exporter as {user}")
-        finally:
-            exporter.terminate()
-            exporter.wait(10)
-
-
 def _no_scrape_errors(lines: list[str]) -> None:
     assert "mysql_up 1" in lines
     assert "mysql_exporter_last_scrape_error 0" in lines
@@ -157,7 +111,7 @@ def test_mysqld_exporter_exports_every_member_without_scrape_errors(
         def every_member(lines: list[str]) -> bool:
             return all(any(f'member_id="{m}"' in ln for ln in lines) for m in MEMBERS)
 
-        lines = _exporter_lines(tmp_path, port, "grstats", every_member)
+        lines = exporter_lines(tmp_path, port, "grstats", PASSWORD, every_member)
         _no_scrape_errors(lines)
         info = [
             ln for ln in lines if ln.startswith("mysql_perf_schema_replication_group_member_info")
@@ -169,7 +123,9 @@ def test_mysqld_exporter_exports_every_member_without_scrape_errors(
         # between that member's value just before and just after the scrape
         for m in MEMBERS:
             before = d1.rows_by_member()[m]["COUNT_TRANSACTIONS_CHECKED"]
-            lines = _exporter_lines(tmp_path, port, f"grstats+{m}", lambda ls: bool(_checked(ls)))
+            lines = exporter_lines(
+                tmp_path, port, f"grstats+{m}", PASSWORD, lambda ls: bool(_checked(ls))
+            )
             after = d1.rows_by_member()[m]["COUNT_TRANSACTIONS_CHECKED"]
             _no_scrape_errors(lines)
             (value,) = _checked(lines)
