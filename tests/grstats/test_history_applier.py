@@ -13,24 +13,21 @@ from typing import Any
 
 import pytest
 
-from grstats.config import load_config
 from grstats.core.applier import NATIVE, ApplierChannel, MemberApplier, encode_member_applier
-from grstats.core.records import APPLIER_HISTORY_COLUMNS, HistoryRow
+from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.rows import applier_history
 from grstats.daemon import receiver as receiver_module
-from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.grstats.core.test_tables import (
     GROUP,
-    LOCAL,
     REMOTE,
     T0,
     local_sample,
-    make_tables,
     online_tables,
     topic,
 )
+from tests.grstats.publishing import Sink, make_publisher
 
 CHANNEL = ApplierChannel(
     channel="group_replication_applier",
@@ -103,14 +100,6 @@ def test_a_null_figure_stays_null() -> None:
     assert figures["transactions_committed_count"] == 120
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.rows: list[HistoryRow] = []
-
-    def record(self, row: HistoryRow) -> None:
-        self.rows.append(row)
-
-
 def _envelope(applier: Any, seq: int) -> bytes:
     ext: dict[str, Any] = {"communication_stack": "MySQL"}
     if applier is not None:
@@ -133,7 +122,7 @@ def test_receiver_records_the_applier_counters_the_remote_member_sent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(receiver_module, "now_us", lambda: T0 + 10_000_000)
-    sink = _Sink()
+    sink = Sink()
     receiver = Receiver(online_tables(), sink)  # type: ignore[arg-type]
     wire = encode_member_applier(_applier(CHANNEL))
     receiver.on_message(topic(REMOTE), _envelope(wire, 1), retained=False)
@@ -144,33 +133,16 @@ def test_receiver_records_the_applier_counters_the_remote_member_sent(
     assert {getattr(second, c) for c in APPLIER_HISTORY_COLUMNS} == {None}
 
 
-class _Source:
-    def __init__(self, sample: Any) -> None:
-        self._sample = sample
-
-    async def sample(self, now_us: int) -> Any:
-        return self._sample
-
-
-def _publisher(tmp_path: Path, sample: Any, sink: _Sink) -> Publisher:
-    config = tmp_path / "grstats.toml"
-    config.write_text(
-        f'[member]\ngroup = "{GROUP}"\nid = "{LOCAL}"\n[source]\nkind = "simulated"\n',
-        encoding="utf-8",
-    )
-    return Publisher(load_config(config), _Source(sample), make_tables(), sink)  # type: ignore[arg-type]
-
-
 def test_publisher_records_the_local_applier_counters(tmp_path: Path) -> None:
-    sink = _Sink()
+    sink = Sink()
     sample = dataclasses.replace(local_sample(), applier=_applier(CHANNEL))
-    asyncio.run(_publisher(tmp_path, sample, sink).tick(0, None))
+    asyncio.run(make_publisher(tmp_path, sink, sample).tick(0, None))
     (row,) = sink.rows
     assert {c: getattr(row, c) for c in APPLIER_HISTORY_COLUMNS} == EXPECTED
 
 
 def test_publisher_records_null_counters_when_the_source_has_none(tmp_path: Path) -> None:
-    sink = _Sink()
-    asyncio.run(_publisher(tmp_path, local_sample(), sink).tick(0, None))
+    sink = Sink()
+    asyncio.run(make_publisher(tmp_path, sink, local_sample()).tick(0, None))
     (row,) = sink.rows
     assert {getattr(row, c) for c in APPLIER_HISTORY_COLUMNS} == {None}

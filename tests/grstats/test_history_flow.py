@@ -21,18 +21,11 @@ from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from tests.grstats.core.test_tables import GROUP, LOCAL, T0, envelope, local_sample, make_tables
 from tests.grstats.core.test_tables import topic as stats_topic
+from tests.grstats.publishing import Sink
 
 S = 1_000_000
 LOW = FlowControlSettings(certifier_threshold=100, applier_threshold=100)
 FLOW = [name for name, _ in FLOW_HISTORY_COLUMNS]
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.rows: list[HistoryRow] = []
-
-    def record(self, row: HistoryRow) -> None:
-        self.rows.append(row)
 
 
 def _flow(row: HistoryRow) -> dict[str, object]:
@@ -58,7 +51,7 @@ def test_receiver_rows_carry_the_replay_of_the_remote_member(
     tables = make_tables(flow_control=LOW)
     for k in range(11):  # steps 1..11: past MySQL's first ten steps (trap 17)
         _tick_local(tables, T0 + k * S)
-    sink = _Sink()
+    sink = Sink()
     receiver = Receiver(tables, sink)  # type: ignore[arg-type]
     now = [T0 + 10 * S + S // 2]
     monkeypatch.setattr(receiver_module, "now_us", lambda: now[0])
@@ -92,7 +85,7 @@ def test_receiver_rows_carry_the_replay_of_the_remote_member(
 
 def test_collector_rows_have_no_flow_figures(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(receiver_module, "now_us", lambda: T0)
-    sink = _Sink()
+    sink = Sink()
     collector = make_tables(group=None, local_member_id=None, flow_control=LOW)
     receiver = Receiver(collector, sink)  # type: ignore[arg-type]
     receiver.on_message(stats_topic(), envelope(transactions_waiting_apply=500), retained=False)
@@ -118,7 +111,7 @@ def test_publisher_rows_carry_the_replay_of_the_local_member(tmp_path: Path) -> 
     for k, (queue, applied) in enumerate(((500, 1000), (450, 1100))):
         sample = local_sample(transactions_waiting_apply=queue, transactions_applied=applied)
         source.samples.append(dataclasses.replace(sample, sampled_at_us=T0 + k * S))
-    sink = _Sink()
+    sink = Sink()
     publisher = Publisher(load_config(config), source, make_tables(flow_control=LOW), sink)  # type: ignore[arg-type]
     asyncio.run(publisher.tick(0, None))
     asyncio.run(publisher.tick(1, None))

@@ -8,27 +8,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from grstats.config import load_config
 from grstats.core.lag import RECOVERY_CHANNEL, ChannelLag, MemberLag, StageTrx, encode_member_lag
-from grstats.core.records import LAG_HISTORY_COLUMNS, HistoryRow
+from grstats.core.records import LAG_HISTORY_COLUMNS
 from grstats.core.rows import lag_history
 from grstats.daemon import receiver as receiver_module
-from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from tests.grstats.core.test_member_lag import lag_envelope
 from tests.grstats.core.test_tables import (
     GROUP,
-    LOCAL,
     T0,
     local_sample,
-    make_tables,
     online_tables,
     topic,
 )
+from tests.grstats.publishing import Sink, make_publisher
 
 S = 1_000_000
 APPLIER = ChannelLag(
@@ -68,17 +64,9 @@ def test_lag_history_without_an_applier_channel_is_all_null() -> None:
     assert set(lag_history(None, 0.0).values()) == {None}
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.rows: list[HistoryRow] = []
-
-    def record(self, row: HistoryRow) -> None:
-        self.rows.append(row)
-
-
 def test_receiver_records_the_lag_the_remote_member_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(receiver_module, "now_us", lambda: T0 + 10_000)
-    sink = _Sink()
+    sink = Sink()
     receiver = Receiver(online_tables(), sink)  # type: ignore[arg-type]
     lag = encode_member_lag(MemberLag(T0 + 1_250_000, (APPLIER,)))
     receiver.on_message(topic(), lag_envelope(lag, sent_us=T0), retained=False)
@@ -91,27 +79,10 @@ def test_receiver_records_the_lag_the_remote_member_sent(monkeypatch: pytest.Mon
     assert {getattr(second, c) for c in LAG_HISTORY_COLUMNS} == {None}  # no ext.lag, no figures
 
 
-class _Source:
-    def __init__(self, sample: Any) -> None:
-        self._sample = sample
-
-    async def sample(self, now_us: int) -> Any:
-        return self._sample
-
-
-def _publisher(tmp_path: Path, sample: Any, sink: _Sink) -> Publisher:
-    config = tmp_path / "grstats.toml"
-    config.write_text(
-        f'[member]\ngroup = "{GROUP}"\nid = "{LOCAL}"\n[source]\nkind = "simulated"\n',
-        encoding="utf-8",
-    )
-    return Publisher(load_config(config), _Source(sample), make_tables(), sink)  # type: ignore[arg-type]
-
-
 def test_publisher_records_the_local_lag_with_a_zero_clock_offset(tmp_path: Path) -> None:
-    sink = _Sink()
+    sink = Sink()
     sample = dataclasses.replace(local_sample(), sampled_at_us=T0 + 1_250_000, lag=(APPLIER,))
-    asyncio.run(_publisher(tmp_path, sample, sink).tick(0, None))
+    asyncio.run(make_publisher(tmp_path, sink, sample).tick(0, None))
     (row,) = sink.rows
     assert {c: getattr(row, c) for c in LAG_HISTORY_COLUMNS} == pytest.approx(
         {**EXPECTED, "clock_offset_seconds": 0.0}
@@ -119,7 +90,7 @@ def test_publisher_records_the_local_lag_with_a_zero_clock_offset(tmp_path: Path
 
 
 def test_publisher_records_null_lag_when_the_source_has_none(tmp_path: Path) -> None:
-    sink = _Sink()
-    asyncio.run(_publisher(tmp_path, local_sample(), sink).tick(0, None))
+    sink = Sink()
+    asyncio.run(make_publisher(tmp_path, sink, local_sample()).tick(0, None))
     (row,) = sink.rows
     assert {getattr(row, c) for c in LAG_HISTORY_COLUMNS} == {None}

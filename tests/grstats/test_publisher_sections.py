@@ -13,7 +13,8 @@ from grstats.api.metrics import build_registry
 from grstats.core.tables import MemberTables
 from protocol import decode_envelope
 from tests.grstats.core.test_tables import LOCAL, T0, local_sample, make_tables
-from tests.grstats.test_history_lag import APPLIER, _publisher, _Sink
+from tests.grstats.publishing import Sink, make_publisher
+from tests.grstats.test_history_lag import APPLIER
 
 
 class _Bus:
@@ -34,9 +35,9 @@ UNSENDABLE = dataclasses.replace(APPLIER, channel="no spaces allowed")
 
 
 def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: Path) -> None:
-    sink = _Sink()
+    sink = Sink()
     sample = dataclasses.replace(local_sample(), sampled_at_us=T0, lag=(UNSENDABLE,))
-    publisher = _publisher(tmp_path, sample, sink)
+    publisher = make_publisher(tmp_path, sink, sample)
     bus = _Bus()
 
     async def three_ticks() -> None:
