@@ -13,12 +13,14 @@ shares again.
 
 Invariants:
 - Steps: a sample's step is its value minus the member's latest earlier
-  non-NULL value of that counter, or its own value when that is negative (a
-  reset: the metrics restarted), provided that earlier value is from the
-  same or the previous UTC day (otherwise, as for the stats counters, the
-  sample is only a baseline).  Using the latest non-NULL value, not the
-  previous row's, keeps a sample without the applier section (an older
-  daemon, a refused section) from losing the increase across it.
+  value of that counter (from its previous sample with applier figures), or
+  its own value when that is negative (a reset: the metrics restarted),
+  provided that earlier sample is from the same or the previous UTC day
+  (otherwise, as for the stats counters, the sample is only a baseline).
+  Skipping the samples without figures, not taking the previous row, keeps a
+  sample without the applier section (an older daemon, a refused section)
+  from losing the increase across it; one `lag` per counter over those
+  samples is several times cheaper than a running last-non-NULL.
 - Exact duplicates (same incarnation and seq) are not samples; their steps
   are 0 by construction (equal values next to each other).
 - NULL-safe: history written before the applier columns reads them as NULL;
@@ -58,7 +60,13 @@ def _step(value: Column, previous: Column) -> Column:
 
 
 def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> DataFrame:
-    """Each sample's applier steps (baseline days only feed the first steps).
+    """Each applier sample's steps (baseline days only feed the first steps).
+
+    Only samples with applier figures take part: the step of one is taken from
+    the member's previous sample *with figures*, so a sample without the
+    applier section loses nothing, and one `lag` per counter does what a
+    running "last non-NULL" would (a member reports the same counters in
+    every section its server writes).
 
     Args:
         samples: `select_samples` of the dates to roll up.
@@ -66,46 +74,43 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
             up; None = none.
 
     Returns:
-        One row per sample of `samples`: group_name, member_id, day,
-        sampled_at, `_keep` (false for duplicates), `_figures` (the sample
-        has applier figures), `_reset`, and the steps named like the rollup
-        columns (NULL: no step).
+        One row per sample of `samples` with applier figures: group_name,
+        member_id, day, sampled_at, `_keep` (false for duplicates), `_figures`
+        (true), `_reset`, and the steps named like the rollup columns (NULL:
+        no step).
     """
     columns = [GROUP_NAME, MEMBER_ID, DAY, SAMPLED_AT, INCARNATION, SEQ]
     columns += [src for src, _ in APPLIER_COUNTERS]
     frame = samples.select(*columns, F.lit(True).alias(_ROLLED))
     if baseline is not None:
         frame = frame.unionByName(baseline.select(*columns, F.lit(False).alias(_ROLLED)))
+    has_figures = F.lit(False)
+    for src, _ in APPLIER_COUNTERS:
+        has_figures = has_figures | F.col(src).isNotNull()
     window = Window.partitionBy(GROUP_NAME, MEMBER_ID).orderBy(SAMPLED_AT, INCARNATION, SEQ)
-    before = window.rowsBetween(Window.unboundedPreceding, -1)
-    previous = {
-        out: F.last(
-            F.when(F.col(src).isNotNull(), F.struct(F.col(DAY).alias("d"), F.col(src).alias("v"))),
-            ignorenulls=True,
-        ).over(before)
-        for src, out in APPLIER_COUNTERS
-    }
-    lagged = frame.select(
+    lagged = frame.where(has_figures).select(
         "*",
         F.lag(INCARNATION).over(window).alias("_prev_inc"),
         F.lag(SEQ).over(window).alias("_prev_seq"),
-        *(p.alias(f"_prev_{out}") for out, p in previous.items()),
+        F.lag(DAY).over(window).alias("_prev_day"),
+        *(F.lag(src).over(window).alias(f"_prev_{out}") for src, out in APPLIER_COUNTERS),
     )
     duplicate = (F.col("_prev_seq") == F.col(SEQ)) & (F.col("_prev_inc") == F.col(INCARNATION))
+    recent = F.col("_prev_day") >= F.date_sub(F.col(DAY), 1)
     steps: dict[str, Column] = {}
     reset = F.lit(False)
     for src, out in APPLIER_COUNTERS:
         prev = F.col(f"_prev_{out}")
-        usable = F.col(src).isNotNull() & (prev["d"] >= F.date_sub(F.col(DAY), 1))
-        steps[out] = F.when(usable, _step(F.col(src), prev["v"]))
-        reset = reset | F.coalesce(usable & (F.col(src) < prev["v"]), F.lit(False))
+        usable = F.col(src).isNotNull() & prev.isNotNull() & recent
+        steps[out] = F.when(usable, _step(F.col(src), prev))
+        reset = reset | F.coalesce(usable & (F.col(src) < prev), F.lit(False))
     return lagged.where(F.col(_ROLLED)).select(
         GROUP_NAME,
         MEMBER_ID,
         DAY,
         SAMPLED_AT,
         F.coalesce(~duplicate, F.lit(True)).alias("_keep"),
-        F.coalesce(*(F.col(src).isNotNull() for src, _ in APPLIER_COUNTERS)).alias("_figures"),
+        F.lit(True).alias("_figures"),
         reset.alias("_reset"),
         *(step.alias(out) for out, step in steps.items()),
     )

@@ -8,9 +8,9 @@ existed, member c with a day missing between its samples (its next day's
 first sample is only a baseline).  The rollup runs as production runs it
 (`run_rollup`, once over every date and once incrementally from day 2); the
 expected values come from DuckDB over the same Parquet files, written from
-the definitions (DESIGN.md section 7 steps): each sample's predecessor for a
-counter is found with an ASOF join on the samples where that counter is
-known, not with a window.
+the definitions (DESIGN.md section 7 steps): each sample's predecessor is the
+member's latest earlier sample with applier figures, found with an ASOF join,
+not with a window; a counter NULL in either of the two has no step there.
 """
 
 from __future__ import annotations
@@ -151,19 +151,19 @@ def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[st
     """The applier table from DuckDB: (member, bucket start in µs) -> columns."""
     bucket = BUCKET_US[table]
     joins, steps = [], []
+    figures = " OR ".join(f"{src} IS NOT NULL" for src in INCREASES)
     for n, (src, out) in enumerate(INCREASES.items()):
-        # the latest earlier sample of the member where this counter is known
+        # the latest earlier sample of the member with applier figures
         joins.append(f"""
             ASOF LEFT JOIN (SELECT member_id, sampled_at AS at_{n}, {src} AS v_{n},
                                    epoch_us(sampled_at) // 86400000000 AS d_{n}
-                            FROM samples WHERE {src} IS NOT NULL) p{n}
+                            FROM samples WHERE {figures}) p{n}
               ON p{n}.member_id = s.member_id AND s.sampled_at > p{n}.at_{n}""")
         known = f"s.{src} IS NOT NULL AND v_{n} IS NOT NULL AND s.day - d_{n} <= 1"
         steps.append(f"""CASE WHEN NOT ({known}) THEN NULL
                               WHEN s.{src} >= v_{n} THEN s.{src} - v_{n}
                               ELSE s.{src} END AS {out}""")
         steps.append(f"coalesce({known} AND s.{src} < v_{n}, false) AS reset_{n}")
-    figures = " OR ".join(f"{src} IS NOT NULL" for src in INCREASES)
     resets = " OR ".join(f"reset_{n}" for n in range(len(INCREASES)))
     sums = ", ".join(f"sum({out})::BIGINT AS {out}" for out in INCREASES.values())
     sql = f"""
