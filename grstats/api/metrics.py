@@ -125,6 +125,16 @@ class SnapshotCollector(Collector):
         yield from _health_families(snapshot)
 
 
+def _counter_by(
+    name: str, help_text: str, label: str, counts: Mapping[str, int] | Mapping[int, int]
+) -> Metric:
+    """One counter family with a series per `label` value (sorted), from `counts`."""
+    family = CounterMetricFamily(name, help_text, labels=(label,))
+    for key, count in sorted(counts.items()):
+        family.add_metric([str(key)], count)
+    return family
+
+
 def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
     # grstats_member_status carries the group per member (collector mode may
     # see several groups); fall back to the daemon's own group.
@@ -262,15 +272,13 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "(past the wire's bound of 256 workers), summed over envelopes.",
         value=counters.applier_workers_dropped,
     )
-    unsendable = CounterMetricFamily(
+    yield _counter_by(
         "grstats_ext_sections_unsendable",
         "Local samples published without their ext section because the wire refused "
         "one of its figures, by section.",
-        labels=["section"],
+        "section",
+        counters.sections_unsendable,
     )
-    for section, count in sorted(counters.sections_unsendable.items()):
-        unsendable.add_metric([section], count)
-    yield unsendable
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)
@@ -286,14 +294,12 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "History rows fsynced to the write-ahead log.",
         value=h.rows_written,
     )
-    dropped = CounterMetricFamily(
+    yield _counter_by(
         "grstats_history_rows_dropped",
         "History rows that will never be stored, by reason.",
-        labels=("reason",),
+        "reason",
+        h.dropped,
     )
-    for reason, count in sorted(h.dropped.items()):
-        dropped.add_metric([reason], count)
-    yield dropped
     yield GaugeMetricFamily(
         "grstats_history_rows_buffered",
         "History rows recorded and not yet fsynced (bounded by [history] max_buffer_rows).",
@@ -370,27 +376,23 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Statements stopped at [sql] query_timeout (MySQL error 3024).",
         value=q.queries_interrupted,
     )
-    refused = CounterMetricFamily(
+    yield _counter_by(
         "grstats_sql_results_refused",
         "Results refused at a size limit ([sql] max_rows, max_result_bytes; MySQL error 1104).",
-        labels=("limit",),
+        "limit",
+        q.results_refused,
     )
-    for limit, count in sorted(q.results_refused.items()):
-        refused.add_metric([limit], count)
-    yield refused
     yield CounterMetricFamily(
         "grstats_sql_writes_refused",
         "Statements refused because the endpoint is read-only (MySQL error 1290).",
         value=q.writes_refused,
     )
-    errors = CounterMetricFamily(
+    yield _counter_by(
         "grstats_sql_errors",
         "Error packets the SQL endpoint sent, by MySQL error number.",
-        labels=("code",),
+        "code",
+        q.errors,
     )
-    for code, count in sorted(q.errors.items()):
-        errors.add_metric([str(code)], count)
-    yield errors
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
