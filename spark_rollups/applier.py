@@ -75,9 +75,8 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
 
     Returns:
         One row per sample of `samples` with applier figures: group_name,
-        member_id, day, sampled_at, `_keep` (false for duplicates), `_figures`
-        (true), `_reset`, and the steps named like the rollup columns (NULL:
-        no step).
+        member_id, day, sampled_at, `_keep` (false for duplicates), `_reset`,
+        and the steps named like the rollup columns (NULL: no step).
     """
     columns = [GROUP_NAME, MEMBER_ID, DAY, SAMPLED_AT, INCARNATION, SEQ]
     columns += [src for src, _ in APPLIER_COUNTERS]
@@ -110,7 +109,6 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
         DAY,
         SAMPLED_AT,
         F.coalesce(~duplicate, F.lit(True)).alias("_keep"),
-        F.lit(True).alias("_figures"),
         reset.alias("_reset"),
         *(step.alias(out) for out, step in steps.items()),
     )
@@ -130,7 +128,7 @@ def applier_hour(steps: DataFrame) -> DataFrame:
         step of that counter), shares (NULL unless active time increased),
         `samples` (kept samples with applier figures) and `resets`.
     """
-    counted = F.col("_keep") & F.col("_figures")
+    counted = F.col("_keep")  # every step row has applier figures
     aggs = [F.sum(out).alias(out) for _, out in APPLIER_COUNTERS]
     aggs += [
         F.sum(counted.cast("long")).alias("samples"),
