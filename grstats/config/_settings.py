@@ -134,6 +134,9 @@ class SqlSettings:
     tls_required: bool = setting(False, flag())
     threads: int = setting(1, integer(1, 256))
     memory_limit: str = setting("256MB", text(nonempty=True))
+    handshake_timeout: float = setting(10.0, number(0.1, 3600.0))
+    idle_timeout: float = setting(600.0, number(1.0, 31536000.0))
+    max_statement_bytes: int = setting(64 << 10, integer(256, 1 << 30))
 
     @property
     def enabled(self) -> bool:

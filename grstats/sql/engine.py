@@ -19,19 +19,19 @@ refused, never silently cut. Every failure leaves as a `SqlError`.
 
 from __future__ import annotations
 
-import datetime as dt
+import re
 import threading
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlglot import exp
 
-from grstats.sql import catalog, functions
+from grstats.sql import catalog, functions, values
 from grstats.sql.errors import (
     BAD_FIELD,
     FUNCTION_NOT_EXISTS,
@@ -129,6 +129,8 @@ def _sql_string(value: str) -> str:
 def _parquet_glob(root: Path) -> str:
     return _sql_string(str(root / "group=*" / "date=*" / "*.parquet"))
 
+
+_BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked in
 
 _HIVE = "hive_partitioning = true, hive_types = {'group': 'VARCHAR', 'date': 'DATE'}"
 
@@ -303,7 +305,7 @@ class Engine:
             rel = con.sql(sql)
             names = tuple(rel.columns)
             types = tuple(str(t) for t in rel.dtypes)
-            rows = _fetch(rel, self.max_rows + 1)
+            rows = _fetch(_as_text(rel, types), self.max_rows + 1, self.max_result_bytes)
         except duckdb.Error as exc:
             raise _error(exc) from None
         finally:
@@ -314,14 +316,6 @@ class Engine:
                 f"The result has more than max_rows={self.max_rows} rows; add a LIMIT or aggregate",
                 limit="max_rows",
             )
-        size = sum(_text_size(v) for row in rows for v in row)
-        if size > self.max_result_bytes:
-            raise SqlError(
-                TOO_BIG_SELECT,
-                f"The result is larger than max_result_bytes={self.max_result_bytes}; "
-                "add a LIMIT or select fewer columns",
-                limit="max_result_bytes",
-            )
         return Result(names, types, rows)
 
     def interrupt_all(self) -> None:
@@ -331,12 +325,45 @@ class Engine:
                 con.interrupt()
 
 
-def _fetch(rel: duckdb.DuckDBPyRelation, limit: int) -> list[tuple[Any, ...]]:
-    """Up to `limit` rows through Arrow (timestamps with a zone become UTC wall time)."""
+_SCALAR = re.compile(
+    r"^(BOOLEAN|(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?)|FLOAT|DOUBLE|DECIMAL\(.*\)|DATE|TIME"
+    r"|TIMESTAMP.*|INTERVAL|VARCHAR|\"NULL\")$"
+)
+
+
+def _as_text(rel: duckdb.DuckDBPyRelation, types: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
+    """`rel` with every non-scalar column (LIST, STRUCT, BLOB, ...) as DuckDB's text of it.
+
+    MySQL sends such a value as text anyway; as text its size is known from
+    Arrow's buffers before any Python object is made (see `_fetch`).
+    """
+    if all(_SCALAR.match(t.upper()) for t in types):
+        return rel
+    return rel.project(
+        ", ".join(
+            f"#{i}" if _SCALAR.match(t.upper()) else f"CAST(#{i} AS VARCHAR)"
+            for i, t in enumerate(types, 1)
+        )
+    )
+
+
+def _fetch(rel: duckdb.DuckDBPyRelation, limit: int, max_bytes: int) -> list[tuple[Any, ...]]:
+    """Up to `limit` rows through Arrow (timestamps with a zone become UTC wall time).
+
+    Raises:
+        SqlError: the text values alone are past `max_bytes` (checked per batch,
+            before the batch becomes Python objects).
+    """
     batches: list[pa.RecordBatch] = []
     count = 0
-    reader = rel.to_arrow_reader(min(limit, 65536))
+    text_bytes = 0
+    reader = rel.to_arrow_reader(min(limit, _BATCH_ROWS))
     for batch in reader or ():
+        for col in batch.columns:
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
+        if text_bytes > max_bytes:
+            raise values.too_big(max_bytes)
         batches.append(batch)
         count += batch.num_rows
         if count >= limit:
@@ -351,14 +378,6 @@ def _fetch(rel: duckdb.DuckDBPyRelation, limit: int) -> list[tuple[Any, ...]]:
             naive = col.cast(pa.timestamp(col.type.unit))
         cols.append(naive.to_pylist())
     return list(zip(*cols, strict=True))
-
-
-def _text_size(value: Any) -> int:
-    if value is None:
-        return 1
-    if isinstance(value, str):
-        return len(value)
-    return 24
 
 
 def _mysql_type(arrow: str) -> str:
@@ -378,66 +397,3 @@ def _mysql_type(arrow: str) -> str:
     if arrow.startswith("timestamp"):
         return "datetime(6)"
     return table.get(arrow, "text")
-
-
-# -- DuckDB values -> MySQL result columns ------------------------------------
-
-
-def column_kind(duck_type: str) -> str:
-    """The mysql-mimic ColumnType name for a DuckDB type name."""
-    t = duck_type.upper()
-    if t in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-             "UINTEGER", "UBIGINT", "UHUGEINT"):  # fmt: skip
-        return "LONGLONG"
-    if t in ("DOUBLE", "FLOAT", "REAL"):
-        return "DOUBLE"
-    if t.startswith("DECIMAL"):
-        return "NEWDECIMAL"
-    if t == "BOOLEAN":
-        return "TINY"
-    if t == "DATE":
-        return "DATE"
-    if t.startswith("TIMESTAMP"):
-        return "DATETIME"
-    if t in ("TIME", "INTERVAL"):
-        return "TIME"
-    return "VAR_STRING"
-
-
-def is_unsigned(duck_type: str) -> bool:
-    """True for DuckDB's unsigned integer types (MySQL's UNSIGNED column flag)."""
-    return duck_type.upper() in ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
-
-
-def mysql_time(value: dt.timedelta | dt.time) -> str:
-    """A duration as MySQL prints a TIME: [-]HH:MM:SS[.ffffff], hours past 24."""
-    if isinstance(value, dt.time):
-        return value.isoformat()
-    total_us = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if total_us < 0 else ""
-    total_us = abs(total_us)
-    secs, us = divmod(total_us, 1_000_000)
-    h, rest = divmod(secs, 3600)
-    m, s = divmod(rest, 60)
-    frac = f".{us:06d}" if us else ""
-    return f"{sign}{h:02d}:{m:02d}:{s:02d}{frac}"
-
-
-def mysql_value(value: Any) -> Any:
-    """A DuckDB value as the text MySQL would send (None stays NULL)."""
-    if isinstance(value, bool):
-        return int(value)
-    if value is None or isinstance(value, (int, float, str, Decimal)):
-        return value
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value.isoformat(sep=" ")
-    if isinstance(value, (dt.timedelta, dt.time)):
-        return mysql_time(value)
-    if hasattr(value, "nanoseconds") and hasattr(value, "days"):  # Arrow's interval
-        days = value.days + 30 * getattr(value, "months", 0)
-        return mysql_time(dt.timedelta(days=days, microseconds=value.nanoseconds // 1000))
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)

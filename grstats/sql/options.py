@@ -57,6 +57,9 @@ class SqlOptions:
             file may hold the chain: the server certificate first).
         tls_required: refuse clients that do not use TLS (error 3159).
         threads, memory_limit: DuckDB per worker.
+        handshake_timeout: seconds from connect to a finished login (then 1043).
+        idle_timeout: seconds a logged-in client may stay silent (then 4031).
+        max_statement_bytes: the longest statement (longer: 1153, before parsing).
     """
 
     host: str = "127.0.0.1"
@@ -74,3 +77,6 @@ class SqlOptions:
     tls_required: bool = False
     threads: int = 1
     memory_limit: str = "256MB"
+    handshake_timeout: float = 10.0
+    idle_timeout: float = 600.0
+    max_statement_bytes: int = 64 << 10

@@ -34,11 +34,12 @@ from sqlglot import exp
 
 from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.sql import catalog
-from grstats.sql.engine import Engine, column_kind, is_unsigned, mysql_value, prepare
+from grstats.sql.engine import Engine, prepare
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
-from grstats.sql.wire import GrstatsMysqlServer, WireStats, column
+from grstats.sql.values import column_kind, is_unsigned, mysql_rows
+from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
 
 log = structlog.get_logger("grstats.sql")
 
@@ -175,7 +176,12 @@ class SqlServer:
 
     def _session(self) -> GrstatsSession:
         return GrstatsSession(
-            self._globals, self._execute, self._schema, self._local_member, self.options.user
+            self._globals,
+            self._execute,
+            self._schema,
+            self._local_member,
+            self.options.user,
+            max_statement_bytes=self.options.max_statement_bytes,
         )
 
     def _ssl(self) -> ssl.SSLContext | None:
@@ -206,6 +212,11 @@ class SqlServer:
             session_factory=self._session,
             require_tls=self.options.tls_required,
             stats=self.wire,
+            limits=WireLimits(
+                handshake_timeout=self.options.handshake_timeout,
+                idle_timeout=self.options.idle_timeout,
+                max_packet=self.options.max_statement_bytes + (16 << 10),
+            ),
             identity_provider=_Accounts(self.options.user, self.options.password_hash),
             control=self._control,
             ssl=context,
@@ -251,7 +262,7 @@ class SqlServer:
             column(name, ColumnType[column_kind(t)], unsigned=is_unsigned(t))
             for name, t in zip(result.names, result.types, strict=True)
         ]
-        rows = [tuple(mysql_value(v) for v in row) for row in result.rows]
+        rows = mysql_rows(result.rows, self.engine.max_result_bytes)
         return rows, cols
 
     async def close(self) -> None:

@@ -22,7 +22,7 @@ from mysql_mimic.variables import SessionVariables, Variables
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from grstats.sql.errors import BAD_DB, PARSE, UNKNOWN, SqlError
+from grstats.sql.errors import BAD_DB, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
 from grstats.sql.options import perspective
 
 if TYPE_CHECKING:
@@ -68,8 +68,11 @@ class GrstatsSession(Session):
         schema: Callable[[], dict[str, dict[str, dict[str, str]]]],
         local_member: Callable[[], str],
         user: str = "",
+        *,
+        max_statement_bytes: int = 64 << 10,
     ) -> None:
         super().__init__(SessionVariables(global_variables))
+        self._max_statement_bytes = max_statement_bytes
         self._execute = execute
         self._schema = schema
         self._local_member = local_member
@@ -122,6 +125,17 @@ class GrstatsSession(Session):
         return await super()._set_var_middleware(q)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
+        if (
+            len(sql) > self._max_statement_bytes // 4
+            and len(sql.encode()) > self._max_statement_bytes
+        ):
+            log.debug("sql.refused", code=PACKET_TOO_LARGE, reason="max_statement_bytes")
+            raise _mysql_error(
+                SqlError(
+                    PACKET_TOO_LARGE,
+                    f"The statement is longer than max_statement_bytes={self._max_statement_bytes}",
+                )
+            )
         try:
             return await super().handle_query(sql, attrs)
         except (ParseError, TokenError) as exc:

@@ -30,26 +30,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from asyncio import sslproto
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import structlog
-from mysql_mimic import MysqlServer, packets, types
+from mysql_mimic import MysqlServer, context, packets, types
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import KillKind
 from mysql_mimic.control import TooManyConnections
 from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, ResultSet
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
-from mysql_mimic.types import Capabilities, ColumnDefinition
+from mysql_mimic.types import ColumnDefinition
 from mysql_mimic.utils import aiterate, cooperative_iterate
 
-from grstats.sql.errors import INSECURE_TRANSPORT, INSECURE_TRANSPORT_MESSAGE, TOO_MANY_CONNECTIONS
-
-HANDSHAKE_TIMEOUT_S = 10  # a TLS handshake not done by then ends the connection
+from grstats.sql.errors import (
+    HANDSHAKE_ERROR,
+    INSECURE_TRANSPORT,
+    INSECURE_TRANSPORT_MESSAGE,
+    PACKET_TOO_LARGE,
+    TOO_MANY_CONNECTIONS,
+    TOO_MANY_PREPARED,
+)
+from grstats.sql.logins import LoginThrottle
+from grstats.sql.stream import GuardedStream
+from grstats.sql.values import LargeRow
 
 log = structlog.get_logger("grstats.sql")
 
@@ -62,6 +71,8 @@ class WireStats:
     accepted: int = 0
     refused: int = 0
     tls_failures: int = 0
+    handshake_timeouts: int = 0
+    logins_delayed: int = 0
     errors: Counter[int] = field(default_factory=Counter)
 
 
@@ -87,13 +98,67 @@ def _flags(col: ResultColumn) -> ColumnDefinition:
 _GONE = (ssl.SSLError, ConnectionError, ConnectionClosed)
 
 
-class GrstatsConnection(Connection):
-    """A client connection with the endpoint's error codes, TLS rule and column flags."""
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """The per-connection bounds ([sql] settings).
 
-    def __init__(self, *args: Any, stats: WireStats, require_tls: bool, **kw: Any) -> None:
+    Attributes:
+        handshake_timeout: seconds from accept to a finished login.
+        idle_timeout: seconds a logged-in client may stay silent.
+        max_packet: the largest client packet after login (bytes).
+        max_prepared: prepared statements a connection may hold.
+    """
+
+    handshake_timeout: float = 10.0
+    idle_timeout: float = 600.0
+    max_packet: int = (64 << 10) + (16 << 10)
+    max_prepared: int = 64
+
+
+class _LoginRefused(ConnectionClosed):
+    """A failed login: its 1045 is sent, the connection ends (MySQL ends it too)."""
+
+
+class _FailureLog:
+    """`sql.login_failed` at most once per interval, with the count held back."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self._interval_s = interval_s
+        self._last = -interval_s
+        self._held = 0
+
+    def emit(self, address: str, failures: int, delay_s: float) -> None:
+        now = time.monotonic()
+        if now - self._last < self._interval_s:
+            self._held += 1
+            return
+        self._last, held, self._held = now, self._held, 0
+        log.warning(
+            "sql.login_failed", address=address, failures=failures, delay_s=delay_s, suppressed=held
+        )
+
+
+class GrstatsConnection(Connection):
+    """A client connection with the endpoint's error codes, bounds, TLS rule and column flags."""
+
+    def __init__(
+        self,
+        *args: Any,
+        stats: WireStats,
+        require_tls: bool,
+        limits: WireLimits,
+        throttle: LoginThrottle,
+        failures: _FailureLog,
+        address: str,
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self._stats = stats
         self._require_tls = require_tls
+        self._limits = limits
+        self._throttle = throttle
+        self._failures = failures
+        self._address = address
 
     def error(self, **kwargs: Any) -> bytes:
         msg = kwargs.get("msg")
@@ -105,6 +170,38 @@ class GrstatsConnection(Connection):
         packet: bytes = super().error(**kwargs)
         return packet
 
+    async def _start(self) -> None:
+        # the library's, with a deadline on the whole login, a failed login ending the
+        # connection (the library went on to the command phase), and the post-login bounds
+        context.connection_id.set(self.connection_id)
+        stream = cast(GuardedStream, self.stream)
+        try:
+            async with asyncio.timeout(self._limits.handshake_timeout):
+                await self.connection_phase()
+            await self.session.init(self)
+        except TimeoutError:
+            self._stats.handshake_timeouts += 1
+            await self.stream.write(self.error(msg="Bad handshake", code=HANDSHAKE_ERROR))
+            raise ConnectionClosed("handshake timeout") from None
+        except _LoginRefused:
+            raise
+        except Exception as e:
+            await self.stream.write(self.error(msg=e, code=ErrorCode.HANDSHAKE_ERROR))
+            raise
+        stream.max_packet = self._limits.max_packet
+        stream.read_timeout = self._limits.idle_timeout
+        try:
+            await self.command_phase()
+        except asyncio.CancelledError:
+            if self._kill != KillKind.CONNECTION:  # type: ignore[has-type] # the library's
+                raise
+            await self.stream.write(
+                self.error(msg="Session was killed", code=ErrorCode.SESSION_WAS_KILLED)
+            )
+            self._kill = None
+        finally:
+            await self.session.close()
+
     async def connection_phase(self) -> None:
         try:
             await super().connection_phase()
@@ -113,9 +210,49 @@ class GrstatsConnection(Connection):
             raise
 
     async def authenticate(self, *args: Any, **kwargs: Any) -> None:
-        if self._require_tls and Capabilities.CLIENT_SSL not in self.capabilities:
+        # TLS is what the stream did, not the CLIENT_SSL bit a login packet claims
+        if self._require_tls and not cast(GuardedStream, self.stream).tls:
             raise MysqlError(INSECURE_TRANSPORT_MESSAGE, code=cast(ErrorCode, INSECURE_TRANSPORT))
-        await super().authenticate(*args, **kwargs)
+        # at most half the login deadline: a slowed login can still succeed
+        delay = min(self._throttle.delay(self._address), self._limits.handshake_timeout / 2)
+        if delay:
+            self._stats.logins_delayed += 1
+            await asyncio.sleep(delay)
+        self.session.username = None
+        await super().authenticate(*args, **kwargs)  # sends the OK or the 1045
+        if self.session.username is None:
+            failures = self._throttle.failed(self._address)
+            self._failures.emit(self._address, failures, self._throttle.delay(self._address))
+            raise _LoginRefused("access denied")
+        self._throttle.succeeded(self._address)
+
+    async def handle_stmt_prepare(self, data: bytes) -> None:
+        if len(self.prepared_stmts) >= self._limits.max_prepared:
+            raise MysqlError(
+                f"Can't create more than max_prepared_stmt_count statements "
+                f"(current value: {self._limits.max_prepared})",
+                code=cast(ErrorCode, TOO_MANY_PREPARED),
+            )
+        await super().handle_stmt_prepare(data)
+
+    async def handle_stmt_send_long_data(self, data: bytes) -> None:
+        # the library joins a parameter's pieces without a bound: at most max_packet in all
+        await super().handle_stmt_send_long_data(data)
+        statements = self.prepared_stmts.values()
+        held = sum(len(b) for st in statements for b in (st.param_buffers or {}).values())
+        if held > self._limits.max_packet:
+            for st in statements:
+                st.param_buffers = None
+            raise MysqlError(
+                "Parameter data bigger than 'max_allowed_packet' bytes",
+                code=cast(ErrorCode, PACKET_TOO_LARGE),
+            )
+
+    async def handle_change_user(self, data: bytes) -> None:
+        try:
+            await super().handle_change_user(data)
+        except _LoginRefused:  # its 1045 is sent; the connection ends like a failed login
+            cast(GuardedStream, self.stream).close()
 
     def _definition(self, column: ResultColumn) -> bytes:
         packet: bytes = packets.make_column_definition_41(
@@ -139,21 +276,27 @@ class GrstatsConnection(Connection):
             header.append(self.eof())
         self.stream.write_many(header)
         cols = result_set.columns
+        stream = cast(GuardedStream, self.stream)
         count = 0
         if isinstance(result_set.rows, (list, tuple)):
-            count = len(result_set.rows)
-            for i in range(0, count, 10_000):
-                self.stream.write_text_rows(result_set.rows[i : i + 10_000], cols)
+            rows = result_set.rows
+            count = len(rows)
+            i = 0
+            while i < count:  # runs of ordinary rows, each LargeRow framed on its own
+                j, end = i, min(count, i + 10_000)
+                while j < end and not isinstance(rows[j], LargeRow):
+                    j += 1
+                if j > i:
+                    self.stream.write_text_rows(rows[i:j], cols)
+                if j < end:
+                    await stream.write_row(packets.make_text_resultset_row(rows[j], cols))
+                    j += 1
+                i = j
                 await asyncio.sleep(0)
         else:
-            batch: list[bytes] = []
             async for row in cooperative_iterate(aiterate(result_set.rows)):
                 count += 1
-                batch.append(packets.make_text_resultset_row(row, cols))
-                if len(batch) >= 1000:
-                    self.stream.write_many(batch)
-                    batch = []
-            self.stream.write_many(batch)
+                await stream.write_row(packets.make_text_resultset_row(row, cols))
         await self.stream.write(self.ok_or_eof(affected_rows=count), drain=False)
         await self.stream.drain()
 
@@ -192,63 +335,6 @@ class GrstatsConnection(Connection):
         await self.stream.write(self.ok_or_eof())
 
 
-class _TlsStream:
-    """A MysqlStream whose TLS upgrade keeps what the client sent ahead (see the module doc).
-
-    Everything else is the wrapped stream's (mysql-mimic's stream is a
-    compiled class: it cannot be subclassed).
-    """
-
-    def __init__(
-        self, stream: MysqlStream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        self._stream = stream
-        self._reader = reader
-        self._writer = writer
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    async def start_tls(self, context: ssl.SSLContext) -> None:
-        # asyncio's loop.start_tls, plus the bytes already read past the SSLRequest
-        # (the StreamReader's buffer) fed to the TLS protocol before the socket's next ones
-        loop = asyncio.get_running_loop()
-        transport = cast(asyncio.Transport, self._writer.transport)
-        buffered: bytearray = self._reader._buffer  # type: ignore[attr-defined]
-        ahead = bytes(buffered)  # no public way to take them back
-        buffered.clear()
-        waiter: asyncio.Future[None] = loop.create_future()
-        tls = sslproto.SSLProtocol(
-            loop,
-            transport.get_protocol(),
-            context,
-            waiter,
-            server_side=True,
-            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
-            call_connection_made=False,
-        )
-        transport.pause_reading()
-        transport.set_protocol(tls)
-        tls.connection_made(transport)
-        view = memoryview(ahead)
-        while view:
-            buffer = tls.get_buffer(len(view))
-            n = min(len(buffer), len(view))
-            buffer[:n] = view[:n]
-            tls.buffer_updated(n)
-            view = view[n:]
-        transport.resume_reading()
-        try:
-            await waiter
-        except BaseException:
-            transport.close()
-            raise
-        app = tls._app_transport  # what loop.start_tls returns
-        # mysql-mimic's own way to move its reader and writer onto the TLS transport
-        self._writer._transport = app  # type: ignore[attr-defined]
-        self._reader._transport = app  # type: ignore[attr-defined]
-
-
 class GrstatsMysqlServer(MysqlServer):
     """mysql-mimic's server accepting `GrstatsConnection`s, counted in `stats`."""
 
@@ -258,11 +344,15 @@ class GrstatsMysqlServer(MysqlServer):
         session_factory: Callable[[], BaseSession],
         require_tls: bool,
         stats: WireStats,
+        limits: WireLimits,
         **kw: Any,
     ) -> None:
         super().__init__(session_factory=session_factory, **kw)
         self._require_tls = require_tls
         self.stats = stats
+        self.limits = limits
+        self.throttle = LoginThrottle()
+        self._failures = _FailureLog()
 
     def serving(self) -> bool:
         """True while the listening socket accepts connections."""
@@ -272,8 +362,13 @@ class GrstatsMysqlServer(MysqlServer):
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         stream = MysqlStream(reader, writer)
+
+        def refusal(code: int, message: str) -> bytes:
+            return connection.error(msg=message, code=code)
+
+        peer = writer.get_extra_info("peername")
         connection = GrstatsConnection(
-            stream=_TlsStream(stream, reader, writer),
+            stream=GuardedStream(stream, reader, writer, refusal),
             session=self.session_factory(),
             control=self.control,
             server_capabilities=self.capabilities,
@@ -281,6 +376,10 @@ class GrstatsMysqlServer(MysqlServer):
             ssl=self.ssl,
             stats=self.stats,
             require_tls=self._require_tls,
+            limits=self.limits,
+            throttle=self.throttle,
+            failures=self._failures,
+            address=str(peer[0]) if isinstance(peer, tuple) and peer else "",
         )
         try:
             connection.connection_id = await self.control.add(connection)
