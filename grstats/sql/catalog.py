@@ -25,6 +25,9 @@ from grstats.core.snapshot import DaemonSnapshot
 
 PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS = "grstats"
+INFORMATION_SCHEMA = "information_schema"
+INFO_SCHEMA_INTERNAL = "_information_schema"  # its DuckDB schema in a worker database
+DATABASES = frozenset({PERFORMANCE_SCHEMA, GRSTATS, INFORMATION_SCHEMA})
 HISTORY = "history"
 ROLLUP_TABLES = (
     "member_minute",

@@ -1,20 +1,21 @@
 """The query engine: DuckDB over Arrow copies of the live tables and over the Parquet history.
 
-Strategy: a statement arrives parsed (sqlglot, MySQL dialect). `prepare`
-refuses what a read-only server refuses (1290), checks every table against
-the catalog (1146, as MySQL names it) and qualifies it, then prints DuckDB's
-dialect. `Engine.run` executes it in the calling worker thread on that
+Strategy: a statement arrives checked and printed in DuckDB's dialect
+(`statements.prepare`: read-only, tables and functions allowlisted).
+`Engine.run` executes it in the calling worker thread on that
 thread's own DuckDB database (DuckDB connections are not shared between
 threads): the live tables are Arrow tables made from the snapshot given,
 registered under views named like MySQL's; the history and the rollups are
 views over `read_parquet` with hive partitioning, so a filter on
-`group_name` or `date` reads only those directories.
+`group_name` or `date` reads only those directories; information_schema is
+Arrow tables too (`infoschema`), rebuilt when the catalog changes.
 
 Invariants: a worker database can read only the history and rollup
 directories (`allowed_directories`, external access off, configuration
 locked): a query cannot read any other file. A timer interrupts a statement
 at `query_timeout`; results past `max_rows` or `max_result_bytes` are
-refused, never silently cut. Every failure leaves as a `SqlError`.
+refused, never silently cut (a non-scalar value is sized as the text MySQL
+would send, before it becomes a Python object). Every failure leaves as a `SqlError`.
 """
 
 from __future__ import annotations
@@ -29,43 +30,18 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from sqlglot import exp
 
-from grstats.sql import catalog, functions, values
+from grstats.sql import catalog, functions, infoschema, values
 from grstats.sql.errors import (
     BAD_FIELD,
     FUNCTION_NOT_EXISTS,
-    NO_DB,
-    NO_SUCH_TABLE,
-    NOT_SUPPORTED,
     OUT_OF_MEMORY,
     PARSE,
     QUERY_TIMEOUT,
-    READ_ONLY,
-    READ_ONLY_MESSAGE,
     TOO_BIG_SELECT,
     UNKNOWN,
     SqlError,
 )
-
-_WRITES = (
-    exp.Insert,
-    exp.Update,
-    exp.Delete,
-    exp.Create,
-    exp.Drop,
-    exp.Alter,
-    exp.TruncateTable,
-    exp.Merge,
-    exp.LoadData,
-    exp.Copy,
-    exp.Grant,
-)
-_WRITE_COMMANDS = frozenset(
-    {"GRANT", "REVOKE", "LOAD", "REPLACE", "RENAME", "CALL", "INSTALL", "ATTACH", "DETACH",
-     "PRAGMA", "EXPORT", "IMPORT", "VACUUM", "CHECKPOINT", "OPTIMIZE", "REPAIR", "HANDLER",
-     "DO", "LOCK", "UNLOCK", "FLUSH", "RESET", "PURGE", "CHANGE", "START", "STOP"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,51 +51,6 @@ class Result:
     names: tuple[str, ...]
     types: tuple[str, ...]
     rows: list[tuple[Any, ...]]
-
-
-def prepare(expression: exp.Expression, database: str | None, known: set[tuple[str, str]]) -> str:
-    """A MySQL statement checked against the catalog and printed for DuckDB.
-
-    Args:
-        expression: the parsed statement (sqlglot, MySQL dialect).
-        database: the session's current database (`USE`), if any.
-        known: the (schema, table) pairs that exist, lower case.
-
-    Returns:
-        The statement in DuckDB's dialect, every table schema-qualified.
-
-    Raises:
-        SqlError: a write (1290), an unsupported statement (1235), no database
-            selected (1046), an unknown table (1146), a table function (1064).
-    """
-    if isinstance(expression, _WRITES) or expression.find(exp.Into) is not None:
-        raise SqlError(READ_ONLY, READ_ONLY_MESSAGE)
-    if isinstance(expression, exp.Command):
-        verb = expression.name.upper()
-        if verb in _WRITE_COMMANDS:
-            raise SqlError(READ_ONLY, READ_ONLY_MESSAGE)
-        raise SqlError(NOT_SUPPORTED, f"This version of grstats doesn't yet support '{verb}'")
-    if not isinstance(expression, exp.Query):
-        kind = type(expression).__name__.upper()
-        raise SqlError(NOT_SUPPORTED, f"This version of grstats doesn't yet support '{kind}'")
-    expression = expression.copy()
-    ctes = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-    for table in list(expression.find_all(exp.Table)):
-        if not isinstance(table.this, exp.Identifier):
-            raise SqlError(PARSE, "table functions are not supported; name a table")
-        name = table.name
-        db = table.text("db")
-        if not db and name.lower() in ctes:
-            continue
-        db = db or (database or "")
-        if not db:
-            raise SqlError(NO_DB, "No database selected")
-        if (db.lower(), name.lower()) not in known:
-            raise SqlError(NO_SUCH_TABLE, f"Table '{db}.{name}' doesn't exist")
-        table.set("db", exp.to_identifier(db.lower()))
-        table.set("this", exp.to_identifier(name.lower()))
-        table.set("catalog", None)
-    return expression.sql(dialect="duckdb")
 
 
 def _sql_string(value: str) -> str:
@@ -210,6 +141,7 @@ class Engine:
     def known_tables(self) -> set[tuple[str, str]]:
         """(schema, table) pairs a query may name, lower case."""
         known = {(t.schema, t.name) for t in self.live}
+        known |= {(catalog.INFORMATION_SCHEMA, name) for name in infoschema.TABLES}
         if self.history_dir:
             known.add((catalog.GRSTATS, catalog.HISTORY))
         for name, _ in catalog.rollup_dirs(self.rollups_dir):
@@ -234,6 +166,11 @@ class Engine:
         con.execute("SET lock_configuration = true")
         for schema in {t.schema for t in self.live} | {catalog.GRSTATS}:
             con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        internal = catalog.INFO_SCHEMA_INTERNAL
+        con.execute(f'CREATE SCHEMA "{internal}"')
+        for name, table in infoschema.empty().items():
+            con.register(f"_is_{name}", table)
+            con.execute(f'CREATE VIEW "{internal}"."{name}" AS SELECT * FROM "_is_{name}"')
         for t in self.live:
             con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(None))
             con.execute(
@@ -241,10 +178,22 @@ class Engine:
             )
         self._local.con = con
         self._local.snapshot = None
+        self._local.info_mapping = None
         self._local.history_files = False
         with self._lock:
             self._all.append(con)
         return con
+
+    def info_schema(self) -> dict[str, dict[str, dict[str, str]]]:
+        """{schema: {table: {column: MySQL type}}} of what a query may name (reads rollup files)."""
+        return catalog.info_schema(self.history_dir, self.rollup_types())
+
+    def _refresh_info_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        mapping = self.info_schema()
+        if mapping != self._local.info_mapping:
+            for name, table in infoschema.tables(mapping).items():
+                con.register(f"_is_{name}", table)
+            self._local.info_mapping = mapping
 
     def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object) -> None:
         if self._local.snapshot is not snapshot:
@@ -301,6 +250,8 @@ class Engine:
         timer.daemon = True
         try:
             self._refresh(con, snapshot)
+            if catalog.INFO_SCHEMA_INTERNAL in sql:
+                self._refresh_info_schema(con)
             timer.start()
             rel = con.sql(sql)
             names = tuple(rel.columns)

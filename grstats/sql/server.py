@@ -33,11 +33,11 @@ from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, VariableSch
 from sqlglot import exp
 
 from grstats.core.snapshot import DaemonSnapshot, SqlFigures
-from grstats.sql import catalog
-from grstats.sql.engine import Engine, prepare
+from grstats.sql.engine import Engine
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
+from grstats.sql.statements import prepare
 from grstats.sql.values import column_kind, is_unsigned, mysql_rows
 from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
 
@@ -171,14 +171,11 @@ class SqlServer:
     def _local_member(self) -> str:
         return self._get_snapshot().local_member_id if self._get_snapshot else ""
 
-    def _schema(self) -> dict[str, dict[str, dict[str, str]]]:
-        return catalog.info_schema(self.options.history_dir, self.engine.rollup_types())
-
     def _session(self) -> GrstatsSession:
         return GrstatsSession(
             self._globals,
             self._execute,
-            self._schema,
+            self._offload,
             self._local_member,
             self.options.user,
             max_statement_bytes=self.options.max_statement_bytes,
@@ -234,6 +231,9 @@ class SqlServer:
             self.port = sockets[0].getsockname()[1]
             self._globals.set("port", self.port, force=True)
         log.info("sql.listening", host=self.options.host, port=self.port)
+
+    async def _offload(self, work: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     async def _execute(self, expression: exp.Expression, database: str | None) -> Any:
         snapshot = self._get_snapshot() if self._get_snapshot else None

@@ -1,17 +1,29 @@
 """One client connection's session: MySQL's variables and SHOW over our catalog, queries to DuckDB.
 
-Strategy: mysql-mimic's `Session` already answers SET, SHOW, USE, DESCRIBE and
-information_schema from `schema()`, and replaces `@@variables` and
-`DATABASE()` in a statement before it reaches `query()`. This subclass adds:
-the server's variables (`@@server_uuid` is the local member), NOW()/NOW(6)
-with MySQL's precision, `USE` of an unknown database refused (1049), parse
-errors as 1064, and every `SqlError` as an error packet with its MySQL code.
+Strategy: mysql-mimic's `Session` already answers SET, SHOW, USE and
+DESCRIBE, and replaces `@@variables` and `DATABASE()` in a statement before
+it reaches `query()`. This subclass adds: the server's variables
+(`@@server_uuid` is the local member), NOW()/NOW(6) with MySQL's precision,
+`USE` of an unknown database refused (1049), parse errors as 1064, and every
+`SqlError` as an error packet with its MySQL code.
+
+Bounds (nothing of a client's statement is heavy on the event loop): a
+statement past `max_statement_bytes` is refused before parsing (1153); the
+parse, the rewrites that print SQL and a cap on the tree's size
+(`MAX_STATEMENT_NODES`) run in a worker thread; information_schema and SHOW
+go to DuckDB in a worker like any query (mysql-mimic answered them with
+sqlglot's executor on the loop, outside every limit); the DESCRIBE / SHOW
+FIELDS / SHOW KEYS forms sqlglot misreads (`DESCRIBE history` is a keyword
+form to it) are rewritten to the SHOW it reads (`rewrite`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import re
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import structlog
@@ -22,6 +34,7 @@ from mysql_mimic.variables import SessionVariables, Variables
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from grstats.sql import catalog
 from grstats.sql.errors import BAD_DB, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
 from grstats.sql.options import perspective
 
@@ -33,6 +46,40 @@ log = structlog.get_logger("grstats.sql")
 _NOW = {"NOW", "SYSDATE", "LOCALTIME", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "UTC_TIMESTAMP"}
 
 Execute = Callable[[exp.Expression, str | None], Awaitable[Any]]
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+MAX_STATEMENT_NODES = 10_000  # a statement's parse tree, walked on the loop by mysql-mimic
+
+_NAME = r"(?:`[^`]{1,64}`|[A-Za-z0-9_$]{1,64})"
+# the statement forms sqlglot's MySQL dialect misreads, as the SHOW it understands
+_REWRITES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    # DESCRIBE t [col]: sqlglot reads DESCRIBE HISTORY as a keyword form (1064 for `history`)
+    (
+        re.compile(
+            rf"^\s*(?:DESC|DESCRIBE|EXPLAIN)\s+(?P<t>{_NAME}(?:\.{_NAME})?)"
+            rf"(?:\s+(?P<c>{_NAME}|'[^']*'))?\s*;?\s*$",
+            re.IGNORECASE,
+        ),
+        lambda m: (
+            f"SHOW COLUMNS FROM {m['t']}"
+            + (f" LIKE '{m['c'].strip(chr(39)).strip('`')}'" if m["c"] else "")
+        ),
+    ),
+    (
+        re.compile(r"^\s*SHOW\s+(FULL\s+)?FIELDS\b", re.IGNORECASE),
+        lambda m: f"SHOW {m[1] or ''}COLUMNS",
+    ),
+    (re.compile(r"^\s*SHOW\s+(?:KEYS|INDEXES)\b", re.IGNORECASE), lambda m: "SHOW INDEX"),
+)
+
+
+def rewrite(sql: str) -> str:
+    """`sql` with a DESCRIBE / SHOW FIELDS / SHOW KEYS form as the SHOW sqlglot reads."""
+    for pattern, replace in _REWRITES:
+        m = pattern.match(sql)
+        if m:
+            return replace(m) + sql[m.end() :]
+    return sql
 
 
 def _fsp(node: exp.Expression) -> int:
@@ -55,7 +102,7 @@ class GrstatsSession(Session):
     Args:
         global_variables: the server's variables (shared, read-only here).
         execute: runs a checked statement off the event loop -> (rows, columns).
-        schema: the catalog as {schema: {table: {column: type}}}.
+        offload: runs a function in a worker thread (parsing is never done on the loop).
         local_member: the local member's server UUID ("" without one).
         user: the configured account; a login `<user>+<member_id>` sees
             `@@server_uuid` = that member (`options.perspective`).
@@ -65,7 +112,7 @@ class GrstatsSession(Session):
         self,
         global_variables: Variables,
         execute: Execute,
-        schema: Callable[[], dict[str, dict[str, dict[str, str]]]],
+        offload: Offload,
         local_member: Callable[[], str],
         user: str = "",
         *,
@@ -74,7 +121,7 @@ class GrstatsSession(Session):
         super().__init__(SessionVariables(global_variables))
         self._max_statement_bytes = max_statement_bytes
         self._execute = execute
-        self._schema = schema
+        self._offload = offload
         self._local_member = local_member
         self._user = user
 
@@ -90,39 +137,49 @@ class GrstatsSession(Session):
         await super().reset()
         self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
-    async def schema(self) -> dict[str, dict[str, dict[str, str]]]:
-        return self._schema()
-
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
         return await self._execute(expression, self.database)
 
     async def use(self, database: str) -> None:
-        if database.lower() not in {*self._schema(), "information_schema"}:
+        if database.lower() not in catalog.DATABASES:
             # COM_INIT_DB calls this outside handle_query: raise the packet's error here
             raise _mysql_error(SqlError(BAD_DB, f"Unknown database '{database}'"))
         self.database = database.lower()
+
+    async def _query_info_schema(self, expression: exp.Expression) -> Any:
+        # DuckDB in a worker, under the limits, not mysql-mimic's sqlglot executor on the loop
+        return await self._execute(expression, self.database)
 
     async def _static_query_middleware(self, q: Query) -> Any:
         # mysql-mimic evaluates FROM-less SELECTs with sqlglot's executor, which lacks
         # GTID_SUBTRACT & co.: DuckDB runs them like any other statement.
         return await q.next()
 
-    async def _set_var_middleware(self, q: Query) -> Any:
-        # MySQL's NOW(fsp): mysql-mimic's replacement has no fraction; replace it first.
+    def _parse_in_worker(self, sql: str, now: dt.datetime) -> list[exp.Expression]:
+        # worker thread: parse, bound the tree, and the rewrites that print SQL (slow on a
+        # large tree) -- the loop then only walks a tree of at most MAX_STATEMENT_NODES
+        expressions: list[exp.Expression] = self._parse(rewrite(sql))
+        for expression in expressions:
+            nodes = sum(1 for _ in expression.walk())
+            if nodes > MAX_STATEMENT_NODES:
+                raise SqlError(
+                    PARSE,
+                    f"The statement is too complex: {nodes} expression nodes "
+                    f"(at most {MAX_STATEMENT_NODES})",
+                )
+            _mysql_names(expression, now)
+        return expressions
+
+    async def _run(self, sql: str, attrs: dict[str, str]) -> Any:
+        # mysql-mimic's handle_query, with the parse in a worker thread
+        self.timestamp = datetime.now(tz=self.timezone())
         now = self.timestamp.astimezone(dt.UTC)
-
-        def now_literal(node: exp.Expression) -> exp.Expression:
-            name = node.name.upper() if isinstance(node, exp.Anonymous) else ""
-            if name in _NOW or isinstance(node, (exp.CurrentTimestamp, exp.UtcTimestamp)):
-                return exp.cast(exp.Literal.string(_now_text(now, _fsp(node))), "DATETIME")
-            return node
-
-        if isinstance(q.expression, exp.Select):  # MySQL names a computed column by its text
-            for i, e in enumerate(q.expression.expressions):
-                if not isinstance(e, (exp.Alias, exp.Column, exp.Star)):
-                    q.expression.expressions[i] = exp.alias_(e, exp.to_identifier(e.sql("mysql")))
-        q.expression = q.expression.transform(now_literal, copy=False)
-        return await super()._set_var_middleware(q)
+        parse = functools.partial(self._parse_in_worker, sql, now)
+        result = None
+        for expression in await self._offload(parse):
+            q = Query(expression, sql, attrs, _middlewares=self.middlewares, _query=self.query)
+            result = await q.start()
+        return result
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         if (
@@ -137,7 +194,7 @@ class GrstatsSession(Session):
                 )
             )
         try:
-            return await super().handle_query(sql, attrs)
+            return await self._run(sql, attrs)
         except (ParseError, TokenError) as exc:
             near = sql.strip()[:80]
             raise _mysql_error(
@@ -156,6 +213,25 @@ class GrstatsSession(Session):
         except Exception as exc:  # a client must get an error packet, never a dropped connection
             log.exception("sql.statement_failed")
             raise _mysql_error(SqlError(UNKNOWN, f"{type(exc).__name__}: {exc}")) from None
+
+
+def _mysql_names(expression: exp.Expression, now: dt.datetime) -> None:
+    """MySQL's names for computed columns (their text) and NOW(fsp) as the statement's time.
+
+    (mysql-mimic replaces NOW() too, later, without the fraction: this goes first.)
+    """
+
+    def now_literal(node: exp.Expression) -> exp.Expression:
+        name = node.name.upper() if isinstance(node, exp.Anonymous) else ""
+        if name in _NOW or isinstance(node, (exp.CurrentTimestamp, exp.UtcTimestamp)):
+            return exp.cast(exp.Literal.string(_now_text(now, _fsp(node))), "DATETIME")
+        return node
+
+    if isinstance(expression, exp.Select):  # MySQL names a computed column by its text
+        for i, e in enumerate(expression.expressions):
+            if not isinstance(e, (exp.Alias, exp.Column, exp.Star)):
+                expression.expressions[i] = exp.alias_(e, exp.to_identifier(e.sql("mysql")))
+    expression.transform(now_literal, copy=False)
 
 
 def _mysql_error(exc: SqlError) -> MysqlError:

@@ -8,8 +8,10 @@ taken from grstats' server code.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass
 
@@ -125,3 +127,34 @@ def wait_closed(raw: Raw, deadline_s: float) -> bool:
         except ConnectionResetError:
             return True
     return False
+
+
+def rss() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+class LoopWatch:
+    """The longest gap between ticks of a 10 ms heartbeat on the server's own loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.max_gap = 0.0
+        self._stop = threading.Event()
+        self._future = asyncio.run_coroutine_threadsafe(self._beat(), loop)
+
+    async def _beat(self) -> None:
+        last = time.monotonic()
+        while not self._stop.is_set():
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            self.max_gap = max(self.max_gap, now - last)
+            last = now
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._future.result(60)
+        return self.max_gap

@@ -10,7 +10,6 @@ wait is for a condition with a deadline.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import struct
 import threading
@@ -32,14 +31,6 @@ PASSWORD = "s3cret"
 MIB = 1 << 20
 
 
-def _rss() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def _options(**kw: object) -> SqlOptions:
     return SqlOptions(port=0, password_hash=native_password_hash(PASSWORD), **kw)  # type: ignore[arg-type]
 
@@ -55,34 +46,11 @@ def running() -> Iterator[Running]:
     yield from serve(_options(max_connections=16, handshake_timeout=2.0))
 
 
-class LoopWatch:
-    """The longest gap between ticks of a 10 ms heartbeat on the server's own loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.max_gap = 0.0
-        self._stop = threading.Event()
-        self._future = asyncio.run_coroutine_threadsafe(self._beat(), loop)
-
-    async def _beat(self) -> None:
-        last = time.monotonic()
-        while not self._stop.is_set():
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            self.max_gap = max(self.max_gap, now - last)
-            last = now
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._future.result(60)
-        return self.max_gap
-
-
 def test_continuation_packets_before_login_are_capped(running: Running) -> None:
     # 16 sockets each send one full 16 MiB frame and announce another, before any login:
     # the endpoint refuses at the first frame's header (1153) and holds none of it.
     frame = b"\0" * 0xFFFFFF
-    before = _rss()
+    before = mysqlwire.rss()
     results: list[tuple[int | None, bool]] = []
 
     def attack() -> None:
@@ -107,7 +75,7 @@ def test_continuation_packets_before_login_are_capped(running: Running) -> None:
         t.start()
     for t in threads:
         t.join(60)
-    grown = _rss() - before
+    grown = mysqlwire.rss() - before
     assert len(results) == 16
     assert all(closed for _, closed in results), results
     assert {code for code, _ in results} <= {1153, None}
@@ -117,7 +85,7 @@ def test_continuation_packets_before_login_are_capped(running: Running) -> None:
 
 
 def test_statement_past_the_size_limit_is_refused_before_parsing(running: Running) -> None:
-    watch = LoopWatch(running.loop)
+    watch = mysqlwire.LoopWatch(running.loop)
     with (
         _pymysql(running.port) as conn,
         conn.cursor() as cur,
