@@ -393,6 +393,16 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "code",
         q.errors,
     )
+    yield CounterMetricFamily(
+        "grstats_sql_handshake_timeouts",
+        "SQL endpoint connections ended for not logging in within [sql] handshake_timeout.",
+        value=q.handshake_timeouts,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_logins_delayed",
+        "SQL endpoint login attempts made to wait after failed logins from their address.",
+        value=q.logins_delayed,
+    )
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

@@ -136,6 +136,10 @@ class SqlFigures:
         results_refused: results refused at max_rows or max_result_bytes, by limit.
         writes_refused: statements refused because the endpoint is read-only (1290).
         errors: error packets sent, by MySQL error number.
+        handshake_timeouts: connections ended for not logging in within
+            [sql] handshake_timeout (also counted as errors 1043).
+        logins_delayed: login attempts made to wait after failed logins from
+            their address.
     """
 
     serving: bool = False
@@ -150,6 +154,8 @@ class SqlFigures:
     results_refused: Mapping[str, int] = field(default_factory=dict)
     writes_refused: int = 0
     errors: Mapping[int, int] = field(default_factory=dict)
+    handshake_timeouts: int = 0
+    logins_delayed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,6 +166,8 @@ class SqlServer:
             },
             writes_refused=errors.get(READ_ONLY, 0),
             errors=errors,
+            handshake_timeouts=self.wire.handshake_timeouts,
+            logins_delayed=self.wire.logins_delayed,
         )
 
     def _local_member(self) -> str:
