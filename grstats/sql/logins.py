@@ -43,8 +43,9 @@ class LoginThrottle:
 
     def delay(self, address: str) -> float:
         """Seconds the next login attempt from `address` waits (0 when it may go at once)."""
-        over = self._failures.get(address, 0) - self.policy.free_failures
-        if over < 0:
+        failures = self._failures.get(address, 0)
+        over = failures - self.policy.free_failures
+        if failures == 0 or over < 0:
             return 0.0
         return min(self.policy.max_delay, self.policy.first_delay * 2.0 ** min(over, 32))
 
