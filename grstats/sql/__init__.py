@@ -1,9 +1,11 @@
 """MySQL-protocol endpoint over the live all-member tables and the Parquet history.
 
-Strategy: mysql-mimic speaks the wire protocol (handshake, auth, SHOW,
-information_schema, session variables); each statement is checked and
-translated (`engine.prepare`) and runs on DuckDB in a bounded thread pool
-(`engine.Engine`), so the daemon's event loop never waits for a query. Only
+Strategy: mysql-mimic speaks the wire protocol (handshake, auth, session
+variables), with its unbounded pieces replaced (`wire`, `stream`); each
+statement is parsed in a worker, checked against allowlists and translated
+(`statements.prepare`) and runs on DuckDB in a bounded thread pool
+(`engine.Engine`), information_schema and SHOW included, so the daemon's
+event loop never waits for a query. Only
 this package imports mysql-mimic and DuckDB; `SqlServer` is imported lazily
 so that a daemon without [sql] never loads them.
 """

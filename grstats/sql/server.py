@@ -10,7 +10,9 @@ Bounds: `max_connections` connections (the next one gets error 1040 and is
 counted in `refused_connections`); one statement at a time per connection
 (the protocol's own rule) and so at most `max_connections` statements; each
 stopped at `query_timeout`; results refused past `max_rows` /
-`max_result_bytes`.
+`max_result_bytes` (the encoded bytes); the per-connection bounds
+(packets, statement size, handshake and idle timeouts, failed logins) are
+the wire's (`wire.WireLimits`).
 """
 
 from __future__ import annotations

@@ -6,21 +6,28 @@ leaves out, each at the one place the library funnels it through:
 - every error packet goes through `Connection.error`: the packet carries the
   `MysqlError`'s own code (the library sends 1043 for any failed handshake)
   and is counted by MySQL error number (`WireStats.errors`);
-- `authenticate` refuses a plain-text client when TLS is required, before
-  any password is checked, with MySQL's 3159 (`require_secure_transport`);
+- the login (`_start`, the library's with a deadline): the whole
+  handshake must finish within `handshake_timeout` (1043, counted); a failed
+  login ends the connection (the library went on to the command phase, where
+  an unauthenticated client could run queries); after login the stream's
+  packet cap and idle timeout switch to the command phase's
+  (`stream.GuardedStream`);
+- `authenticate` refuses a client that did not start TLS when TLS is
+  required, before any password is checked, with MySQL's 3159
+  (`require_secure_transport`) -- whatever CLIENT_SSL its login packet
+  claims; it slows failed logins per client address (`logins.LoginThrottle`)
+  and logs them rate-limited;
+- prepared statements and their long data are bounded per connection;
 - result column definitions carry MySQL's UNSIGNED flag for unsigned
   integer columns (`column(..., unsigned=True)`), in the text and the binary
-  protocol;
+  protocol; a `values.LargeRow` is framed in 16 MiB packets;
 - the accept callback counts connections (open, accepted, refused at the
   cap, failed TLS handshakes) and ends a connection that failed its
-  handshake quietly (a client's bad certificate is not a daemon traceback);
-- the upgrade to TLS keeps the bytes the client sent right after its
-  SSLRequest (`_TlsStream.start_tls`). mysql-mimic's upgrade loses them: a
-  client sends its TLS ClientHello without waiting, so when both arrive
-  together the StreamReader has already buffered the ClientHello as plain
-  data and the server waits for it until the handshake times out (seen
-  with PyMySQL, the mariadb client and openssl s_client whenever the loop
-  was a little late).
+  handshake quietly (a client's bad certificate is not a daemon traceback).
+
+mysql-mimic pieces replaced rather than wrapped: `Connection._start`, the
+text result writer, `MysqlStream.read` / `start_tls` (in `stream`), and the
+session's `handle_query` / information_schema (in `session`).
 
 Invariants: `WireStats` is only touched on the event loop.
 """
