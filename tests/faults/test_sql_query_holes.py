@@ -10,6 +10,7 @@ from DuckDB reading the files directly or are written by hand.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,3 +229,24 @@ def test_a_long_expression_under_the_size_limit_does_not_stall_the_loop(
             assert exc.args[0] in (1064, 1105), exc
     gap = watch.stop()
     assert gap < 0.5, f"the server's loop stalled {gap:.2f} s"
+
+
+@pytest.mark.skipif(shutil.which("mariadb") is None, reason="needs mariadb")
+def test_the_mariadb_client_describes_and_reads_a_row_past_16_mib(running: Running) -> None:
+    base = ["mariadb", "-h", "127.0.0.1", "-P", str(running.port), "-u", "grstats",
+            f"-p{PASSWORD}", "--ssl=0", "--batch", "--max-allowed-packet=64M"]  # fmt: skip
+    # --auto-rehash with a database: the client lists tables and fields on connect
+    out = subprocess.run(
+        [*base, "--auto-rehash", "-D", "grstats", "-e", "DESCRIBE history; SHOW TABLES"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    fields = [line.split("\t")[0] for line in out.splitlines()]
+    assert "member_id" in fields and "sampled_at" in fields and "history" in fields
+    # a row past 16 MiB under the default max_result_bytes (64 MiB)
+    for plain in serve(SqlOptions(port=0, password_hash=native_password_hash(PASSWORD))):
+        base[4] = str(plain.port)
+        out = subprocess.run(
+            [*base, "-N", "-e", "SELECT REPEAT('x', 20000000), 7"],
+            capture_output=True, text=True, timeout=120, check=True,
+        ).stdout  # fmt: skip
+    assert out == "x" * 20_000_000 + "\t7\n"
