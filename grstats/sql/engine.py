@@ -166,11 +166,6 @@ class Engine:
         con.execute("SET lock_configuration = true")
         for schema in {t.schema for t in self.live} | {catalog.GRSTATS}:
             con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        internal = catalog.INFO_SCHEMA_INTERNAL
-        con.execute(f'CREATE SCHEMA "{internal}"')
-        for name, table in infoschema.empty().items():
-            con.register(f"_is_{name}", table)
-            con.execute(f'CREATE VIEW "{internal}"."{name}" AS SELECT * FROM "_is_{name}"')
         for t in self.live:
             con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(None))
             con.execute(
@@ -189,11 +184,21 @@ class Engine:
         return catalog.info_schema(self.history_dir, self.rollup_types())
 
     def _refresh_info_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        # built on a worker's first information_schema statement (a point query never pays)
         mapping = self.info_schema()
-        if mapping != self._local.info_mapping:
-            for name, table in infoschema.tables(mapping).items():
-                con.register(f"_is_{name}", table)
-            self._local.info_mapping = mapping
+        if mapping == self._local.info_mapping:
+            return
+        internal = catalog.INFO_SCHEMA_INTERNAL
+        first = self._local.info_mapping is None
+        if first:
+            con.execute(f'CREATE SCHEMA IF NOT EXISTS "{internal}"')
+        for name, table in infoschema.tables(mapping).items():
+            con.register(f"_is_{name}", table)
+            if first:
+                con.execute(
+                    f'CREATE OR REPLACE VIEW "{internal}"."{name}" AS SELECT * FROM "_is_{name}"'
+                )
+        self._local.info_mapping = mapping
 
     def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object) -> None:
         if self._local.snapshot is not snapshot:

@@ -23,11 +23,6 @@ from grstats.sql import catalog
 TABLES: tuple[str, ...] = tuple(INFO_SCHEMA[catalog.INFORMATION_SCHEMA])
 
 
-def empty() -> dict[str, pa.Table]:
-    """Every information_schema table, without rows."""
-    return {name: _table(name, []) for name in TABLES}
-
-
 def tables(mapping: Mapping[str, Mapping[str, Mapping[str, str]]]) -> dict[str, pa.Table]:
     """information_schema's tables for the catalog `mapping`, as Arrow tables."""
     data = info_schema_tables(mapping_to_columns(dict(mapping)))[catalog.INFORMATION_SCHEMA]

@@ -35,6 +35,7 @@ from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, VariableSch
 from sqlglot import exp
 
 from grstats.core.snapshot import DaemonSnapshot, SqlFigures
+from grstats.sql import statements
 from grstats.sql.engine import Engine
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.options import SqlOptions, perspective
@@ -204,6 +205,8 @@ class SqlServer:
         # mysql-mimic logs every refused statement at ERROR; ours are logged as events.
         logging.getLogger("mysql_mimic").setLevel(logging.CRITICAL)
         self._globals = _variables(self._local_member(), self.options.port)
+        # the function allowlist is built once, in a worker, before the first client
+        await asyncio.get_running_loop().run_in_executor(self._pool, statements.allowed)
         try:
             context = self._ssl()
         except OSError as exc:  # ssl.SSLError too

@@ -122,8 +122,8 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 
 @functools.cache
-def _allowed() -> tuple[frozenset[type[exp.Func]], frozenset[str]]:
-    """(sqlglot Func classes, anonymous function names) of MYSQL_FUNCTIONS."""
+def allowed() -> tuple[frozenset[type[exp.Func]], frozenset[str]]:
+    """(sqlglot Func classes, anonymous function names) allowed (built once: ~0.1 s)."""
     classes: set[type[exp.Func]] = set(_SYNTAX)
     names: set[str] = set(_INSTALLED)
     done: set[str] = set()
@@ -150,7 +150,7 @@ def _allowed() -> tuple[frozenset[type[exp.Func]], frozenset[str]]:
 
 
 def _check_function(func: exp.Func) -> None:
-    classes, names = _allowed()
+    classes, names = allowed()
     if isinstance(func, exp.Connector | exp.Collate):  # AND, OR, XOR, COLLATE: operators
         return
     if isinstance(func, exp.Anonymous):
