@@ -194,3 +194,26 @@ def test_a_row_past_16_mib_reads_back(running: Running) -> None:
         assert len(rows) == 1 and len(rows[0][0]) == 20_000_000 and rows[0][1] == 7
         cur.execute("SELECT 1")  # the stream is still in step
         assert cur.fetchall() == ((1,),)
+
+
+def test_prepared_statements_and_their_long_data_are_bounded(running: Running) -> None:
+    raw = mysqlwire.connect(running.port)
+    raw.handshake()
+    assert mysqlwire.error_code(raw.login("grstats", PASSWORD)) is None
+    replies = []
+    for _ in range(65):  # COM_STMT_PREPARE: 64 per connection
+        raw.seq = 0
+        raw.send_packet(b"\x16SELECT ?")
+        reply = raw.read_packet()
+        replies.append(mysqlwire.error_code(reply))
+        if replies[-1] is None:
+            raw.read_packet()  # the parameter's definition
+            raw.read_packet()  # EOF
+    assert replies[:64] == [None] * 64
+    assert replies[64] == 1461
+    # COM_STMT_SEND_LONG_DATA has no reply; past the packet cap in all: 1153
+    for _ in range(2):
+        raw.seq = 0
+        raw.send_packet(b"\x18" + struct.pack("<IH", 1, 0) + b"x" * (60 << 10))
+    assert mysqlwire.error_code(raw.read_packet()) == 1153
+    raw.close()
