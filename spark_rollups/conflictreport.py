@@ -104,7 +104,11 @@ def by_day_section(data: WeekData) -> tuple[str, list[Item]]:
                 d.get("members"),
             ]
         )
-    missing = [r[1] for r in rows if r[0] not in found]
+    missing = [
+        label
+        for date, label in zip(data.dates(), _day_labels(data), strict=True)
+        if date not in found
+    ]
     table = Table(
         "conflicts_by_day",
         "Conflicts by day",

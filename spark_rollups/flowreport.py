@@ -148,8 +148,8 @@ def _collect(
 
 
 def utc_text(seconds: int) -> str:
-    """`YYYY-MM-DD HH:MM` (UTC) of Unix seconds."""
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M")
+    """`YYYY-MM-DD HH:MM:SS` (UTC) of Unix seconds."""
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _minutes(seconds: Any) -> float:

@@ -96,8 +96,8 @@ def test_the_member_that_caused_most_is_named_with_its_share() -> None:
     assert tables["flow_by_member"].rows[0][2] == 0.9
     assert tables["flow_sustained_periods"].cells(tables["flow_sustained_periods"].rows[0]) == [
         "db3:3306",
-        "2025-11-17 00:00",
-        "2025-11-17 01:59",
+        "2025-11-17 00:00:00",
+        "2025-11-17 01:59:59",
         "2.00",
         "90.00%",
         "540",
