@@ -210,7 +210,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, int]:
-    """Roll the history up into the seven tables and the three flow-control tables.
+    """Roll the history up into the seven tables, the three flow-control tables and member_hosts.
 
     Args:
         spark: the session (`build_session`).
@@ -324,7 +324,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "Roll grstats history up into member_minute, member_hour, member_day, "
         "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
-        "flow_control_member_hour and flow_control_episodes (Parquet)."
+        "flow_control_member_hour and flow_control_episodes, and the members dimension "
+        "member_hosts (Parquet)."
     )
     parser.epilog = (
         "examples:\n"
