@@ -77,14 +77,17 @@ class Table:
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
     note: str = ""
-    percent: frozenset[str] = frozenset()  # ratio columns shown as percentages
+    # ratio columns shown as percentages; also rows whose first cell is one of these
+    # (a metric table: the "conflict rate" row)
+    percent: frozenset[str] = frozenset()
     shown: bool = True  # False: only the CSV (a wide matrix a heat map draws)
 
     def cells(self, row: Sequence[Any]) -> list[str]:
         """Display text of one row."""
+        ratios = bool(row) and isinstance(row[0], str) and row[0] in self.percent
         return [
-            format_value(v, percent=c in self.percent)
-            for c, v in zip(self.columns, row, strict=True)
+            format_value(v, percent=c in self.percent or (ratios and i > 0))
+            for i, (c, v) in enumerate(zip(self.columns, row, strict=True))
         ]
 
 

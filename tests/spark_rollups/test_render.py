@@ -48,6 +48,20 @@ def test_a_figure_has_one_number_format_whatever_its_size() -> None:
     assert format_value(float("nan")) == "n/a"
 
 
+def test_a_ratio_row_of_a_metric_table_is_a_percentage_in_every_column() -> None:
+    table = Table(
+        "totals",
+        "Totals",
+        ["metric", "this week", "previous week"],
+        [["conflicts", 418_651, 400_000], ["conflict rate", 0.009989, 0.0101]],
+        percent=frozenset({"conflict rate"}),
+    )
+    assert [table.cells(r) for r in table.rows] == [
+        ["conflicts", "418,651", "400,000"],
+        ["conflict rate", "1.00%", "1.01%"],
+    ]
+
+
 def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     write_report(_report(), tmp_path)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
