@@ -2,9 +2,14 @@
 
 Strategy: Spark reads the rollup tables with partition pruning (the week and
 the week before) and does the aggregating (weekly member sums, day and hour
-selections); the results are a few hundred rows at most, collected once and
-handed to `render.py`, which writes Markdown, self-contained HTML (inline
-CSS, PNG charts as data URIs) and one CSV per table shown.
+selections); the results are a few hundred rows at most, collected once
+into a `WeekData` (week.py).  `build_report` lays out the sections, each a
+pure function of it in its own module -- findings first (findings.py), the
+conflict sections (conflictreport.py), lag, applier, flow control, data
+quality and the members appendix -- and `render.py` writes Markdown,
+self-contained HTML (inline CSS, PNG charts as data URIs) and one CSV per
+table.  Members are labelled `host:port` from the members dimension
+(memberdim.py).
 
 Invariants:
 - Weeks are ISO weeks (Monday 00:00 UTC to the next Monday); "previous week"
