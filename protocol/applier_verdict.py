@@ -50,9 +50,12 @@ ADVICE: Final = {
     "(MySQL 9.1 Enterprise, 9.7 every edition) or the applier has not run.",
     "starved": "Healthy: the applier waits for work from the source. Nothing to change; "
     "replica_parallel_workers could even be lowered.",
-    "commit_order": "Workers wait for their turn to commit. Break up large transactions; "
-    "weigh replica_preserve_commit_order=OFF (GR requires ON for multi-primary "
-    "consistency) and make sure the source tracks dependencies by WRITESET.",
+    # never replica_preserve_commit_order=OFF: Group Replication refuses it with
+    # parallel workers, so advice to turn it off is advice no GR operator can follow
+    "commit_order": "Workers wait for their turn to commit. Break up large transactions "
+    "(one slow commit holds back every later one) and make sure the source tracks "
+    "dependencies by WRITESET; keep replica_preserve_commit_order=ON, which Group "
+    "Replication requires with parallel workers.",
     "dependencies": "The coordinator waits for dependent transactions: too little parallelism "
     "in what the source writes. Use binlog_transaction_dependency_tracking=WRITESET "
     "(the default from 8.4), avoid hot rows and tables without primary keys.",

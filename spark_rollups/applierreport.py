@@ -22,10 +22,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from protocol.applier_verdict import ADVICE, BOTTLENECKS, UNKNOWN, WORK, judge
-from spark_rollups.render import Table
+from spark_rollups.render import Item, Table
 from spark_rollups.schema import ACTIVE, APPLIER_COUNTERS
+from spark_rollups.week import member
 
-__all__ = ["HEADING", "VERDICT_WAITS", "applier_section", "collect_applier", "verdict"]
+__all__ = [
+    "HEADING",
+    "VERDICT_WAITS",
+    "applier_section",
+    "behind",
+    "collect_applier",
+    "verdict",
+]
 
 HEADING = "Applier: why is it slow"
 #: each share the rule judges -> the applier tables' wait time columns it sums
@@ -86,7 +94,7 @@ def _percent(value: float) -> str:
     return f"{value:.1%}"
 
 
-def _behind(kind: str, shares: Mapping[str, float]) -> str:
+def behind(kind: str, shares: Mapping[str, float]) -> str:
     """The numbers a verdict rests on, in one clause."""
     if kind in BOTTLENECKS:
         return (
@@ -99,12 +107,13 @@ def _behind(kind: str, shares: Mapping[str, float]) -> str:
 
 
 def applier_section(
-    members: list[dict[str, Any]] | None,
-) -> tuple[str, list[Table | str]]:
+    members: list[dict[str, Any]] | None, labels: Mapping[str, str] | None = None
+) -> tuple[str, list[Item]]:
     """The section of one group's week.
 
     Args:
         members: the group's `collect_applier` rows (None: no applier tables).
+        labels: member id -> `host:port` (absent: the short id).
 
     Returns:
         (heading, items): one paragraph per member (verdict, the numbers behind
@@ -115,7 +124,8 @@ def applier_section(
             "No applier metrics this week (members without replication_applier_metrics, "
             "or history that predates the applier columns)."
         ]
-    items: list[Table | str] = [
+    names = labels or {}
+    items: list[Item] = [
         "Per member, the week of its group_replication_applier channel (WL#15620): each "
         "wait's share of the coordinator's active time decides why it is slow "
         "(commit-order waits are summed over workers, so that share can pass 100 %)."
@@ -124,13 +134,13 @@ def applier_section(
     for m in members:
         kind, shares = verdict(m)
         items.append(
-            f"**{m['member_id']}: {kind}** -- {_behind(kind, shares)}; "
+            f"**{member(names, m['member_id'])}: {kind}** -- {behind(kind, shares)}; "
             f"{m['transactions_committed'] or 0:,} transactions committed. {ADVICE[kind]}"
         )
         active = m.get(ACTIVE)
         rows.append(
             [
-                m["member_id"],
+                member(names, m["member_id"]),
                 kind,
                 m["transactions_committed"],
                 m["committed_bytes"],

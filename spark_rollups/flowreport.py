@@ -4,11 +4,10 @@ Strategy: Spark reads the week of the three flow-control tables
 (flowrollup.py) and collects small results: the group's throttled,
 attributed and unattributed seconds; per member the throttled seconds it
 caused, its largest queues and its catch-up ETA distribution (member-seconds
-per bucket, the worst hourly p95); and the episodes that can be among the
-worst -- the `WORST` longest per group plus every episode touching a
-midnight, since the rollup cuts episodes at UTC midnight and they are joined
-here again (a joined episode is made of such pieces only, so the longest
-joined episodes are all among what is collected).
+per bucket, the worst hourly p95); and the `WORST` longest sustained
+throttled periods (flowperiods.py: a member's episodes merged across the
+quota's release cycles, which also joins the pieces the rollup cut at UTC
+midnight).
 
 Invariants: a member's share is its caused seconds over the group's
 throttled seconds of the week; shares can add up to more than 100 % (a
@@ -21,21 +20,23 @@ when the week had no throttled second at all.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from spark_rollups.flowrollup import CATCH_UP_BUCKETS, EPISODE_GAP_S, FLOW_TABLES
-from spark_rollups.render import Chart, Table, bar_chart
+from spark_rollups.flowperiods import SUSTAINED_GAP_S, sustained_periods
+from spark_rollups.flowrollup import CATCH_UP_BUCKETS, FLOW_TABLES
+from spark_rollups.render import Item, Table, bar_chart
 from spark_rollups.storage import hadoop_fs
+from spark_rollups.week import member
 
-__all__ = ["WORST", "FlowWeek", "collect_flow", "flow_section", "join_episodes"]
+__all__ = ["HEADING", "WORST", "FlowWeek", "collect_flow", "culprits", "flow_section", "utc_text"]
 
 WORST = 10
 HEADING = "Who held the group back"
-_DAY_S = 86_400
 
 
 @dataclass
@@ -44,7 +45,7 @@ class FlowWeek:
 
     totals: dict[str, Any] = field(default_factory=dict)  # the group's seconds
     members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
-    episodes: list[dict[str, Any]] = field(default_factory=list)  # candidates (see module)
+    periods: list[dict[str, Any]] = field(default_factory=list)  # the longest, longest first
 
 
 def _has_files(spark: SparkSession, table: str) -> bool:
@@ -114,93 +115,72 @@ def collect_flow(
     )
     if not present[episode_table]:  # no member ever caused a throttled second
         return _collect(totals, members, None)
-    episodes = _week(spark.read.parquet(paths[episode_table]), start, end, group)
-    start_s = F.unix_timestamp("episode_start")
-    end_s = F.unix_timestamp("episode_end")
-    touches_midnight = (F.pmod(start_s, _DAY_S) <= EPISODE_GAP_S) | (
-        F.pmod(end_s, _DAY_S) >= _DAY_S - 1 - EPISODE_GAP_S
-    )
-    order = Window.partitionBy("group_name").orderBy(
-        F.desc("throttled_seconds"), "episode_start", "member_id"
-    )
-    ranked = episodes.withColumn("_rank", F.row_number().over(order))
-    candidates = ranked.where(touches_midnight | (F.col("_rank") <= WORST)).select(
+    episodes = _week(spark.read.parquet(paths[episode_table]), start, end, group).select(
         "group_name",
         "member_id",
-        start_s.alias("start_s"),
-        end_s.alias("end_s"),
+        F.unix_timestamp("episode_start").alias("start_s"),
+        F.unix_timestamp("episode_end").alias("end_s"),
         "throttled_seconds",
         "bottleneck",
         "excess_max",
         "certifier_queue_max",
         "applier_queue_max",
     )
-    return _collect(totals, members, candidates.orderBy("member_id", "start_s"))
+    order = Window.partitionBy("group_name").orderBy(
+        F.desc("length_s"), F.desc("throttled_seconds"), "start_s", "member_id"
+    )
+    ranked = sustained_periods(episodes).withColumn("_rank", F.row_number().over(order))
+    longest = ranked.where(F.col("_rank") <= WORST).drop("_rank")
+    return _collect(totals, members, longest.orderBy("group_name", F.desc("length_s"), "start_s"))
 
 
 def _collect(
-    totals: DataFrame, members: DataFrame, episodes: DataFrame | None
+    totals: DataFrame, members: DataFrame, periods: DataFrame | None
 ) -> dict[str, FlowWeek]:
     result: dict[str, FlowWeek] = {}
     for row in totals.toArrow().to_pylist():
         result.setdefault(row["group_name"], FlowWeek()).totals = row
     for row in members.orderBy("member_id").toArrow().to_pylist():
         result.setdefault(row["group_name"], FlowWeek()).members.append(row)
-    for row in [] if episodes is None else episodes.toArrow().to_pylist():
-        result.setdefault(row["group_name"], FlowWeek()).episodes.append(row)
+    for row in [] if periods is None else periods.toArrow().to_pylist():
+        result.setdefault(row["group_name"], FlowWeek()).periods.append(row)
     return result
 
 
-def join_episodes(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Join a member's episodes cut at midnight (at most EPISODE_GAP_S apart).
-
-    Args:
-        pieces: episodes with member_id, start_s, end_s, throttled_seconds,
-            bottleneck and the *_max figures.
-
-    Returns:
-        The joined episodes, longest first (then earliest).
-    """
-    joined: list[dict[str, Any]] = []
-    for e in sorted(pieces, key=lambda e: (e["member_id"], e["start_s"])):
-        last = joined[-1] if joined else None
-        if (
-            last is not None
-            and last["member_id"] == e["member_id"]
-            and 0 < e["start_s"] - last["end_s"] <= EPISODE_GAP_S
-        ):
-            last["end_s"] = e["end_s"]
-            last["throttled_seconds"] += e["throttled_seconds"]
-            kinds = set(last["bottleneck"].split("+")) | set(e["bottleneck"].split("+"))
-            last["bottleneck"] = "+".join(sorted(k for k in kinds if k))
-            for k in ("excess_max", "certifier_queue_max", "applier_queue_max"):
-                last[k] = max(v for v in (last[k], e[k]) if v is not None)
-        else:
-            joined.append(dict(e))
-    return sorted(joined, key=lambda e: (-e["throttled_seconds"], e["start_s"], e["member_id"]))
-
-
-def _utc(seconds: int) -> str:
+def utc_text(seconds: int) -> str:
+    """`YYYY-MM-DD HH:MM:SS` (UTC) of Unix seconds."""
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _label(member: str) -> str:
-    return member[:8] if len(member) > 8 else member
 
 
 def _minutes(seconds: Any) -> float:
     return round((seconds or 0) / 60, 1)
 
 
-def flow_section(flow: FlowWeek | None) -> tuple[str, list[Table | Chart | str]]:
+def _hours(seconds: Any) -> float:
+    return (seconds or 0) / 3600
+
+
+def culprits(flow: FlowWeek) -> list[dict[str, Any]]:
+    """The members that caused throttled time, most first."""
+    members = sorted(
+        flow.members, key=lambda m: (-(m["throttled_seconds_caused"] or 0), m["member_id"])
+    )
+    return [m for m in members if m["throttled_seconds_caused"]]
+
+
+def flow_section(
+    flow: FlowWeek | None, labels: Mapping[str, str] | None = None
+) -> tuple[str, list[Item]]:
     """The report section of one group's week.
 
     Args:
         flow: its collected rows (None: no flow-control figures).
+        labels: member id -> `host:port` (absent: the short id).
 
     Returns:
         (heading, items).
     """
+    names = labels or {}
     if flow is None or not flow.totals or not flow.totals.get("seconds"):
         return HEADING, [
             "No flow-control figures this week (the history predates them, or was "
@@ -217,28 +197,27 @@ def flow_section(flow: FlowWeek | None) -> tuple[str, list[Table | Chart | str]]
     members = sorted(
         flow.members, key=lambda m: (-(m["throttled_seconds_caused"] or 0), m["member_id"])
     )
-    culprits = [m for m in members if m["throttled_seconds_caused"]]
-    top = culprits[0] if culprits else None
+    top = next(iter(culprits(flow)), None)
     summary = (
-        f"Writers were throttled for {_minutes(throttled):,} minutes this week "
+        f"Writers were throttled for {_hours(throttled):,.1f} hours this week "
         f"({throttled / totals['seconds']:.1%} of the seconds with figures). "
     )
     if top is not None:
         summary += (
-            f"Most of it was caused by member {top['member_id']}: "
-            f"{_minutes(top['throttled_seconds_caused']):,} minutes "
+            f"Most of it was caused by member **{member(names, top['member_id'])}**: "
+            f"{_hours(top['throttled_seconds_caused']):,.1f} hours "
             f"({top['throttled_seconds_caused'] / throttled:.1%} of the throttled time). "
         )
     summary += (
         f"Unattributed (the quota growing back after the queues went under the "
-        f"threshold): {_minutes(totals['unattributed_seconds']):,} minutes."
+        f"threshold): {_hours(totals['unattributed_seconds']):,.1f} hours."
     )
-    items: list[Table | Chart | str] = [summary]
+    items: list[Item] = [summary]
     items.append(
         bar_chart(
             "flow_throttled_by_member",
             "Throttled minutes caused, by member",
-            [_label(m["member_id"]) for m in members],
+            [str(member(names, m["member_id"])) for m in members],
             [_minutes(m["throttled_seconds_caused"]) for m in members],
             "minutes",
         )
@@ -261,7 +240,7 @@ def flow_section(flow: FlowWeek | None) -> tuple[str, list[Table | Chart | str]]
             ],
             [
                 [
-                    m["member_id"],
+                    member(names, m["member_id"]),
                     _minutes(m["throttled_seconds_caused"]),
                     (m["throttled_seconds_caused"] or 0) / throttled,
                     _minutes(m["throttled_seconds_caused_certifier"]),
@@ -276,59 +255,68 @@ def flow_section(flow: FlowWeek | None) -> tuple[str, list[Table | Chart | str]]
             percent=frozenset({"share"}),
         )
     )
-    worst = join_episodes(flow.episodes)[:WORST]
-    items.append(
-        Table(
-            "flow_worst_episodes",
-            f"The {WORST} longest throttled episodes, by the member that caused them",
+    items.append(_periods_table(flow.periods, names))
+    items.append(_catch_up_table(members, names))
+    return HEADING, items
+
+
+def _periods_table(periods: list[dict[str, Any]], names: Mapping[str, str]) -> Table:
+    return Table(
+        "flow_sustained_periods",
+        f"The {WORST} longest sustained throttled periods, by the member that caused them",
+        [
+            "member",
+            "start (UTC)",
+            "end (UTC)",
+            "length (h)",
+            "throttled share",
+            "episodes",
+            "bottleneck",
+            "max certifier queue",
+            "max applier queue",
+        ],
+        [
             [
-                "member",
-                "start (UTC)",
-                "end (UTC)",
-                "throttled minutes",
-                "bottleneck",
-                "max excess",
-                "max certifier queue",
-                "max applier queue",
-            ],
-            [
-                [
-                    e["member_id"],
-                    _utc(e["start_s"]),
-                    _utc(e["end_s"]),
-                    _minutes(e["throttled_seconds"]),
-                    e["bottleneck"],
-                    e["excess_max"],
-                    e["certifier_queue_max"],
-                    e["applier_queue_max"],
-                ]
-                for e in worst
-            ],
-            note=f"An episode is a run of seconds the member caused, gaps of at most "
-            f"{EPISODE_GAP_S} s included.",
-        )
+                member(names, p["member_id"]),
+                utc_text(p["start_s"]),
+                utc_text(p["end_s"]),
+                _hours(p["length_s"]),
+                p["throttled_share"],
+                p["episodes"],
+                p["bottleneck"],
+                p["certifier_queue_max"],
+                p["applier_queue_max"],
+            ]
+            for p in periods
+        ],
+        note=f"A sustained period joins a member's throttled episodes (runs of seconds it "
+        f"caused) while the gap between them is at most {SUSTAINED_GAP_S // 60} minutes: "
+        "MySQL's quota throttles and releases in cycles of seconds. Throttled share = "
+        "seconds it caused / the period's length. The per-second episodes are in the "
+        "flow_control_episodes rollup table.",
+        percent=frozenset({"throttled share"}),
     )
+
+
+def _catch_up_table(members: list[dict[str, Any]], names: Mapping[str, str]) -> Table:
     bucket_titles = ["0 s", "< 10 s", "10-60 s", "> 60 s", "never", "unknown"]
     rows = []
     for m in members:
         total = sum(m[b] or 0 for b in CATCH_UP_BUCKETS)
         rows.append(
             [
-                m["member_id"],
+                member(names, m["member_id"]),
                 *((m[b] or 0) / total if total else None for b in CATCH_UP_BUCKETS),
                 m["catch_up_eta_p95"],
                 _minutes(m["failover_unready_seconds"]),
             ]
         )
-    items.append(
-        Table(
-            "flow_catch_up",
-            "Catch-up ETA distribution per member (share of the seconds with figures)",
-            ["member", *bucket_titles, "worst hourly p95 (s)", "not failover-ready (min)"],
-            rows,
-            note="ETA = applier queue / (apply rate - incoming rate); never: the queue "
-            "was not shrinking; unknown: no rate yet. p95 over finite ETAs.",
-            percent=frozenset(bucket_titles),
-        )
+    return Table(
+        "flow_catch_up",
+        "Catch-up ETA distribution per member (share of the seconds with figures)",
+        ["member", *bucket_titles, "worst hourly p95 (s)", "not failover-ready (min)"],
+        rows,
+        note="ETA = applier queue / (apply rate - incoming rate); never: the queue "
+        "was not shrinking; unknown: no rate yet. p95 over finite ETAs.",
+        percent=frozenset(bucket_titles),
     )
-    return HEADING, items

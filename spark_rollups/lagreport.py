@@ -5,7 +5,7 @@ apply lag per hour (the heat maps) and the ten (member, hour, stage) periods
 with the highest p95 over the stages (applying = MySQL Shell's
 replicationLag, queue, apply), ordered by p95 then max.  Both results are at
 most members x 168 rows, collected once; `lag_section` turns them into
-report items (one PNG per member, one CSV per table).
+report items (one PNG per member on one colour scale, one CSV per table).
 
 Invariants: rollups written before the lag columns existed have none; they
 are read with `mergeSchema` (the columns are NULL there), and a week without
@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_rollups.render import Chart, Table, heatmap_chart
+from spark_rollups.render import Item, Table, heatmap_chart
+from spark_rollups.week import member
 
 __all__ = ["HEAT_FIGURE", "STAGES", "LagWeek", "collect_lag", "lag_section"]
 
@@ -92,48 +94,56 @@ def collect_lag(member_hour: DataFrame) -> dict[str, LagWeek]:
     return result
 
 
-def _label(member: str) -> str:
-    return member[:8] if len(member) > 8 else member
-
-
-def lag_section(lag: LagWeek | None, start: dt.date) -> tuple[str, list[Table | Chart | str]]:
+def lag_section(
+    lag: LagWeek | None, start: dt.date, labels: Mapping[str, str] | None = None
+) -> tuple[str, list[Item]]:
     """The report section of one group's week.
 
     Args:
         lag: its collected rows (None: no lag figures).
         start: the Monday of the week.
+        labels: member id -> `host:port` (absent: the short id).
 
     Returns:
         (heading, items): per member a day x hour heat map of p95 apply lag,
-        the heat map table, and the worst periods table.
+        all on one colour scale, each titled with the member's largest p95;
+        the matrix (CSV only) and the worst periods table.
     """
     heading = "Replication lag"
+    names = labels or {}
     if lag is None or (not lag.hours and not lag.worst):
         return heading, [
             "No lag figures this week (members did not report lag, or their history "
             "predates the lag columns)."
         ]
     dates = [(start + dt.timedelta(days=i)).isoformat() for i in range(7)]
-    labels = [dt.date.fromisoformat(d).strftime("%a %m-%d") for d in dates]
-    members = sorted({h["member_id"] for h in lag.hours})
+    day_labels = [dt.date.fromisoformat(d).strftime("%a %m-%d") for d in dates]
+    members = sorted({h["member_id"] for h in lag.hours}, key=lambda m: (str(member(names, m)), m))
     cells: dict[str, list[list[float]]] = {m: [[math.nan] * 24 for _ in dates] for m in members}
     for h in lag.hours:
         if h["date"] in dates:
             cells[h["member_id"]][dates.index(h["date"])][h["hour_of_day"]] = float(h["p95"])
-    items: list[Table | Chart | str] = [
+    peaks = {
+        m: max((h["p95"] for h in lag.hours if h["member_id"] == m), default=0.0) for m in members
+    }
+    scale = max([*peaks.values(), 1.0])  # one scale for every member; at least 1 s
+    items: list[Item] = [
         "Per member and hour (UTC): p95 of the apply lag (end of apply minus the original "
-        "commit of the last applied transaction, in seconds); blank: no figure. Stages: "
-        "applying = MySQL Shell's replicationLag, queue = end of queueing minus original "
-        "commit, apply = end of apply minus original commit."
+        "commit of the last applied transaction, in seconds); grey: no data. Every map "
+        f"uses the same colour scale (0 to {scale:,.2f} s), so colours compare across "
+        "members. Stages: applying = MySQL Shell's replicationLag, queue = end of queueing "
+        "minus original commit, apply = end of apply minus original commit."
     ]
-    for member in members:
+    for index, m in enumerate(members, start=1):
+        label = str(member(names, m))
         items.append(
             heatmap_chart(
-                f"lag_heatmap_{_label(member)}",
-                f"p95 apply lag (s), member {_label(member)}, by day and hour (UTC)",
-                labels,
-                cells[member],
+                f"lag_heatmap_{index}",
+                f"p95 apply lag (s), {label} (max {peaks[m]:,.2f} s), by day and hour (UTC)",
+                day_labels,
+                cells[m],
                 unit="seconds",
+                vmax=scale,
             )
         )
     items.append(
@@ -142,10 +152,11 @@ def lag_section(lag: LagWeek | None, start: dt.date) -> tuple[str, list[Table | 
             "p95 apply lag (s) by member, day (rows) and hour of day (columns)",
             ["member", "date", *(f"{h:02d}" for h in range(24))],
             [
-                [m, d, *(None if math.isnan(v) else v for v in row)]
+                [member(names, m), d, *(None if math.isnan(v) else v for v in row)]
                 for m in members
                 for d, row in zip(dates, cells[m], strict=True)
             ],
+            shown=False,
         )
     )
     items.append(
@@ -153,7 +164,10 @@ def lag_section(lag: LagWeek | None, start: dt.date) -> tuple[str, list[Table | 
             "lag_worst_periods",
             f"The {WORST} worst (member, hour, stage) periods by p95 lag",
             ["member", "hour (UTC)", "stage", "p95 (s)", "max (s)"],
-            [[w["member_id"], w["hour"], w["stage"], w["p95"], w["max"]] for w in lag.worst],
+            [
+                [member(names, w["member_id"]), w["hour"], w["stage"], w["p95"], w["max"]]
+                for w in lag.worst
+            ],
         )
     )
     return heading, items

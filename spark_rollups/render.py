@@ -6,6 +6,14 @@ only formats it.  Charts are drawn with matplotlib's Agg backend (no display)
 into PNG bytes, written beside the report and embedded in the HTML as
 base64 data URIs, so report.html needs nothing else (inline CSS, no external
 resource).  Markdown links the PNG files next to it.
+
+Invariants: one number format per figure (a column's floats all with two
+decimals, its ratios all as percentages with two decimals), a missing value
+is "n/a" (never 0); a member is a `Member` cell -- its `host:port` label
+shown, its UUID in the HTML tooltip; a `Table` with `shown=False` (a wide
+matrix the heat maps already draw) is only linked, its CSV holds the
+figures; text items may use Markdown's `**strong**` and `` `code` ``, which
+the HTML renders.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import base64
 import csv
 import html
 import io
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +36,9 @@ matplotlib.use("Agg")  # headless: before pyplot is imported
 import matplotlib.pyplot as plt
 
 __all__ = [
+    "Bullets",
     "Chart",
+    "Member",
     "Report",
     "Table",
     "bar_chart",
@@ -38,6 +50,25 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class Member:
+    """A member in a table cell: shown by its label (`host:port`), its UUID in a tooltip."""
+
+    member_id: str
+    label: str
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class Bullets:
+    """A numbered (or plain) list of one-sentence items."""
+
+    items: Sequence[str]
+    ordered: bool = True
+
+
+@dataclass(frozen=True)
 class Table:
     """A table shown in the report and written as `<name>.csv`."""
 
@@ -46,13 +77,17 @@ class Table:
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
     note: str = ""
-    percent: frozenset[str] = frozenset()  # ratio columns shown as percentages
+    # ratio columns shown as percentages; also rows whose first cell is one of these
+    # (a metric table: the "conflict rate" row)
+    percent: frozenset[str] = frozenset()
+    shown: bool = True  # False: only the CSV (a wide matrix a heat map draws)
 
     def cells(self, row: Sequence[Any]) -> list[str]:
         """Display text of one row."""
+        ratios = bool(row) and isinstance(row[0], str) and row[0] in self.percent
         return [
-            format_value(v, percent=c in self.percent)
-            for c, v in zip(self.columns, row, strict=True)
+            format_value(v, percent=c in self.percent or (ratios and i > 0))
+            for i, (c, v) in enumerate(zip(self.columns, row, strict=True))
         ]
 
 
@@ -65,17 +100,20 @@ class Chart:
     png: bytes
 
 
+Item = Table | Chart | Bullets | str
+
+
 @dataclass
 class Report:
     """Title plus sections of (heading, items); items are Table, Chart or text."""
 
     title: str
     subtitle: str
-    sections: list[tuple[str, list[Table | Chart | str]]] = field(default_factory=list)
+    sections: list[tuple[str, list[Item]]] = field(default_factory=list)
 
 
 def format_value(value: Any, *, percent: bool = False) -> str:
-    """Human text of one cell: thousands separators, a few decimals, "n/a" for null.
+    """Human text of one cell: thousands separators, two decimals, "n/a" for null.
 
     Args:
         value: a cell.
@@ -89,11 +127,11 @@ def format_value(value: Any, *, percent: bool = False) -> str:
     if isinstance(value, bool):
         return str(value)
     if percent and isinstance(value, int | float):
-        return f"{value:.3%}" if abs(value) < 0.1 else f"{value:.1%}"
+        return f"{value:.2%}"
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) >= 1 or value == 0 else f"{value:.4g}"
+        return "n/a" if math.isnan(value) else f"{value:,.2f}"  # NaN: no value
     return str(value)
 
 
@@ -114,6 +152,7 @@ def heatmap_chart(
     matrix: Sequence[Sequence[float]],
     *,
     unit: str = "conflicts",
+    vmax: float | None = None,
 ) -> Chart:
     """Day x hour heatmap.
 
@@ -121,14 +160,17 @@ def heatmap_chart(
         name: file stem.
         title: chart title.
         rows: one label per row (days).
-        matrix: rows x 24 values (NaN: no value, left blank).
+        matrix: rows x 24 values (NaN: no value, drawn grey).
         unit: the colour bar's label.
+        vmax: the top of the colour scale (one scale shared by several maps);
+            None = this map's largest value.
 
     Returns:
         The chart.
     """
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(rows) + 1.6))
-    image = ax.imshow(matrix, aspect="auto", cmap="YlOrRd", interpolation="nearest")
+    cmap = matplotlib.colormaps["YlOrRd"].with_extremes(bad="#d9d9d9")
+    image = ax.imshow(matrix, aspect="auto", cmap=cmap, interpolation="nearest", vmin=0, vmax=vmax)
     ax.set_yticks(range(len(rows)), labels=list(rows))
     ax.set_xticks(range(24), labels=[f"{h:02d}" for h in range(24)])
     ax.set_xlabel("hour of day (UTC)")
@@ -210,19 +252,47 @@ def twin_chart(
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1200px;color:#222;padding:0 1em}
+max-width:1240px;color:#222;padding:0 1em}
 h1{border-bottom:2px solid #c0392b;padding-bottom:.2em}
 h2{margin-top:1.8em;color:#7b241c}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:14px}
-th,td{border:1px solid #ccc;padding:4px 10px}
-th{background:#f4ece9;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 8px}
+th{background:#f4ece9;text-align:left;font-weight:600}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.m{white-space:nowrap}
 tr:nth-child(even) td{background:#fafafa}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}
 p.note,p.sub{color:#666;font-size:13px}
-div.wrap{overflow-x:auto}
+div.wrap{overflow-x:auto;max-width:100%}
 caption{text-align:left;font-weight:600;padding:.2em 0}
+ol.findings{background:#fdf6f4;border-left:4px solid #c0392b;padding:.6em 1em .6em 2.4em}
+ol.findings li{margin:.3em 0}
+code{background:#f4f4f4;padding:0 .2em}
 """
+_STRONG = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    """HTML of a text item: escaped, with Markdown's **strong** and `code` rendered."""
+    escaped = html.escape(text)
+    escaped = _STRONG.sub(r"<strong>\1</strong>", escaped)
+    return _CODE.sub(r"<code>\1</code>", escaped)
+
+
+def _markdown_table(item: Table) -> list[str]:
+    link = f"([{item.name}.csv]({item.name}.csv))"
+    if not item.shown:
+        return [f"**{item.title}**: the figures are in {link}."]
+    lines = [f"**{item.title}** {link}", ""]
+    lines.append("| " + " | ".join(item.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in item.columns) + "|")
+    for row in item.rows:
+        cells = (text.replace("|", "\\|") for text in item.cells(row))
+        lines.append("| " + " | ".join(cells) + " |")
+    if item.note:
+        lines += ["", f"_{item.note}_"]
+    return lines
 
 
 def _markdown(report: Report) -> str:
@@ -231,20 +301,46 @@ def _markdown(report: Report) -> str:
         lines += [f"## {heading}", ""]
         for item in items:
             if isinstance(item, Table):
-                lines += [f"**{item.title}** ([{item.name}.csv]({item.name}.csv))", ""]
-                lines.append("| " + " | ".join(item.columns) + " |")
-                lines.append("|" + "|".join("---" for _ in item.columns) + "|")
-                for row in item.rows:
-                    cells = (text.replace("|", "\\|") for text in item.cells(row))
-                    lines.append("| " + " | ".join(cells) + " |")
-                if item.note:
-                    lines += ["", f"_{item.note}_"]
+                lines += _markdown_table(item)
             elif isinstance(item, Chart):
                 lines.append(f"![{item.title}]({item.name}.png)")
+            elif isinstance(item, Bullets):
+                lines += [
+                    f"{n}. {text}" if item.ordered else f"- {text}"
+                    for n, text in enumerate(item.items, start=1)
+                ]
             else:
                 lines.append(item)
             lines.append("")
     return "\n".join(lines)
+
+
+def _html_cell(value: Any, text: str) -> str:
+    esc = html.escape
+    if isinstance(value, Member):
+        return f'<td class="m" title="{esc(value.member_id)}">{esc(text)}</td>'
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f'<td class="n">{esc(text)}</td>'
+    return f"<td>{esc(text)}</td>"
+
+
+def _html_table(item: Table) -> list[str]:
+    esc = html.escape
+    link = f'<a href="{esc(item.name)}.csv">{esc(item.name)}.csv</a>'
+    if not item.shown:
+        return [
+            f'<p class="note"><strong>{esc(item.title)}</strong>: the figures are in {link}.</p>'
+        ]
+    parts = [f'<div class="wrap"><table id="{esc(item.name)}">']
+    parts.append(f"<caption>{esc(item.title)}</caption>")
+    parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in item.columns) + "</tr>")
+    for row in item.rows:
+        cells = (_html_cell(v, text) for v, text in zip(row, item.cells(row), strict=True))
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table></div>")
+    if item.note:
+        parts.append(f'<p class="note">{esc(item.note)}</p>')
+    return parts
 
 
 def _html(report: Report) -> str:
@@ -252,6 +348,7 @@ def _html(report: Report) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{esc(report.title)}</h1>",
         f'<p class="sub">{esc(report.subtitle)}</p>',
@@ -260,28 +357,20 @@ def _html(report: Report) -> str:
         parts.append(f"<h2>{esc(heading)}</h2>")
         for item in items:
             if isinstance(item, Table):
-                parts.append(f'<div class="wrap"><table id="{esc(item.name)}">')
-                parts.append(f"<caption>{esc(item.title)}</caption>")
-                parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in item.columns) + "</tr>")
-                for row in item.rows:
-                    cells = (
-                        f'<td class="n">{esc(text)}</td>'
-                        if isinstance(v, int | float) and not isinstance(v, bool)
-                        else f"<td>{esc(text)}</td>"
-                        for v, text in zip(row, item.cells(row), strict=True)
-                    )
-                    parts.append("<tr>" + "".join(cells) + "</tr>")
-                parts.append("</table></div>")
-                if item.note:
-                    parts.append(f'<p class="note">{esc(item.note)}</p>')
+                parts += _html_table(item)
             elif isinstance(item, Chart):
                 data = base64.b64encode(item.png).decode("ascii")
                 parts.append(
                     f'<img id="{esc(item.name)}" alt="{esc(item.title)}" '
                     f'src="data:image/png;base64,{data}">'
                 )
+            elif isinstance(item, Bullets):
+                tag = "ol" if item.ordered else "ul"
+                parts.append(f'<{tag} class="findings">')
+                parts += [f"<li>{_inline(text)}</li>" for text in item.items]
+                parts.append(f"</{tag}>")
             else:
-                parts.append(f"<p>{esc(item)}</p>")
+                parts.append(f"<p>{_inline(item)}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -2,9 +2,14 @@
 
 Strategy: Spark reads the rollup tables with partition pruning (the week and
 the week before) and does the aggregating (weekly member sums, day and hour
-selections); the results are a few hundred rows at most, collected once and
-handed to `render.py`, which writes Markdown, self-contained HTML (inline
-CSS, PNG charts as data URIs) and one CSV per table shown.
+selections); the results are a few hundred rows at most, collected once
+into a `WeekData` (week.py).  `build_report` lays out the sections, each a
+pure function of it in its own module -- findings first (findings.py), the
+conflict sections (conflictreport.py), lag, applier, flow control, data
+quality and the members appendix -- and `render.py` writes Markdown,
+self-contained HTML (inline CSS, PNG charts as data URIs) and one CSV per
+table.  Members are labelled `host:port` from the members dimension
+(memberdim.py).
 
 Invariants:
 - Weeks are ISO weeks (Monday 00:00 UTC to the next Monday); "previous week"
@@ -23,20 +28,23 @@ import os
 import re
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import conflictreport as C
 from spark_rollups.applierreport import applier_section, collect_applier
-from spark_rollups.flowreport import FlowWeek, collect_flow, flow_section
-from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
-from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
+from spark_rollups.findings import findings_section
+from spark_rollups.flowreport import collect_flow, flow_section
+from spark_rollups.lagreport import collect_lag, lag_section
+from spark_rollups.memberdim import MEMBER_HOSTS, address, collect_member_hosts
+from spark_rollups.render import Item, Report, Table, write_report
 from spark_rollups.rollup import run_command
 from spark_rollups.storage import list_partitions, local_path
+from spark_rollups.week import ReportError, WeekData, iso_week, member
 
 __all__ = [
     "ReportError",
@@ -48,52 +56,6 @@ __all__ = [
     "main",
     "report",
 ]
-
-_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
-
-
-class ReportError(Exception):
-    """A user mistake or missing data, reported as one line (exit status 2)."""
-
-
-def iso_week(text: str) -> tuple[dt.date, dt.date]:
-    """Monday and the next Monday of an ISO week written `YYYY-Www`.
-
-    Args:
-        text: e.g. "2026-W47".
-
-    Returns:
-        (first day, first day of the next week).
-
-    Raises:
-        ReportError: not an ISO week.
-    """
-    match = _WEEK.match(text)
-    if match is None:
-        raise ReportError(f"expected an ISO week like 2026-W47, got {text!r}")
-    try:
-        monday = dt.date.fromisocalendar(int(match[1]), int(match[2]), 1)
-    except ValueError:
-        raise ReportError(f"no such ISO week: {text}") from None
-    return monday, monday + dt.timedelta(days=7)
-
-
-@dataclass
-class WeekData:
-    """Collected rows of one group and week (tiny: <= 168 hours, a few members)."""
-
-    group: str
-    week: str
-    start: dt.date
-    days: list[dict[str, Any]] = field(default_factory=list)  # group_day of the week
-    hours: list[dict[str, Any]] = field(default_factory=list)  # group_hour of the week
-    members: list[dict[str, Any]] = field(default_factory=list)  # weekly sums per member
-    queues: list[dict[str, Any]] = field(default_factory=list)  # per day, over members
-    totals: dict[str, Any] = field(default_factory=dict)  # weekly totals
-    previous: dict[str, Any] | None = None  # weekly totals of the week before
-    lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
-    applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
-    flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -214,6 +176,11 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     member_rows = member_rows.withColumn(
         "rollback_ratio", F.when(proposed > 0, rollbacks / proposed)
     )
+    previous_members = (
+        _in_range(member_day, previous_start, start)
+        .groupBy("group_name", "member_id")
+        .agg(F.sum("transactions_local_rollback").alias("transactions_local_rollback"))
+    )
     queue_rows = mdays.groupBy("group_name", "date").agg(
         F.max("transactions_in_queue_p95").alias("transactions_in_queue_p95"),
         F.max("transactions_in_queue_max").alias("transactions_in_queue_max"),
@@ -242,6 +209,17 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         result[row["group_name"]].members.append(row)
     for row in _rows(queue_rows.orderBy("date")):
         result[row["group_name"]].queues.append(row)
+    for row in _rows(previous_members.orderBy("member_id")):
+        if row["group_name"] in result:
+            result[row["group_name"]].previous_members.append(row)
+    # the members dimension (memberdim.py); none in rollups written before it
+    if list_partitions(spark, f"{rollups}/{MEMBER_HOSTS}"):
+        hosts = _table(spark, rollups, MEMBER_HOSTS)
+        if group is not None:
+            hosts = hosts.where(F.col("group_name") == group)
+        for name, rows in collect_member_hosts(_in_range(hosts, start, end)).items():
+            if name in result:
+                result[name].hosts = rows
     # mergeSchema: rollups written before the lag columns existed lack them
     member_hour = spark.read.option("mergeSchema", "true").parquet(f"{rollups}/member_hour")
     if group is not None:
@@ -266,63 +244,50 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
 # ------------------------------------------------------------------- build
 
 
-def _ratio(numerator: Any, denominator: Any) -> float | None:
-    return numerator / denominator if numerator is not None and denominator else None
-
-
-def _change(now: Any, before: Any) -> float | None:
-    return (now - before) / before if now is not None and before else None
-
-
-_TOTAL_METRICS = (
-    ("transactions checked", "transactions_checked"),
-    ("conflicts detected", "conflicts_detected"),
-    ("transactions proposed (local)", "transactions_local_proposed"),
-    ("transactions rolled back (local)", "transactions_local_rollback"),
-    ("counter resets (server restarts)", "resets"),
-    ("daemon restarts", "restarts"),
-    ("members (max per day)", "members"),
-)
-
-
-def _totals(data: WeekData) -> Table:
-    now = data.totals
-    before = data.previous or {}
+def _members_appendix(data: WeekData, labels: Mapping[str, str]) -> tuple[str, list[Item]]:
+    """Every member's label, UUID and the addresses, roles and versions it had in the week."""
     rows: list[list[Any]] = [
-        [label, now[key], before.get(key), _change(now[key], before.get(key))]
-        for label, key in _TOTAL_METRICS
+        [
+            member(labels, h["member_id"]),
+            h["member_id"],
+            address(h),
+            h["roles"],
+            h["versions"],
+            h["first_seen"],
+            h["last_seen"],
+            h["samples"],
+        ]
+        for h in data.hosts
     ]
-    for label, num, den in (
-        ("conflict rate", "conflicts_detected", "transactions_checked"),
-        ("rollback ratio", "transactions_local_rollback", "transactions_local_proposed"),
-    ):
-        rate_now, rate_before = _ratio(now[num], now[den]), _ratio(before.get(num), before.get(den))
-        rows.append([label, rate_now, rate_before, _change(rate_now, rate_before)])
-    note = (
-        "previous week: no rollups"
-        if data.previous is None
-        else f"previous week: {data.previous['days']} day(s) of rollups"
-    )
-    return Table(
-        "totals",
-        "Week totals and week-over-week change",
-        ["metric", "this week", "previous week", "change"],
+    known = {h["member_id"] for h in data.hosts}
+    rows += [
+        [member(labels, m), m, None, None, None, None, None, None]
+        for m in sorted(labels)
+        if m not in known
+    ]
+    table = Table(
+        "members",
+        "Members: label, UUID and each address they had this week",
+        [
+            "member",
+            "UUID",
+            "host:port",
+            "roles",
+            "versions",
+            "first seen (UTC)",
+            "last seen (UTC)",
+            "samples",
+        ],
         rows,
-        note=note,
-        percent=frozenset({"change", "conflict rate", "rollback ratio"}),
+        note="A member is labelled by the host:port it had last this week (with its UUID's "
+        "first 8 characters when two members share it); n/a: rollups written before the "
+        "members dimension.",
     )
-
-
-def _short_labels(ids: list[str]) -> list[str]:
-    """Member ids short enough for a chart axis while still telling them apart."""
-    for labels in ([i[:8] for i in ids], [i[-12:] for i in ids]):
-        if len(set(labels)) == len(set(ids)):
-            return labels
-    return ids
+    return "Appendix: members", [table]
 
 
 def build_report(data: WeekData) -> Report:
-    """Tables and charts of one group's week.
+    """Tables and charts of one group's week, findings first.
 
     Args:
         data: the collected week.
@@ -331,161 +296,27 @@ def build_report(data: WeekData) -> Report:
         The report, ready for `write_report`.
     """
     end = data.start + dt.timedelta(days=6)
+    labels = data.labels()
     report = Report(
         title=f"Conflict report {data.week} - group {data.group}",
         subtitle=(
             f"ISO week {data.week}: {data.start} .. {end} (UTC). Group checked/conflicts are "
             "one member's view (max over members), proposals and rollbacks sum over "
-            "originating members."
+            "originating members. Members are named host:port (UUIDs in the appendix)."
         ),
     )
-    report.sections.append(("Totals", [_totals(data)]))
-
-    # conflicts by day
-    by_day = Table(
-        "conflicts_by_day",
-        "Conflicts by day",
-        ["date", "weekday", "checked", "conflicts", "conflict rate", "rollbacks", "members"],
-        [
-            [
-                d["date"],
-                d["weekday"],
-                d["transactions_checked"],
-                d["conflicts_detected"],
-                d["conflict_rate"],
-                d["transactions_local_rollback"],
-                d["members"],
-            ]
-            for d in data.days
-        ],
-        percent=frozenset({"conflict rate"}),
-    )
-    day_chart = bar_chart(
-        "conflicts_by_day",
-        "Conflicts detected per day",
-        [f"{d['weekday']} {d['date'][5:]}" for d in data.days],
-        [d["conflicts_detected"] or 0 for d in data.days],
-        "conflicts",
-    )
-    report.sections.append(("Conflicts by day", [day_chart, by_day]))
-
-    # day x hour heatmap
-    dates = [(data.start + dt.timedelta(days=i)).isoformat() for i in range(7)]
-    matrix = [[0.0] * 24 for _ in dates]
-    for h in data.hours:
-        if h["date"] in dates:
-            matrix[dates.index(h["date"])][h["hour_of_day"]] = float(h["conflicts_detected"] or 0)
-    labels = [dt.date.fromisoformat(d).strftime("%a %m-%d") for d in dates]
-    heat = heatmap_chart("heatmap", "Conflicts by day and hour (UTC)", labels, matrix)
-    heat_table = Table(
-        "heatmap",
-        "Conflicts by day (rows) and hour of day (columns)",
-        ["date", *(f"{h:02d}" for h in range(24))],
-        [[d, *(int(v) for v in row)] for d, row in zip(dates, matrix, strict=True)],
-    )
-    report.sections.append(("Day x hour heatmap", [heat, heat_table]))
-
-    # top conflict hours
-    top = sorted(data.hours, key=lambda h: (-(h["conflicts_detected"] or 0), h["hour"]))[:10]
-    report.sections.append(
-        (
-            "Top conflict hours",
-            [
-                Table(
-                    "top_conflict_hours",
-                    "The ten hours with the most conflicts",
-                    [
-                        "hour (UTC)",
-                        "conflicts",
-                        "checked",
-                        "conflict rate",
-                        "in queue max",
-                        "applier queue max",
-                    ],
-                    [
-                        [
-                            h["hour"],
-                            h["conflicts_detected"],
-                            h["transactions_checked"],
-                            h["conflict_rate"],
-                            h["transactions_in_queue_max"],
-                            h["transactions_remote_in_applier_queue_max"],
-                        ]
-                        for h in top
-                    ],
-                    percent=frozenset({"conflict rate"}),
-                )
-            ],
-        )
-    )
-
-    # rollbacks by originating member
-    members = Table(
-        "rollbacks_by_member",
-        "Rollbacks and rollback ratio by originating member",
-        ["member", "proposed", "rolled back", "rollback ratio"],
-        [
-            [
-                m["member_id"],
-                m["transactions_local_proposed"],
-                m["transactions_local_rollback"],
-                m["rollback_ratio"],
-            ]
-            for m in data.members
-        ],
-        percent=frozenset({"rollback ratio"}),
-    )
-    member_chart = bar_chart(
-        "rollbacks_by_member",
-        "Rolled-back local transactions by member",
-        _short_labels([m["member_id"] for m in data.members]),
-        [m["transactions_local_rollback"] or 0 for m in data.members],
-        "rollbacks",
-    )
-    report.sections.append(("Rollbacks by originating member", [member_chart, members]))
-
-    # queue pressure beside conflicts
-    conflicts_by_date = {d["date"]: d["conflicts_detected"] for d in data.days}
-    queue_table = Table(
-        "queue_pressure",
-        "Queue pressure beside conflicts (max over members)",
-        [
-            "date",
-            "conflicts",
-            "in queue p95",
-            "in queue max",
-            "applier queue p95",
-            "applier queue max",
-        ],
-        [
-            [
-                q["date"],
-                conflicts_by_date.get(q["date"]),
-                q["transactions_in_queue_p95"],
-                q["transactions_in_queue_max"],
-                q["transactions_remote_in_applier_queue_p95"],
-                q["transactions_remote_in_applier_queue_max"],
-            ]
-            for q in data.queues
-        ],
-    )
-    slots = {(h["date"], h["hour_of_day"]): h for h in data.hours}
-    hourly = [slots.get((d, hour)) for d in dates for hour in range(24)]
-    queue_chart = twin_chart(
-        "queue_pressure",
-        "Conflicts per hour beside the largest queues",
-        bars=[float(h["conflicts_detected"] or 0) if h else 0.0 for h in hourly],
-        bar_label="conflicts per hour",
-        lines={
-            "applier queue max": [
-                h["transactions_remote_in_applier_queue_max"] if h else None for h in hourly
-            ],
-            "certifier queue max": [h["transactions_in_queue_max"] if h else None for h in hourly],
-        },
-        line_axis="transactions queued",
-        ticks=[(24 * i, label) for i, label in enumerate(labels)],
-    )
-    report.sections.append(("Queue pressure beside conflicts", [queue_chart, queue_table]))
+    report.sections += [
+        findings_section(data, labels),
+        C.totals_section(data),
+        C.by_day_section(data),
+        C.heatmap_section(data),
+        C.top_hours_section(data),
+        C.members_section(data, labels),
+        C.queue_section(data),
+        lag_section(data.lag, data.start, labels),
+        applier_section(data.applier, labels),
+        flow_section(data.flow, labels),
+    ]
 
     # data quality
     quality = Table(
@@ -494,7 +325,7 @@ def build_report(data: WeekData) -> Report:
         ["member", "days present", "samples", "coverage", "counter resets", "daemon restarts"],
         [
             [
-                m["member_id"],
+                member(labels, m["member_id"]),
                 m["days_present"],
                 m["samples"],
                 m["coverage"],
@@ -509,11 +340,8 @@ def build_report(data: WeekData) -> Report:
         ),
         percent=frozenset({"coverage"}),
     )
-    report.sections.append(lag_section(data.lag, data.start))
-    heading, items = applier_section(data.applier)
-    report.sections.append((heading, [*items]))
-    report.sections.append(flow_section(data.flow))
     report.sections.append(("Data quality", [quality]))
+    report.sections.append(_members_appendix(data, labels))
     return report
 
 

@@ -47,6 +47,7 @@ from spark_rollups import manifest as M
 from spark_rollups import transforms as T
 from spark_rollups.applier import APPLIER_TABLES, applier_tables
 from spark_rollups.manifest import plan_run
+from spark_rollups.memberdim import MEMBER_HOSTS, MEMBER_HOSTS_SCHEMA, member_hosts
 from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
 from spark_rollups.storage import (
     hadoop_fs,
@@ -168,6 +169,12 @@ def _read_flow(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> D
     return reader.parquet(*paths).select(*FLOW_INPUT_COLUMNS)
 
 
+def _read_hosts(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame:
+    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+    reader = spark.read.schema(MEMBER_HOSTS_SCHEMA).option("pathGlobFilter", "part-*.parquet")
+    return reader.parquet(*paths)
+
+
 def _since(started: float) -> str:
     return f"{time.monotonic() - started:.1f} s"
 
@@ -203,7 +210,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, int]:
-    """Roll the history up into the seven tables and the three flow-control tables.
+    """Roll the history up into the seven tables, the three flow-control tables and member_hosts.
 
     Args:
         spark: the session (`build_session`).
@@ -260,6 +267,8 @@ def run_rollup(
     tables.update(applier_tables(samples, baseline))
     # flow control: its own (pruned) scan of the same dates, per-day figures only
     tables.update(FR.flow_tables(_read_flow(spark, history, plan.dates)))
+    # the members dimension (memberdim.py): host:port labels for the report
+    tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, history, plan.dates))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -274,7 +283,7 @@ def run_rollup(
     # persisted member tables, hence two waves).
     first = (*MEMBER_TABLES, APPLIER_TABLES[0])
     # the group and applier-day tables read the persisted tables of the first wave
-    second = (*GROUP_TABLES, *APPLIER_TABLES[1:], *FLOW_TABLES)
+    second = (*GROUP_TABLES, *APPLIER_TABLES[1:], *FLOW_TABLES, MEMBER_HOSTS)
     workers = max(len(first), len(second))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollup") as pool:
         for wave in (first, second):
@@ -315,7 +324,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "Roll grstats history up into member_minute, member_hour, member_day, "
         "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
-        "flow_control_member_hour and flow_control_episodes (Parquet)."
+        "flow_control_member_hour and flow_control_episodes, and the members dimension "
+        "member_hosts (Parquet)."
     )
     parser.epilog = (
         "examples:\n"

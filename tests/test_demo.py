@@ -86,9 +86,10 @@ def test_demo_end_to_end_writes_the_report_and_leaves_nothing_running(tmp_path: 
     suffixes = {p.suffix for p in report.rglob("*") if p.is_file()}
     assert {".md", ".html", ".png", ".csv"} <= suffixes, sorted(suffixes)
     assert str(report) in result.stdout
-    # the flow-control section's headline: the slow member held the group back
-    assert "Who held the group back" in result.stdout
-    assert "Writers were throttled for" in result.stdout
+    # the report's findings, printed: the slow member, by host:port, held the group back
+    assert "Findings (" in result.stdout
+    assert "1. 127.0.0.1:3308 held the group back: it caused" in result.stdout
+    assert "**" not in result.stdout
     assert list((out / "history").rglob("*.parquet"))
     assert _leftovers(out / "demo.pids") == []
     names = set(_recorded(out / "demo.pids").values())

@@ -49,11 +49,13 @@ from grstats.cli.supervisor import (
 
 __all__ = [
     "DEFAULT_SECONDS",
+    "FINDINGS_HEADING",
     "FLOW_HEADING",
     "DemoError",
     "batch_part",
     "live_part",
     "note",
+    "plain_text",
     "say",
     "section_headline",
 ]
@@ -70,6 +72,8 @@ SIMULATE_SEED = 1
 # the weekly report's flow-control section (spark_rollups.flowreport.HEADING),
 # whose first paragraph the demo prints at the end
 FLOW_HEADING = "Who held the group back"
+# the weekly report's first section (spark_rollups.findings.HEADING): the demo prints it
+FINDINGS_HEADING = "Findings"
 FLOW_THRESHOLD = 1000  # [flow_control] certifier/applier threshold of the live members
 FLOW_WARMUP_S = 12.0  # the flow table is shown this long after the members are ready
 
@@ -366,3 +370,8 @@ def section_headline(markdown: str, heading: str) -> str:
         if text:
             return "" if text.startswith("#") else text
     return ""
+
+
+def plain_text(markdown: str) -> str:
+    """A report paragraph for a terminal: Markdown's ** and ` markers dropped."""
+    return markdown.replace("**", "").replace("`", "")

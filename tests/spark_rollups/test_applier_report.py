@@ -23,6 +23,7 @@ import pytest
 from grstats.cli.backfill import member_ids, simulate_history
 from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
+from tests.spark_rollups.chromium import measure
 
 pytestmark = pytest.mark.slow
 
@@ -81,9 +82,19 @@ def _expected(history: Path) -> dict[str, dict[str, Any]]:
     return {r.pop("member_id"): r for r in rows}
 
 
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _uuids(directory: Path) -> dict[str, str]:
+    """host:port label -> UUID, from the report's members appendix."""
+    return {r["member"]: r["UUID"] for r in _csv(directory / "members.csv")}
+
+
 def _verdicts(directory: Path) -> dict[str, dict[str, str]]:
-    with (directory / "applier_verdicts.csv").open(encoding="utf-8") as handle:
-        return {r["member"]: r for r in csv.DictReader(handle)}
+    uuids = _uuids(directory)
+    return {uuids[r["member"]]: r for r in _csv(directory / "applier_verdicts.csv")}
 
 
 def test_the_slow_member_waits_for_the_commit_order_the_others_for_work(
@@ -129,7 +140,24 @@ def test_the_section_says_what_to_change(applier_report: tuple[Path, Path]) -> N
     share = _expected(history)[slow]["commit order share"]
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "## Applier: why is it slow" in markdown
-    paragraph = next(line for line in markdown.splitlines() if line.startswith(f"**{slow}"))
+    label = {uuid: label for label, uuid in _uuids(directory).items()}[slow]
+    assert label == "127.0.0.1:3308"  # the simulated third member's host and port
+    paragraph = next(line for line in markdown.splitlines() if line.startswith(f"**{label}"))
     assert f"commit order waits take {share:.1%} of its active time" in paragraph
-    assert "replica_preserve_commit_order" in paragraph  # the advice for commit_order
+    assert "replica_preserve_commit_order=ON" in paragraph  # advice GR allows
+    assert "replica_preserve_commit_order=OFF" not in markdown
     assert 'id="applier_verdicts"' in (directory / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_full_report_fits_1400_px_and_renders_its_emphasis(
+    applier_report: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # this report has every section (lag, applier, flow control) and UUID members
+    _, directory = applier_report
+    layout = measure(directory / "report.html", tmp_path)
+    assert layout["inner_width"] == 1400
+    assert layout["scroll_width"] <= layout["client_width"], layout
+    assert layout["wide_tables"] == []
+    assert layout["stars"] is False
+    page = (directory / "report.html").read_text(encoding="utf-8")
+    assert "<strong>127.0.0.1:3308: commit_order</strong>" in page

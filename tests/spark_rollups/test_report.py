@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from matplotlib import image as mpimg
 
 from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
+from tests.spark_rollups.chromium import chromium, measure, screenshot
 from tests.spark_rollups.history_rows import row, write_history
 
 pytestmark = pytest.mark.slow
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.slow
 START = dt.datetime(2026, 11, 15, tzinfo=dt.UTC)  # Sunday of 2026-W46
 STEP = dt.timedelta(minutes=10)
 SAMPLES = 8 * 144
-CHROMIUM = "/usr/bin/chromium"
 TABLES = (
     "totals",
     "conflicts_by_day",
@@ -40,7 +37,9 @@ TABLES = (
     "rollbacks_by_member",
     "queue_pressure",
     "data_quality",
+    "members",
 )
+SHOWN = len(TABLES) - 1  # the day x hour matrix is only in heatmap.csv
 CHARTS = ("conflicts_by_day", "heatmap", "rollbacks_by_member", "queue_pressure")
 
 
@@ -92,7 +91,7 @@ def test_conflicts_by_day_lists_the_seven_days(report_dir: Path) -> None:
 
 def test_rollbacks_by_member_rank_the_originating_members(report_dir: Path) -> None:
     members = _csv(report_dir / "rollbacks_by_member.csv")
-    assert members[0]["member"] == "member-a"
+    assert members[0]["member"] == "host-member-a:3306"  # the history's host and port
     assert int(members[0]["rolled back"]) == 7 * 144
     assert float(members[0]["rollback ratio"]) == pytest.approx(0.1)
     assert members[1]["rollback ratio"] == ""  # nothing proposed: no ratio
@@ -104,53 +103,17 @@ def test_data_quality_shows_full_coverage(report_dir: Path) -> None:
     assert {q["counter resets"] for q in quality} == {"0"}
 
 
-def _chromium(*args: str, timeout: float = 120) -> str:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (make sysdeps-test installs it)")
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        *args,
-    ]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,  # its helpers share our child's process group
-    )
-    try:
-        out, _ = process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    return out
-
-
 def test_html_renders_tables_and_images_in_chromium(report_dir: Path, tmp_path: Path) -> None:
     url = (report_dir / "report.html").resolve().as_uri()
-    dom = _chromium(f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom", url)
-    assert dom.count("<table") == len(TABLES)
+    dom = chromium(f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom", url)
+    assert dom.count("<table") == SHOWN
     assert dom.count('src="data:image/png;base64,') == len(CHARTS)
     assert "http://" not in dom and "https://" not in dom  # self-contained
 
     shot = tmp_path / "report.png"
-    _chromium(
-        f"--user-data-dir={tmp_path / 'profile-shot'}",
-        f"--screenshot={shot}",
-        "--window-size=1280,4000",
-        url,
-    )
+    screenshot(report_dir / "report.html", tmp_path, shot)
     pixels = mpimg.imread(shot)
-    assert pixels.shape[:2] == (4000, 1280)
+    assert pixels.shape[:2] == (4000, 1400)
     assert float(np.std(pixels[:, :, :3])) > 0.05  # not a blank page
     shutil.copy(shot, report_dir / "screenshot.png")  # beside the report, for a reviewer
 
@@ -160,3 +123,23 @@ def test_a_history_without_flow_figures_says_so_in_the_flow_section(report_dir: 
     section = markdown.split("## Who held the group back\n", 1)[1].split("\n## ", 1)[0]
     assert section.strip().startswith("No flow-control figures this week")
     assert not (report_dir / "flow_by_member.csv").exists()
+
+
+def test_the_page_fits_1400_px_without_horizontal_scroll_or_literal_stars(
+    report_dir: Path, tmp_path: Path
+) -> None:
+    layout = measure(report_dir / "report.html", tmp_path)
+    assert layout["inner_width"] == 1400
+    assert layout["scroll_width"] <= layout["client_width"], layout
+    assert layout["wide_tables"] == []
+    assert layout["stars"] is False
+
+
+def test_the_report_opens_with_findings_and_ends_with_the_members(report_dir: Path) -> None:
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    headings = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Findings" and headings[-1] == "## Appendix: members"
+    members = {r["UUID"]: r for r in _csv(report_dir / "members.csv")}
+    assert members["member-b"]["host:port"] == "host-member-b:3306"
+    assert members["member-b"]["member"] == "host-member-b:3306"
+    assert members["member-b"]["first seen (UTC)"] == "2026-11-16 00:00"

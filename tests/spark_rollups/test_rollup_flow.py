@@ -312,29 +312,30 @@ def test_report_attributes_the_throttled_time_to_the_slow_member(
     directory = tmp_path / "g1"
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "## Who held the group back" in markdown
-    # by hand: throttled 241 + 10 + 10 = 261 s; c caused 198 + 10 + 10 = 218 s (83.5 %)
-    assert "Writers were throttled for 4.3 minutes" in markdown
-    assert "Most of it was caused by member c: 3.6 minutes (83.5% of the throttled time)" in (
-        markdown
-    )
+    # by hand: throttled 241 + 10 + 10 = 261 s (0.07 h); c caused 198 + 10 + 10 = 218 s
+    # (0.06 h, 83.5 %)
+    assert "Writers were throttled for 0.1 hours" in markdown
+    assert "Most of it was caused by member **host-c:3306**: 0.1 hours (83.5% of the " in (markdown)
     with (directory / "flow_by_member.csv").open(encoding="utf-8") as handle:
         members = list(csv.DictReader(handle))
-    assert [m["member"] for m in members] == ["c", "b", "a"]
+    assert [m["member"] for m in members] == ["host-c:3306", "host-b:3306", "host-a:3306"]
     assert float(members[0]["share"]) == pytest.approx(218 / 261)
     assert float(members[1]["share"]) == pytest.approx(11 / 261)
-    with (directory / "flow_worst_episodes.csv").open(encoding="utf-8") as handle:
+    with (directory / "flow_sustained_periods.csv").open(encoding="utf-8") as handle:
         episodes = list(csv.DictReader(handle))
-    # the midnight pieces joined into one episode of 20 s
+    # the midnight pieces joined (1 s apart); c's two periods are 14 h apart; longest first
     assert [(e["member"], e["start (UTC)"], e["end (UTC)"]) for e in episodes] == [
-        ("c", "2026-11-17 10:01:41", "2026-11-17 10:04:59"),
-        ("c", "2026-11-17 23:59:50", "2026-11-18 00:00:09"),
-        ("b", "2026-11-17 10:04:10", "2026-11-17 10:04:20"),
+        ("host-c:3306", "2026-11-17 10:01:41", "2026-11-17 10:04:59"),
+        ("host-c:3306", "2026-11-17 23:59:50", "2026-11-18 00:00:09"),
+        ("host-b:3306", "2026-11-17 10:04:10", "2026-11-17 10:04:20"),
     ]
+    assert float(episodes[0]["length (h)"]) == pytest.approx(199 / 3600)
+    assert float(episodes[0]["throttled share"]) == pytest.approx(198 / 199)
     assert episodes[0]["max applier queue"] == str(26_000 + 299)
     with (directory / "flow_catch_up.csv").open(encoding="utf-8") as handle:
         catch_up = {r["member"]: r for r in csv.DictReader(handle)}
-    assert float(catch_up["a"]["0 s"]) == pytest.approx(1.0)
-    assert float(catch_up["c"]["never"]) > 0
+    assert float(catch_up["host-a:3306"]["0 s"]) == pytest.approx(1.0)
+    assert float(catch_up["host-c:3306"]["never"]) > 0
 
 
 def _table_rows(out: Path, table: str) -> list[dict[str, Any]]:

@@ -161,7 +161,7 @@ def test_report_has_a_lag_section_with_the_worst_period_first(
     assert len(worst) == 10
     first = worst[0]
     assert (first["member"], first["hour (UTC)"], first["stage"]) == (
-        "b",
+        "host-b:3306",  # the history's host and port
         "2026-11-17 11:00",
         "apply",
     )
@@ -169,12 +169,12 @@ def test_report_has_a_lag_section_with_the_worst_period_first(
     assert float(first["max (s)"]) == pytest.approx(peak)
     with (directory / "lag_heatmap.csv").open(encoding="utf-8") as handle:
         heat = {(r["member"], r["date"]): r for r in csv.DictReader(handle)}
-    assert float(heat[("b", "2026-11-17")]["11"]) == pytest.approx(p95)
-    assert heat[("b", "2026-11-17")]["10"] == ""  # the old file's hour: no figure
-    assert heat[("a", "2026-11-20")]["10"] == ""  # a day without samples
+    assert float(heat[("host-b:3306", "2026-11-17")]["11"]) == pytest.approx(p95)
+    assert heat[("host-b:3306", "2026-11-17")]["10"] == ""  # the old file's hour: no figure
+    assert heat[("host-a:3306", "2026-11-20")]["10"] == ""  # a day without samples
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "## Replication lag" in markdown
-    assert "![p95 apply lag (s), member b" in markdown
+    assert "![p95 apply lag (s), host-b:3306 (max " in markdown
     html = (directory / "report.html").read_text(encoding="utf-8")
-    assert 'id="lag_heatmap_a"' in html and 'id="lag_heatmap_b"' in html
-    assert (directory / "lag_heatmap_b.png").read_bytes().startswith(b"\x89PNG")
+    assert 'id="lag_heatmap_1"' in html and 'id="lag_heatmap_2"' in html  # a, b
+    assert (directory / "lag_heatmap_2.png").read_bytes().startswith(b"\x89PNG")

@@ -13,13 +13,17 @@ non-zero -- never a traceback.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import click
 
 from grstats.cli import render
+from grstats.cli.applierwindow import WINDOW_CHANNEL, earlier_readings, parse_since
 from grstats.cli.commands.tables import COLUMNS
+from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
@@ -28,12 +32,32 @@ from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE
 __all__ = ["applier_command", "explain_text"]
 
 
-def explain_text(rows: Sequence[Mapping[str, object]]) -> str:
-    """The verdict of every member and channel, with its numbers and advice."""
+def explain_text(
+    rows: Sequence[Mapping[str, object]],
+    earlier: Mapping[str, Mapping[str, object]] | None = None,
+) -> str:
+    """The verdict of every member and channel, with its numbers and advice.
+
+    Args:
+        rows: replication_applier_metrics rows.
+        earlier: member id -> an earlier reading of its group_replication_applier
+            channel (applierwindow.earlier_readings); None or absent: judged on
+            the totals since the applier started.
+
+    Returns:
+        The text, one block per row.
+    """
     out: list[str] = []
     for row in rows:
-        verdict = explain(row)
+        previous = _earlier(row, earlier)
+        verdict = explain(row, previous)
         out.append(f"{row.get(col.MEMBER_ID)} {row.get(col.CHANNEL_NAME)}: {verdict.kind}")
+        if previous is not None:
+            since = previous["sampled_at"]
+            shown = since.strftime("%Y-%m-%d %H:%M:%S") if isinstance(since, dt.datetime) else since
+            out.append(f"  window: since {shown} UTC (the history's reading)")
+        elif earlier is not None:
+            out.append("  window: since the applier started (no history reading that old)")
         if verdict.active_s is not None:
             out.append(f"  active {verdict.active_s:.0f} s; share of active time:")
         for name, share in verdict.shares.items():
@@ -45,6 +69,14 @@ def explain_text(rows: Sequence[Mapping[str, object]]) -> str:
     if not out:
         out.append("no applier metrics from any member")
     return "\n".join(out) + "\n"
+
+
+def _earlier(
+    row: Mapping[str, object], earlier: Mapping[str, Mapping[str, object]] | None
+) -> Mapping[str, object] | None:
+    if earlier is None or row.get(col.CHANNEL_NAME) != WINDOW_CHANNEL:
+        return None
+    return earlier.get(str(row.get(col.MEMBER_ID)))
 
 
 def _shown(value: object) -> str:
@@ -60,6 +92,8 @@ def _shown(value: object) -> str:
     "  grstats applier --vertical              # one member and channel per block\n"
     "  grstats applier --workers               # replication_applier_progress_by_worker\n"
     "  grstats applier --explain               # why each member's applier is slow\n"
+    "  grstats applier --explain --history /var/lib/grstats/history   # over the last hour\n"
+    "  grstats applier --explain --history DIR --since 30m\n"
     "  grstats applier --bus 127.0.0.1:1883 --format csv",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -73,18 +107,48 @@ def _shown(value: object) -> str:
     help="A verdict per member from the wait breakdown: starved, commit_order, "
     "dependencies, queue_memory, too_few_workers, relay_log_read or busy.",
 )
+@click.option(
+    "--since",
+    default="1h",
+    show_default=True,
+    metavar="DURATION",
+    help="With --explain and --history: judge the increase over this recent window "
+    "(30m, 1h, 2d), or `start` for the totals since the applier started.",
+)
+@click.option(
+    "--history",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="GRSTATS_HISTORY",
+    help="The history directory ([history] dir) holding the earlier reading for "
+    "--since; without it, --explain judges since the applier started.",
+)
 def applier_command(
-    *, reader: TableReader, fmt: str, vertical: bool, workers: bool, explain_: bool
+    *,
+    reader: TableReader,
+    fmt: str,
+    vertical: bool,
+    workers: bool,
+    explain_: bool,
+    since: str,
+    history: Path | None,
 ) -> None:
     table = APPLIER_WORKERS_TABLE if workers else APPLIER_METRICS_TABLE
+    try:
+        window = parse_since(since)
+    except ValueError as exc:
+        raise BadArgument(f"--since: {exc}") from None
     rows = reader.read([table])[table]
     if explain_:
+        earlier = None
+        if history is not None and window is not None:
+            at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=window)
+            earlier = earlier_readings(history, at)
         if fmt == "json":
             verdicts = [
                 {
                     col.MEMBER_ID: r.get(col.MEMBER_ID),
                     col.CHANNEL_NAME: r.get(col.CHANNEL_NAME),
-                    "verdict": (v := explain(r)).kind,
+                    "verdict": (v := explain(r, _earlier(r, earlier))).kind,
                     "shares": dict(v.shares),
                     "active_seconds": v.active_s,
                     "advice": v.advice,
@@ -93,7 +157,7 @@ def applier_command(
             ]
             click.echo(json.dumps(verdicts, indent=2))
         else:
-            click.echo(explain_text(reader_rows(rows)), nl=False)
+            click.echo(explain_text(reader_rows(rows), earlier), nl=False)
         return
     if vertical and fmt == "table":
         fmt = "vertical"

@@ -18,11 +18,12 @@ import click
 
 from grstats.cli.demo import (
     DEFAULT_SECONDS,
-    FLOW_HEADING,
+    FINDINGS_HEADING,
     DemoError,
     batch_part,
     live_part,
     note,
+    plain_text,
     say,
     section_headline,
 )
@@ -111,7 +112,8 @@ def command(out: Path, seconds: float, days: int) -> None:
     note(f"({len(files)} files: Markdown, HTML, PNG charts and CSV; logs in {logs})")
     for path in files:
         if path.name == "report.md":
-            headline = section_headline(path.read_text(encoding="utf-8"), FLOW_HEADING)
-            if headline:
-                say(f"{FLOW_HEADING} ({path.parent.name}):")
-                note(headline)
+            findings = section_headline(path.read_text(encoding="utf-8"), FINDINGS_HEADING)
+            if findings:
+                say(f"{FINDINGS_HEADING} ({path.parent.name}):")
+                for line in plain_text(findings).splitlines():
+                    note(line)

@@ -1,0 +1,251 @@
+"""The report's "Findings": up to five ranked sentences, each a number, a member, when, an action.
+
+Strategy: a pure function of the collected week (no Spark): each source
+turns one section's own verdict into sentences, and the sources are ranked
+in a fixed order of urgency -- what held the whole group back first, then
+why a member is slow, then where it lags, then the week-over-week change of
+the conflict rate, then gaps in the data that qualify everything above:
+
+1. flow control: the member that caused most of the throttled time, its
+   share, its longest sustained period (flowperiods.py) and what to change;
+2. applier: each member whose applier is bound by one wait (or busy), the
+   share behind the verdict and the advice for it (one GR allows);
+3. lag: the member with the highest p95 apply lag, and the hours of the day
+   in which it recurs (hot = p95 >= half the member's weekly maximum and at
+   least `LAG_FLOOR_S`, in the same hour on at least `RECURRING_DAYS` days);
+4. conflicts: the conflict rate's change from the previous week when it
+   moved by at least `RATE_CHANGE` (both weeks with figures);
+5. data gaps: days without rollups, members under `COVERAGE_FLOOR`.
+
+A week with none of them gets one line (`QUIET`).  The same sentences go to
+Markdown and HTML (`**` around the member renders as bold there).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from protocol.applier_verdict import BOTTLENECKS
+from spark_rollups.applierreport import verdict
+from spark_rollups.flowreport import culprits
+from spark_rollups.render import Bullets, Item
+from spark_rollups.week import WeekData, member
+
+__all__ = [
+    "COVERAGE_FLOOR",
+    "HEADING",
+    "LAG_FLOOR_S",
+    "MAX_FINDINGS",
+    "QUIET",
+    "RATE_CHANGE",
+    "RECURRING_DAYS",
+    "findings",
+    "findings_section",
+]
+
+HEADING = "Findings"
+MAX_FINDINGS = 5
+LAG_FLOOR_S = 1.0
+RECURRING_DAYS = 3
+RATE_CHANGE = 0.25
+COVERAGE_FLOOR = 0.95
+QUIET = (
+    "A quiet week: no member held the group back, every applier kept up, no apply lag "
+    f"of {LAG_FLOOR_S:g} s or more, a steady conflict rate and complete data."
+)
+_ACTION = {
+    "commit_order": "break up its large transactions and have the sources track dependencies "
+    "by WRITESET (keep replica_preserve_commit_order=ON, which GR requires)",
+    "dependencies": "have the sources track dependencies by WRITESET and avoid hot rows and "
+    "tables without primary keys",
+    "queue_memory": "raise replica_pending_jobs_size_max",
+    "too_few_workers": "raise replica_parallel_workers",
+    "relay_log_read": "check the storage of its relay log",
+    "busy": "its CPU or storage is the limit, with no single wait to blame",
+}
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _when(start_s: int, end_s: int) -> str:
+    start = dt.datetime.fromtimestamp(start_s, dt.UTC)
+    end = dt.datetime.fromtimestamp(end_s, dt.UTC)
+    first = start.strftime("%a %m-%d %H:%M")
+    last = end.strftime("%H:%M") if end.date() == start.date() else end.strftime("%a %m-%d %H:%M")
+    return f"{first} to {last} UTC"
+
+
+def _days(indices: list[int]) -> str:
+    """Weekdays as `Mon-Fri` when consecutive, else `Mon, Wed`."""
+    if len(indices) > 2 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{_WEEKDAYS[indices[0]]}-{_WEEKDAYS[indices[-1]]}"
+    return ", ".join(_WEEKDAYS[i] for i in indices)
+
+
+def _flow(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    flow = data.flow
+    if flow is None or not flow.totals or not flow.totals.get("throttled_seconds"):
+        return []
+    throttled = flow.totals["throttled_seconds"]
+    top = next(iter(culprits(flow)), None)
+    if top is None:
+        return []
+    who = top["member_id"]
+    text = (
+        f"**{member(labels, who)}** held the group back: it caused "
+        f"{top['throttled_seconds_caused'] / throttled:.0%} of the {throttled / 3600:,.1f} "
+        "throttled hours"
+    )
+    periods = [p for p in flow.periods if p["member_id"] == who]
+    if periods:
+        longest = max(periods, key=lambda p: (p["length_s"], -p["start_s"]))
+        text += (
+            f", longest {longest['length_s'] / 3600:,.1f} h from "
+            f"{_when(longest['start_s'], longest['end_s'])}"
+        )
+    certifier = (top.get("throttled_seconds_caused_certifier") or 0) > (
+        top.get("throttled_seconds_caused_applier") or 0
+    )
+    action = (
+        "find what slows its certification (large transactions) before raising "
+        "group_replication_flow_control_certifier_threshold"
+        if certifier
+        else "make its applier keep up (its verdict below) before raising "
+        "group_replication_flow_control_applier_threshold"
+    )
+    return [f"{text}; {action}."]
+
+
+def _applier(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    judged = []
+    for m in data.applier or []:
+        kind, shares = verdict(m)
+        if kind in BOTTLENECKS or kind == "busy":
+            judged.append((-shares.get(kind, 0.0), m["member_id"], kind, shares))
+    sentences = []
+    for _, who, kind, shares in sorted(judged):
+        if kind == "busy":
+            why = f"applies flat out (waits for work only {shares['work_from_source']:.0%})"
+        else:
+            why = (
+                f"is {kind.replace('_', ' ')} bound: those waits take {shares[kind]:.0%} of its "
+                "active time"
+            )
+        sentences.append(f"**{member(labels, who)}**'s applier {why} this week; {_ACTION[kind]}.")
+    return sentences
+
+
+def _lag(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    if data.lag is None or not data.lag.hours:
+        return []
+    peaks: dict[str, float] = {}
+    for h in data.lag.hours:
+        peaks[h["member_id"]] = max(peaks.get(h["member_id"], 0.0), h["p95"])
+    who = min(peaks, key=lambda m: (-peaks[m], m))
+    peak = peaks[who]
+    if peak < LAG_FLOOR_S:
+        return []
+    dates = data.dates()
+    hot = [
+        h
+        for h in data.lag.hours
+        if h["member_id"] == who and h["p95"] >= max(LAG_FLOOR_S, peak / 2) and h["date"] in dates
+    ]
+    by_hour: dict[int, set[int]] = {}
+    for h in hot:
+        by_hour.setdefault(h["hour_of_day"], set()).add(dates.index(h["date"]))
+    recurring = sorted(hour for hour, days in by_hour.items() if len(days) >= RECURRING_DAYS)
+    name = member(labels, who)
+    if recurring:
+        runs: list[list[int]] = []
+        for hour in recurring:
+            if runs and hour == runs[-1][-1] + 1:
+                runs[-1].append(hour)
+            else:
+                runs.append([hour])
+        run = max(runs, key=len)
+        days = sorted(set().union(*(by_hour[hour] for hour in run)))
+        when = f"{run[0]:02d}:00 to {run[-1] + 1:02d}:00 UTC on {_days(days)}"
+    else:
+        worst = max(hot, key=lambda h: (h["p95"], h["date"]))
+        weekday = _WEEKDAYS[dates.index(worst["date"])]
+        when = f"on {weekday} {worst['date'][5:]} {worst['hour_of_day']:02d}:00 UTC"
+    return [
+        f"**{name}** lags: its p95 apply lag reaches {peak:,.1f} s, {when}; move batch "
+        "writes out of that window or speed up its applier."
+    ]
+
+
+def _rate(totals: Mapping[str, Any]) -> float | None:
+    checked = totals.get("transactions_checked")
+    conflicts = totals.get("conflicts_detected")
+    return conflicts / checked if checked and conflicts is not None else None
+
+
+def _conflicts(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    del labels
+    if data.previous is None:
+        return []
+    now, before = _rate(data.totals), _rate(data.previous)
+    if now is None or not before or abs(now - before) / before < RATE_CHANGE:
+        return []
+    rose = now > before
+    action = (
+        "see the top conflict hours and the rollbacks by member for the rows written concurrently"
+        if rose
+        else "nothing to change"
+    )
+    return [
+        f"The conflict rate {'rose' if rose else 'fell'} from {before:.2%} to {now:.2%} week "
+        f"over week ({(now - before) / before:+.0%}); {action}."
+    ]
+
+
+def _gaps(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    sentences = []
+    present = {d["date"] for d in data.days}
+    missing = [i for i, date in enumerate(data.dates()) if date not in present]
+    if missing:
+        sentences.append(
+            f"No data on {_days(missing)}: the week's figures cover {7 - len(missing)} of 7 "
+            "days; check that every member's history reached the rollup."
+        )
+    for m in sorted(data.members, key=lambda m: (m["coverage"] or 0, m["member_id"])):
+        coverage = m["coverage"] or 0
+        if coverage < COVERAGE_FLOOR:
+            sentences.append(
+                f"**{member(labels, m['member_id'])}** reported {coverage:.0%} of the week's "
+                f"samples ({m['days_present']} of 7 days); check its daemon's /healthz and "
+                "history."
+            )
+    return sentences
+
+
+_SOURCES: tuple[Callable[[WeekData, Mapping[str, str]], list[str]], ...] = (
+    _flow,
+    _applier,
+    _lag,
+    _conflicts,
+    _gaps,
+)
+
+
+def findings(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    """The ranked findings of one group's week (at most MAX_FINDINGS).
+
+    Args:
+        data: the collected week.
+        labels: member id -> `host:port`.
+
+    Returns:
+        One sentence per finding, most urgent first; empty for a quiet week.
+    """
+    ranked = [sentence for source in _SOURCES for sentence in source(data, labels)]
+    return ranked[:MAX_FINDINGS]
+
+
+def findings_section(data: WeekData, labels: Mapping[str, str]) -> tuple[str, list[Item]]:
+    """The "Findings" section: the numbered findings, or the one quiet-week line."""
+    found = findings(data, labels)
+    return HEADING, [Bullets(found) if found else QUIET]
