@@ -483,6 +483,7 @@ def _flow(
     kind: ColumnKind,
     metric: str | None,
     help_: str = "",
+    *,
     keeps: tuple[float, ...] = (),
 ) -> Column:
     return Column(

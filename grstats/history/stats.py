@@ -57,10 +57,15 @@ class HistoryStats:
 
 @dataclass(frozen=True, slots=True)
 class HistoryHealth:
-    """Whether the history is being written; `reason` says why not."""
+    """Whether the history is being written; `reason` says why not.
+
+    `faults` are recent data faults (rows dropped, values stored NULL, files
+    quarantined, rows held in memory): /healthz shows them even while `ok`.
+    """
 
     ok: bool
     reason: str = ""
+    faults: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -184,19 +184,22 @@ class HistoryWriter:
         """Whether the history is being written, and if not, why (for /healthz).
 
         Returns:
-            ok, or degraded with the reason.
+            ok, or degraded with the reason; and the data faults of the last
+            `fault_window_s` (rows dropped, values stored NULL, files
+            quarantined, rows held in memory past half the bound), which
+            degrade /healthz while the history is still being written.
         """
-        faults = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
-        faults += self._counters.recent_faults(self.fault_window_s)
+        faults = self._counters.recent_faults(self.fault_window_s)
         with self._cond:
             buffered = len(self._pending) + self._in_flight
         if buffered > self.max_buffer_rows // 2:
             faults.append(f"{buffered} rows held in memory (bound {self.max_buffer_rows})")
-        if faults:
-            return HistoryHealth(False, "; ".join(faults))
+        failing = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
+        if failing:
+            return HistoryHealth(False, "; ".join(failing), tuple(faults))
         if self._thread is None or not self._thread.is_alive():
-            return HistoryHealth(False, "history writer not running")
-        return HistoryHealth(True)
+            return HistoryHealth(False, "history writer not running", tuple(faults))
+        return HistoryHealth(True, faults=tuple(faults))
 
     async def start(self) -> None:
         """Recover a previous run (temporaries, WAL replay, compaction), start the thread.

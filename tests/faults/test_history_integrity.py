@@ -23,9 +23,17 @@ from structlog.testing import capture_logs
 
 from grstats.core.records import HistoryRow
 from grstats.history.housekeeping import housekeep
-from grstats.history.parquet import read_history, row_values, rows_to_table, write_segments
+from grstats.history.parquet import (
+    partition_dir,
+    read_history,
+    row_values,
+    rows_to_table,
+    write_segments,
+)
 from grstats.history.wal import WAL_MAGIC, encode_record
 from grstats.history.writer import HistoryWriter
+from tests.fixtures.broker import Broker
+from tests.grstats.daemon_helpers import GROUP, M1, daemon_config, start_daemon, wait_for
 from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
 
 pytestmark = pytest.mark.faults
@@ -324,3 +332,59 @@ async def test_the_writer_quarantines_what_housekeeping_cannot_read(tmp_path: Pa
     assert [p.stat().st_size for p in _quarantined(tmp_path)] == [0]
     assert writer.stats.files_quarantined == 1
     assert sorted(read_history(tmp_path)["seq"].to_pylist()) == [1, 100, 100, 101, 101]
+
+
+# ---------------------------------------------------------------- a real daemon
+
+
+def _corrupt_segment_today(history: Path) -> Path:
+    # a file without a writer id (as `grstats simulate` names them): every writer reads it
+    today = dt.datetime.now(dt.UTC).date()
+    partition = partition_dir(history, GROUP, today)
+    partition.mkdir(parents=True)
+    bad = partition / "part-0000000000000001-6b1d3c1e-4f0a-5e2b-9a57-0c7d9e2f4a11.parquet"
+    bad.write_bytes(b"PAR1" + b"\x00" * 64)  # no footer
+    return bad
+
+
+def _metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_a_daemon_meeting_a_corrupt_segment_quarantines_it_keeps_writing_and_exits_0(
+    broker: Broker, tmp_path: Path
+) -> None:
+    history = tmp_path / "history"
+    bad = _corrupt_segment_today(history)
+    config = daemon_config(broker.port, M1, [M1])
+    config["history"] = {"dir": str(history), "flush_interval": 0.5}
+    daemon = start_daemon(tmp_path / "d", config)
+    try:
+        wait_for(lambda: daemon.has_event("history.file_quarantined") or None, 30, "quarantine")
+        health = wait_for(  # the snapshot /healthz reads is refreshed each period
+            lambda: (body := daemon.get("/healthz")[1])["status"] == "degraded" and body,
+            30,
+            "/healthz degraded",
+        )
+        metrics = wait_for(
+            lambda: (
+                (text := daemon.get("/metrics")[1].decode())
+                and _metric(text, "grstats_history_rows_written_total") >= 3
+                and text
+            ),
+            30,
+            "a few samples written",
+        )
+    finally:
+        rc = daemon.terminate()
+    assert rc == 0
+    assert not daemon.has_event("history.rows_lost_at_close")
+    assert not bad.exists()
+    assert [p.read_bytes() for p in _quarantined(history)] == [b"PAR1" + b"\x00" * 64]
+    assert health["status"] == "degraded" and "history_data" in health["reasons"]
+    assert any(bad.name in d and "quarantine" in d for d in health["details"])
+    assert _metric(metrics, "grstats_history_files_quarantined_total") == 1
+    assert len(read_history(history)) >= 3  # the samples recorded are all there
