@@ -36,6 +36,7 @@ from spark_rollups.flowreport import FlowWeek, collect_flow, flow_section
 from spark_rollups.lagreport import LagWeek, collect_lag, lag_section
 from spark_rollups.render import Report, Table, bar_chart, heatmap_chart, twin_chart, write_report
 from spark_rollups.rollup import run_command
+from spark_rollups.skippedreport import skipped_in_week, skipped_table
 from spark_rollups.storage import list_partitions, local_path
 
 __all__ = [
@@ -94,6 +95,7 @@ class WeekData:
     lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
     applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
     flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # history files not read
 
 
 def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
@@ -260,6 +262,8 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, flow in collect_flow(spark, rollups, start, end, group).items():
         if name in result:
             result[name].flow = flow
+    for name in groups:
+        result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]
 
 
@@ -513,7 +517,7 @@ def build_report(data: WeekData) -> Report:
     heading, items = applier_section(data.applier)
     report.sections.append((heading, [*items]))
     report.sections.append(flow_section(data.flow))
-    report.sections.append(("Data quality", [quality]))
+    report.sections.append(("Data quality", [quality, *skipped_table(data.skipped)]))
     return report
 
 
