@@ -43,6 +43,7 @@ from spark_rollups.lagreport import collect_lag, lag_section
 from spark_rollups.memberdim import MEMBER_HOSTS, address, collect_member_hosts
 from spark_rollups.render import Item, Report, Table, write_report
 from spark_rollups.rollup import run_command
+from spark_rollups.skippedreport import skipped_in_week, skipped_table
 from spark_rollups.storage import list_partitions, local_path
 from spark_rollups.week import ReportError, WeekData, iso_week, member
 
@@ -238,6 +239,8 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, flow in collect_flow(spark, rollups, start, end, group).items():
         if name in result:
             result[name].flow = flow
+    for name in groups:
+        result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]
 
 
@@ -340,7 +343,7 @@ def build_report(data: WeekData) -> Report:
         ),
         percent=frozenset({"coverage"}),
     )
-    report.sections.append(("Data quality", [quality]))
+    report.sections.append(("Data quality", [quality, *skipped_table(data.skipped)]))
     report.sections.append(_members_appendix(data, labels))
     return report
 

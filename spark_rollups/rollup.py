@@ -49,6 +49,7 @@ from spark_rollups.applier import APPLIER_TABLES, applier_tables
 from spark_rollups.manifest import plan_run
 from spark_rollups.memberdim import MEMBER_HOSTS, MEMBER_HOSTS_SCHEMA, member_hosts
 from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
+from spark_rollups.segments import record_skipped, screen_segments
 from spark_rollups.storage import (
     hadoop_fs,
     is_local_path,
@@ -154,8 +155,8 @@ def session_settings() -> dict[str, str]:
 # ----------------------------------------------------------------------- run
 
 
-def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame | None:
-    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+def _read(spark: SparkSession, paths: list[str]) -> DataFrame | None:
+    # partition directories, or the readable files of one with a skipped file (segments.py)
     if not paths:
         return None
     # The explicit schema: files written before a column existed read it as NULL.
@@ -163,14 +164,12 @@ def _read(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFr
     return T.select_samples(reader.parquet(*paths))
 
 
-def _read_flow(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame:
-    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+def _read_flow(spark: SparkSession, paths: list[str]) -> DataFrame:
     reader = spark.read.schema(FLOW_SCHEMA).option("pathGlobFilter", "part-*.parquet")
     return reader.parquet(*paths).select(*FLOW_INPUT_COLUMNS)
 
 
-def _read_hosts(spark: SparkSession, root: str, parts: dict[str, list[str]]) -> DataFrame:
-    paths = [f"{root}/group={g}/date={d}" for g, days in parts.items() for d in days]
+def _read_hosts(spark: SparkSession, paths: list[str]) -> DataFrame:
     reader = spark.read.schema(MEMBER_HOSTS_SCHEMA).option("pathGlobFilter", "part-*.parquet")
     return reader.parquet(*paths)
 
@@ -209,6 +208,7 @@ def run_rollup(
     group: str | None = None,
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
+    strict: bool = False,
 ) -> dict[str, int]:
     """Roll the history up into the seven tables, the three flow-control tables and member_hosts.
 
@@ -221,12 +221,15 @@ def run_rollup(
         group: only this group; None = all.
         period_seconds: sampling period, for coverage.
         progress: called with one line per step.
+        strict: fail (before writing anything) when a history file cannot be read,
+            instead of skipping it (each skipped file is named either way).
 
     Returns:
         Rows written per table (empty when there was nothing to do).
 
     Raises:
-        RollupError: the history directory does not exist.
+        RollupError: the history directory does not exist, or `strict` and a
+            history file cannot be read.
     """
     fs, root = hadoop_fs(spark, history)
     if not fs.exists(root):
@@ -250,9 +253,18 @@ def run_rollup(
         return {}
     for key, days in plan.dates.items():
         progress(f"rollup: group {unquote(key)}: {days[0]} .. {days[-1]} ({len(days)} dates)")
-    samples = _read(spark, history, plan.dates)
-    assert samples is not None
-    baseline = _read(spark, history, plan.baselines)
+    screened = screen_segments(spark, history, plan.dates)
+    base = screen_segments(spark, history, plan.baselines)
+    for bad in (*screened.skipped, *base.skipped):
+        progress(f"rollup: skipped unreadable {bad.path} ({bad.bytes} bytes): {bad.reason}")
+    if strict and (screened.skipped or base.skipped):
+        count = len(screened.skipped) + len(base.skipped)
+        raise RollupError(f"{count} unreadable history file(s) (--strict); see the lines above")
+    samples = _read(spark, screened.paths)
+    if samples is None:  # every segment of every date unreadable: recorded, nothing to roll up
+        record_skipped(spark, out, plan.dates, screened.skipped)
+        return {}
+    baseline = _read(spark, base.paths)
     # The one expensive pass (ordering every sample); everything else reads its result.
     started = time.monotonic()
     raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
@@ -266,9 +278,9 @@ def run_rollup(
     # baseline days in the same window (applier.py); only their columns are read.
     tables.update(applier_tables(samples, baseline))
     # flow control: its own (pruned) scan of the same dates, per-day figures only
-    tables.update(FR.flow_tables(_read_flow(spark, history, plan.dates)))
+    tables.update(FR.flow_tables(_read_flow(spark, screened.paths)))
     # the members dimension (memberdim.py): host:port labels for the report
-    tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, history, plan.dates))
+    tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -290,6 +302,7 @@ def run_rollup(
             list(pool.map(write, wave))
     for frame in (*tables.values(), minutes, raw_minutes):
         frame.unpersist()
+    record_skipped(spark, out, plan.dates, screened.skipped)
     # Last: a crash before this line leaves the old manifest, and the next run redoes.
     write_text_atomic(
         spark,
@@ -355,6 +368,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument(
         "--period", type=float, default=1.0, help="sampling period in seconds (coverage)"
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail when a history file cannot be read (default: skip it, name it in the "
+        "output and in OUT/_skipped_files.json)",
+    )
     return parser
 
 
@@ -417,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             group=args.group,
             period_seconds=args.period,
             progress=lambda line: print(line, flush=True),
+            strict=args.strict,
         )
         written = sum(counts.values())
         print(f"rollup: done in {_since(started)} ({written} rows written)", flush=True)

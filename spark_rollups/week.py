@@ -75,6 +75,7 @@ class WeekData:
     applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
     flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
     hosts: list[dict[str, Any]] = field(default_factory=list)  # member_hosts of the week
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # history files not read
 
     def dates(self) -> list[str]:
         """The seven dates of the week (ISO text)."""

@@ -332,6 +332,17 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Failed history write, segment or housekeeping attempts.",
         value=h.errors,
     )
+    yield _counter_by(
+        "grstats_history_values_nulled",
+        "History values stored as NULL because their column cannot hold them, by column.",
+        "column",
+        h.values_nulled,
+    )
+    yield CounterMetricFamily(
+        "grstats_history_files_quarantined",
+        "Unreadable history files moved (damaged write-ahead logs copied) to <dir>/quarantine.",
+        value=h.files_quarantined,
+    )
 
 
 def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

@@ -152,6 +152,8 @@ class Column:
         nullable: whether the column may be NULL.
         metric_labels: constant labels of this column's series, for a metric
             that several columns share (told apart by these labels).
+        history_keeps: the non-finite doubles that mean something in this
+            column and are stored as they are (any other one is stored NULL).
     """
 
     name: str
@@ -163,6 +165,7 @@ class Column:
     help: str = ""
     nullable: bool = False
     metric_labels: tuple[tuple[str, str], ...] = ()
+    history_keeps: tuple[float, ...] = ()
 
     @property
     def numeric(self) -> bool:
@@ -475,7 +478,13 @@ FLOW_HISTORY: Final = (
 
 
 def _flow(
-    name: str, sql_type: str, kind: ColumnKind, metric: str | None, help_: str = ""
+    name: str,
+    sql_type: str,
+    kind: ColumnKind,
+    metric: str | None,
+    help_: str = "",
+    *,
+    keeps: tuple[float, ...] = (),
 ) -> Column:
     return Column(
         name,
@@ -485,6 +494,7 @@ def _flow(
         metric=metric,
         help=help_,
         nullable=True,
+        history_keeps=keeps,
     )
 
 
@@ -543,6 +553,7 @@ FLOW_CONTROL = TableDef(
             "grstats_member_catch_up_eta_seconds",
             "Seconds until the member's applier queue is empty at the current rates "
             "(+Inf: never at this rate).",
+            keeps=(float("inf"),),  # "never" is a figure the rollup counts; NaN, -inf: NULL
         ),
         Column(CATCH_UP, "varchar(32)", nullable=True),
         _flow(

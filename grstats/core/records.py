@@ -69,6 +69,18 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     *FLOW_HISTORY_COLUMNS,
 )
 
+# The non-finite doubles a history column stores as they are (declared in the
+# registry: `Column.history_keeps`); any other non-finite value is stored NULL.
+HISTORY_KEEPS: dict[str, frozenset[float]] = {
+    str(c.history): frozenset(c.history_keeps)
+    for c in (*MEMBER_LAG.columns, *FLOW_CONTROL.columns)
+    if c.history is not None and c.history_keeps
+}
+# The columns that identify a sample: a row whose identity cannot be stored is dropped.
+HISTORY_IDENTITY: frozenset[str] = frozenset(
+    ("group_name", "member_id", "incarnation", "seq", "sampled_at")
+)
+
 
 @dataclass(frozen=True, slots=True)
 class HistoryRow:

@@ -107,6 +107,8 @@ class HistoryFigures:
         segments_written: Parquet segments written.
         fsyncs, fsync_seconds_sum, fsync_seconds_max: write-ahead log fsync latency.
         errors: failed write, segment or housekeeping attempts.
+        values_nulled: values stored as NULL because the column cannot hold them, by column.
+        files_quarantined: unreadable history files moved (or copied) to the quarantine.
     """
 
     rows_written: int = 0
@@ -118,6 +120,8 @@ class HistoryFigures:
     fsync_seconds_sum: float = 0.0
     fsync_seconds_max: float = 0.0
     errors: int = 0
+    values_nulled: Mapping[str, int] = field(default_factory=dict)
+    files_quarantined: int = 0
 
 
 @dataclass(frozen=True, slots=True)

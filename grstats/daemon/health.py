@@ -29,6 +29,13 @@ class PartHealth(Protocol):
     def reason(self) -> str: ...
 
 
+class HistoryHealthLike(PartHealth, Protocol):
+    """grstats.history's HistoryHealth: also the recent data faults."""
+
+    @property
+    def faults(self) -> tuple[str, ...]: ...
+
+
 class DropsLike(Protocol):
     """grstats.history's DropCounts, as the daemon reads it."""
 
@@ -43,6 +50,9 @@ class DropsLike(Protocol):
 
     @property
     def duplicate(self) -> int: ...
+
+    @property
+    def corrupt(self) -> int: ...
 
 
 class HistoryStatsLike(Protocol):
@@ -75,6 +85,12 @@ class HistoryStatsLike(Protocol):
     @property
     def errors(self) -> int: ...
 
+    @property
+    def values_nulled(self) -> Mapping[str, int]: ...
+
+    @property
+    def files_quarantined(self) -> int: ...
+
 
 class HistorySink(Protocol):
     """What the daemon needs of grstats.history's writer."""
@@ -88,7 +104,7 @@ class HistorySink(Protocol):
 
     async def close(self) -> None: ...
 
-    def health(self) -> PartHealth: ...
+    def health(self) -> HistoryHealthLike: ...
 
 
 def now_us() -> int:
@@ -107,6 +123,7 @@ def history_figures(stats: HistoryStatsLike) -> HistoryFigures:
             "disk_full": d.disk_full,
             "invalid": d.invalid,
             "duplicate": d.duplicate,
+            "corrupt": d.corrupt,
         },
         wal_bytes=stats.wal_bytes,
         segments_written=stats.segments_written,
@@ -114,6 +131,8 @@ def history_figures(stats: HistoryStatsLike) -> HistoryFigures:
         fsync_seconds_sum=stats.fsync_seconds_sum,
         fsync_seconds_max=stats.fsync_seconds_max,
         errors=stats.errors,
+        values_nulled=dict(stats.values_nulled),
+        files_quarantined=stats.files_quarantined,
     )
 
 
@@ -123,12 +142,19 @@ def source_up(source: Source | None) -> bool:
 
 
 def health_gauges(source: Source | None, history: HistorySink | None) -> dict[str, float]:
-    """`source_up` and `history_healthy` as 0/1 gauges, for the parts that exist."""
+    """`source_up`, `history_healthy` and `degraded_history_data` as 0/1 gauges.
+
+    `degraded_history_data` is 1 while the history writer reports recent data
+    faults (rows dropped, values stored NULL, files quarantined): it writes,
+    but not everything it was given.
+    """
     gauges: dict[str, float] = {}
     if source is not None:
         gauges["source_up"] = 1.0 if source_up(source) else 0.0
     if history is not None:
-        gauges["history_healthy"] = 1.0 if history.health().ok else 0.0
+        state = history.health()
+        gauges["history_healthy"] = 1.0 if state.ok else 0.0
+        gauges["degraded_history_data"] = 1.0 if state.faults else 0.0
     return gauges
 
 
@@ -146,6 +172,7 @@ def health_reasons(
         state = history.health()
         if not state.ok:
             reasons.append(f"history: {state.reason or 'degraded'}")
+        reasons.extend(f"history: {fault}" for fault in state.faults)
     return tuple(reasons)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -37,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from grstats.core.records import HistoryRow
-from grstats.history.parquet import partition_dir
+from grstats.history.parquet import is_corrupt, partition_dir
 
 __all__ = ["SeenIndex"]
 
@@ -48,6 +49,7 @@ _WRITER_TAG = re.compile(r"part-\d{16}-(w[0-9a-f]{10})-")  # as parquet/housekee
 
 _Partition: TypeAlias = tuple[str, int]
 _Marks: TypeAlias = dict[tuple[str, int], int]
+_OnCorrupt: TypeAlias = Callable[[Path, str], None] | None
 
 
 class SeenIndex:
@@ -57,10 +59,19 @@ class SeenIndex:
         directory: the history root.
         max_partitions: partitions kept after `trim()` (most recently used).
         writer: the writer id whose files hold the marks ("" reads every file).
+        on_corrupt: called with a file that cannot be read and why; it must
+            move the file out of the partition (quarantine).  None: raise.
     """
 
-    def __init__(self, directory: Path, max_partitions: int = 16, writer: str = "") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_partitions: int = 16,
+        writer: str = "",
+        on_corrupt: Callable[[Path, str], None] | None = None,
+    ) -> None:
         self.directory = directory
+        self.on_corrupt = on_corrupt
         self.writer = writer
         self.max_partitions = max_partitions
         self._marks: OrderedDict[_Partition, _Marks] = OrderedDict()
@@ -122,7 +133,7 @@ class SeenIndex:
             return marks
         group, day_number = part
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        marks = _read_marks(partition_dir(self.directory, group, day), self.writer)
+        marks = _read_marks(partition_dir(self.directory, group, day), self.writer, self.on_corrupt)
         self._marks[part] = marks
         return marks
 
@@ -134,18 +145,32 @@ def _files(partition: Path, writer: str) -> list[Path]:
     return [p for p in files if (owner := _WRITER_TAG.match(p.name)) is None or owner[1] == writer]
 
 
-def _read_columns(partition: Path, writer: str) -> list[pa.Table]:
-    for _ in range(_RELIST_ATTEMPTS - 1):
+def _read(path: Path, on_corrupt: _OnCorrupt) -> pa.Table | None:
+    try:
+        return pq.read_table(path, columns=_COLUMNS)
+    except (pa.ArrowException, OSError) as exc:
+        if on_corrupt is None or isinstance(exc, FileNotFoundError) or not is_corrupt(exc):
+            raise
+        # A damaged file must not stop the writing (its marks are lost: at worst a
+        # redelivered sample of it is written again, which the rollup drops by key).
+        on_corrupt(path, str(exc))
+        return None
+
+
+def _read_columns(partition: Path, writer: str, on_corrupt: _OnCorrupt) -> list[pa.Table]:
+    for attempt in range(_RELIST_ATTEMPTS):
         try:
-            return [pq.read_table(p, columns=_COLUMNS) for p in _files(partition, writer)]
+            tables = (_read(p, on_corrupt) for p in _files(partition, writer))
+            return [t for t in tables if t is not None]
         except FileNotFoundError:
-            continue  # compacted meanwhile: list again
-    return [pq.read_table(p, columns=_COLUMNS) for p in _files(partition, writer)]
+            if attempt == _RELIST_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
-def _read_marks(partition: Path, writer: str) -> _Marks:
+def _read_marks(partition: Path, writer: str, on_corrupt: _OnCorrupt) -> _Marks:
     # inputs replaced by a compaction hold the same rows as their compacted file: harmless
-    tables = _read_columns(partition, writer)
+    tables = _read_columns(partition, writer, on_corrupt)
     if not tables:
         return {}
     table = pa.concat_tables(tables)

@@ -11,6 +11,9 @@ Invariants:
   it replaces; the inputs are deleted only after it is durable, and a crash
   in between is repaired at the next run (readers already skip them).
 - A date partition older than `retention_days` is deleted whole.
+- A file that cannot be read is handed to `on_corrupt` (quarantined by the
+  writer, named in the log and /healthz) and skipped; housekeeping goes on
+  with the rest of its partition and every later one.
 - Each writer compacts only its own files (and files without a writer id,
   under a name independent of the writer): writers sharing a tree never
   write the same file.
@@ -40,6 +43,7 @@ from grstats.history.parquet import (
     NAMESPACE,
     conform,
     fsync_path,
+    is_corrupt,
     name_key,
     partitions,
     replaced_by_compaction,
@@ -59,19 +63,59 @@ def _owner(name: str) -> str:
     return match.group(1) if match else ""
 
 
-def _compact_partition(partition: Path, writer: str) -> int:
+OnCorrupt = Callable[[Path, str], None]
+
+
+def _raise(path: Path, reason: str) -> None:
+    raise ValueError(f"{path}: {reason}")
+
+
+def _readable(files: list[Path], on_corrupt: OnCorrupt) -> list[Path]:
+    """The files whose footer reads; each other one goes to `on_corrupt` (quarantine)."""
+    good: list[Path] = []
+    for path in files:
+        try:
+            pq.read_metadata(path)
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, FileNotFoundError) or not is_corrupt(exc):
+                raise
+            on_corrupt(path, str(exc))
+            continue
+        good.append(path)
+    return good
+
+
+def _compact_partition(partition: Path, writer: str, on_corrupt: OnCorrupt = _raise) -> int:
     """Merge a finished day's files into files of up to _COMPACT_MAX_ROWS rows."""
-    files = sorted(partition.glob("part-*.parquet"))
+    files = _readable(sorted(partition.glob("part-*.parquet")), on_corrupt)
     for name in replaced_by_compaction(files):  # a crash left the inputs behind
         (partition / name).unlink(missing_ok=True)
     files = sorted(partition.glob("part-*.parquet"))
-    merged = _compact_files(partition, [f for f in files if _owner(f.name) == ""], "")
+    mine = [f for f in files if _owner(f.name) == ""]
+    merged = _compact_files(partition, mine, "", on_corrupt)
     if writer:
-        merged += _compact_files(partition, [f for f in files if _owner(f.name) == writer], writer)
+        mine = [f for f in files if _owner(f.name) == writer]
+        merged += _compact_files(partition, mine, writer, on_corrupt)
     return merged
 
 
-def _compact_files(partition: Path, files: list[Path], writer: str) -> int:
+def _read_batch(batch: list[Path], on_corrupt: OnCorrupt) -> tuple[list[Path], list[pa.Table]]:
+    """The batch's files whose rows read, and their rows (the others go to `on_corrupt`)."""
+    read: list[Path] = []
+    tables: list[pa.Table] = []
+    for path in batch:
+        try:
+            tables.append(conform(pq.read_table(path)))
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, FileNotFoundError) or not is_corrupt(exc):
+                raise
+            on_corrupt(path, str(exc))
+            continue
+        read.append(path)
+    return read, tables
+
+
+def _compact_files(partition: Path, files: list[Path], writer: str, on_corrupt: OnCorrupt) -> int:
     # Another writer's files are its own to compact: two writers never write
     # the same file.  Older files (no writer id) get a writer-independent name.
     batches: list[list[Path]] = [[]]
@@ -84,8 +128,11 @@ def _compact_files(partition: Path, files: list[Path], writer: str) -> int:
         batches[-1].append(path)
         rows += count
     merged = 0
-    for batch in (b for b in batches if len(b) > 1):
-        table = pa.concat_tables(conform(pq.read_table(p)) for p in batch)
+    for candidates in (b for b in batches if len(b) > 1):
+        batch, tables = _read_batch(candidates, on_corrupt)
+        if len(batch) < 2:
+            continue
+        table = pa.concat_tables(tables)
         table = table.sort_by(
             [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
         )
@@ -106,14 +153,26 @@ def _compact_files(partition: Path, files: list[Path], writer: str) -> int:
     return merged
 
 
-def housekeep(directory: Path, retention_days: int, today: dt.date, writer: str = "") -> None:
+def housekeep(
+    directory: Path,
+    retention_days: int,
+    today: dt.date,
+    writer: str = "",
+    on_corrupt: OnCorrupt = _raise,
+) -> None:
     """Retention by age, then compaction of finished days.
+
+    A file that cannot be read goes to `on_corrupt` (the writer quarantines
+    it) and the partition is compacted without it; every later partition is
+    still handled.
 
     Args:
         directory: the history root.
         retention_days: date partitions older than this many days are deleted.
         today: the current UTC date.
         writer: compact this writer's files (and those without a writer id).
+        on_corrupt: called with an unreadable file and why; must move it out
+            of the partition.  Default: raise ValueError.
     """
     cutoff = today - dt.timedelta(days=retention_days)
     for partition in list(partitions(directory)):
@@ -127,7 +186,7 @@ def housekeep(directory: Path, retention_days: int, today: dt.date, writer: str 
             log.info("history.partition_expired", partition=str(partition.relative_to(directory)))
             with contextlib.suppress(OSError):  # not empty: other dates remain
                 partition.parent.rmdir()
-        elif day < today and (merged := _compact_partition(partition, writer)):
+        elif day < today and (merged := _compact_partition(partition, writer, on_corrupt)):
             log.info(
                 "history.partition_compacted",
                 partition=str(partition.relative_to(directory)),
@@ -143,6 +202,7 @@ class Housekeeper:
         retention_days: date partitions older than this many days are deleted.
         on_error: called (from the housekeeping thread) when a run fails.
         writer: the writer id whose files this housekeeper compacts.
+        on_corrupt: called with a file that cannot be read (quarantines it).
     """
 
     def __init__(
@@ -151,9 +211,11 @@ class Housekeeper:
         retention_days: int,
         on_error: Callable[[Exception], None],
         writer: str = "",
+        on_corrupt: OnCorrupt = _raise,
     ) -> None:
         self.directory = directory
         self.writer = writer
+        self._on_corrupt = on_corrupt
         self.retention_days = retention_days
         self._on_error = on_error
         self._done: dt.date | None = None
@@ -180,7 +242,7 @@ class Housekeeper:
 
     def _run(self, today: dt.date) -> None:
         try:
-            housekeep(self.directory, self.retention_days, today, self.writer)
+            housekeep(self.directory, self.retention_days, today, self.writer, self._on_corrupt)
         except Exception as exc:  # thread boundary: counted and logged, retried tomorrow
             self._on_error(exc)
             log.error("history.housekeeping_failed", error=str(exc), directory=str(self.directory))

@@ -1,10 +1,11 @@
 """One writer's WAL files and their conversion into Parquet segments.
 
 Strategy: the writer thread hands `Journal` batches of buffered rows;
-`prepare` drops what must never be stored (invalid values, duplicates --
-counted by reason, logged rate-limited), `write` appends the rest to the one
-open WAL file and fsyncs it, and `rotate` turns closed WAL files into
-segments by re-reading them from disk (the same path replays a previous run's
+`prepare` stores a value the schema cannot hold as NULL (counted by
+column) and drops only what must never be stored (a row without a storable
+identity, a duplicate -- counted by reason, logged rate-limited), `write`
+appends the rest to the one open WAL file and fsyncs it, and `rotate` turns
+closed WAL files into segments by re-reading them from disk (the same path replays a previous run's
 files in `recover`).  Journal does no threading and no retrying: an OSError
 leaves every file consistent and goes up to the writer, which backs off.
 
@@ -16,19 +17,23 @@ Invariants:
   WAL file is deleted only once its segments are durable: a crash between the
   two rewrites the same file.
 - Rows are marked in the de-duplication index only once fsynced.
+- A file that cannot be read is never deleted or cut past its damage: a
+  corrupt segment met by the de-duplication index, or a WAL file of an
+  unknown format, is moved to the quarantine; a WAL file with damaged
+  records is copied there, and its valid records are segmented.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import structlog
 
 from grstats.core.records import HistoryRow
 from grstats.history.dedupe import SeenIndex
 from grstats.history.fileops import FileOps
-from grstats.history.parquet import fsync_path, invalid_column, remove_temporaries, rows_to_table
+from grstats.history.parquet import fsync_path, remove_temporaries, rows_to_table, storable_row
+from grstats.history.quarantine import quarantine_file
 from grstats.history.stats import Counters, RateLimitedLog
 from grstats.history.wal import (
     WalFile,
@@ -43,8 +48,6 @@ from grstats.history.wal import (
 __all__ = ["Journal"]
 
 log = structlog.get_logger("grstats.history")
-
-_ARROW_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 
 
 class Journal:
@@ -76,7 +79,7 @@ class Journal:
         self._closed: list[Path] = []
         self._closed_bytes = 0
         self._next = 1
-        self.index = SeenIndex(directory, writer=writer)
+        self.index = SeenIndex(directory, writer=writer, on_corrupt=self.quarantine)
 
     def recover(self) -> None:
         """Prepare the directory and replay this writer's WAL files of a previous run.
@@ -95,12 +98,39 @@ class Journal:
             self._segment_closed(recovering=True)
         except OSError:
             for path in self._closed:  # not in Parquet yet: their rows are written all the same
-                scan = repair_wal(path)
-                self.index.note([r for r in scan.rows if invalid_column(r) is None] if scan else [])
+                scan = repair_wal(path, keep=self._keep_damaged)
+                rows = [storable_row(r)[0] for r in scan.rows] if scan else []
+                self.index.note([r for r in rows if r is not None])
             raise
 
+    def quarantine(self, path: Path, reason: str, *, copy: bool = False) -> None:
+        """Move (or copy) an unreadable file into the quarantine; count it, degrade health.
+
+        Args:
+            path: the file, inside the history root.
+            reason: why it cannot be read.
+            copy: keep the original (a damaged WAL file that is still segmented).
+
+        Raises:
+            OSError: the file could not be moved (it stays where it was).
+        """
+        kept = quarantine_file(self.directory, path, reason, copy=copy)
+        if kept is None:
+            return  # this copy is already kept
+        with self._counters.lock:
+            self._counters.files_quarantined += 1
+            self._counters.quarantined_last = kept.name
+            self._counters.fault(
+                "quarantined",
+                f"{self._counters.files_quarantined} unreadable file(s) kept in "
+                f"{kept.parent}, last {kept.name}",
+            )
+
+    def _keep_damaged(self, path: Path) -> None:
+        self.quarantine(path, "damaged records in a write-ahead log file", copy=True)
+
     def prepare(self, batch: list[HistoryRow]) -> list[HistoryRow]:
-        """Drop (and count) rows that must not be written: invalid values, duplicates.
+        """NULL (and count) unstorable values; drop (and count) unidentifiable rows, duplicates.
 
         Args:
             batch: buffered rows, in recording order.
@@ -112,17 +142,10 @@ class Journal:
             OSError: a partition's marks could not be read (nothing marked).
         """
         keep: list[HistoryRow] = []
-        invalid = duplicate = 0
+        duplicate = 0
         try:
-            for row in batch:
-                column = _invalid(row)
-                if column is not None:
-                    invalid += 1
-                    member = str(getattr(row, "member_id", ""))
-                    self._limiter.emit(
-                        "warning", "history.row_rejected", column=column, member=member
-                    )
-                elif not self.index.admit(row):
+            for row in self._storable(batch):
+                if not self.index.admit(row):
                     duplicate += 1
                 else:
                     keep.append(row)
@@ -130,9 +153,41 @@ class Journal:
             self.index.rollback()
             raise
         with self._counters.lock:
-            self._counters.invalid += invalid
             self._counters.duplicate += duplicate
         return keep
+
+    def _storable(self, rows: list[HistoryRow]) -> list[HistoryRow]:
+        """Rows with unstorable values as NULL (counted by column); unidentifiable ones dropped."""
+        out: list[HistoryRow] = []
+        invalid = 0
+        nulled: dict[str, int] = {}
+        for row in rows:
+            stored, bad = storable_row(row) if isinstance(row, HistoryRow) else (None, ("<row>",))
+            member = str(getattr(row, "member_id", ""))
+            if stored is None:
+                invalid += 1
+                self._limiter.emit("warning", "history.row_rejected", column=bad[0], member=member)
+                continue
+            for column in bad:
+                nulled[column] = nulled.get(column, 0) + 1
+            if bad:
+                self._limiter.emit("warning", "history.values_nulled", columns=bad, member=member)
+            out.append(stored)
+        if invalid or nulled:
+            with self._counters.lock:
+                c = self._counters
+                c.invalid += invalid
+                for column, count in nulled.items():
+                    c.values_nulled[column] = c.values_nulled.get(column, 0) + count
+                if nulled:
+                    c.fault(
+                        "nulled",
+                        f"{sum(c.values_nulled.values())} value(s) stored as NULL "
+                        f"(unstorable: {', '.join(sorted(c.values_nulled))})",
+                    )
+                if invalid:
+                    c.fault("invalid", f"{c.invalid} row(s) dropped: identity not storable")
+        return out
 
     def write(self, rows: list[HistoryRow]) -> None:
         """Append prepared rows to the open WAL file (opening one if needed) and fsync.
@@ -207,10 +262,19 @@ class Journal:
                 self._counters.wal_bytes = self._closed_bytes + (self._wal.size if self._wal else 0)
 
     def _segment(self, path: Path, *, recovering: bool) -> int:
-        scan = repair_wal(path)
-        if scan is None:
-            return path.stat().st_size  # not ours: left for a human
-        table = self._table(scan.rows)
+        scan = repair_wal(path, keep=self._keep_damaged)
+        if scan is None:  # not a WAL of a version we know: kept for a human, out of the way
+            size = path.stat().st_size
+            self.quarantine(path, "not a grstats write-ahead log of a known format")
+            return size
+        if scan.damaged:
+            with self._counters.lock:
+                self._counters.corrupt += scan.damaged
+                self._counters.fault(
+                    "corrupt",
+                    f"{self._counters.corrupt} damaged write-ahead log record(s) lost",
+                )
+        table = rows_to_table(self._storable(scan.rows))
         # an older version's WAL file gets the names that version would have given
         owner = self.writer if path.name.startswith(f"wal-{self.writer}-") else ""
         written = self._ops.write_segments(
@@ -222,27 +286,9 @@ class Journal:
             self._counters.segments_written += len(written)
             if recovering:
                 self._counters.rows_recovered += len(scan.rows)
-                self._counters.wal_bytes_cut += scan.file_size - scan.good_size
+                self._counters.wal_bytes_cut += scan.torn_bytes
         if recovering:
             log.info(
                 "history.wal_replayed", path=path.name, rows=len(scan.rows), segments=len(written)
             )
         return scan.file_size
-
-    def _table(self, rows: list[HistoryRow]) -> pa.Table:
-        # Rows are checked before the WAL, but a WAL of an older version may hold
-        # one that does not fit: it must not poison its file forever.
-        try:
-            return rows_to_table(rows)
-        except _ARROW_ERRORS:
-            good = [row for row in rows if _invalid(row) is None]
-            with self._counters.lock:
-                self._counters.invalid += len(rows) - len(good)
-            self._limiter.emit("warning", "history.row_rejected", rows=len(rows) - len(good))
-            return rows_to_table(good)
-
-
-def _invalid(row: object) -> str | None:
-    if not isinstance(row, HistoryRow):
-        return "<row>"
-    return invalid_column(row)

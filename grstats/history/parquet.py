@@ -22,14 +22,17 @@ Invariants:
   replaces; readers skip those and housekeeping deletes them, so a crash
   between the rename and the deletions never shows rows twice.
 - Columns are only appended to HISTORY_COLUMNS: a file written before a
-  column existed is read (`conform`) with that column NULL.  Doubles must be
-  finite: the lag figures are differences of integer microseconds, so NaN or
-  infinity is a bug upstream, and it would poison every percentile after it.
+  column existed is read (`conform`) with that column NULL.
+- A value a column cannot store (out of range, wrong type, NaN, an infinity
+  the column does not declare meaningful) is stored NULL (`storable_row`),
+  never a reason to drop the sample: a NaN would poison every percentile
+  after it, and the row's other values are good.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import hashlib
 import math
@@ -46,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 
-from grstats.core.records import HISTORY_COLUMNS, HistoryRow
+from grstats.core.records import HISTORY_COLUMNS, HISTORY_IDENTITY, HISTORY_KEEPS, HistoryRow
 
 __all__ = [
     "META_REPLACES",
@@ -58,6 +61,7 @@ __all__ = [
     "fsync_path",
     "history_schema",
     "invalid_column",
+    "is_corrupt",
     "name_key",
     "partition_dir",
     "partitions",
@@ -66,6 +70,8 @@ __all__ = [
     "replaced_by_compaction",
     "row_values",
     "rows_to_table",
+    "storable_row",
+    "unstorable_columns",
     "write_file",
     "write_segments",
 ]
@@ -137,33 +143,92 @@ def rows_to_table(rows: Iterable[HistoryRow]) -> pa.Table:
     return pa.table(dict(zip(_NAMES, columns, strict=True)), schema=history_schema())
 
 
-def invalid_column(row: HistoryRow) -> str | None:
-    """The first column whose value the history schema cannot store.
+def _fits(name: str, kind: str, value: object) -> bool:
+    """Whether a non-NULL value can be stored in its column as it is."""
+    if kind == "string":
+        if not isinstance(value, str):
+            return False
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")  # a lone surrogate (undecodable bytes) cannot be stored
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, bool):
+        return False
+    if kind == "double":
+        if isinstance(value, int):  # Arrow converts only an int a double holds exactly
+            return -(2**53) <= value <= 2**53
+        if not isinstance(value, float):
+            return False
+        return math.isfinite(value) or value in HISTORY_KEEPS.get(name, ())
+    if not isinstance(value, int):
+        return False
+    low, high = _INT_RANGES[kind]
+    return low <= value <= high
+
+
+def unstorable_columns(row: HistoryRow) -> tuple[str, ...]:
+    """The columns whose value the history schema cannot store, in file order.
 
     Args:
         row: a sample.
 
     Returns:
-        The column name, or None when every value fits its column (nulls do).
+        Their names; empty when every value fits its column (NULLs do).
     """
-    for (name, kind), value in zip(HISTORY_COLUMNS, row_values(row), strict=True):
-        if value is None:
-            continue
-        if kind == "string":
-            if not isinstance(value, str):
-                return name
-        elif kind == "double":
-            if isinstance(value, bool) or not isinstance(value, float | int):
-                return name
-            if not math.isfinite(value):
-                return name
-        elif isinstance(value, bool) or not isinstance(value, int):
-            return name
-        else:
-            low, high = _INT_RANGES[kind]
-            if not low <= value <= high:
-                return name
-    return None
+    return tuple(
+        name
+        for (name, kind), value in zip(HISTORY_COLUMNS, row_values(row), strict=True)
+        if value is not None and not _fits(name, kind, value)
+    )
+
+
+def invalid_column(row: HistoryRow) -> str | None:
+    """The first column whose value the history schema cannot store (None: all fit)."""
+    bad = unstorable_columns(row)
+    return bad[0] if bad else None
+
+
+def storable_row(row: HistoryRow) -> tuple[HistoryRow | None, tuple[str, ...]]:
+    """The row with every value the schema cannot store replaced by NULL.
+
+    A value is unstorable when it is out of its column's range, of the wrong
+    type, text that is not UTF-8, or a non-finite double the column does not
+    declare meaningful (`HISTORY_KEEPS`: the catch-up ETA keeps +inf).
+
+    Args:
+        row: a sample.
+
+    Returns:
+        (the row to store, the columns set to NULL); the row is None when a
+        column identifying the sample (`HISTORY_IDENTITY`) cannot be stored.
+    """
+    bad = unstorable_columns(row)
+    if not bad:
+        return row, ()
+    if HISTORY_IDENTITY.intersection(bad):
+        return None, bad
+    nulls: dict[str, Any] = dict.fromkeys(bad)
+    return dataclasses.replace(row, **nulls), bad
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether a read error means the file's bytes are bad (not the disk or the OS).
+
+    pyarrow reports a damaged file as ArrowInvalid, or as an OSError without
+    an errno (a failed decompression); an OSError from the kernel has one.
+
+    Args:
+        exc: what reading a Parquet file raised.
+
+    Returns:
+        True when the file should be quarantined.
+    """
+    if isinstance(exc, pa.ArrowInvalid):
+        return True
+    return isinstance(exc, OSError) and exc.errno is None
 
 
 def conform(table: pa.Table) -> pa.Table:

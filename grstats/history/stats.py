@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,12 @@ class DropCounts:
     disk_full: int = 0  # still buffered, never fsynced, when the writer closed on a failing disk
     invalid: int = 0  # a value the history schema cannot store (or not a row at all)
     duplicate: int = 0  # (group, member, incarnation, seq) already written
+    corrupt: int = 0  # WAL records that failed their checksum (one per damaged stretch)
 
     @property
     def total(self) -> int:
         """All dropped rows."""
-        return self.buffer_full + self.disk_full + self.invalid + self.duplicate
+        return self.buffer_full + self.disk_full + self.invalid + self.duplicate + self.corrupt
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +50,22 @@ class HistoryStats:
     fsync_seconds_max: float = 0.0
     fsync_seconds_sum: float = 0.0
     errors: int = 0  # failed write / segment / housekeeping attempts
+    values_nulled: Mapping[str, int] = field(default_factory=dict)  # by column: stored NULL
+    files_quarantined: int = 0  # unreadable files moved (or damaged WALs copied) aside
+    quarantined_last: str = ""  # the last of them, as kept in the quarantine directory
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryHealth:
-    """Whether the history is being written; `reason` says why not."""
+    """Whether the history is being written; `reason` says why not.
+
+    `faults` are recent data faults (rows dropped, values stored NULL, files
+    quarantined, rows held in memory): /healthz shows them even while `ok`.
+    """
 
     ok: bool
     reason: str = ""
+    faults: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -70,6 +79,7 @@ class Counters:
     disk_full: int = 0
     invalid: int = 0
     duplicate: int = 0
+    corrupt: int = 0
     wal_bytes: int = 0
     wal_bytes_cut: int = 0
     segments_written: int = 0
@@ -78,6 +88,11 @@ class Counters:
     fsync_seconds_max: float = 0.0
     fsync_seconds_sum: float = 0.0
     errors: int = 0
+    values_nulled: dict[str, int] = field(default_factory=dict)
+    files_quarantined: int = 0
+    quarantined_last: str = ""
+    # fault kind -> (monotonic time of the last one, its description), for /healthz
+    recent: dict[str, tuple[float, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add_fsync(self, seconds: float) -> None:
@@ -87,6 +102,22 @@ class Counters:
             self.fsync_seconds_last = seconds
             self.fsync_seconds_max = max(self.fsync_seconds_max, seconds)
             self.fsync_seconds_sum += seconds
+
+    def fault(self, kind: str, text: str, now: float | None = None) -> None:
+        """Note a data fault for /healthz (call with the lock held).
+
+        Args:
+            kind: its kind (one reason per kind is shown).
+            text: what happened, with the counts.
+            now: monotonic seconds (default: now).
+        """
+        self.recent[kind] = (time.monotonic() if now is None else now, text)
+
+    def recent_faults(self, window_s: float, now: float | None = None) -> list[str]:
+        """The data faults of the last `window_s` seconds, one per kind (takes the lock)."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            return [text for at, text in self.recent.values() if now - at <= window_s]
 
     def snapshot(self, rows_buffered: int) -> HistoryStats:
         """An immutable copy (takes the lock).
@@ -103,7 +134,9 @@ class Counters:
                 rows_written=self.rows_written,
                 rows_buffered=rows_buffered,
                 rows_recovered=self.rows_recovered,
-                dropped=DropCounts(self.buffer_full, self.disk_full, self.invalid, self.duplicate),
+                dropped=DropCounts(
+                    self.buffer_full, self.disk_full, self.invalid, self.duplicate, self.corrupt
+                ),
                 wal_bytes=self.wal_bytes,
                 wal_bytes_cut=self.wal_bytes_cut,
                 segments_written=self.segments_written,
@@ -112,6 +145,9 @@ class Counters:
                 fsync_seconds_max=self.fsync_seconds_max,
                 fsync_seconds_sum=self.fsync_seconds_sum,
                 errors=self.errors,
+                values_nulled=dict(self.values_nulled),
+                files_quarantined=self.files_quarantined,
+                quarantined_last=self.quarantined_last,
             )
 
 

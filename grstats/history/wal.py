@@ -8,8 +8,13 @@ replays a previous run's files at start.
 Invariants:
 - A file starts with `WAL_MAGIC`; a record is u32 length + u32 CRC32 (little
   endian) + a msgpack list of the row's values in HISTORY_COLUMNS order.
-- Reading stops at the first record whose length or CRC does not check out;
-  repair truncates the file there (rows after it are not trusted).
+- A record whose length or CRC does not check out is skipped and reading
+  resynchronises on the next valid frame (found by its payload's msgpack
+  array marker, then checked by length and CRC): one flipped bit costs one
+  record.  Only an incomplete last record (a crash during an append) is cut;
+  a file with any other damage is kept whole (copied to the quarantine).
+- A record with more values than this version's columns (written by a newer
+  grstats) keeps the values it knows.
 - `WalFile` holds at most one file descriptor.  A failed append leaves the
   file as it was before the append (truncated back), or closes it: the torn
   tail is cut at replay.  A failed open closes its descriptor and deletes the
@@ -30,13 +35,15 @@ import struct
 import time
 import uuid
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import structlog
 
-from grstats.core.records import HistoryRow
+from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.fileops import FileOps
 from grstats.history.parquet import fsync_path, row_values
 
@@ -76,49 +83,116 @@ def encode_record(row: HistoryRow) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class WalScan:
-    """Result of reading one WAL file: the valid rows and where they end."""
+    """Result of reading one WAL file: the valid rows, and what was not readable."""
 
     rows: list[HistoryRow]
-    good_size: int  # bytes of the file that hold valid records (incl. the magic)
+    good_size: int  # where the last valid record ends (incl. the magic); the torn tail starts
     file_size: int
+    damaged: int = 0  # stretches of bytes skipped between or after valid records (not a torn tail)
+    damaged_bytes: int = 0
+    newer_records: int = 0  # records with more columns than this version knows (kept, cut)
+
+    @property
+    def torn_bytes(self) -> int:
+        """The incomplete last record a crash during an append left (safe to cut)."""
+        return self.file_size - self.good_size if not self.damaged else 0
+
+
+_FIELDS = len(HISTORY_COLUMNS)
+_ARRAY16 = 0xDC  # msgpack array16: a row has 22 or more values, never a fixarray
+
+
+def _frame(data: bytes, offset: int) -> tuple[int, list[Any] | None]:
+    """The record at `offset`: (its end, its values), (0, None) when it is not one.
+
+    A frame whose checksum holds but that is not a row ends at its end with no values.
+    """
+    length, crc = _RECORD_HEADER.unpack_from(data, offset)
+    start = offset + _RECORD_HEADER.size
+    end = start + length
+    if length > _MAX_RECORD or end > len(data) or zlib.crc32(data[start:end]) != crc:
+        return 0, None
+    try:
+        values = msgpack.unpackb(data[start:end], raw=False, strict_map_key=True)
+    except (ValueError, TypeError, msgpack.exceptions.UnpackException):
+        return end, None
+    return end, values if isinstance(values, list) else None
+
+
+def _resync(data: bytes, after: int) -> int:
+    """The offset of the next valid frame after `after`, or -1 (searched by payload marker)."""
+    marker = data.find(bytes((_ARRAY16,)), after + 1 + _RECORD_HEADER.size)
+    while marker != -1:
+        end, values = _frame(data, marker - _RECORD_HEADER.size)
+        if values is not None and end:
+            return marker - _RECORD_HEADER.size
+        marker = data.find(bytes((_ARRAY16,)), marker + 1)
+    return -1
+
+
+def _is_torn(data: bytes, offset: int) -> bool:
+    # an append cut short by a crash: a partial header, or a frame running past the end
+    if offset + _RECORD_HEADER.size > len(data):
+        return True
+    length: int = _RECORD_HEADER.unpack_from(data, offset)[0]
+    return length <= _MAX_RECORD and offset + _RECORD_HEADER.size + length > len(data)
 
 
 def scan_wal(data: bytes) -> WalScan:
-    """Decode the valid prefix of a WAL file's bytes.
+    """Decode every valid record of a WAL file's bytes, resynchronising past damage.
+
+    A record that fails its length or CRC check (or is not a row) is skipped
+    and reading goes on at the next valid frame: samples are independent, so
+    one flipped bit costs one record, not the rest of the file.  A record
+    with more values than this version's columns (a newer grstats) keeps the
+    ones it knows.
 
     Args:
         data: the whole file.
 
     Returns:
-        The rows up to the first torn or corrupt record and the valid size.
+        The rows in file order, where the last one ends, and the damage seen.
     """
     if not data.startswith(WAL_MAGIC):
         return WalScan([], 0, len(data))
     rows: list[HistoryRow] = []
-    offset = len(WAL_MAGIC)
-    while offset + _RECORD_HEADER.size <= len(data):
-        length, crc = _RECORD_HEADER.unpack_from(data, offset)
-        start = offset + _RECORD_HEADER.size
-        if length > _MAX_RECORD or start + length > len(data):
+    offset = good = len(WAL_MAGIC)
+    damaged = damaged_bytes = newer = 0
+    while offset < len(data):
+        end, values = (
+            _frame(data, offset) if offset + _RECORD_HEADER.size <= len(data) else (0, None)
+        )
+        row = None
+        if values is not None:
+            newer += len(values) > _FIELDS
+            try:
+                row = HistoryRow(*values[:_FIELDS])
+            except TypeError:  # too few values: not a row of any version
+                row = None
+        if row is not None:
+            rows.append(row)
+            offset = good = end
+            continue
+        following = _resync(data, offset)
+        if following == -1:
+            if not _is_torn(data, offset):
+                damaged, damaged_bytes = damaged + 1, damaged_bytes + len(data) - offset
             break
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != crc:
-            break
-        try:
-            values = msgpack.unpackb(payload, raw=False, strict_map_key=True)
-            row = HistoryRow(*values)
-        except (ValueError, TypeError, msgpack.exceptions.UnpackException):
-            break  # CRC good but not a row of ours: treat as the end
-        rows.append(row)
-        offset = start + length
-    return WalScan(rows, offset, len(data))
+        damaged, damaged_bytes = damaged + 1, damaged_bytes + following - offset
+        offset = following
+    return WalScan(rows, good, len(data), damaged, damaged_bytes, newer)
 
 
-def repair_wal(path: Path) -> WalScan | None:
-    """Read a WAL file and truncate (durably) a torn or corrupt tail.
+def repair_wal(path: Path, keep: Callable[[Path], object] | None = None) -> WalScan | None:
+    """Read a WAL file; cut (durably) only an incomplete last record.
+
+    A file with damage in or after its records is never cut: `keep` gets it
+    first (the writer copies it to the quarantine directory), and it is
+    segmented as it is -- the valid records around the damage are kept.
 
     Args:
         path: the WAL file.
+        keep: called with the path when the file holds damage.
 
     Returns:
         The valid rows, or None when the file is not a grstats WAL (left untouched).
@@ -127,12 +201,25 @@ def repair_wal(path: Path) -> WalScan | None:
     if scan.good_size == 0 and scan.file_size >= len(WAL_MAGIC):
         log.error("history.wal_unknown_format", path=str(path))
         return None
-    if scan.good_size < scan.file_size:
+    if scan.damaged:
+        log.error(
+            "history.wal_damaged",
+            path=path.name,
+            stretches=scan.damaged,
+            bytes=scan.damaged_bytes,
+            rows=len(scan.rows),
+        )
+        if keep is not None:
+            keep(path)
+    elif scan.torn_bytes:
         with path.open("r+b") as f:
             f.truncate(scan.good_size)
             os.fsync(f.fileno())
-        cut = scan.file_size - scan.good_size
-        log.warning("history.wal_tail_cut", path=path.name, bytes=cut, rows=len(scan.rows))
+        log.warning(
+            "history.wal_tail_cut", path=path.name, bytes=scan.torn_bytes, rows=len(scan.rows)
+        )
+    if scan.newer_records:
+        log.warning("history.wal_newer_columns", path=path.name, records=scan.newer_records)
     return scan
 
 

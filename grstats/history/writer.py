@@ -16,8 +16,11 @@ Invariants:
   lost (a failed rotation keeps the WAL file; a close on a failing disk
   leaves it for the next start).
 - The buffer holds at most `max_buffer_rows` rows; beyond, the oldest is
-  dropped and counted (`buffer_full`).  Every row that will never be stored
-  is counted under a reason (`HistoryStats.dropped`); none is lost silently.
+  dropped and counted (`buffer_full`); past half of it `health()` says so.
+  Every row that will never be stored is counted under a reason
+  (`HistoryStats.dropped`); none is lost silently.
+  A row dropped, a value stored NULL or a file quarantined keeps `health()`
+  degraded for `fault_window_s` with the reason.
 - At most one WAL file descriptor is open.
 - One process per writer id on a tree: `start()` takes an exclusive lock on
   `wal/.lock-<writer id>` (held, and removed, at `close()`), so a second writer with the
@@ -117,6 +120,9 @@ class HistoryWriter:
         instance: tells apart writers of one host sharing `directory`; the
             writer id in file names is derived from the host name and this.
         file_ops: the OS-call boundary (tests inject faults there).
+        fault_window_s: `/healthz` stays degraded this long after a row was
+            dropped, a value stored NULL or a file quarantined (the counters
+            in /metrics keep them for good).
     """
 
     def __init__(
@@ -132,6 +138,7 @@ class HistoryWriter:
         log_interval_s: float = 60.0,
         instance: str = "",
         file_ops: FileOps | None = None,
+        fault_window_s: float = 3600.0,
     ) -> None:
         self.directory = Path(directory)
         self.scope = scope
@@ -140,6 +147,7 @@ class HistoryWriter:
         self.max_buffer_rows = max_buffer_rows
         self.retry_max_s = retry_max_s
         self.writer_id = writer_id(instance)
+        self.fault_window_s = fault_window_s
         self._cond = threading.Condition()
         self._pending: deque[HistoryRow] = deque()
         self._in_flight = 0
@@ -154,7 +162,11 @@ class HistoryWriter:
             self.directory, self.writer_id, file_ops or FileOps(), self._counters, self._limiter
         )
         self._housekeeper = Housekeeper(
-            self.directory, retention_days, self._count_error, self.writer_id
+            self.directory,
+            retention_days,
+            self._count_error,
+            self.writer_id,
+            on_corrupt=self._journal.quarantine,
         )
         # faults and backoff per phase: appending to the WAL, writing segments
         self._phases = {
@@ -172,14 +184,22 @@ class HistoryWriter:
         """Whether the history is being written, and if not, why (for /healthz).
 
         Returns:
-            ok, or degraded with the reason.
+            ok, or degraded with the reason; and the data faults of the last
+            `fault_window_s` (rows dropped, values stored NULL, files
+            quarantined, rows held in memory past half the bound), which
+            degrade /healthz while the history is still being written.
         """
-        faults = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
-        if faults:
-            return HistoryHealth(False, "; ".join(faults))
+        faults = self._counters.recent_faults(self.fault_window_s)
+        with self._cond:
+            buffered = len(self._pending) + self._in_flight
+        if buffered > self.max_buffer_rows // 2:
+            faults.append(f"{buffered} rows held in memory (bound {self.max_buffer_rows})")
+        failing = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
+        if failing:
+            return HistoryHealth(False, "; ".join(failing), tuple(faults))
         if self._thread is None or not self._thread.is_alive():
-            return HistoryHealth(False, "history writer not running")
-        return HistoryHealth(True)
+            return HistoryHealth(False, "history writer not running", tuple(faults))
+        return HistoryHealth(True, faults=tuple(faults))
 
     async def start(self) -> None:
         """Recover a previous run (temporaries, WAL replay, compaction), start the thread.
@@ -228,7 +248,8 @@ class HistoryWriter:
             self._pending.append(row)
         with self._counters.lock:
             self._counters.rows_recorded += 1
-            self._counters.buffer_full += dropped
+            if dropped:
+                self._buffer_dropped(dropped)
 
     async def flush(self) -> None:
         """Make every row recorded so far durable in the WAL and written as Parquet.
@@ -334,8 +355,16 @@ class HistoryWriter:
             excess = max(0, len(self._pending) - self.max_buffer_rows)
             for _ in range(excess):
                 self._pending.popleft()
-        with self._counters.lock:
-            self._counters.buffer_full += excess
+        if excess:
+            with self._counters.lock:
+                self._buffer_dropped(excess)
+
+    def _buffer_dropped(self, rows: int) -> None:
+        # with the counters' lock held
+        self._counters.buffer_full += rows
+        self._counters.fault(
+            "buffer_full", f"{self._counters.buffer_full} row(s) dropped: buffer full"
+        )
 
     def _attempt(self, phase: _Phase, step: Callable[[], None]) -> BaseException | None:
         try:
@@ -362,5 +391,7 @@ class HistoryWriter:
             self._pending.clear()
         with self._counters.lock:
             self._counters.disk_full += lost
+            if lost:
+                self._counters.fault("disk_full", f"{lost} row(s) lost at close: {failure}")
         if lost:
             log.error("history.rows_lost_at_close", rows=lost, error=str(failure))

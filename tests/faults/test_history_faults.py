@@ -391,7 +391,9 @@ async def test_buffer_bound_drops_oldest_and_counts_them(tmp_path: Path) -> None
 # ---------------------------------------------------------------- unstorable rows
 
 
-async def test_rows_out_of_column_range_are_counted_invalid_never_silent(tmp_path: Path) -> None:
+async def test_values_out_of_column_range_are_nulled_and_counted_never_silent(
+    tmp_path: Path,
+) -> None:
     bad = [
         dataclasses.replace(sample_row(2), seq=2**63),
         dataclasses.replace(sample_row(3), flow_control_mode=128),
@@ -407,10 +409,16 @@ async def test_rows_out_of_column_range_are_counted_invalid_never_silent(tmp_pat
             writer.record(row)
         writer.record(sample_row(6))
         await writer.close()
-    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 6]
-    assert writer.stats.dropped.invalid == 5
+    # issue 21: only a sample whose identity (seq, sampled_at) cannot be stored is dropped
+    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 3, 4, 5, 6]
+    assert writer.stats.dropped.invalid == 2
+    assert writer.stats.values_nulled == {
+        "flow_control_mode": 1,
+        "member_port": 1,
+        "count_transactions_checked": 1,
+    }
     rejected = _events(events, "history.row_rejected")
-    assert len(rejected) == 1  # rate-limited: the other four are counted as suppressed
+    assert len(rejected) == 1  # rate-limited: the other one is counted as suppressed
     assert rejected[0]["column"] == "seq"
 
 

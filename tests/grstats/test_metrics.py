@@ -348,6 +348,18 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
     assert samples[("grstats_history_errors_total", frozenset())] == 4
 
 
+def test_history_values_nulled_and_files_quarantined_are_exported() -> None:
+    figures = HistoryFigures(
+        dropped={"corrupt": 1}, values_nulled={"apply_lag_seconds": 3}, files_quarantined=2
+    )
+    samples = _samples(dataclasses.replace(_snapshot(), history=figures))
+    nulled = ("grstats_history_values_nulled_total", frozenset({("column", "apply_lag_seconds")}))
+    assert samples[nulled] == 3
+    assert samples[("grstats_history_files_quarantined_total", frozenset())] == 2
+    corrupt = ("grstats_history_rows_dropped_total", frozenset({("reason", "corrupt")}))
+    assert samples[corrupt] == 1
+
+
 def test_no_history_series_when_history_is_off() -> None:
     assert not any(name.startswith("grstats_history_rows") for name, _ in _samples(_snapshot()))
 

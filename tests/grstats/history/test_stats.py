@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grstats.history.stats import RateLimitedLog
+from grstats.history.stats import Counters, RateLimitedLog
 
 
 class Recorder:
@@ -43,3 +43,19 @@ def test_events_are_limited_independently() -> None:
     limiter.emit("warning", "a")
     limiter.emit("warning", "b")
     assert [e for e, _ in out.lines] == ["a", "b"]
+
+
+def test_a_data_fault_shows_for_its_window_then_clears() -> None:
+    counters = Counters()
+    with counters.lock:
+        counters.fault("nulled", "3 value(s) stored as NULL", now=100.0)
+        counters.fault("nulled", "4 value(s) stored as NULL", now=200.0)  # one line per kind
+        counters.fault("quarantined", "1 file", now=150.0)
+    assert counters.recent_faults(60.0, now=215.0) == [
+        "4 value(s) stored as NULL"
+    ]  # 150 + 60 < 215
+    assert sorted(counters.recent_faults(60.0, now=200.0)) == [
+        "1 file",
+        "4 value(s) stored as NULL",
+    ]
+    assert counters.recent_faults(60.0, now=261.0) == []

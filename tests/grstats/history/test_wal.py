@@ -28,15 +28,20 @@ def test_repair_wal_cuts_torn_tail(tmp_path: Path) -> None:
     assert path.stat().st_size == len(WAL_MAGIC) + len(good)
 
 
-def test_repair_wal_stops_at_crc_mismatch_in_the_middle(tmp_path: Path) -> None:
+def test_repair_wal_skips_a_crc_mismatch_in_the_middle_and_reads_on(tmp_path: Path) -> None:
+    # issue 21: samples are independent, one bad record must not cost the ones after it
     records = [encode_record(sample_row(seq)) for seq in range(1, 6)]
     bad = bytearray(records[2])
     bad[-1] ^= 0x01  # payload byte: length fine, CRC wrong
-    path = wal_file(tmp_path, "000000000001-bb", b"".join([*records[:2], bytes(bad), *records[3:]]))
-    scan = repair_wal(path)
+    data = b"".join([*records[:2], bytes(bad), *records[3:]])
+    path = wal_file(tmp_path, "000000000001-bb", data)
+    kept: list[Path] = []
+    scan = repair_wal(path, keep=kept.append)
     assert scan is not None
-    assert [r.seq for r in scan.rows] == [1, 2]
-    assert path.stat().st_size == len(WAL_MAGIC) + len(records[0]) + len(records[1])
+    assert [r.seq for r in scan.rows] == [1, 2, 4, 5]
+    assert (scan.damaged, scan.damaged_bytes) == (1, len(records[2]))
+    assert kept == [path]
+    assert path.read_bytes() == WAL_MAGIC + data  # never cut past the damage
 
 
 def test_a_record_written_before_the_lag_columns_reads_with_null_lag(tmp_path: Path) -> None:

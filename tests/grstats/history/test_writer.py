@@ -54,15 +54,18 @@ async def test_flush_makes_rows_readable_while_running(tmp_path: Path) -> None:
     await writer.close()
 
 
-async def test_row_of_wrong_types_is_dropped_alone(tmp_path: Path) -> None:
+async def test_a_value_of_the_wrong_type_is_stored_null_and_the_row_kept(tmp_path: Path) -> None:
     writer = new_writer(tmp_path)
     await writer.start()
     writer.record(sample_row(1))
     writer.record(dataclasses.replace(sample_row(2), member_port="not a port"))  # type: ignore[arg-type]
     writer.record(sample_row(3))
     await writer.close()
-    assert read_history(tmp_path).column("seq").to_pylist() == [1, 3]
-    assert writer.stats.dropped.invalid == 1
+    table = read_history(tmp_path)
+    assert table.column("seq").to_pylist() == [1, 2, 3]
+    assert table.column("member_port").to_pylist() == [3306, None, 3306]
+    assert writer.stats.dropped.invalid == 0
+    assert writer.stats.values_nulled == {"member_port": 1}
     assert list((tmp_path / "wal").iterdir()) == []
 
 
