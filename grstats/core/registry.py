@@ -36,9 +36,11 @@ Invariants:
 - the member's last `ext.lag` is kept as it came; an envelope without one
   (or with a malformed one) clears it: stale lag is worse than none; the
   same for `ext.applier`;
-- bounds: at most `max_members_per_group` members per group and `max_groups`
-  groups (a newcomer past either is "over_limit"); tombstones, pending GTIDs
-  and the reject counters of never-accepted members are bounded too.
+- bounds: at most `max_members_per_group` members per group, the local
+  member included (a daemon's own group has one seat fewer for remotes), and
+  `max_groups` groups (a newcomer past either is "over_limit"); tombstones,
+  pending GTIDs and the reject counters of never-accepted members are bounded
+  too.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class RegistryLimits:
         period_s: the publish period, the unit of `unreachable_after`.
         unreachable_after: silent periods before a member shows UNREACHABLE.
         forget_after_s: silent seconds before a member is removed.
-        max_members_per_group: members kept per group.
+        max_members_per_group: members kept per group, the local member included.
         max_groups: groups kept (a collector sees many).
         departed_keep_s: how long a member gone from the tables is still reported.
     """
@@ -128,8 +130,9 @@ def zero_rejections() -> dict[str, int]:
 class MemberRegistry:
     """Remote members keyed by (group, member id)."""
 
-    def __init__(self, limits: RegistryLimits) -> None:
+    def __init__(self, limits: RegistryLimits, *, local_group: str | None = None) -> None:
         self.limits = limits
+        self._local_group = local_group  # the group whose one seat the local member takes
         self._unreachable_us = int(limits.unreachable_after * limits.period_s * 1_000_000)
         self._forget_us = int(limits.forget_after_s * 1_000_000)
         self._period_us = max(1, int(limits.period_s * 1_000_000))
@@ -265,8 +268,11 @@ class MemberRegistry:
     def _has_room(self, group: str) -> bool:
         members = self._groups.get(group)
         if members is None:
-            return len(self._groups) < self.limits.max_groups
-        return members < self.limits.max_members_per_group
+            if len(self._groups) >= self.limits.max_groups:
+                return False
+            members = 0
+        seats = self.limits.max_members_per_group - (group == self._local_group)
+        return members < seats
 
     def _merge_pending_gtids(
         self, key: MemberKey, remote: Remote, state: MemberStatsState

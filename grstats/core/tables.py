@@ -77,7 +77,7 @@ class MemberTables:
         self.group = group
         self.local_member_id = local_member_id
         self.limits = limits or Limits()
-        self.registry = MemberRegistry(registry_limits or RegistryLimits())
+        self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
         self.accepted_total = 0
