@@ -279,6 +279,13 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "section",
         counters.sections_unsendable,
     )
+    yield _counter_by(
+        "grstats_ext_sections_dropped",
+        "Unknown ext sections of received envelopes skipped unread at admission "
+        "(never stored), by section name.",
+        "section",
+        counters.ext_dropped,
+    )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)

@@ -63,6 +63,8 @@ class DaemonCounters:
             summed over envelopes). The local tables still show them all.
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section (lag, applier).
+        ext_dropped: unknown `ext` sections of received envelopes skipped unread,
+            by section name (names bounded; see `core.tables.count_dropped_ext`).
     """
 
     envelopes_accepted: int = 0
@@ -75,6 +77,7 @@ class DaemonCounters:
     messages_published: int = 0
     applier_workers_dropped: int = 0
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    ext_dropped: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -90,6 +93,7 @@ class DaemonCounters:
         }
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
+        out["ext_sections_dropped"] = sum(self.ext_dropped.values())
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
         return out

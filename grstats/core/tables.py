@@ -37,6 +37,10 @@ from grstats.core.topics import STATS_KIND
 from protocol import MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
+#: Distinct unknown `ext` section names counted one by one; later ones share OTHER_SECTION.
+MAX_DROPPED_NAMES = 32
+OTHER_SECTION = "(other)"
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 ReceiveResult = Applied | Rejected | Ignored
 
 __all__ = [
@@ -86,6 +90,7 @@ class MemberTables:
         self.lag_malformed_total = 0
         self.applier_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
+        self.ext_dropped: dict[str, int] = {}
         # the replay of MySQL's flow control (daemon only; a collector mixes groups)
         self.flow: FlowReplay | None = None
         if group is not None:
@@ -137,6 +142,8 @@ class MemberTables:
             limits=self.limits,
         )
         if isinstance(msg, Admitted):
+            for name in msg.dropped_ext:
+                count_dropped_ext(self.ext_dropped, name)
             if msg.clamped:
                 self.clamped_total += 1
             result = self.registry.apply(msg, received_at_us, retained=retained)
@@ -197,6 +204,7 @@ class MemberTables:
             envelopes_lag_malformed=self.lag_malformed_total,
             envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
+            ext_dropped=dict(self.ext_dropped),
         )
 
     def snapshot(
@@ -245,3 +253,18 @@ class MemberTables:
             self.local_member_id or "", None if sample is None else sample.flow_control
         )
         return dataclasses.replace(snap, flow_control=flow_rows)
+
+
+def count_dropped_ext(counts: dict[str, int], name: str) -> None:
+    """Count one unknown `ext` section by name, the names themselves bounded.
+
+    The names come from the bus (untrusted): at most `MAX_DROPPED_NAMES`
+    distinct ones of 1-64 characters `[A-Za-z0-9_.-]` are counted one by one;
+    any other (too long, other characters, or past the bound) counts as
+    `OTHER_SECTION`, so neither memory nor /metrics label values grow with them.
+    """
+    if not (0 < len(name) <= 64 and _NAME_CHARS.issuperset(name)) or (
+        name not in counts and len(counts) >= MAX_DROPPED_NAMES
+    ):
+        name = OTHER_SECTION
+    counts[name] = counts.get(name, 0) + 1

@@ -1,0 +1,126 @@
+"""Bus input bounded by bytes (issue 21): unknown `ext` sections, decoding cost, member caps.
+
+Driven through `MemberTables.receive` with envelopes packed by plain msgpack
+(an attacker does not use our encoder), so every byte is what the wire
+carries. Expected counts are the attack's own figures, worked out by hand.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+import uuid
+from typing import Any
+
+import msgpack
+import pytest
+from prometheus_client import generate_latest
+
+import protocol
+from grstats.api.metrics import snapshot_registry
+from protocol import ProtocolError, decode_envelope
+from tests.grstats.core.test_tables import (
+    REMOTE,
+    T0,
+    envelope,
+    local_sample,
+    make_tables,
+    online_tables,
+    topic,
+)
+
+pytestmark = pytest.mark.faults
+
+JUNK_MAPS = 60_000  # empty maps: one byte each on the wire, a Python dict each in memory
+
+
+def _with_ext(ext: dict[str, Any], **kwargs: Any) -> bytes:
+    """A good envelope of REMOTE with `ext` spliced in by plain msgpack."""
+    message = msgpack.unpackb(envelope(**kwargs), raw=False)
+    message["ext"] = ext
+    packed: bytes = msgpack.packb(message, use_bin_type=True)
+    return packed
+
+
+def test_unknown_ext_sections_are_dropped_at_admission_and_counted_by_name() -> None:
+    tables = online_tables()
+    payload = _with_ext(
+        {"communication_stack": "MySQL", "junk": [{}] * JUNK_MAPS, "extra": "x" * 100}
+    )
+    assert 60_000 < len(payload) <= 65_536  # under the envelope limit: admission must cope
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        tables.receive(topic(), payload, T0)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    remote = tables.registry.get((tables.group or "", REMOTE))
+    assert remote is not None  # the envelope itself is good and applied
+    assert dict(remote.envelope.ext) == {"communication_stack": "MySQL"}
+    # 60 000 dicts kept would be ~4 MB; the tables hold one small envelope more
+    assert held - before < 256 * 1024, held - before
+    assert tables.counters().ext_dropped == {"extra": 1, "junk": 1}
+    text = generate_latest(snapshot_registry(lambda: tables.snapshot(T0))).decode()
+    assert 'grstats_ext_sections_dropped_total{section="junk"} 1.0' in text
+    assert 'grstats_ext_sections_dropped_total{section="extra"} 1.0' in text
+
+
+def test_dropped_section_names_are_bounded() -> None:
+    tables = online_tables()
+    names = {f"s{i:02d}": 0 for i in range(40)} | {"bad\nname": 0, "x" * 65: 0}
+    tables.receive(topic(), _with_ext(names), T0)
+    counts = tables.counters().ext_dropped
+    # 32 names one by one; the other 8 and the two unfit names share one series
+    assert counts == {f"s{i:02d}": 1 for i in range(32)} | {"(other)": 10}
+
+
+def test_junk_sections_are_skipped_unread() -> None:
+    payload = _with_ext({"junk": [{}] * JUNK_MAPS})
+    tracemalloc.start()
+    try:
+        decoded, dropped = protocol.decode_envelope_sections(payload, keep=("lag",))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert dropped == ("junk",)
+    assert decoded.ext == {}
+    assert peak < 512 * 1024, peak  # 60 000 dicts would be ~4 MB at the peak
+
+
+def test_a_kept_generic_section_is_refused_by_size_before_its_key_walk() -> None:
+    # 5 000 one-key maps (5 000 calls of the duplicate-key hook) in a section
+    # the decoder keeps: refused for its 20 000 bytes, before any map is built
+    payload = _with_ext({"communication_stack": [{"k": 1}] * 5_000})
+    with pytest.raises(ProtocolError, match="over 4096"):
+        decode_envelope(payload)
+
+
+def test_a_non_canonical_envelope_with_a_duplicate_ext_key_is_still_refused() -> None:
+    # "ext" written as map16 (non-canonical for 2 entries) with "lag" twice
+    good = _with_ext({"lag": 1})
+    head, _, _ = good.partition(b"\xa3ext")
+    top = bytes([good[0]])
+    ext = b"\xde\x00\x02" + msgpack.packb("lag") + b"\x01" + msgpack.packb("lag") + b"\x02"
+    payload = top + head[1:] + b"\xa3ext" + ext
+    with pytest.raises(ProtocolError, match="duplicate key"):
+        decode_envelope(payload)
+
+
+def test_max_members_per_group_counts_the_local_member() -> None:
+    tables = make_tables(max_members_per_group=4)
+    tables.set_local(local_sample(), incarnation=1, seq=1)
+    for i in range(10):
+        member = str(uuid.UUID(int=i + 500))
+        tables.receive(topic(member), envelope(member=member), T0)
+    snap = tables.snapshot(T0)
+    assert len(snap.members) == 4  # the local member and 3 remotes
+    assert tables.rejected_total["over_limit"] == 10 - 3
+
+
+def test_a_collector_has_every_seat_for_remote_members() -> None:
+    tables = make_tables(group=None, local_member_id=None, max_members_per_group=4)
+    for i in range(10):
+        member = str(uuid.UUID(int=i + 500))
+        tables.receive(topic(member), envelope(member=member), T0)
+    assert len(tables.snapshot(T0).members) == 4
+    assert tables.rejected_total["over_limit"] == 10 - 4
