@@ -286,6 +286,21 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "section",
         counters.ext_dropped,
     )
+    yield CounterMetricFamily(
+        "grstats_pending_gtids_refused",
+        "gtids envelopes refused because the pending table was at its byte bound.",
+        value=counters.pending_gtids_refused,
+    )
+    yield CounterMetricFamily(
+        "grstats_pending_gtids_expired",
+        "Pending gtids envelopes dropped after forget_after without their member's stats.",
+        value=counters.pending_gtids_expired,
+    )
+    yield GaugeMetricFamily(
+        "grstats_pending_gtids_bytes",
+        "Bytes held by gtids envelopes waiting for their member's first stats message.",
+        value=snapshot.gauges.get("pending_gtids_bytes", 0.0),
+    )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)

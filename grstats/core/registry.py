@@ -22,7 +22,9 @@ Invariants:
 - the `gtids` topic carries a member's last flag-'1' envelope, retained, so
   that a late receiver shows every member's GTID columns at once. It only
   ever updates the GTID columns of the same incarnation; one that arrives
-  before the member's first stats message waits in a bounded pending table;
+  before the member's first stats message waits in `core.pending_gtids`
+  (expires after `forget_after_s`, bounded by `max_pending_gtids_bytes`; a
+  newcomer past the bound is "over_limit");
 - `offline` (status topic) and a stats message whose member state is OFFLINE
   or ERROR remove the member at once, as MySQL removes a member that left at
   the next view change. An `offline` leaves a tombstone so that a retained
@@ -55,6 +57,7 @@ from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.lag import MemberLag
+from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
@@ -77,6 +80,8 @@ class RegistryLimits:
         max_members_per_group: members kept per group, the local member included.
         max_groups: groups kept (a collector sees many).
         departed_keep_s: how long a member gone from the tables is still reported.
+        max_pending_gtids_bytes: bytes of GTID sets waiting for their member's
+            first stats message (each entry charged `PENDING_ENTRY_BYTES` more).
     """
 
     period_s: float = 1.0
@@ -85,6 +90,7 @@ class RegistryLimits:
     max_members_per_group: int = 64
     max_groups: int = 1024
     departed_keep_s: float = 3600.0
+    max_pending_gtids_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,11 @@ class MemberRegistry:
         self._groups: dict[str, int] = {}  # group -> members kept
         self._rejections: dict[MemberKey, dict[str, int]] = {}
         self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
-        self._pending_gtids: dict[MemberKey, tuple[Envelope, PipelineStats]] = {}
+        self.pending_gtids = PendingGtidsTable(
+            max_bytes=limits.max_pending_gtids_bytes,
+            max_entries=_MAX_UNKNOWN,
+            expire_after_us=self._forget_us,
+        )
         self._departed: dict[MemberKey, Departed] = {}  # bounded like the tombstones
         self.version = 0  # bumped on every change, so readers can cache snapshots
 
@@ -186,7 +196,7 @@ class MemberRegistry:
             Applied, Rejected("stale" | "over_limit") or Ignored(why).
         """
         if msg.kind == GTIDS_KIND:
-            return self._gtids(msg)
+            return self._gtids(msg, received_at_us)
         if retained and msg.key in self._tombstones:
             return Ignored("tombstoned")
         if msg.envelope.member.state in _DEPARTED_STATES:
@@ -277,17 +287,16 @@ class MemberRegistry:
     def _merge_pending_gtids(
         self, key: MemberKey, remote: Remote, state: MemberStatsState
     ) -> MemberStatsState:
-        pending = self._pending_gtids.get(key)
+        pending = self.pending_gtids.get(key)
         if pending is None:
             return state
-        envelope, stats = pending
-        if envelope.incarnation != remote.envelope.incarnation or envelope.seq <= remote.gtid_seq:
+        if pending.incarnation != remote.envelope.incarnation or pending.seq <= remote.gtid_seq:
             return state
-        del self._pending_gtids[key]
-        remote.gtid_seq = envelope.seq
-        return _with_gtids(state, stats)
+        self.pending_gtids.pop(key)
+        remote.gtid_seq = pending.seq
+        return _with_gtids(state, pending.committed, pending.last_conflict_free)
 
-    def _gtids(self, msg: Admitted) -> Applied | Rejected | Ignored:
+    def _gtids(self, msg: Admitted, received_at_us: int) -> Applied | Rejected | Ignored:
         key, envelope, stats = msg.key, msg.envelope, msg.stats
         if not stats.transaction_gtids_present:
             return Ignored("no_gtids")
@@ -295,13 +304,20 @@ class MemberRegistry:
         if remote is None or remote.envelope.incarnation != envelope.incarnation:
             if remote is not None and any(inc == envelope.incarnation for inc, _ in remote.retired):
                 return self.reject(key, "stale", "retired incarnation")
-            self._pending_gtids[key] = (envelope, stats)  # applied when its stats arrive
-            _trim(self._pending_gtids)
+            # applied when its stats arrive
+            if not self.pending_gtids.hold(
+                key, envelope.incarnation, envelope.seq, stats, received_at_us
+            ):
+                return self.reject(key, "over_limit", "pending gtids bytes")
             return Ignored("pending")
         if envelope.seq <= remote.gtid_seq:
             return Ignored("old_gtids")  # the live stats message already carried them
         remote.gtid_seq = envelope.seq
-        remote.state = _with_gtids(remote.state, stats)
+        remote.state = _with_gtids(
+            remote.state,
+            stats.transactions_committed_all_members,
+            stats.transaction_last_conflict_free,
+        )
         self.version += 1
         return Applied(envelope, stats, msg.kind)
 
@@ -317,7 +333,7 @@ class MemberRegistry:
         if tombstone:
             self._tombstones[key] = None
             _trim(self._tombstones)
-        self._pending_gtids.pop(key, None)
+        self.pending_gtids.pop(key)
         self._rejections.pop(key, None)
         self._drop(key, "OFFLINE")
 
@@ -351,6 +367,7 @@ class MemberRegistry:
         for key in gone:
             self._rejections.pop(key, None)
             self._drop(key, "UNREACHABLE")
+        self.pending_gtids.expire(now_us)
         keep_us = self.limits.departed_keep_s * 1_000_000
         for key in [k for k, d in self._departed.items() if now_us - d.last_seen_us > keep_us]:
             del self._departed[key]
@@ -358,11 +375,13 @@ class MemberRegistry:
         return gone
 
 
-def _with_gtids(state: MemberStatsState, stats: PipelineStats) -> MemberStatsState:
+def _with_gtids(
+    state: MemberStatsState, committed: bytes, last_conflict_free: bytes
+) -> MemberStatsState:
     return dataclasses.replace(
         state,
-        transactions_committed_all_members=stats.transactions_committed_all_members,
-        transaction_last_conflict_free=stats.transaction_last_conflict_free,
+        transactions_committed_all_members=committed,
+        transaction_last_conflict_free=last_conflict_free,
     )
 
 

@@ -65,6 +65,8 @@ class DaemonCounters:
             because the wire refused a figure in it, by section (lag, applier).
         ext_dropped: unknown `ext` sections of received envelopes skipped unread,
             by section name (names bounded; see `core.tables.count_dropped_ext`).
+        pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
+        pending_gtids_expired: pending gtids envelopes dropped after forget_after.
     """
 
     envelopes_accepted: int = 0
@@ -78,6 +80,8 @@ class DaemonCounters:
     applier_workers_dropped: int = 0
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
     ext_dropped: Mapping[str, int] = field(default_factory=dict)
+    pending_gtids_refused: int = 0
+    pending_gtids_expired: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -94,6 +98,8 @@ class DaemonCounters:
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
         out["ext_sections_dropped"] = sum(self.ext_dropped.values())
+        out["pending_gtids_refused"] = self.pending_gtids_refused
+        out["pending_gtids_expired"] = self.pending_gtids_expired
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
         return out

@@ -205,7 +205,23 @@ class MemberTables:
             envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
             ext_dropped=dict(self.ext_dropped),
+            pending_gtids_refused=self.registry.pending_gtids.refused,
+            pending_gtids_expired=self.registry.pending_gtids.expired,
         )
+
+    def _pending_gauges(self) -> dict[str, float]:
+        full = self.registry.pending_gtids.full()
+        return {
+            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
+            "degraded_pending_gtids_full": 1.0 if full else 0.0,
+        }
+
+    def _pending_health(self) -> tuple[str, ...]:
+        if not self.registry.pending_gtids.full():
+            return ()
+        held = self.registry.pending_gtids.bytes
+        bound = self.registry.pending_gtids.max_bytes
+        return (f"bus: pending gtids hold {held} of {bound} bytes (newcomers refused)",)
 
     def snapshot(
         self,
@@ -243,8 +259,8 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges=gauges or {},
-            health=health,
+            gauges={**(gauges or {}), **self._pending_gauges()},
+            health=(*health, *self._pending_health()),
         )
         if self.flow is None:
             return snap

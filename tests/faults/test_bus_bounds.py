@@ -17,6 +17,7 @@ from prometheus_client import generate_latest
 
 import protocol
 from grstats.api.metrics import snapshot_registry
+from grstats.core.pending_gtids import ENTRY_BYTES
 from protocol import ProtocolError, decode_envelope
 from tests.grstats.core.test_tables import (
     REMOTE,
@@ -124,3 +125,51 @@ def test_a_collector_has_every_seat_for_remote_members() -> None:
         tables.receive(topic(member), envelope(member=member), T0)
     assert len(tables.snapshot(T0).members) == 4
     assert tables.rejected_total["over_limit"] == 10 - 4
+
+
+# -- pending gtids: expire and bounded in bytes ------------------------------------------
+
+GTID_TEXT = 2_000  # bytes of committed GTID set in each gtids envelope below
+
+
+def _gtids(member: str, *, seq: int = 5) -> bytes:
+    committed = (b"aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-" + b"9" * GTID_TEXT)[:GTID_TEXT]
+    return envelope(
+        member=member,
+        seq=seq,
+        transaction_gtids_present=True,
+        transactions_committed_all_members=committed,
+    )
+
+
+def test_pending_gtids_expire_after_forget_after() -> None:
+    tables = online_tables()  # forget_after 60 s
+    tables.receive(topic(REMOTE, "gtids"), _gtids(REMOTE), T0)
+    held = tables.snapshot(T0).gauges["pending_gtids_bytes"]
+    assert held == GTID_TEXT + ENTRY_BYTES  # the GTID text and the entry's charge
+    tables.expire(T0 + 60_000_000)  # exactly forget_after: still waiting
+    assert tables.snapshot(T0).gauges["pending_gtids_bytes"] == held
+    tables.expire(T0 + 60_000_001)
+    snap = tables.snapshot(T0 + 60_000_001)
+    assert snap.gauges["pending_gtids_bytes"] == 0
+    assert snap.counters.pending_gtids_expired == 1
+
+
+def test_pending_gtids_are_bounded_in_bytes_and_refusals_counted() -> None:
+    tables = make_tables(max_pending_gtids_bytes=10_000)
+    tables.set_local(local_sample(), incarnation=1, seq=1)
+    members = [str(uuid.UUID(int=i + 900)) for i in range(10)]
+    for member in members:
+        tables.receive(topic(member, "gtids"), _gtids(member), T0)
+    # each entry is charged 2 000 + 256 = 2 256 bytes: 4 fit in 10 000 (9 024), 6 do not
+    snap = tables.snapshot(T0)
+    assert snap.gauges["pending_gtids_bytes"] == 4 * 2_256
+    assert snap.counters.pending_gtids_refused == 6
+    assert tables.rejected_total["over_limit"] == 6
+    assert snap.gauges["degraded_pending_gtids_full"] == 1.0
+    assert any("pending gtids" in reason for reason in snap.health)
+    # a held one is applied when its member's stats come, and frees its bytes
+    tables.receive(topic(members[0]), envelope(member=members[0], seq=6), T0 + 1)
+    snap = tables.snapshot(T0 + 1)
+    assert snap.gauges["pending_gtids_bytes"] == 3 * 2_256
+    assert snap.gauges["degraded_pending_gtids_full"] == 0.0
