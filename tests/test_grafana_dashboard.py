@@ -26,6 +26,7 @@ from grstats.core.snapshot import (
     REJECT_REASONS,
     DaemonCounters,
     DaemonSnapshot,
+    Departed,
 )
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "config" / "grafana-dashboard.json"
@@ -71,6 +72,7 @@ def _full_snapshot() -> DaemonSnapshot:
             envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
         ),
         gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
+        departed=(Departed("g", "99999999-9999-9999-9999-999999999999", "UNREACHABLE", 0),),
     )
 
 

@@ -25,11 +25,19 @@ Invariants:
   before the member's first stats message waits in `core.pending_gtids`
   (expires after `forget_after_s`, bounded by `max_pending_gtids_bytes`; a
   newcomer past the bound is "over_limit");
-- `offline` (status topic) and a stats message whose member state is OFFLINE
-  or ERROR remove the member at once, as MySQL removes a member that left at
-  the next view change. An `offline` leaves a tombstone so that a retained
+- departure, one rule for the tables, /metrics and the alerts: a member
+  departs when it announces `offline` (itself or by its Will), reports
+  OFFLINE or ERROR (removed at once, as MySQL removes a member that left at
+  the next view change), or has been silent for `forget_after`. At that
+  moment it leaves the tables and with them every per-member series; what
+  remains is the record of the departure (`departed()`: group, member,
+  OFFLINE | ERROR | UNREACHABLE, last seen), kept until the member comes back
+  -- never expiring by time, so an alert on a dead member lasts as long as
+  it is dead -- bounded to the `_MAX_UNKNOWN` most recent. The first record
+  stands: the Will's `offline` after a silent departure does not turn a
+  crash into a leave. An `offline` leaves a tombstone so that a retained
   stats message of that member delivered afterwards does not resurrect it (a
-  live one does). Silence longer than `forget_after` also removes it;
+  live one does);
 - clock offset: every live (not retained) accepted stats envelope adds
   `sent_us - received_at_us` to a window of the member's last
   `OFFSET_WINDOW`; the largest is the estimate of its clock minus ours
@@ -79,7 +87,6 @@ class RegistryLimits:
         forget_after_s: silent seconds before a member is removed.
         max_members_per_group: members kept per group, the local member included.
         max_groups: groups kept (a collector sees many).
-        departed_keep_s: how long a member gone from the tables is still reported.
         max_pending_gtids_bytes: bytes of GTID sets waiting for their member's
             first stats message (each entry charged `PENDING_ENTRY_BYTES` more).
     """
@@ -89,7 +96,6 @@ class RegistryLimits:
     forget_after_s: float = 60.0
     max_members_per_group: int = 64
     max_groups: int = 1024
-    departed_keep_s: float = 3600.0
     max_pending_gtids_bytes: int = 8 * 1024 * 1024
 
 
@@ -173,7 +179,7 @@ class MemberRegistry:
         return now_us - remote.last_seen_us > self._unreachable_us
 
     def departed(self) -> tuple[Departed, ...]:
-        """Members gone from the tables within `departed_keep_s`, in key order."""
+        """Members that departed and have not come back, in key order."""
         return tuple(self._departed[k] for k in sorted(self._departed))
 
     def rejections(self, key: MemberKey) -> dict[str, int]:
@@ -200,7 +206,7 @@ class MemberRegistry:
         if retained and msg.key in self._tombstones:
             return Ignored("tombstoned")
         if msg.envelope.member.state in _DEPARTED_STATES:
-            self.remove(msg.key, tombstone=retained)
+            self.remove(msg.key, tombstone=retained, state=msg.envelope.member.state)
             return Ignored("departed")
         return self._stats(msg, received_at_us, retained=retained)
 
@@ -328,21 +334,24 @@ class MemberRegistry:
         else:
             self.remove(key, tombstone=True)
 
-    def remove(self, key: MemberKey, *, tombstone: bool) -> None:
-        """Forget a member (it left the group); with `tombstone`, ignore its retained stats."""
+    def remove(self, key: MemberKey, *, tombstone: bool, state: str = "OFFLINE") -> None:
+        """Forget a member (it left the group); with `tombstone`, ignore its retained stats.
+
+        `state` is how it left (OFFLINE, or ERROR when it reported so)."""
         if tombstone:
             self._tombstones[key] = None
             _trim(self._tombstones)
         self.pending_gtids.pop(key)
         self._rejections.pop(key, None)
-        self._drop(key, "OFFLINE")
+        self._drop(key, state)
 
     def _drop(self, key: MemberKey, state: str) -> None:
         remote = self._remotes.pop(key, None)
         if remote is None:
             return
-        self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
-        _trim(self._departed)
+        if key not in self._departed:  # the first record stands (module docstring)
+            self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
+            _trim(self._departed)
         left = self._groups[key[0]] - 1
         if left:
             self._groups[key[0]] = left
@@ -368,10 +377,6 @@ class MemberRegistry:
             self._rejections.pop(key, None)
             self._drop(key, "UNREACHABLE")
         self.pending_gtids.expire(now_us)
-        keep_us = self.limits.departed_keep_s * 1_000_000
-        for key in [k for k, d in self._departed.items() if now_us - d.last_seen_us > keep_us]:
-            del self._departed[key]
-            self.version += 1
         return gone
 
 

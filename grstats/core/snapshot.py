@@ -164,18 +164,19 @@ class SqlFigures:
 
 @dataclass(frozen=True, slots=True)
 class Departed:
-    """A member no longer in the tables, remembered for a while for monitoring.
+    """A member no longer in the tables, remembered until it comes back.
 
-    MySQL drops such a member from its tables, and so do we; but a time series
-    that just stops would end an alert as if the problem were solved. So
-    /metrics keeps reporting its state (OFFLINE: it said it left; UNREACHABLE:
-    it went silent and was forgotten) and its last-seen time until it comes
-    back or `departed_keep` runs out.
+    MySQL drops such a member from its tables, and so do we, and with them its
+    per-member series; but a time series that just stops would end an alert
+    as if the problem were solved. So /metrics reports the departure itself
+    (`grstats_member_departed`: OFFLINE or ERROR, it left; UNREACHABLE, it
+    went silent and was forgotten) until the member comes back. The rule is
+    stated once, in `core.registry` ("departure").
     """
 
     group: str
     member_id: str
-    state: str  # OFFLINE or UNREACHABLE
+    state: str  # OFFLINE, ERROR or UNREACHABLE
     last_seen_us: int
 
 

@@ -173,3 +173,48 @@ def test_pending_gtids_are_bounded_in_bytes_and_refusals_counted() -> None:
     snap = tables.snapshot(T0 + 1)
     assert snap.gauges["pending_gtids_bytes"] == 3 * 2_256
     assert snap.gauges["degraded_pending_gtids_full"] == 0.0
+
+
+# -- departure: one rule for the tables, /metrics and alerts -----------------------------
+
+
+def _series(tables: Any, now_us: int) -> str:
+    return generate_latest(snapshot_registry(lambda: tables.snapshot(now_us))).decode()
+
+
+def test_a_forgotten_member_leaves_the_tables_and_its_series_together_and_stays_departed() -> None:
+    tables = online_tables()  # unreachable after 5 s, forgotten after 60 s
+    tables.receive(topic(), envelope(seq=1), T0)
+    member = f'group="{tables.group}",member_id="{REMOTE}"'
+    state = f"mysql_perf_schema_replication_group_member_state{{{member}}}"
+    assert f"{state} 1.0" in _series(tables, T0)  # ONLINE
+    assert f"{state} 5.0" in _series(tables, T0 + 6_000_000)  # UNREACHABLE, still listed
+    forgotten = T0 + 60_000_001
+    tables.expire(forgotten)
+    text = _series(tables, forgotten)
+    assert REMOTE not in {row["MEMBER_ID"] for row in tables.snapshot(forgotten).members}
+    # no member series outlives the tables' row ...
+    assert state not in text
+    assert f"grstats_member_last_seen_timestamp_seconds{{{member}}}" not in text
+    # ... the departure is said instead, and for as long as the member stays away
+    departed = f'grstats_member_departed{{{member},state="UNREACHABLE"}} 1.0'
+    assert departed in text
+    a_day_later = forgotten + 86_400_000_000
+    tables.expire(a_day_later)
+    assert departed in _series(tables, a_day_later)
+    # the Will's `offline` after the silence does not turn the crash into a leave
+    tables.receive(topic(REMOTE, "status"), b"offline", a_day_later)
+    assert departed in _series(tables, a_day_later)
+    # it comes back: no longer departed
+    tables.receive(topic(), envelope(incarnation=8, seq=1), a_day_later)
+    text = _series(tables, a_day_later)
+    assert "grstats_member_departed{" not in text
+    assert f"{state} 1.0" in text
+
+
+def test_a_member_reporting_error_departs_as_error() -> None:
+    tables = online_tables()
+    tables.receive(topic(), envelope(seq=1), T0)
+    tables.receive(topic(), envelope(seq=2, state="ERROR"), T0 + 1)
+    member = f'group="{tables.group}",member_id="{REMOTE}"'
+    assert f'grstats_member_departed{{{member},state="ERROR"}} 1.0' in _series(tables, T0 + 1)
