@@ -178,6 +178,10 @@ class MemberRegistry:
         """Whether `remote` has been silent longer than the unreachable window."""
         return now_us - remote.last_seen_us > self._unreachable_us
 
+    def group_size(self, group: str) -> int:
+        """How many members of `group` are kept (0: the group is not held)."""
+        return self._groups.get(group, 0)
+
     def departed(self) -> tuple[Departed, ...]:
         """Members that departed and have not come back, in key order."""
         return tuple(self._departed[k] for k in sorted(self._departed))

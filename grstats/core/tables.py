@@ -9,7 +9,12 @@ Strategy: the daemon feeds three things in — the local source's samples
 touches a socket, so every rule is unit-tested with plain values.
 
 A collector is the same object without a group and a local member: it keeps
-every group it hears, keyed by (group, member).
+every group it hears, keyed by (group, member). It replays flow control per
+group too, so that its history rows carry the same fc_* figures a member's
+do: one `FlowReplay` per group the registry holds (so bounded by its caps:
+`max_groups`, `max_members_per_group`), fed by every accepted stats message
+and stepped by the collector's own clock -- `tick`, once a period -- as a
+member steps on its own timer; a group's replay goes with its last member.
 """
 
 from __future__ import annotations
@@ -93,8 +98,11 @@ class MemberTables:
         self.ext_dropped: dict[str, int] = {}
         # the replay of MySQL's flow control (daemon only; a collector mixes groups)
         self.flow: FlowReplay | None = None
+        self._flow_settings = flow_control or FlowControlSettings()
+        self._catch_up_limit_s = catch_up_limit_s
+        self._replays: dict[str, FlowReplay] = {}  # collector: one per group the registry holds
         if group is not None:
-            self.flow = FlowReplay(flow_control or FlowControlSettings(), catch_up_limit_s)
+            self.flow = FlowReplay(self._flow_settings, catch_up_limit_s)
         self._local_state = MemberStatsState()
 
     @property
@@ -157,10 +165,11 @@ class MemberTables:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted_total += 1
-                if self.flow is not None and isinstance(msg, Admitted):
+                replay = self._replay_for(msg.key[0]) if isinstance(msg, Admitted) else None
+                if replay is not None and isinstance(msg, Admitted):
                     remote = self.registry.get(msg.key)
                     if remote is not None:
-                        self.flow.receive(msg.key[1], remote.state, received_at_us)
+                        replay.receive(msg.key[1], remote.state, received_at_us)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
@@ -185,10 +194,39 @@ class MemberTables:
     def expire(self, now_us: int) -> list[MemberKey]:
         """Forget members silent longer than forget_after; returns the keys removed."""
         removed = self.registry.expire(now_us)
-        if self.flow is not None:
-            for _, member_id in removed:
-                self.flow.forget(member_id)
+        for group, member_id in removed:
+            replay = self.replay(group)
+            if replay is not None:
+                replay.forget(member_id)
         return removed
+
+    def tick(self, now_us: int) -> list[MemberKey]:
+        """Once a period: `expire`, and in a collector step every group's replay.
+
+        Returns:
+            The keys `expire` removed.
+        """
+        removed = self.expire(now_us)
+        if self.group is None:
+            for group in [g for g in self._replays if not self.registry.group_size(g)]:
+                del self._replays[group]  # its last member left: bounded by the registry
+            for replay in self._replays.values():
+                replay.step(now_us)
+        return removed
+
+    def replay(self, group: str) -> FlowReplay | None:
+        """The flow-control replay of `group` (None: none yet, or not ours)."""
+        if self.group is not None:
+            return self.flow if group == self.group else None
+        return self._replays.get(group)
+
+    def _replay_for(self, group: str) -> FlowReplay | None:
+        if self.group is not None:
+            return self.flow
+        replay = self._replays.get(group)
+        if replay is None and self.registry.group_size(group):
+            replay = self._replays[group] = FlowReplay(self._flow_settings, self._catch_up_limit_s)
+        return replay
 
     def remote_state(self, member_id: str, *, group: str | None = None) -> MemberStatsState | None:
         """The stored MemberStatsState of a remote member (deltas included), or None."""
