@@ -96,7 +96,7 @@ class MemberTables:
         self.applier_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         self.ext_dropped: dict[str, int] = {}
-        # the replay of MySQL's flow control (daemon only; a collector mixes groups)
+        # the replay of MySQL's flow control (a daemon's group; a collector's are in _replays)
         self.flow: FlowReplay | None = None
         self._flow_settings = flow_control or FlowControlSettings()
         self._catch_up_limit_s = catch_up_limit_s
@@ -201,7 +201,7 @@ class MemberTables:
         return removed
 
     def tick(self, now_us: int) -> list[MemberKey]:
-        """Once a period: `expire`, and in a collector step every group's replay.
+        """Once a period: `expire`; replays forget departed members; a collector steps its own.
 
         Returns:
             The keys `expire` removed.
@@ -210,8 +210,15 @@ class MemberTables:
         if self.group is None:
             for group in [g for g in self._replays if not self.registry.group_size(g)]:
                 del self._replays[group]  # its last member left: bounded by the registry
-            for replay in self._replays.values():
-                replay.step(now_us)
+        replays = dict(self._replays)
+        if self.group is not None and self.flow is not None:
+            replays[self.group] = self.flow
+        for group, replay in replays.items():
+            for member_id in replay.members():  # departed (offline, ERROR): gone here too
+                if member_id != self.local_member_id and not self.registry.get((group, member_id)):
+                    replay.forget(member_id)
+            if self.group is None:
+                replay.step(now_us)  # a member steps on its local samples (set_local)
         return removed
 
     def replay(self, group: str) -> FlowReplay | None:

@@ -117,3 +117,16 @@ def test_a_collector_replays_each_group_apart_and_drops_a_group_with_its_last_me
     collector.tick(T0 + 61 * S)  # forget_after 60 s: both members forgotten, so the replays go
     assert collector.replay(other_group) is None
     assert collector.replay(GROUP) is None
+
+
+def test_a_departed_member_leaves_the_replay_at_the_next_tick() -> None:
+    for tables in (
+        make_tables(flow_control=LOW),
+        make_tables(group=None, local_member_id=None, flow_control=LOW),
+    ):
+        tables.receive(topic(REMOTE), envelope(), T0)
+        tables.receive(topic(THIRD), envelope(member=THIRD), T0)
+        tables.receive(topic(THIRD, "status"), b"offline", T0 + 1)  # it left
+        tables.tick(T0 + 2)
+        replay = tables.replay(GROUP)
+        assert replay is not None and replay.members() == (REMOTE,)
