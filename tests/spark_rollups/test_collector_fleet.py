@@ -39,7 +39,7 @@ from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encod
 from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a JVM on a shared box
 
 GROUP = "f1ee7000-0000-4000-8000-000000000001"
 A = "a0000000-0000-4000-8000-00000000000a"
