@@ -10,7 +10,12 @@ loops of about 20 ms, reported in microseconds per message):
   by ",\\n") and flag '1': the message sent every 30 s;
 - the full envelope round trip: encode stats -> encode envelope -> decode
   envelope -> decode stats, without and with a one-channel `ext.lag` (a busy
-  applier: every stage filled; its encode and strict decode included).
+  applier: every stage filled; its encode and strict decode included);
+- a hostile envelope (issue 21): a good envelope with a 60 000-empty-map
+  unknown `ext` section (~64 KiB), decoded as admission decodes it (unknown
+  sections skipped), beside `unpackb` of the same bytes and, for the cost
+  before, `unpackb` with the duplicate-key hook on every map (what the
+  decoder ran over the whole buffer until then).
 Beside each, `msgpack.packb`/`unpackb` of the same data as a plain dict (the
 13 fields; for the envelope, the envelope map with the stats as a nested
 dict) measured in the same run, and the ratio grstats / msgpack. Goal:
@@ -45,12 +50,14 @@ from protocol import (  # noqa: E402 - after the sys.path line so a plain checko
     MemberInfo,
     PipelineStats,
     decode_envelope,
+    decode_envelope_sections,
     decode_lag,
     decode_pipeline_stats,
     encode_envelope,
     encode_lag,
     encode_pipeline_stats,
 )
+from protocol.envelope_read import unique_keys  # noqa: E402
 from protocol.pipeline_stats import decode_pipeline_stats_general  # noqa: E402
 
 VECTORS = REPO.parent / "shared" / "vectors" / "pipeline_stats_encode.json"
@@ -178,6 +185,38 @@ def envelope_case(
     }
 
 
+def junk_case(repeat: int) -> dict[str, float]:
+    """A ~64 KiB envelope of empty maps in an unknown section, as admission decodes it."""
+    good = encode_envelope(
+        Envelope(
+            group="aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+            member=MemberInfo(
+                "8a94f357-aab4-11df-86ab-c80aa9429562", "h", 3306, "ONLINE", "", "", ""
+            ),
+            view_id="1:1",
+            incarnation=1,
+            seq=1,
+            sent_us=1781234570000001,
+            stats=encode_pipeline_stats(typical_stats()),
+        )
+    )
+    message = msgpack.unpackb(good, raw=False)
+    message["ext"] = {"junk": [{}] * 60_000}
+    junk = msgpack.packb(message, use_bin_type=True)
+    keep = ("communication_stack", "lag", "applier")
+    assert decode_envelope_sections(junk, keep=keep)[1] == ("junk",)
+
+    def hooked() -> object:
+        return msgpack.unpackb(junk, object_pairs_hook=unique_keys)
+
+    return {
+        "decode": best_of(lambda: decode_envelope_sections(junk, keep=keep), repeat),
+        "unpackb": best_of(lambda: msgpack.unpackb(junk), repeat),
+        "hooked": best_of(hooked, repeat),
+        "size": len(junk),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9, help="timeit repeats (best is kept)")
@@ -216,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<38} {'enc+enc+dec+dec':<16} {e['round_trip']:>10.2f} "
             f"{e['msgpack_round_trip']:>11.2f} {ratio:>6.2f}"
         )
+    j = junk_case(args.repeat)
+    name = f"hostile envelope ({j['size']:.0f} B)"
+    for op, ours in (("admission decode", j["decode"]), ("hooked (before)", j["hooked"])):
+        print(
+            f"{name:<38} {op:<16} {ours:>10.2f} {j['unpackb']:>11.2f} {ours / j['unpackb']:>6.2f}"
+        )
+        name = ""
     verdict = "met" if goal_ratio <= DECODE_GOAL else "NOT met"
     print(
         f"goal: decode flag-'0' <= {DECODE_GOAL:.1f}x msgpack.unpackb: "

@@ -42,8 +42,10 @@ from protocol.envelope import (
     Envelope,
     MemberInfo,
     decode_envelope,
+    decode_envelope_sections,
     encode_envelope,
 )
+from protocol.envelope_read import MAX_SECTION_SIZE
 from protocol.errors import ProtocolError
 from protocol.gtid import Gtid, GtidSet
 from protocol.lag import (
@@ -91,6 +93,7 @@ __all__ = [
     "MAX_APPLIER_CHANNELS",
     "MAX_APPLIER_WORKERS",
     "MAX_LAG_CHANNELS",
+    "MAX_SECTION_SIZE",
     "PREVIOUS_GTIDS_LOG_EVENT",
     "PS_COLUMNS",
     "ApplierChannel",
@@ -119,6 +122,7 @@ __all__ = [
     "decode_applier",
     "decode_body",
     "decode_envelope",
+    "decode_envelope_sections",
     "decode_event",
     "decode_event_header",
     "decode_fixed_header",

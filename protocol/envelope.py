@@ -12,6 +12,11 @@ Strategy: strict about types and limits, lenient about unknown keys.
 * The size limit is checked before msgpack sees a byte; msgpack then runs with
   every declared length (str, bin, array, map) bounded by the buffer size, so
   a tiny buffer declaring a 4-GiB array fails before any allocation.
+* The map is read by `protocol.envelope_read`: the decoding cost is bounded by
+  the bytes (C does the work; a duplicate key is refused in the maps that
+  carry meaning; a generic `ext` section is refused by its size before its
+  duplicate-key walk); `decode_envelope_sections` skips the sections a
+  receiver does not keep without building them.
 * Extension types are refused (`max_ext_len=0` and an ext hook that raises),
   map keys must be strings or bytes (`strict_map_key`), trailing bytes are an
   error.
@@ -27,12 +32,13 @@ Invariants: only `ProtocolError` leaves `decode_envelope`; whatever
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 import msgpack
 
+from protocol.envelope_read import MAX_SECTION_SIZE, SELF_CHECKED_SECTIONS, read_envelope_map
 from protocol.errors import ProtocolError
 
 ENVELOPE_VERSION = 1
@@ -80,23 +86,6 @@ _ENVELOPE_FIELDS = operator.attrgetter(
 )
 _ENVELOPE_TYPES: Final = (int, str, str, int, int, int, bytes)
 _MEMBER_FIELDS = operator.attrgetter("id", "host", "port", "state", "role", "version", "gcs_id")
-
-
-class _Refused(Exception):
-    """Raised inside msgpack's hooks (ext type, duplicate key); a ProtocolError for callers."""
-
-
-def _refuse_ext(code: int, data: bytes) -> NoReturn:
-    raise _Refused(f"msgpack extension type {code} is not allowed")
-
-
-def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    # msgpack keeps the last of two equal keys without a word; a second `id` in
-    # `member` could then mean one thing to us and another to a different reader.
-    mapping = dict(pairs)
-    if len(mapping) != len(pairs):
-        raise _Refused("a map has a duplicate key")
-    return mapping
 
 
 def _fail(where: str, problem: str) -> NoReturn:
@@ -149,7 +138,7 @@ def _check_ext_value(value: object, depth: int) -> None:
 # every reader decodes them through it, position by position, so the generic
 # walk below (types, nesting) would only repeat that work -- it cost ~17 us of
 # an envelope with one busy lag channel, on each side.
-_SELF_CHECKED_SECTIONS: Final = frozenset({"lag", "applier"})
+_SELF_CHECKED_SECTIONS: Final = SELF_CHECKED_SECTIONS
 
 
 def _ext(value: object) -> dict[str, Any]:
@@ -213,6 +202,17 @@ def _check(envelope: Envelope) -> None:
     _ext(envelope.ext)
 
 
+def _check_section_sizes(ext: Mapping[str, Any]) -> None:
+    for name, value in ext.items():
+        if name not in _SELF_CHECKED_SECTIONS:
+            try:
+                size = len(msgpack.packb(value, use_bin_type=True))
+            except (TypeError, ValueError, OverflowError) as exc:
+                _fail("ext", f"cannot be encoded: {exc}")
+            if size > MAX_SECTION_SIZE:
+                _fail(f"ext.{name}", f"{size} bytes, over {MAX_SECTION_SIZE}")
+
+
 def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_SIZE) -> bytes:
     """Encode an envelope as a msgpack map (`ext` omitted when empty).
 
@@ -251,6 +251,7 @@ def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_
     }
     if envelope.ext:
         message["ext"] = dict(envelope.ext)
+        _check_section_sizes(envelope.ext)
     try:
         packed: bytes = msgpack.packb(message, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -260,7 +261,7 @@ def encode_envelope(envelope: Envelope, *, max_size: int = DEFAULT_MAX_ENVELOPE_
     return packed
 
 
-def _decode_well_formed(message: dict[Any, Any]) -> Envelope | None:
+def _decode_well_formed(message: dict[Any, Any], ext: dict[str, Any]) -> Envelope | None:
     """The common case in one pass of C-level lookups and type comparisons.
 
     Returns None when any key is missing or any type or range is off; the
@@ -294,7 +295,7 @@ def _decode_well_formed(message: dict[Any, Any]) -> Envelope | None:
         seq=top[5],
         sent_us=top[6],
         stats=top[7],
-        ext=_ext(message["ext"]) if "ext" in message else {},
+        ext=ext,
     )
 
 
@@ -311,44 +312,47 @@ def decode_envelope(
         max_size: the largest envelope accepted, checked before unpacking.
 
     Returns:
-        The envelope.
+        The envelope, every `ext` section kept.
 
     Raises:
         ProtocolError: too large, not valid msgpack, trailing bytes, an
-            extension type, not a map, a missing or mistyped key, or a version
-            other than 1.
+            extension type, not a map, a missing or mistyped key, a version
+            other than 1, or an `ext` section other than `lag`/`applier` over
+            `MAX_SECTION_SIZE` bytes.
+    """
+    return decode_envelope_sections(data, keep=None, max_size=max_size)[0]
+
+
+def decode_envelope_sections(
+    data: bytes | bytearray | memoryview,
+    *,
+    keep: Collection[str] | None,
+    max_size: int = DEFAULT_MAX_ENVELOPE_SIZE,
+) -> tuple[Envelope, tuple[str, ...]]:
+    """Decode and validate an envelope, keeping only the `ext` sections in `keep`.
+
+    A section not in `keep` is skipped unread (never built in memory); its
+    name is returned so the caller can count it. Otherwise as `decode_envelope`.
+
+    Args:
+        data: the msgpack bytes.
+        keep: the `ext` section names to keep; None keeps every section.
+        max_size: the largest envelope accepted, checked before unpacking.
+
+    Returns:
+        (the envelope, the names of the `ext` sections dropped, in wire order).
+
+    Raises:
+        ProtocolError: as `decode_envelope`.
     """
     size = len(data)
     if size > max_size:
         raise ProtocolError(f"envelope of {size} bytes exceeds the limit of {max_size}", max_size)
-    try:
-        message = msgpack.unpackb(
-            data,
-            raw=False,
-            use_list=True,
-            strict_map_key=True,
-            ext_hook=_refuse_ext,
-            object_pairs_hook=_unique_keys,
-            max_ext_len=0,
-            max_str_len=size,
-            max_bin_len=size,
-            max_array_len=size,
-            max_map_len=size,
-        )
-    except msgpack.ExtraData as exc:
-        raise ProtocolError(
-            "envelope: trailing bytes after the map", size - len(exc.extra)
-        ) from None
-    except (ValueError, TypeError, _Refused) as exc:
-        # ValueError covers msgpack's FormatError, StackError, OutOfData, the
-        # max_*_len refusals, strict_map_key and UnicodeDecodeError.
-        raise ProtocolError(f"envelope: not valid msgpack: {exc}") from None
-
-    if type(message) is not dict:
-        _fail("top level", f"expected a map, got {_type_name(message)}")
-    envelope = _decode_well_formed(message)
+    message, raw_ext, dropped = read_envelope_map(data, keep_ext=keep)
+    ext = {} if raw_ext is None else _ext(raw_ext)
+    envelope = _decode_well_formed(message, ext)
     if envelope is not None:
-        return envelope
+        return envelope, dropped
     # Something is missing or mistyped: find the first problem and name it.
     try:
         version = message["v"]
@@ -356,7 +360,7 @@ def decode_envelope(
             _fail("v", f"expected an integer, got {_type_name(version)}")
         if version != ENVELOPE_VERSION:
             _fail("v", f"unsupported envelope version {version}")
-        return Envelope(
+        envelope = Envelope(
             v=version,
             group=_str("group", message["group"]),
             member=_member(message["member"]),
@@ -365,7 +369,8 @@ def decode_envelope(
             seq=_uint("seq", message["seq"], _U64_MAX),
             sent_us=_uint("sent_us", message["sent_us"], _U64_MAX),
             stats=_bytes("stats", message["stats"]),
-            ext=_ext(message["ext"]) if "ext" in message else {},
+            ext=ext,
         )
     except KeyError as exc:
         _fail("top level", f"missing key {exc.args[0]!r}")
+    return envelope, dropped

@@ -26,6 +26,7 @@ from grstats.core.snapshot import (
     REJECT_REASONS,
     DaemonCounters,
     DaemonSnapshot,
+    Departed,
     HistoryFigures,
 )
 
@@ -75,6 +76,7 @@ def _full_snapshot() -> DaemonSnapshot:
         history=HistoryFigures(
             dropped={"invalid": 1, "duplicate": 1}, values_nulled={"x": 1}, files_quarantined=1
         ),
+        departed=(Departed("g", "99999999-9999-9999-9999-999999999999", "UNREACHABLE", 0),),
     )
 
 

@@ -204,14 +204,22 @@ def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             continue
         state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get(col.MEMBER_STATE)), 0))
         info.add_metric([_text(row.get(column)) for column in MEMBERS_COLUMNS], 1)
-    for gone in snapshot.departed:  # left (OFFLINE) or forgotten (UNREACHABLE): keep saying so
-        state.add_metric([gone.group, gone.member_id], MEMBER_STATE_VALUES[gone.state])
     if snapshot.local_member_id:
         group = groups.get(snapshot.local_member_id, snapshot.group_name)
         local.add_metric([group, snapshot.local_member_id], 1)
+    departed = GaugeMetricFamily(
+        "grstats_member_departed",
+        "1 for a member that departed (state: OFFLINE or ERROR, it left; UNREACHABLE, it was "
+        "silent for forget_after) and has not come back; it is in no table and no other "
+        "per-member series.",
+        labels=(*_MEMBER_LABELS, "state"),
+    )
+    for gone in snapshot.departed:
+        departed.add_metric([gone.group, gone.member_id, gone.state], 1)
     yield state
     yield info
     yield local
+    yield departed
 
 
 def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -278,6 +286,28 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "one of its figures, by section.",
         "section",
         counters.sections_unsendable,
+    )
+    yield _counter_by(
+        "grstats_ext_sections_dropped",
+        "Unknown ext sections of received envelopes skipped unread at admission "
+        "(never stored), by section name.",
+        "section",
+        counters.ext_dropped,
+    )
+    yield CounterMetricFamily(
+        "grstats_pending_gtids_refused",
+        "gtids envelopes refused because the pending table was at its byte bound.",
+        value=counters.pending_gtids_refused,
+    )
+    yield CounterMetricFamily(
+        "grstats_pending_gtids_expired",
+        "Pending gtids envelopes dropped after forget_after without their member's stats.",
+        value=counters.pending_gtids_expired,
+    )
+    yield GaugeMetricFamily(
+        "grstats_pending_gtids_bytes",
+        "Bytes held by gtids envelopes waiting for their member's first stats message.",
+        value=snapshot.gauges.get("pending_gtids_bytes", 0.0),
     )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
@@ -473,8 +503,6 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             count = _number(row.get(col.rejected_column(reason)))
             if count is not None:
                 member_rejected.add_metric([*labels, reason], count)
-    for gone in snapshot.departed:
-        last_seen.add_metric([gone.group, gone.member_id], gone.last_seen_us / 1e6)
     yield last_seen
     yield member_accepted
     yield member_rejected

@@ -325,6 +325,7 @@ class ApiServer:
             "details": list(snapshot.health),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
             "members": len(snapshot.members),
+            "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
             "uptime_s": round(time.monotonic() - self._started, 3),
             "group": snapshot.group_name,
             "member_id": snapshot.local_member_id,

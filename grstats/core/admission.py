@@ -14,6 +14,12 @@ garbage costs as little as possible:
 5. values are in range: `seq` in 1..2^63-1, `flow_control_mode` 0..127,
    `sent_us` not further ahead of our clock than `max_clock_skew_s`.
 
+The envelope is decoded keeping only the `ext` sections this version reads
+(`EXT_SECTIONS`); any other section is skipped unread -- never built in
+memory, never stored -- and its name is reported in `Admitted.dropped_ext`
+for the caller to count (a 64 KiB unknown section was kept at ~72x its wire
+size before).
+
 6. the optional `ext.lag` section (`protocol.lag`) is decoded last. A
    malformed one does not reject the envelope: the statistics are good on
    their own, so the envelope is admitted without lag and `lag_error` says
@@ -57,7 +63,7 @@ from protocol import (
     Envelope,
     PipelineStats,
     ProtocolError,
-    decode_envelope,
+    decode_envelope_sections,
     decode_pipeline_stats,
 )
 
@@ -72,6 +78,8 @@ _SIZE_ITEMS = (
 )
 _sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
+#: The `ext` sections a receiver reads (core/rows.py, core/lag.py, core/applier.py).
+EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,7 @@ class Admitted:
         lag_error: why `ext.lag` was refused ("" when absent or good).
         applier: the decoded `ext.applier` section; None when absent or malformed.
         applier_error: why `ext.applier` was refused ("" when absent or good).
+        dropped_ext: the names of the unknown `ext` sections skipped unread.
     """
 
     key: MemberKey
@@ -114,6 +123,7 @@ class Admitted:
     lag_error: str = ""
     applier: MemberApplier | None = None
     applier_error: str = ""
+    dropped_ext: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +200,9 @@ def admit(
     if group is not None and topic_group != group:
         return Rejected("other_group", key, "topic")
     try:
-        envelope = decode_envelope(payload, max_size=limits.max_envelope_size)
+        envelope, dropped = decode_envelope_sections(
+            payload, keep=EXT_SECTIONS, max_size=limits.max_envelope_size
+        )
         stats = decode_pipeline_stats(envelope.stats)
     except ProtocolError as exc:
         return Rejected("malformed", key, str(exc))
@@ -211,7 +223,9 @@ def admit(
         stats = dataclasses.replace(stats, **zeros)
     lag, lag_error = _lag(envelope)
     applier, applier_error = _applier(envelope)
-    return Admitted(key, kind, envelope, stats, clamped, lag, lag_error, applier, applier_error)
+    return Admitted(
+        key, kind, envelope, stats, clamped, lag, lag_error, applier, applier_error, dropped
+    )
 
 
 def _lag(envelope: Envelope) -> tuple[MemberLag | None, str]:

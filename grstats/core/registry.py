@@ -22,12 +22,22 @@ Invariants:
 - the `gtids` topic carries a member's last flag-'1' envelope, retained, so
   that a late receiver shows every member's GTID columns at once. It only
   ever updates the GTID columns of the same incarnation; one that arrives
-  before the member's first stats message waits in a bounded pending table;
-- `offline` (status topic) and a stats message whose member state is OFFLINE
-  or ERROR remove the member at once, as MySQL removes a member that left at
-  the next view change. An `offline` leaves a tombstone so that a retained
+  before the member's first stats message waits in `core.pending_gtids`
+  (expires after `forget_after_s`, bounded by `max_pending_gtids_bytes`; a
+  newcomer past the bound is "over_limit");
+- departure, one rule for the tables, /metrics and the alerts: a member
+  departs when it announces `offline` (itself or by its Will), reports
+  OFFLINE or ERROR (removed at once, as MySQL removes a member that left at
+  the next view change), or has been silent for `forget_after`. At that
+  moment it leaves the tables and with them every per-member series; what
+  remains is the record of the departure (`departed()`: group, member,
+  OFFLINE | ERROR | UNREACHABLE, last seen), kept until the member comes back
+  -- never expiring by time, so an alert on a dead member lasts as long as
+  it is dead -- bounded to the `_MAX_UNKNOWN` most recent. The first record
+  stands: the Will's `offline` after a silent departure does not turn a
+  crash into a leave. An `offline` leaves a tombstone so that a retained
   stats message of that member delivered afterwards does not resurrect it (a
-  live one does). Silence longer than `forget_after` also removes it;
+  live one does);
 - clock offset: every live (not retained) accepted stats envelope adds
   `sent_us - received_at_us` to a window of the member's last
   `OFFSET_WINDOW`; the largest is the estimate of its clock minus ours
@@ -36,9 +46,11 @@ Invariants:
 - the member's last `ext.lag` is kept as it came; an envelope without one
   (or with a malformed one) clears it: stale lag is worse than none; the
   same for `ext.applier`;
-- bounds: at most `max_members_per_group` members per group and `max_groups`
-  groups (a newcomer past either is "over_limit"); tombstones, pending GTIDs
-  and the reject counters of never-accepted members are bounded too.
+- bounds: at most `max_members_per_group` members per group, the local
+  member included (a daemon's own group has one seat fewer for remotes), and
+  `max_groups` groups (a newcomer past either is "over_limit"); tombstones,
+  pending GTIDs and the reject counters of never-accepted members are bounded
+  too.
 """
 
 from __future__ import annotations
@@ -53,6 +65,7 @@ from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.lag import MemberLag
+from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
@@ -72,9 +85,10 @@ class RegistryLimits:
         period_s: the publish period, the unit of `unreachable_after`.
         unreachable_after: silent periods before a member shows UNREACHABLE.
         forget_after_s: silent seconds before a member is removed.
-        max_members_per_group: members kept per group.
+        max_members_per_group: members kept per group, the local member included.
         max_groups: groups kept (a collector sees many).
-        departed_keep_s: how long a member gone from the tables is still reported.
+        max_pending_gtids_bytes: bytes of GTID sets waiting for their member's
+            first stats message (each entry charged `PENDING_ENTRY_BYTES` more).
     """
 
     period_s: float = 1.0
@@ -82,7 +96,7 @@ class RegistryLimits:
     forget_after_s: float = 60.0
     max_members_per_group: int = 64
     max_groups: int = 1024
-    departed_keep_s: float = 3600.0
+    max_pending_gtids_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +142,9 @@ def zero_rejections() -> dict[str, int]:
 class MemberRegistry:
     """Remote members keyed by (group, member id)."""
 
-    def __init__(self, limits: RegistryLimits) -> None:
+    def __init__(self, limits: RegistryLimits, *, local_group: str | None = None) -> None:
         self.limits = limits
+        self._local_group = local_group  # the group whose one seat the local member takes
         self._unreachable_us = int(limits.unreachable_after * limits.period_s * 1_000_000)
         self._forget_us = int(limits.forget_after_s * 1_000_000)
         self._period_us = max(1, int(limits.period_s * 1_000_000))
@@ -137,7 +152,11 @@ class MemberRegistry:
         self._groups: dict[str, int] = {}  # group -> members kept
         self._rejections: dict[MemberKey, dict[str, int]] = {}
         self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
-        self._pending_gtids: dict[MemberKey, tuple[Envelope, PipelineStats]] = {}
+        self.pending_gtids = PendingGtidsTable(
+            max_bytes=limits.max_pending_gtids_bytes,
+            max_entries=_MAX_UNKNOWN,
+            expire_after_us=self._forget_us,
+        )
         self._departed: dict[MemberKey, Departed] = {}  # bounded like the tombstones
         self.version = 0  # bumped on every change, so readers can cache snapshots
 
@@ -159,8 +178,12 @@ class MemberRegistry:
         """Whether `remote` has been silent longer than the unreachable window."""
         return now_us - remote.last_seen_us > self._unreachable_us
 
+    def group_size(self, group: str) -> int:
+        """How many members of `group` are kept (0: the group is not held)."""
+        return self._groups.get(group, 0)
+
     def departed(self) -> tuple[Departed, ...]:
-        """Members gone from the tables within `departed_keep_s`, in key order."""
+        """Members that departed and have not come back, in key order."""
         return tuple(self._departed[k] for k in sorted(self._departed))
 
     def rejections(self, key: MemberKey) -> dict[str, int]:
@@ -183,11 +206,11 @@ class MemberRegistry:
             Applied, Rejected("stale" | "over_limit") or Ignored(why).
         """
         if msg.kind == GTIDS_KIND:
-            return self._gtids(msg)
+            return self._gtids(msg, received_at_us)
         if retained and msg.key in self._tombstones:
             return Ignored("tombstoned")
         if msg.envelope.member.state in _DEPARTED_STATES:
-            self.remove(msg.key, tombstone=retained)
+            self.remove(msg.key, tombstone=retained, state=msg.envelope.member.state)
             return Ignored("departed")
         return self._stats(msg, received_at_us, retained=retained)
 
@@ -265,23 +288,25 @@ class MemberRegistry:
     def _has_room(self, group: str) -> bool:
         members = self._groups.get(group)
         if members is None:
-            return len(self._groups) < self.limits.max_groups
-        return members < self.limits.max_members_per_group
+            if len(self._groups) >= self.limits.max_groups:
+                return False
+            members = 0
+        seats = self.limits.max_members_per_group - (group == self._local_group)
+        return members < seats
 
     def _merge_pending_gtids(
         self, key: MemberKey, remote: Remote, state: MemberStatsState
     ) -> MemberStatsState:
-        pending = self._pending_gtids.get(key)
+        pending = self.pending_gtids.get(key)
         if pending is None:
             return state
-        envelope, stats = pending
-        if envelope.incarnation != remote.envelope.incarnation or envelope.seq <= remote.gtid_seq:
+        if pending.incarnation != remote.envelope.incarnation or pending.seq <= remote.gtid_seq:
             return state
-        del self._pending_gtids[key]
-        remote.gtid_seq = envelope.seq
-        return _with_gtids(state, stats)
+        self.pending_gtids.pop(key)
+        remote.gtid_seq = pending.seq
+        return _with_gtids(state, pending.committed, pending.last_conflict_free)
 
-    def _gtids(self, msg: Admitted) -> Applied | Rejected | Ignored:
+    def _gtids(self, msg: Admitted, received_at_us: int) -> Applied | Rejected | Ignored:
         key, envelope, stats = msg.key, msg.envelope, msg.stats
         if not stats.transaction_gtids_present:
             return Ignored("no_gtids")
@@ -289,13 +314,20 @@ class MemberRegistry:
         if remote is None or remote.envelope.incarnation != envelope.incarnation:
             if remote is not None and any(inc == envelope.incarnation for inc, _ in remote.retired):
                 return self.reject(key, "stale", "retired incarnation")
-            self._pending_gtids[key] = (envelope, stats)  # applied when its stats arrive
-            _trim(self._pending_gtids)
+            # applied when its stats arrive
+            if not self.pending_gtids.hold(
+                key, envelope.incarnation, envelope.seq, stats, received_at_us
+            ):
+                return self.reject(key, "over_limit", "pending gtids bytes")
             return Ignored("pending")
         if envelope.seq <= remote.gtid_seq:
             return Ignored("old_gtids")  # the live stats message already carried them
         remote.gtid_seq = envelope.seq
-        remote.state = _with_gtids(remote.state, stats)
+        remote.state = _with_gtids(
+            remote.state,
+            stats.transactions_committed_all_members,
+            stats.transaction_last_conflict_free,
+        )
         self.version += 1
         return Applied(envelope, stats, msg.kind)
 
@@ -306,21 +338,24 @@ class MemberRegistry:
         else:
             self.remove(key, tombstone=True)
 
-    def remove(self, key: MemberKey, *, tombstone: bool) -> None:
-        """Forget a member (it left the group); with `tombstone`, ignore its retained stats."""
+    def remove(self, key: MemberKey, *, tombstone: bool, state: str = "OFFLINE") -> None:
+        """Forget a member (it left the group); with `tombstone`, ignore its retained stats.
+
+        `state` is how it left (OFFLINE, or ERROR when it reported so)."""
         if tombstone:
             self._tombstones[key] = None
             _trim(self._tombstones)
-        self._pending_gtids.pop(key, None)
+        self.pending_gtids.pop(key)
         self._rejections.pop(key, None)
-        self._drop(key, "OFFLINE")
+        self._drop(key, state)
 
     def _drop(self, key: MemberKey, state: str) -> None:
         remote = self._remotes.pop(key, None)
         if remote is None:
             return
-        self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
-        _trim(self._departed)
+        if key not in self._departed:  # the first record stands (module docstring)
+            self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
+            _trim(self._departed)
         left = self._groups[key[0]] - 1
         if left:
             self._groups[key[0]] = left
@@ -345,18 +380,17 @@ class MemberRegistry:
         for key in gone:
             self._rejections.pop(key, None)
             self._drop(key, "UNREACHABLE")
-        keep_us = self.limits.departed_keep_s * 1_000_000
-        for key in [k for k, d in self._departed.items() if now_us - d.last_seen_us > keep_us]:
-            del self._departed[key]
-            self.version += 1
+        self.pending_gtids.expire(now_us)
         return gone
 
 
-def _with_gtids(state: MemberStatsState, stats: PipelineStats) -> MemberStatsState:
+def _with_gtids(
+    state: MemberStatsState, committed: bytes, last_conflict_free: bytes
+) -> MemberStatsState:
     return dataclasses.replace(
         state,
-        transactions_committed_all_members=stats.transactions_committed_all_members,
-        transaction_last_conflict_free=stats.transaction_last_conflict_free,
+        transactions_committed_all_members=committed,
+        transaction_last_conflict_free=last_conflict_free,
     )
 
 

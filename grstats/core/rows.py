@@ -194,7 +194,7 @@ def flow_history(replay: FlowReplay | None, member_id: str) -> dict[str, Any]:
     `FlowReplay.row`), so the history and the live table never disagree.
 
     Args:
-        replay: the daemon's flow-control replay; None (a collector): every figure None.
+        replay: the flow-control replay of the member's group; None: every figure None.
         member_id: the member the row is of.
 
     Returns:

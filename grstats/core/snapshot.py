@@ -63,6 +63,10 @@ class DaemonCounters:
             summed over envelopes). The local tables still show them all.
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section (lag, applier).
+        ext_dropped: unknown `ext` sections of received envelopes skipped unread,
+            by section name (names bounded; see `core.tables.count_dropped_ext`).
+        pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
+        pending_gtids_expired: pending gtids envelopes dropped after forget_after.
     """
 
     envelopes_accepted: int = 0
@@ -75,6 +79,9 @@ class DaemonCounters:
     messages_published: int = 0
     applier_workers_dropped: int = 0
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    ext_dropped: Mapping[str, int] = field(default_factory=dict)
+    pending_gtids_refused: int = 0
+    pending_gtids_expired: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -90,6 +97,9 @@ class DaemonCounters:
         }
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
+        out["ext_sections_dropped"] = sum(self.ext_dropped.values())
+        out["pending_gtids_refused"] = self.pending_gtids_refused
+        out["pending_gtids_expired"] = self.pending_gtids_expired
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
         return out
@@ -164,18 +174,19 @@ class SqlFigures:
 
 @dataclass(frozen=True, slots=True)
 class Departed:
-    """A member no longer in the tables, remembered for a while for monitoring.
+    """A member no longer in the tables, remembered until it comes back.
 
-    MySQL drops such a member from its tables, and so do we; but a time series
-    that just stops would end an alert as if the problem were solved. So
-    /metrics keeps reporting its state (OFFLINE: it said it left; UNREACHABLE:
-    it went silent and was forgotten) and its last-seen time until it comes
-    back or `departed_keep` runs out.
+    MySQL drops such a member from its tables, and so do we, and with them its
+    per-member series; but a time series that just stops would end an alert
+    as if the problem were solved. So /metrics reports the departure itself
+    (`grstats_member_departed`: OFFLINE or ERROR, it left; UNREACHABLE, it
+    went silent and was forgotten) until the member comes back. The rule is
+    stated once, in `core.registry` ("departure").
     """
 
     group: str
     member_id: str
-    state: str  # OFFLINE or UNREACHABLE
+    state: str  # OFFLINE, ERROR or UNREACHABLE
     last_seen_us: int
 
 

@@ -9,7 +9,12 @@ Strategy: the daemon feeds three things in — the local source's samples
 touches a socket, so every rule is unit-tested with plain values.
 
 A collector is the same object without a group and a local member: it keeps
-every group it hears, keyed by (group, member).
+every group it hears, keyed by (group, member). It replays flow control per
+group too, so that its history rows carry the same fc_* figures a member's
+do: one `FlowReplay` per group the registry holds (so bounded by its caps:
+`max_groups`, `max_members_per_group`), fed by every accepted stats message
+and stepped by the collector's own clock -- `tick`, once a period -- as a
+member steps on its own timer; a group's replay goes with its last member.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ from grstats.core.topics import STATS_KIND
 from protocol import MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
+#: Distinct unknown `ext` section names counted one by one; later ones share OTHER_SECTION.
+MAX_DROPPED_NAMES = 32
+OTHER_SECTION = "(other)"
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 ReceiveResult = Applied | Rejected | Ignored
 
 __all__ = [
@@ -77,7 +86,7 @@ class MemberTables:
         self.group = group
         self.local_member_id = local_member_id
         self.limits = limits or Limits()
-        self.registry = MemberRegistry(registry_limits or RegistryLimits())
+        self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
         self.accepted_total = 0
@@ -86,10 +95,14 @@ class MemberTables:
         self.lag_malformed_total = 0
         self.applier_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
-        # the replay of MySQL's flow control (daemon only; a collector mixes groups)
+        self.ext_dropped: dict[str, int] = {}
+        # the replay of MySQL's flow control (a daemon's group; a collector's are in _replays)
         self.flow: FlowReplay | None = None
+        self._flow_settings = flow_control or FlowControlSettings()
+        self._catch_up_limit_s = catch_up_limit_s
+        self._replays: dict[str, FlowReplay] = {}  # collector: one per group the registry holds
         if group is not None:
-            self.flow = FlowReplay(flow_control or FlowControlSettings(), catch_up_limit_s)
+            self.flow = FlowReplay(self._flow_settings, catch_up_limit_s)
         self._local_state = MemberStatsState()
 
     @property
@@ -137,6 +150,8 @@ class MemberTables:
             limits=self.limits,
         )
         if isinstance(msg, Admitted):
+            for name in msg.dropped_ext:
+                count_dropped_ext(self.ext_dropped, name)
             if msg.clamped:
                 self.clamped_total += 1
             result = self.registry.apply(msg, received_at_us, retained=retained)
@@ -150,10 +165,11 @@ class MemberTables:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted_total += 1
-                if self.flow is not None and isinstance(msg, Admitted):
+                replay = self._replay_for(msg.key[0]) if isinstance(msg, Admitted) else None
+                if replay is not None and isinstance(msg, Admitted):
                     remote = self.registry.get(msg.key)
                     if remote is not None:
-                        self.flow.receive(msg.key[1], remote.state, received_at_us)
+                        replay.receive(msg.key[1], remote.state, received_at_us)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
@@ -178,10 +194,46 @@ class MemberTables:
     def expire(self, now_us: int) -> list[MemberKey]:
         """Forget members silent longer than forget_after; returns the keys removed."""
         removed = self.registry.expire(now_us)
-        if self.flow is not None:
-            for _, member_id in removed:
-                self.flow.forget(member_id)
+        for group, member_id in removed:
+            replay = self.replay(group)
+            if replay is not None:
+                replay.forget(member_id)
         return removed
+
+    def tick(self, now_us: int) -> list[MemberKey]:
+        """Once a period: `expire`; replays forget departed members; a collector steps its own.
+
+        Returns:
+            The keys `expire` removed.
+        """
+        removed = self.expire(now_us)
+        if self.group is None:
+            for group in [g for g in self._replays if not self.registry.group_size(g)]:
+                del self._replays[group]  # its last member left: bounded by the registry
+        replays = dict(self._replays)
+        if self.group is not None and self.flow is not None:
+            replays[self.group] = self.flow
+        for group, replay in replays.items():
+            for member_id in replay.members():  # departed (offline, ERROR): gone here too
+                if member_id != self.local_member_id and not self.registry.get((group, member_id)):
+                    replay.forget(member_id)
+            if self.group is None:
+                replay.step(now_us)  # a member steps on its local samples (set_local)
+        return removed
+
+    def replay(self, group: str) -> FlowReplay | None:
+        """The flow-control replay of `group` (None: none yet, or not ours)."""
+        if self.group is not None:
+            return self.flow if group == self.group else None
+        return self._replays.get(group)
+
+    def _replay_for(self, group: str) -> FlowReplay | None:
+        if self.group is not None:
+            return self.flow
+        replay = self._replays.get(group)
+        if replay is None and self.registry.group_size(group):
+            replay = self._replays[group] = FlowReplay(self._flow_settings, self._catch_up_limit_s)
+        return replay
 
     def remote_state(self, member_id: str, *, group: str | None = None) -> MemberStatsState | None:
         """The stored MemberStatsState of a remote member (deltas included), or None."""
@@ -197,7 +249,24 @@ class MemberTables:
             envelopes_lag_malformed=self.lag_malformed_total,
             envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
+            ext_dropped=dict(self.ext_dropped),
+            pending_gtids_refused=self.registry.pending_gtids.refused,
+            pending_gtids_expired=self.registry.pending_gtids.expired,
         )
+
+    def _pending_gauges(self) -> dict[str, float]:
+        full = self.registry.pending_gtids.full()
+        return {
+            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
+            "degraded_pending_gtids_full": 1.0 if full else 0.0,
+        }
+
+    def _pending_health(self) -> tuple[str, ...]:
+        if not self.registry.pending_gtids.full():
+            return ()
+        held = self.registry.pending_gtids.bytes
+        bound = self.registry.pending_gtids.max_bytes
+        return (f"bus: pending gtids hold {held} of {bound} bytes (newcomers refused)",)
 
     def snapshot(
         self,
@@ -235,8 +304,8 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges=gauges or {},
-            health=health,
+            gauges={**(gauges or {}), **self._pending_gauges()},
+            health=(*health, *self._pending_health()),
         )
         if self.flow is None:
             return snap
@@ -245,3 +314,18 @@ class MemberTables:
             self.local_member_id or "", None if sample is None else sample.flow_control
         )
         return dataclasses.replace(snap, flow_control=flow_rows)
+
+
+def count_dropped_ext(counts: dict[str, int], name: str) -> None:
+    """Count one unknown `ext` section by name, the names themselves bounded.
+
+    The names come from the bus (untrusted): at most `MAX_DROPPED_NAMES`
+    distinct ones of 1-64 characters `[A-Za-z0-9_.-]` are counted one by one;
+    any other (too long, other characters, or past the bound) counts as
+    `OTHER_SECTION`, so neither memory nor /metrics label values grow with them.
+    """
+    if not (0 < len(name) <= 64 and _NAME_CHARS.issuperset(name)) or (
+        name not in counts and len(counts) >= MAX_DROPPED_NAMES
+    ):
+        name = OTHER_SECTION
+    counts[name] = counts.get(name, 0) + 1

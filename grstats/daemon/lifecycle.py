@@ -175,7 +175,7 @@ class Daemon:
             try:
                 if self.publisher is not None:
                     await self.publisher.tick(tick, self.bus)
-                self.tables.expire(now_us())
+                self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
             await self._retry_sql(loop.time())

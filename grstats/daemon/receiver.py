@@ -62,8 +62,8 @@ class Receiver:
             offset_us = remote.clock_offset_us()
             figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
         applier = applier_history(remote.applier) if remote is not None else None
-        # the replay has just taken this message (MemberTables.receive); None in a collector
-        flow = flow_history(self.tables.flow, env.member.id)
+        # the replay of its group has just taken this message (MemberTables.receive)
+        flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
         return history_row(env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow)
 

@@ -83,16 +83,6 @@ def test_receiver_rows_carry_the_replay_of_the_remote_member(
     assert _flow(row2) == _figures("applier", 300, 900, 4.0, 1)
 
 
-def test_collector_rows_have_no_flow_figures(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(receiver_module, "now_us", lambda: T0)
-    sink = Sink()
-    collector = make_tables(group=None, local_member_id=None, flow_control=LOW)
-    receiver = Receiver(collector, sink)  # type: ignore[arg-type]
-    receiver.on_message(stats_topic(), envelope(transactions_waiting_apply=500), retained=False)
-    (row,) = sink.rows
-    assert set(_flow(row).values()) == {None}
-
-
 class _Source:
     def __init__(self) -> None:
         self.samples: list[object] = []

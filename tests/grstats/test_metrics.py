@@ -364,7 +364,7 @@ def test_no_history_series_when_history_is_off() -> None:
     assert not any(name.startswith("grstats_history_rows") for name, _ in _samples(_snapshot()))
 
 
-def test_departed_members_keep_their_state_and_last_seen_series() -> None:
+def test_departed_members_have_only_their_departure_series() -> None:
     gone = (
         Departed(
             GROUP, "44444444-4444-4444-4444-444444444444", "UNREACHABLE", 1_600_000_000_000_000
@@ -374,6 +374,8 @@ def test_departed_members_keep_their_state_and_last_seen_series() -> None:
     samples = _samples(dataclasses.replace(_snapshot(), departed=gone))
     state = "mysql_perf_schema_replication_group_member_state"
     seen = "grstats_member_last_seen_timestamp_seconds"
-    assert samples[(state, _member("44444444-4444-4444-4444-444444444444"))] == 5
-    assert samples[(state, _member("55555555-5555-5555-5555-555555555555"))] == 3
-    assert samples[(seen, _member("44444444-4444-4444-4444-444444444444"))] == 1_600_000_000
+    for member, how in (("4" * 8, "UNREACHABLE"), ("5" * 8, "OFFLINE")):
+        member_id = "-".join((member, member[:4], member[:4], member[:4], member + member[:4]))
+        assert (state, _member(member_id)) not in samples
+        assert (seen, _member(member_id)) not in samples
+        assert samples[("grstats_member_departed", _member(member_id, state=how))] == 1

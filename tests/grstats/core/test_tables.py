@@ -71,7 +71,7 @@ def envelope(
 
 def make_tables(**kwargs: Any) -> MemberTables:
     timing: dict[str, Any] = {"period_s": 1.0, "unreachable_after": 5, "forget_after_s": 60.0}
-    for name in (*timing, "max_members_per_group", "max_groups"):
+    for name in (*timing, "max_members_per_group", "max_groups", "max_pending_gtids_bytes"):
         if name in kwargs:
             timing[name] = kwargs.pop(name)
     limits = Limits(max_envelope_size=kwargs.pop("max_envelope_size", 65536))
