@@ -24,8 +24,6 @@ history's own fault tests (tests/faults/test_history_faults.py).
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import time
 from collections import Counter
@@ -34,8 +32,6 @@ from typing import Any
 
 import pytest
 
-from grstats.core.records import HistoryRow
-from grstats.history import parquet
 from grstats.history.parquet import read_history
 from tests.fixtures.broker import Broker
 from tests.grstats.daemon_helpers import (
@@ -56,24 +52,7 @@ PERIOD = 0.25
 MEMBERS = (M1, M2, M3)
 
 
-def _writer_drops_an_infinite_eta() -> bool:
-    """Whether the history still refuses a row whose catch-up ETA is +inf (issue 21's first
-    row, the history part of it): the slow member's rows are then lost, and so is the soak."""
-    check = getattr(parquet, "invalid_column", None)
-    if check is None:
-        return False
-    names = {f.name for f in dataclasses.fields(HistoryRow)}
-    row = HistoryRow(**dict.fromkeys(names))
-    row = dataclasses.replace(row, fc_catch_up_eta_seconds=math.inf)
-    return bool(check(row) == "fc_catch_up_eta_seconds")
-
-
 pytestmark = [
-    pytest.mark.xfail(
-        _writer_drops_an_infinite_eta(),
-        reason="the history writer drops rows with a +inf catch-up ETA (issue 21, history part)",
-        strict=True,
-    ),
     pytest.mark.soak,
     pytest.mark.faults,
     pytest.mark.timeout(int(SECONDS * 3 + 300)),  # daemons start slowly on a shared box
