@@ -392,3 +392,20 @@ async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_sourc
 )
 def test_timestamp_us_reads_utc_and_maps_none_to_none(value: Any, expected: int | None) -> None:
     assert timestamp_us(value) == expected
+
+
+# A tagged GTID (8.3+) at MySQL's longest: uuid, a 32-character tag, a 19-digit gno.
+TAGGED_89 = f"{GTID}:{'t' * 32}:9223372036854775807"
+
+
+async def test_an_89_character_tagged_gtid_is_read_whole(fake: FakeMySQL, make_source: Any) -> None:
+    # 8.4 declares the GTID columns CHAR(90) (the fake refuses longer cells)
+    assert len(TAGGED_89) == 89
+    online_84(fake)
+    _applier_channel(fake)
+    worker = _worker(1, **_stage("LAST_APPLIED_TRANSACTION", 1, ORIG, "START_APPLY", ORIG + MS,
+                                 END_APPLY=ORIG + 2 * MS))  # fmt: skip
+    worker["LAST_APPLIED_TRANSACTION"] = TAGGED_89
+    _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, worker)
+    (lag,) = await _lag(make_source(fake.port))
+    assert lag.last_applied.gtid == TAGGED_89
