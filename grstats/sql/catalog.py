@@ -99,7 +99,8 @@ class LiveTable:
         return pa.Table.from_pydict(data, schema=schema)
 
 
-_ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
+_ZERO_DATE = "0000-00-00 00:00:00"  # MySQL's all-zero timestamp, any precision
+_SECONDS = "%Y-%m-%d %H:%M:%S"
 
 
 def _cell(column: columns.Column, value: object) -> object:
@@ -111,9 +112,10 @@ def _cell(column: columns.Column, value: object) -> object:
     """
     if column.kind != "timestamp" or not isinstance(value, str):
         return value
-    if not value or value == _ZERO_TIMESTAMP:
+    if not value or value.startswith(_ZERO_DATE):
         return None
-    return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f")
+    # TIMESTAMP(6) has a fraction, a plain TIMESTAMP (LAST_APPLIER_START) none
+    return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f" if "." in value else _SECONDS)
 
 
 def live_tables() -> tuple[LiveTable, ...]:
