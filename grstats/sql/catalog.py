@@ -129,6 +129,16 @@ def live_tables() -> tuple[LiveTable, ...]:
     return tuple(out)
 
 
+def not_null_columns() -> frozenset[tuple[str, str, str]]:
+    """(schema, table, column) of the live columns declared NOT NULL (SHOW COLUMNS' Null: NO)."""
+    return frozenset(
+        (live.schema, live.name, c.name)
+        for live in live_tables()
+        for c in live.table.columns
+        if not c.nullable
+    )
+
+
 def history_sql_types() -> dict[str, str]:
     """grstats.history's columns and MySQL types: the history file columns plus `date`."""
     mysql = {

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, cast
 import structlog
 from mysql_mimic import Session
 from mysql_mimic.errors import ErrorCode, MysqlError
+from mysql_mimic.schema import InfoSchema, mapping_to_columns
 from mysql_mimic.session import Query
 from mysql_mimic.variables import SessionVariables, Variables
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from grstats.sql.catalog import not_null_columns
 from grstats.sql.errors import BAD_DB, PARSE, UNKNOWN, SqlError
 from grstats.sql.options import perspective
 
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("grstats.sql")
 
 _NOW = {"NOW", "SYSDATE", "LOCALTIME", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "UTC_TIMESTAMP"}
+
+_NOT_NULL = not_null_columns()
 
 Execute = Callable[[exp.Expression, str | None], Awaitable[Any]]
 
@@ -87,8 +91,13 @@ class GrstatsSession(Session):
         await super().reset()
         self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
-    async def schema(self) -> dict[str, dict[str, dict[str, str]]]:
-        return self._schema()
+    async def schema(self) -> InfoSchema:
+        # SHOW COLUMNS / information_schema: Null as the declarations say (the
+        # library's mapping form would call every column nullable)
+        columns = mapping_to_columns(self._schema())
+        for c in columns:
+            c.is_nullable = (c.schema, c.table, c.name) not in _NOT_NULL
+        return InfoSchema.from_columns(columns)
 
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
         return await self._execute(expression, self.database)

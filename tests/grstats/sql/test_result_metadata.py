@@ -21,6 +21,7 @@ from pymysql.protocol import FieldDescriptorPacket
 from grstats.core import columns
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.sql import SqlOptions, native_password_hash
+from tests.fixtures import mysql_definitions as defs
 from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
 
 PASSWORD = "s3cret"
@@ -120,3 +121,25 @@ def test_binary_protocol_sends_unsigned_flag_and_unsigned_values(running: Runnin
         b"\x00\x00" + bytes([36]) + member.encode() + value.to_bytes(8, "little")
         for member, value in ((LOCAL, BIG), (REMOTE, PAST_SIGNED))
     ]
+
+
+@pytest.mark.parametrize("table", ["replication_group_member_stats", "replication_group_members"])
+def test_show_columns_says_null_as_mysql_declares_it(running: Running, table: str) -> None:
+    # expected from MySQL's own definitions (tests/fixtures/mysql_definitions.json)
+    declared = {c.name: "YES" if c.nullable else "NO" for c in defs.columns(table, "8.4") or ()}
+    conn = pymysql.connect(
+        host="127.0.0.1", port=running.port, user="grstats", password=PASSWORD, connect_timeout=10
+    )
+    with conn, conn.cursor() as cur:
+        cur.execute(f"SHOW COLUMNS FROM performance_schema.{table}")
+        shown = {row[0]: row[2] for row in cur.fetchall()}
+        cur.execute(
+            "SELECT COLUMN_NAME, IS_NULLABLE FROM information_schema.columns"
+            f" WHERE TABLE_SCHEMA = 'performance_schema' AND TABLE_NAME = '{table}'"
+        )
+        info = dict(cur.fetchall())
+    assert {name: shown[name] for name in declared} == declared
+    assert {name: info[name] for name in declared} == declared
+    assert "NO" in declared.values() and (
+        table != "replication_group_members" or "YES" in declared.values()
+    )
