@@ -119,6 +119,12 @@ ONGOING_TRANSACTION_FULL_SIZE_BYTES: Final = "ONGOING_TRANSACTION_FULL_SIZE_BYTE
 ONGOING_TRANSACTION_APPLIED_SIZE_BYTES: Final = "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES"
 # grstats_member_status: where a member's applier metrics come from
 APPLIER_METRICS_SOURCE: Final = "APPLIER_METRICS_SOURCE"
+# grstats_member_status: where a member's rows come from: 'daemon' (the member's
+# own daemon: the local sample or the bus) or 'server' (the local server's view
+# only: no daemon publishes for that member)
+ROW_ORIGIN: Final = "ROW_ORIGIN"
+ORIGIN_DAEMON: Final = "daemon"
+ORIGIN_SERVER: Final = "server"
 
 # Why an envelope was refused; each reason is counted per member and in total.
 REJECT_REASONS: Final = (
@@ -321,6 +327,7 @@ MEMBER_STATUS = TableDef(
         # 'native' (WL#15620 tables), 'derived' (a pre-WL#15620 server: only what
         # its 8.0 tables tell, the rest NULL; see core.applier), NULL (none)
         Column(APPLIER_METRICS_SOURCE, "char(16)", nullable=True),
+        Column(ROW_ORIGIN, "char(8)"),
     ),
 )
 

@@ -14,6 +14,7 @@ with deadlines.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -285,7 +286,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
 
     sample = await source.sample(T0)
 
-    assert sample == LocalSample(
+    assert dataclasses.replace(sample, server_view=()) == LocalSample(
         member=LocalMember(
             group_name=GROUP,
             member_id=UUID,
@@ -515,9 +516,11 @@ async def test_local_member_and_rows_are_exactly_what_the_server_shows(
     stats, members = SERVER_ROWS["new" if shape == "8.4" else "old"][scenario]
     fake.tables[STATS_TABLE] = (stats_columns, [{c: stats[c] for c in stats_columns}])
     fake.tables[MEMBERS_TABLE] = (members_columns, [{c: members[c] for c in members_columns}])
-    if scenario in ("online", "error"):  # another member's rows must not leak in
-        fake.tables[STATS_TABLE][1].append(dict.fromkeys(stats_columns, OTHER_UUID))
-        fake.tables[MEMBERS_TABLE][1].append(dict.fromkeys(members_columns, OTHER_UUID))
+    if scenario in ("online", "error"):  # another member's rows must not leak into ours
+        other_stats = row_84(MEMBER_ID=OTHER_UUID, COUNT_TRANSACTIONS_CHECKED=999_999)
+        other = member(OTHER_UUID, "db2.example", 3306, "ONLINE", "SECONDARY", "8.4.3", "XCom")
+        fake.tables[STATS_TABLE][1].append({c: other_stats[c] for c in stats_columns})
+        fake.tables[MEMBERS_TABLE][1].append({c: other[c] for c in members_columns})
     want_stats = shown(stats, stats_columns)
     want_member = shown(members, members_columns)
     want_member["MEMBER_PORT"] = members["MEMBER_PORT"]  # NULL stays None
@@ -539,8 +542,10 @@ async def test_local_member_and_rows_are_exactly_what_the_server_shows(
     tables = MemberTables(group=GROUP, local_member_id=UUID)
     tables.set_local(sample, incarnation=1, seq=1)
     snap = tables.snapshot(T0)
-    assert [dict(r) for r in snap.member_stats] == [want_stats]
-    assert [dict(r) for r in snap.members] == [want_member]
+    # the other member is shown too (from the server's view) unless ours is alone
+    ours = [dict(r) for r in snap.member_stats if r["MEMBER_ID"] != OTHER_UUID]
+    assert ours == [want_stats]
+    assert [dict(r) for r in snap.members if r["MEMBER_ID"] != OTHER_UUID] == [want_member]
 
 
 async def test_unsigned_counters_wrap_to_int64_and_queue_sizes_clamp_to_int32(
@@ -657,7 +662,7 @@ async def test_server_down_at_start_gives_offline_with_empty_identifiers(
 
     sample = await source.sample(T0)
 
-    assert sample == LocalSample(
+    assert dataclasses.replace(sample, server_view=()) == LocalSample(
         member=LocalMember(
             group_name="",
             member_id="",
@@ -740,3 +745,52 @@ async def test_server_uuid_is_known_while_the_tables_show_no_member(
     sample = await make_source(fake.port).sample(T0)
     assert sample.member.member_id == ""
     assert sample.member.server_uuid == UUID
+
+
+# -- every member of the server's view (WL#10380: the server receives every member's stats)
+
+M0 = "00000000-0000-0000-0000-000000000000"  # sorts before the local member
+M9 = "99999999-9999-9999-9999-999999999999"  # no stats row yet: 0 and "" as MySQL shows
+
+
+async def test_the_other_members_of_the_servers_view_in_member_id_order(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    fake.tables[STATS_TABLE] = (
+        STATS_COLUMNS_84,
+        [
+            row_84(MEMBER_ID=M9, COUNT_TRANSACTIONS_CHECKED=5),  # shown before its member row
+            row_84(),
+            row_84(MEMBER_ID=M0, COUNT_TRANSACTIONS_CHECKED=77, COUNT_CONFLICTS_DETECTED=1,
+                   TRANSACTIONS_COMMITTED_ALL_MEMBERS="", LAST_CONFLICT_FREE_TRANSACTION=""),
+        ],
+    )  # fmt: skip
+    fake.tables[MEMBERS_TABLE] = (
+        MEMBERS_COLUMNS_84,
+        [
+            member_84(MEMBER_ID=M9, MEMBER_HOST="db9", MEMBER_ROLE="SECONDARY"),
+            member_84(),
+            member_84(MEMBER_ID=M0, MEMBER_HOST="db0", MEMBER_PORT=3310, MEMBER_ROLE="SECONDARY",
+                      MEMBER_STATE="RECOVERING", MEMBER_VERSION="8.4.2"),
+        ],
+    )  # fmt: skip
+    fake.tables[STATS_TABLE][1].pop(0)  # M9's stats have not arrived at this server yet
+
+    sample = await make_source(fake.port).sample(T0)
+
+    shown = [(v.member.member_id, v.member.host, v.member.port, v.member.state)
+             for v in sample.server_view]  # fmt: skip
+    assert shown == [(M0, "db0", 3310, "RECOVERING"), (M9, "db9", 3306, "ONLINE")]
+    m0, m9 = (v.stats for v in sample.server_view)
+    assert (m0.transactions_certified, m0.transactions_negative_certified) == (77, 1)
+    assert m0.transactions_committed_all_members == b""
+    assert (m9.transactions_certified, m9.transactions_committed_all_members) == (0, b"")
+    assert sample.server_view[0].member.view_id == VIEW_ID
+    assert sample.server_view[1].member.view_id == ""  # no stats row: no VIEW_ID either
+    assert sample.member.member_id == UUID  # ours is not in the view list
+
+
+async def test_an_offline_member_shows_no_other_members(fake: FakeMySQL, make_source: Any) -> None:
+    fake.set_row(MEMBERS_TABLE, **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE=""))
+    sample = await make_source(fake.port).sample(T0)
+    assert sample.server_view == ()
