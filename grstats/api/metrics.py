@@ -279,6 +279,18 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "section",
         counters.sections_unsendable,
     )
+    yield CounterMetricFamily(
+        "grstats_server_oracle_comparisons",
+        "Columns compared between the local server's view of a member and what its daemon "
+        "published (ranges of the last periods; GTID texts as sets).",
+        value=counters.oracle_comparisons,
+    )
+    yield _counter_by(
+        "grstats_server_oracle_disagreements",
+        "Those comparisons that disagreed, by column: the bus did not carry what MySQL received.",
+        "column",
+        counters.oracle_disagreements,
+    )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)

@@ -125,6 +125,9 @@ APPLIER_METRICS_SOURCE: Final = "APPLIER_METRICS_SOURCE"
 ROW_ORIGIN: Final = "ROW_ORIGIN"
 ORIGIN_DAEMON: Final = "daemon"
 ORIGIN_SERVER: Final = "server"
+# grstats_member_status: comparisons of the local server's view of a member with
+# what its daemon published that disagreed (core.oracle); NULL: never compared
+SERVER_DISAGREEMENTS: Final = "SERVER_DISAGREEMENTS"
 
 # Why an envelope was refused; each reason is counted per member and in total.
 REJECT_REASONS: Final = (
@@ -328,6 +331,7 @@ MEMBER_STATUS = TableDef(
         # its 8.0 tables tell, the rest NULL; see core.applier), NULL (none)
         Column(APPLIER_METRICS_SOURCE, "char(16)", nullable=True),
         Column(ROW_ORIGIN, "char(8)"),
+        Column(SERVER_DISAGREEMENTS, "bigint unsigned", "counter", nullable=True),
     ),
 )
 

@@ -63,6 +63,9 @@ class DaemonCounters:
             summed over envelopes). The local tables still show them all.
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section (lag, applier).
+        oracle_comparisons: columns compared between the local server's view of
+            a member and what its daemon published (core.oracle).
+        oracle_disagreements: those comparisons that disagreed, by column.
     """
 
     envelopes_accepted: int = 0
@@ -75,6 +78,8 @@ class DaemonCounters:
     messages_published: int = 0
     applier_workers_dropped: int = 0
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    oracle_comparisons: int = 0
+    oracle_disagreements: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -92,6 +97,10 @@ class DaemonCounters:
             out[f"ext_{section}_unsendable"] = count
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
+        if self.oracle_comparisons:
+            out["oracle_comparisons"] = self.oracle_comparisons
+            for column, count in sorted(self.oracle_disagreements.items()):
+                out[f"oracle_disagreements_{column.lower()}"] = count
         return out
 
 

@@ -245,6 +245,7 @@ def _status_row(
         row[col.rejected_column(reason)] = rejections.get(reason, 0)
     row[col.APPLIER_METRICS_SOURCE] = applier_source
     row[col.ROW_ORIGIN] = origin
+    row[col.SERVER_DISAGREEMENTS] = None  # filled by MemberTables from its oracle
     return row
 
 

@@ -26,9 +26,10 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.columns import REJECT_REASONS
+from grstats.core.columns import MEMBER_ID, REJECT_REASONS, SERVER_DISAGREEMENTS
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
+from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
@@ -91,6 +92,8 @@ class MemberTables:
         if group is not None:
             self.flow = FlowReplay(flow_control or FlowControlSettings(), catch_up_limit_s)
         self._local_state = MemberStatsState()
+        # the local server's view of each member against its daemon (daemon only)
+        self.oracle: ServerOracle | None = None if group is None else ServerOracle()
 
     @property
     def version(self) -> int:
@@ -113,6 +116,9 @@ class MemberTables:
             self._local_state = self._local_state.apply(sample.stats)
             own = sample.member.member_id or self.local_member_id or ""
             self.flow.receive(own, self._local_state, sample.sampled_at_us)
+        if self.oracle is not None and sample.server_view:
+            heard = {key[1]: True for key, _ in self.registry.items()}
+            self.oracle.check(sample.server_view, heard)
 
     def receive(
         self, topic: str, payload: bytes, received_at_us: int, *, retained: bool = False
@@ -150,10 +156,13 @@ class MemberTables:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted_total += 1
-                if self.flow is not None and isinstance(msg, Admitted):
+                remote = None
+                if isinstance(msg, Admitted):
                     remote = self.registry.get(msg.key)
-                    if remote is not None:
-                        self.flow.receive(msg.key[1], remote.state, received_at_us)
+                if remote is not None and self.flow is not None:
+                    self.flow.receive(remote.envelope.member.id, remote.state, received_at_us)
+                if remote is not None and self.oracle is not None:
+                    self.oracle.bus(remote.envelope.member.id, remote.state)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
@@ -178,9 +187,11 @@ class MemberTables:
     def expire(self, now_us: int) -> list[MemberKey]:
         """Forget members silent longer than forget_after; returns the keys removed."""
         removed = self.registry.expire(now_us)
-        if self.flow is not None:
-            for _, member_id in removed:
+        for _, member_id in removed:
+            if self.flow is not None:
                 self.flow.forget(member_id)
+            if self.oracle is not None:
+                self.oracle.forget(member_id)
         return removed
 
     def remote_state(self, member_id: str, *, group: str | None = None) -> MemberStatsState | None:
@@ -190,6 +201,7 @@ class MemberTables:
 
     def counters(self) -> DaemonCounters:
         """Receive-path totals (bus and publish counters are the daemon's)."""
+        oracle = self.oracle
         return DaemonCounters(
             envelopes_accepted=self.accepted_total,
             envelopes_own=self.own_total,
@@ -197,7 +209,17 @@ class MemberTables:
             envelopes_lag_malformed=self.lag_malformed_total,
             envelopes_applier_malformed=self.applier_malformed_total,
             rejected=dict(self.rejected_total),
+            oracle_comparisons=0 if oracle is None else oracle.comparisons,
+            oracle_disagreements={} if oracle is None else dict(oracle.disagreements),
         )
+
+    def _oracle_gauge(self, gauges: Mapping[str, float]) -> dict[str, float]:
+        # /healthz: degraded ("server_oracle") while the server's view of a member
+        # disagrees with its daemon (which members and columns: snapshot.health and
+        # grstats_member_status SERVER_DISAGREEMENTS)
+        if self.oracle is None:
+            return dict(gauges)
+        return {**gauges, "degraded_server_oracle": 1.0 if self.oracle.current else 0.0}
 
     def snapshot(
         self,
@@ -235,9 +257,16 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges=gauges or {},
-            health=health,
+            gauges=self._oracle_gauge(gauges or {}),
+            health=health if self.oracle is None else (*health, *self.oracle.reasons()),
         )
+        if self.oracle is not None and self.oracle.by_member:
+            compared = self.oracle.by_member
+            status = tuple(
+                {**r, SERVER_DISAGREEMENTS: compared.get(str(r[MEMBER_ID]))}
+                for r in snap.member_status
+            )
+            snap = dataclasses.replace(snap, member_status=status)
         if self.flow is None:
             return snap
         sample = self._local.sample if self._local is not None else None

@@ -7,6 +7,11 @@ replication_group_member_stats, as MySQL does (it receives every member's
 stats itself); member 4 has no grstats daemon. Every daemon must show four
 rows in MEMBER_ID order, member 4's marked ROW_ORIGIN 'server' in
 grstats_member_status and grstats_member_from_server 1 in /metrics.
+
+The server as a live oracle: server 3 shows member 1's COUNT_TRANSACTIONS_CHECKED
+as 999 while member 1's own server (and so its daemon) says 100. Daemon 3 counts
+that column's disagreements and says so in /healthz and grstats_member_status;
+daemons 1 and 2, whose servers agree with the bus, compare and count none.
 """
 
 from __future__ import annotations
@@ -50,10 +55,15 @@ ALL = (M1, M2, M3, M4)
 STATUS = "grstats_member_status"
 
 
+WRONG = 999  # what server 3 shows of member 1's COUNT_TRANSACTIONS_CHECKED (truth: 100)
+
+
 def _group_rows(server: FakeMySQL, own: str) -> None:
     """The four members as every server shows them; `own` is this server's @@server_uuid."""
     server.variables["server_uuid"] = own
     stats = [row_84(MEMBER_ID=m, COUNT_TRANSACTIONS_CHECKED=100 + i) for i, m in enumerate(ALL)]
+    if own == M3:
+        stats[0]["COUNT_TRANSACTIONS_CHECKED"] = WRONG
     members = [
         member_84(
             MEMBER_ID=m, MEMBER_HOST=f"db{i + 1}", MEMBER_ROLE="PRIMARY" if i == 0 else "SECONDARY"
@@ -116,6 +126,28 @@ def _run(broker: Broker, tmp_path: Path, servers: list[FakeMySQL]) -> None:
                 for s in f.samples
             }
             assert shown == {M1: 0, M2: 0, M3: 0, M4: 1}
+        d1, d2, d3 = started
+        disagreeing = "oracle_disagreements_count_transactions_checked"
+
+        def compared(d: DaemonProc, enough: int = 20) -> dict[str, int] | None:
+            counters = d.counters()
+            return counters if counters.get("oracle_comparisons", 0) >= enough else None
+
+        counters3 = wait_for(
+            lambda: (c := compared(d3)) and c.get(disagreeing, 0) >= 2 and c, 30, "disagreements"
+        )
+        assert {k: v for k, v in counters3.items() if k.startswith("oracle_dis") and v} == {
+            disagreeing: counters3[disagreeing]
+        }  # that column only
+        _, health = d3.get("/healthz")
+        assert "server_oracle" in health["reasons"]
+        status = {r["MEMBER_ID"]: r["SERVER_DISAGREEMENTS"] for r in d3.table(STATUS)}
+        assert status[M1] > 0 and status[M2] == 0 and status[M4] is None
+        for d in (d1, d2):  # their servers agree with the bus: compared, never disagreeing
+            counters = wait_for(lambda d=d: compared(d), 30, "comparisons")
+            assert [k for k, v in counters.items() if k.startswith("oracle_dis") and v] == []
+            _, health = d.get("/healthz")
+            assert "server_oracle" not in health["reasons"]
 
 
 async def test_every_daemon_shows_the_member_only_its_server_knows(
