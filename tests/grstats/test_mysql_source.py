@@ -794,3 +794,38 @@ async def test_an_offline_member_shows_no_other_members(fake: FakeMySQL, make_so
     fake.set_row(MEMBERS_TABLE, **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE=""))
     sample = await make_source(fake.port).sample(T0)
     assert sample.server_view == ()
+
+
+# -- each version's shapes -----------------------------------------------------------------
+
+
+@pytest.fixture(params=defs.VERSIONS)
+async def versioned(request: pytest.FixtureRequest) -> AsyncIterator[FakeMySQL]:
+    """A fake server declaring MySQL `request.param`'s tables (9.x: with the applier ones)."""
+    server = FakeMySQL(request.param)
+    await server.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        await server.stop()
+
+
+async def test_each_versions_shapes_give_the_local_sample(
+    versioned: FakeMySQL, make_source: Any
+) -> None:
+    online_84(versioned)
+    sample = await make_source(versioned.port).sample(T0)
+    assert (sample.member.member_id, sample.member.state, sample.member.view_id) == (
+        UUID,
+        "ONLINE",
+        VIEW_ID,
+    )
+    assert sample.stats.transactions_certified == 12345
+    assert sample.stats.transactions_committed_all_members == COMMITTED.encode()
+    # 9.x ships the WL#15620 tables (native, no channel yet); 8.x has neither
+    # table nor workers here (no figures at all)
+    if versioned.version == "9.x":
+        assert sample.applier is not None and sample.applier.source == "native"
+    else:
+        assert sample.applier is None
