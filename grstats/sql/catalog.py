@@ -100,6 +100,8 @@ class LiveTable:
 
 
 _ZERO_DATE = "0000-00-00 00:00:00"  # MySQL's all-zero timestamp, any precision
+ZERO_STAND_IN = dt.datetime(1, 1, 1)  # naive UTC wall time, as every cell here
+ZERO_TEXT = "0000-00-00 00:00:00.000000"  # as MySQL prints the zero TIMESTAMP(6)
 _SECONDS = "%Y-%m-%d %H:%M:%S"
 
 
@@ -108,12 +110,16 @@ def _cell(column: columns.Column, value: object) -> object:
 
     The snapshot shows timestamps as MySQL prints TIMESTAMP(6) values, with
     the all-zero timestamp for "none"; DuckDB has no zero date, so "none" is
-    NULL here.
+    `ZERO_STAND_IN` here (in a NOT NULL column; NULL in a nullable one).
     """
     if column.kind != "timestamp" or not isinstance(value, str):
         return value
-    if not value or value.startswith(_ZERO_DATE):
+    if not value:
         return None
+    if value.startswith(_ZERO_DATE):
+        # DuckDB has no zero date: a stand-in below every real date (MySQL's zero
+        # sorts first too), printed back as MySQL's zero text (engine.mysql_value)
+        return None if column.nullable else ZERO_STAND_IN
     # TIMESTAMP(6) has a fraction, a plain TIMESTAMP (LAST_APPLIER_START) none
     return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f" if "." in value else _SECONDS)
 

@@ -430,6 +430,8 @@ def mysql_value(value: Any) -> Any:
     if value is None or isinstance(value, (int, float, str, Decimal)):
         return value
     if isinstance(value, dt.datetime):
+        if value == catalog.ZERO_STAND_IN:
+            return catalog.ZERO_TEXT  # MySQL's zero timestamp (DuckDB has no zero date)
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value.isoformat(sep=" ")

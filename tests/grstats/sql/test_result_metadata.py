@@ -19,6 +19,8 @@ from pymysql.constants import COMMAND, FIELD_TYPE, FLAG
 from pymysql.protocol import FieldDescriptorPacket
 
 from grstats.core import columns
+from grstats.core.lag import ChannelLag, MemberLag, StageTrx
+from grstats.core.lagrows import lag_rows
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures import mysql_definitions as defs
@@ -143,3 +145,34 @@ def test_show_columns_says_null_as_mysql_declares_it(running: Running, table: st
     assert "NO" in declared.values() and (
         table != "replication_group_members" or "YES" in declared.values()
     )
+
+
+def _lag_snapshot() -> DaemonSnapshot:
+    # an idle channel: one transaction applied, none queued yet (MySQL's zero timestamps)
+    applied = StageTrx("g:1", 1_000_000, 1_000_000, 2_000_000, 3_000_000)
+    lag = MemberLag(4_000_000, (ChannelLag("group_replication_applier", True, True,
+                                           last_applied=applied),))  # fmt: skip
+    rows = tuple(lag_rows(LOCAL, lag, offset_s=0.0, spread_s=0.0))
+    return dataclasses.replace(snapshot(), member_lag=rows)
+
+
+def test_the_zero_timestamp_comes_back_as_mysql_prints_it() -> None:
+    options = SqlOptions(port=0, password_hash=native_password_hash(PASSWORD))
+    for running in serve(options, _lag_snapshot):
+        conn = pymysql.connect(
+            host="127.0.0.1", port=running.port, user="grstats", password=PASSWORD
+        )
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP IS NULL,"
+                " CAST(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP AS CHAR)"
+                " FROM performance_schema.replication_group_member_lag"
+            )
+            got = cur.fetchall()
+            cur.execute(
+                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"
+                " FROM performance_schema.replication_group_member_lag"
+            )
+            shown = cur.fetchall()  # PyMySQL gives an invalid date back as its text
+    assert shown == (("0000-00-00 00:00:00.000000",),)
+    assert got == ((0, "1970-01-01 00:00:03"),)  # MySQL's zero timestamp is not NULL
