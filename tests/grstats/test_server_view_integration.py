@@ -91,10 +91,15 @@ async def servers() -> AsyncIterator[list[FakeMySQL]]:
 
 
 def _four_rows_with_origins(d: DaemonProc) -> dict[str, Any] | None:
-    stats = [r["MEMBER_ID"] for r in d.table(STATS)]
+    # the tables are read one by one: each must show all four members at once
+    stats = d.table(STATS)
+    members = d.table(MEMBERS)
     origins = {r["MEMBER_ID"]: r["ROW_ORIGIN"] for r in d.table(STATUS)}
     want = {M1: "daemon", M2: "daemon", M3: "daemon", M4: "server"}
-    return {"stats": stats, "origins": origins} if origins == want else None
+    every = [r["MEMBER_ID"] for r in stats] == list(ALL) == [r["MEMBER_ID"] for r in members]
+    if origins != want or not every:  # MEMBER_ID order, as MySQL
+        return None
+    return {"stats": stats, "members": members}
 
 
 def _run(broker: Broker, tmp_path: Path, servers: list[FakeMySQL]) -> None:
@@ -106,16 +111,13 @@ def _run(broker: Broker, tmp_path: Path, servers: list[FakeMySQL]) -> None:
             got = wait_for(
                 lambda d=d: _four_rows_with_origins(d), 30, "four members, M4 from the server"
             )
-            assert got["stats"] == list(ALL)  # MEMBER_ID order, as MySQL
-            members = d.table(MEMBERS)
-            assert [r["MEMBER_ID"] for r in members] == list(ALL)
-            m4 = next(r for r in members if r["MEMBER_ID"] == M4)
+            m4 = next(r for r in got["members"] if r["MEMBER_ID"] == M4)
             assert (m4["MEMBER_HOST"], m4["MEMBER_STATE"], m4["MEMBER_ROLE"]) == (
                 "db4",
                 "ONLINE",
                 "SECONDARY",
             )
-            m4_stats = next(r for r in d.table(STATS) if r["MEMBER_ID"] == M4)
+            m4_stats = next(r for r in got["stats"] if r["MEMBER_ID"] == M4)
             assert m4_stats["COUNT_TRANSACTIONS_CHECKED"] == 103  # the server's figure
             status, body = http_get(d.api_port, "/metrics")
             assert status == 200
