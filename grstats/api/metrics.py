@@ -309,6 +309,18 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Bytes held by gtids envelopes waiting for their member's first stats message.",
         value=snapshot.gauges.get("pending_gtids_bytes", 0.0),
     )
+    yield CounterMetricFamily(
+        "grstats_server_oracle_comparisons",
+        "Columns compared between the local server's view of a member and what its daemon "
+        "published (ranges of the last periods; GTID texts as sets).",
+        value=counters.oracle_comparisons,
+    )
+    yield _counter_by(
+        "grstats_server_oracle_disagreements",
+        "Those comparisons that disagreed, by column: the bus did not carry what MySQL received.",
+        "column",
+        counters.oracle_disagreements,
+    )
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)
@@ -489,10 +501,17 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Envelopes refused on this member's topics, by reason.",
         labels=(*_MEMBER_LABELS, "reason"),
     )
+    from_server = GaugeMetricFamily(
+        "grstats_member_from_server",
+        "1 when the member's rows come from the local server's view only (no grstats "
+        "daemon publishes for it), 0 when from its daemon.",
+        labels=_MEMBER_LABELS,
+    )
     for row in snapshot.member_status:
         labels = _labels(row, {}, _text(row.get(col.GROUP_NAME)) or snapshot.group_name)
         if labels is None:
             continue
+        from_server.add_metric(labels, 1 if row.get(col.ROW_ORIGIN) == col.ORIGIN_SERVER else 0)
         age = _number(row.get(col.LAST_SEEN_AGE_SECONDS))
         if age is not None:
             last_seen.add_metric(labels, taken_at_s - age)
@@ -506,6 +525,7 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield last_seen
     yield member_accepted
     yield member_rejected
+    yield from_server
 
 
 def snapshot_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegistry:

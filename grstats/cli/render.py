@@ -11,8 +11,13 @@ never the order keys happen to have in a row; a key missing from a row is NULL.
 Text from the bus or a server is untrusted: every cell of the table, vertical
 and CSV renderings goes through `visible`, which shows control characters as
 escapes (`\x1b`, `\x9b`, `\u202e`), so a member's host, state or version
-cannot move the cursor, clear or recolour the operator's terminal, or split a
-CSV record. JSON escapes them itself.
+cannot move the cursor, clear or recolour the operator's terminal. A newline
+(LF) inside a value is data, not a control: MySQL prints a GTID set with
+",\n" between its UUIDs. The table shows such a value as a cell of several
+lines, `vertical` prints it as the mysql client's \\G does (continuation lines
+from the margin), CSV quotes the real newline (RFC 4180) so the value reads
+back exactly; every other control character stays escaped. JSON escapes them
+itself.
 """
 
 from __future__ import annotations
@@ -61,6 +66,11 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+def _lines(text: str) -> str:
+    # newlines are data (a GTID set's ",\n"); each line is escaped on its own
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
 def cell_text(value: object) -> str:
     """How the mysql client prints one value: NULL for None, numbers as digits.
 
@@ -76,7 +86,7 @@ def cell_text(value: object) -> str:
         return str(int(value))
     if isinstance(value, float):
         return f"{value:.3f}"
-    return visible(str(value))
+    return _lines(str(value))
 
 
 def _is_number(value: object) -> bool:
@@ -108,10 +118,10 @@ def table(
     """
     if not rows:
         return _rows_in_set(0) + "\n"
-    texts = [[cell_text(row.get(col)) for col in columns] for row in rows]
+    texts = [[cell_text(row.get(col)).split("\n") for col in columns] for row in rows]
     widths = [len(col) for col in columns]
-    for line in texts:
-        widths = [max(w, len(t)) for w, t in zip(widths, line, strict=True)]
+    for cells in texts:
+        widths = [max(w, *map(len, t)) for w, t in zip(widths, cells, strict=True)]
     # The mysql client right-aligns a column whose values are numbers.
     numeric = [
         col in right
@@ -123,12 +133,16 @@ def table(
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
     out = [rule, "| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |"]
     out.append(rule)
-    for line in texts:
-        cells = (
-            t.rjust(w) if num else t.ljust(w)
-            for t, w, num in zip(line, widths, numeric, strict=True)
-        )
-        out.append("| " + " | ".join(cells) + " |")
+    for cells in texts:
+        # a multi-line cell makes its row several lines high; the others pad with blanks
+        for i in range(max(len(t) for t in cells)):
+            parts = (
+                (t[i] if i < len(t) else "").rjust(w)
+                if num
+                else (t[i] if i < len(t) else "").ljust(w)
+                for t, w, num in zip(cells, widths, numeric, strict=True)
+            )
+            out.append("| " + " | ".join(parts) + " |")
     out.append(rule)
     out.append(_rows_in_set(len(rows)))
     return "\n".join(out) + "\n"
@@ -156,11 +170,14 @@ def vertical(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> st
 def _csv_cell(value: object) -> object:
     if value is None:
         return ""
-    return visible(value) if isinstance(value, str) else value
+    return _lines(value) if isinstance(value, str) else value
 
 
 def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
     """RFC 4180 CSV with a header line; None is an empty field, control characters escaped.
+
+    A newline inside a value is kept (the field is quoted), so a GTID set reads
+    back exactly with any RFC 4180 reader.
 
     Args:
         rows: the rows to show.

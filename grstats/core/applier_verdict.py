@@ -41,11 +41,11 @@ _WAIT_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     "commit_order": (col.WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME,),
     "dependencies": (col.WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME,),
     "queue_memory": (
-        col.WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME,
+        col.WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME,
         col.WAITS_WORKER_QUEUES_FULL_SUM_TIME,
     ),
     "too_few_workers": (col.WAITS_FOR_AVAILABLE_WORKER_SUM_TIME,),
-    "relay_log_read": (col.READ_FROM_RELAY_LOG_SUM_TIME,),
+    "relay_log_read": (col.TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME,),
 }
 _WORK: Final = col.WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME
 

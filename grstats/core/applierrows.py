@@ -4,8 +4,8 @@ Strategy: the member's `MemberApplier` (the local sample's or a remote
 member's last `ext.applier`) becomes MySQL's rows with MEMBER_ID added as
 the first key, column for column: the values are shown as the member's server
 reported them (nanoseconds, bytes), NULL where it could not tell.
-LAST_APPLIER_START is shown as MySQL prints a timestamp, in UTC, NULL when
-unknown.
+LAST_APPLIER_START is shown as MySQL prints its TIMESTAMP (whole seconds,
+no fraction: MySQL declares it without one), in UTC, NULL when unknown.
 
 Invariants: one row per (member, channel) and per (member, channel, worker);
 a value is never invented (None stays NULL).
@@ -39,13 +39,13 @@ CHANNEL_COLUMNS: Final = (
     ("waits_for_worker_ns", col.WAITS_FOR_AVAILABLE_WORKER_SUM_TIME),
     ("waits_dependency_count", col.WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT),
     ("waits_dependency_ns", col.WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME),
-    ("waits_queue_memory_count", col.WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT),
-    ("waits_queue_memory_ns", col.WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME),
+    ("waits_queue_memory_count", col.WAITS_FOR_WORKER_QUEUE_MEMORY_COUNT),
+    ("waits_queue_memory_ns", col.WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME),
     ("waits_queues_full_count", col.WAITS_WORKER_QUEUES_FULL_COUNT),
     ("waits_queues_full_ns", col.WAITS_WORKER_QUEUES_FULL_SUM_TIME),
     ("waits_commit_order_count", col.WAITS_DUE_TO_COMMIT_ORDER_COUNT),
     ("waits_commit_order_ns", col.WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME),
-    ("read_relay_log_ns", col.READ_FROM_RELAY_LOG_SUM_TIME),
+    ("read_relay_log_ns", col.TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME),
 )
 
 
@@ -57,7 +57,7 @@ def metrics_rows(member_id: str, applier: MemberApplier) -> list[Row]:
         for field, name in CHANNEL_COLUMNS:
             row[name] = getattr(c, field)
         row[col.LAST_APPLIER_START] = (
-            None if c.last_start_us is None else format_timestamp(c.last_start_us)
+            None if c.last_start_us is None else format_timestamp(c.last_start_us, fsp=0)
         )
         rows.append({name: row[name] for name in col.APPLIER_METRICS.names})
     return rows

@@ -86,7 +86,9 @@ CLOCK_OFFSET_SECONDS: Final = "CLOCK_OFFSET_SECONDS"
 LAG_WITHIN_CLOCK_OFFSET: Final = "LAG_WITHIN_CLOCK_OFFSET"
 
 # replication_applier_metrics and replication_applier_progress_by_worker
-# (WL#15620; MySQL 9.1 Enterprise, every edition from 9.7), names as the seed has them
+# (WL#15620; MySQL 9.1 Enterprise, every edition from 9.7), names as MySQL ships
+# them (components/replication_applier_metrics/applier_metrics_pfs_table.cc);
+# the worklog's draft names differ for three columns, see _HISTORY_DRAFT_NAMES
 TOTAL_ACTIVE_TIME_DURATION: Final = "TOTAL_ACTIVE_TIME_DURATION"
 LAST_APPLIER_START: Final = "LAST_APPLIER_START"
 TRANSACTIONS_COMMITTED_COUNT: Final = "TRANSACTIONS_COMMITTED_COUNT"
@@ -103,13 +105,13 @@ WAITS_FOR_AVAILABLE_WORKER_COUNT: Final = "WAITS_FOR_AVAILABLE_WORKER_COUNT"
 WAITS_FOR_AVAILABLE_WORKER_SUM_TIME: Final = "WAITS_FOR_AVAILABLE_WORKER_SUM_TIME"
 WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT: Final = "WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT"
 WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME: Final = "WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME"
-WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT: Final = "WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT"
-WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME: Final = "WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME"
+WAITS_FOR_WORKER_QUEUE_MEMORY_COUNT: Final = "WAITS_FOR_WORKER_QUEUE_MEMORY_COUNT"
+WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME: Final = "WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME"
 WAITS_WORKER_QUEUES_FULL_COUNT: Final = "WAITS_WORKER_QUEUES_FULL_COUNT"
 WAITS_WORKER_QUEUES_FULL_SUM_TIME: Final = "WAITS_WORKER_QUEUES_FULL_SUM_TIME"
 WAITS_DUE_TO_COMMIT_ORDER_COUNT: Final = "WAITS_DUE_TO_COMMIT_ORDER_COUNT"
 WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME: Final = "WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME"
-READ_FROM_RELAY_LOG_SUM_TIME: Final = "READ_FROM_RELAY_LOG_SUM_TIME"
+TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME: Final = "TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME"
 WORKER_ID: Final = "WORKER_ID"
 THREAD_ID: Final = "THREAD_ID"
 ONGOING_TRANSACTION_TYPE: Final = "ONGOING_TRANSACTION_TYPE"
@@ -117,6 +119,15 @@ ONGOING_TRANSACTION_FULL_SIZE_BYTES: Final = "ONGOING_TRANSACTION_FULL_SIZE_BYTE
 ONGOING_TRANSACTION_APPLIED_SIZE_BYTES: Final = "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES"
 # grstats_member_status: where a member's applier metrics come from
 APPLIER_METRICS_SOURCE: Final = "APPLIER_METRICS_SOURCE"
+# grstats_member_status: where a member's rows come from: 'daemon' (the member's
+# own daemon: the local sample or the bus) or 'server' (the local server's view
+# only: no daemon publishes for that member)
+ROW_ORIGIN: Final = "ROW_ORIGIN"
+ORIGIN_DAEMON: Final = "daemon"
+ORIGIN_SERVER: Final = "server"
+# grstats_member_status: comparisons of the local server's view of a member with
+# what its daemon published that disagreed (core.oracle); NULL: never compared
+SERVER_DISAGREEMENTS: Final = "SERVER_DISAGREEMENTS"
 
 # Why an envelope was refused; each reason is counted per member and in total.
 REJECT_REASONS: Final = (
@@ -322,6 +333,8 @@ MEMBER_STATUS = TableDef(
         # 'native' (WL#15620 tables), 'derived' (a pre-WL#15620 server: only what
         # its 8.0 tables tell, the rest NULL; see core.applier), NULL (none)
         Column(APPLIER_METRICS_SOURCE, "char(16)", nullable=True),
+        Column(ROW_ORIGIN, "char(8)"),
+        Column(SERVER_DISAGREEMENTS, "bigint unsigned", "counter", nullable=True),
     ),
 )
 
@@ -330,6 +343,12 @@ def _ts(name: str, metric: str | None = None, help_: str = "") -> Column:
     # MySQL's TIMESTAMP(6): shown as 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC), the
     # all-zero value when there is none, as performance_schema shows it.
     return Column(name, "timestamp(6)", "timestamp", metric=metric, help=help_)
+
+
+def _gtid(name: str) -> Column:
+    # MySQL 8.4+: CHAR(90), nullable (a tagged GTID is up to 89 characters; 8.0's
+    # CHAR(57) GTIDs fit); the mysql source keeps all of it
+    return Column(name, "char(90)", nullable=True)
 
 
 def _seconds(
@@ -356,17 +375,17 @@ MEMBER_LAG = TableDef(
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
-        Column(LAST_QUEUED_TRANSACTION, "char(57)"),
+        _gtid(LAST_QUEUED_TRANSACTION),
         _ts(LAST_QUEUED_ORIGINAL_COMMIT),
         _ts(LAST_QUEUED_IMMEDIATE_COMMIT),
         _ts(LAST_QUEUED_START_QUEUE),
         _ts(LAST_QUEUED_END_QUEUE),
-        Column(LAST_PROCESSED_TRANSACTION, "char(57)"),
+        _gtid(LAST_PROCESSED_TRANSACTION),
         _ts(LAST_PROCESSED_ORIGINAL_COMMIT),
         _ts(LAST_PROCESSED_IMMEDIATE_COMMIT),
         _ts(LAST_PROCESSED_START_BUFFER),
         _ts(LAST_PROCESSED_END_BUFFER),
-        Column(LAST_APPLIED_TRANSACTION, "char(57)"),
+        _gtid(LAST_APPLIED_TRANSACTION),
         _ts(
             LAST_APPLIED_ORIGINAL_COMMIT,
             _MYSQLD_EXPORTER + "last_applied_transaction_original_commit_timestamp_seconds",
@@ -387,7 +406,7 @@ MEMBER_LAG = TableDef(
             _MYSQLD_EXPORTER + "last_applied_transaction_end_apply_timestamp_seconds",
             "When the member finished applying the last applied transaction.",
         ),
-        Column(APPLYING_TRANSACTION, "char(57)"),
+        _gtid(APPLYING_TRANSACTION),
         _ts(
             APPLYING_ORIGINAL_COMMIT,
             _MYSQLD_EXPORTER + "applying_transaction_original_commit_timestamp_seconds",
@@ -582,6 +601,17 @@ _WAITS = _APPLIER_METRIC + "waits_total"
 _WAIT_SECONDS = _APPLIER_METRIC + "wait_seconds_total"
 
 
+# History columns keep the names they were first stored under: three applier
+# columns were declared with the worklog's draft names before MySQL's shipped
+# ones were checked (MySQL name -> stored history column). Parquet files, the
+# Spark rollups and their reports use the stored names.
+_HISTORY_DRAFT_NAMES: Final = {
+    WAITS_FOR_WORKER_QUEUE_MEMORY_COUNT: "waits_for_worker_queues_memory_count",
+    WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME: "waits_for_worker_queues_memory_sum_time",
+    TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME: "read_from_relay_log_sum_time",
+}
+
+
 def _applier(  # noqa: PLR0917 - a declaration table reads best positionally
     name: str,
     kind: ColumnKind,
@@ -594,7 +624,7 @@ def _applier(  # noqa: PLR0917 - a declaration table reads best positionally
         name,
         sql_type,
         kind,
-        history=name.lower(),
+        history=_HISTORY_DRAFT_NAMES.get(name, name.lower()),
         metric=metric,
         help=help_,
         nullable=True,
@@ -603,12 +633,9 @@ def _applier(  # noqa: PLR0917 - a declaration table reads best positionally
 
 
 def _wait(name: str, what: str, help_count: str = "", help_time: str = "") -> tuple[Column, Column]:
-    unsigned = "bigint unsigned" if what == "commit_order" else "bigint"
     return (
-        _applier(f"{name}_COUNT", "counter", _WAITS, help_count, (("wait", what),), unsigned),
-        _applier(
-            f"{name}_SUM_TIME", "counter", _WAIT_SECONDS, help_time, (("wait", what),), unsigned
-        ),
+        _applier(f"{name}_COUNT", "counter", _WAITS, help_count, (("wait", what),)),
+        _applier(f"{name}_SUM_TIME", "counter", _WAIT_SECONDS, help_time, (("wait", what),)),
     )
 
 
@@ -688,11 +715,11 @@ APPLIER_METRICS = TableDef(
         ),
         *_wait("WAITS_FOR_AVAILABLE_WORKER", "available_worker"),
         *_wait("WAITS_COMMIT_SCHEDULE_DEPENDENCY", "commit_schedule_dependency"),
-        *_wait("WAITS_FOR_WORKER_QUEUES_MEMORY", "worker_queues_memory"),
+        *_wait("WAITS_FOR_WORKER_QUEUE_MEMORY", "worker_queues_memory"),
         *_wait("WAITS_WORKER_QUEUES_FULL", "worker_queues_full"),
         *_wait("WAITS_DUE_TO_COMMIT_ORDER", "commit_order"),
         _applier(
-            READ_FROM_RELAY_LOG_SUM_TIME,
+            TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME,
             "counter",
             _APPLIER_METRIC + "relay_log_read_seconds_total",
             "Time the applier spent reading events from the relay log.",
@@ -706,8 +733,8 @@ APPLIER_PROGRESS_BY_WORKER = TableDef(
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
-        Column(WORKER_ID, "bigint unsigned", "number"),
-        Column(THREAD_ID, "bigint unsigned", "number", nullable=True),
+        Column(WORKER_ID, "bigint", "number"),
+        Column(THREAD_ID, "bigint", "number", nullable=True),
         Column(ONGOING_TRANSACTION_TYPE, "enum('UNASSIGNED','DML','DDL')", nullable=True),
         _applier(
             ONGOING_TRANSACTION_FULL_SIZE_BYTES,

@@ -53,6 +53,7 @@ from grstats.core.snapshot import Row
 ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
 APPLIER_QUEUE_APPLIED = "applier_queue_applied"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ZERO_DATE = "0000-00-00 00:00:00"  # MySQL's zero TIMESTAMP, any precision
 _TIME_MAX_US = ((838 * 60 + 59) * 60 + 59) * 1_000_000  # MySQL TIME '838:59:59'
 
 
@@ -60,20 +61,29 @@ _TIME_MAX_US = ((838 * 60 + 59) * 60 + 59) * 1_000_000  # MySQL TIME '838:59:59'
 # parses them back), but they change only when a member moves on to a new
 # transaction: memoised, bounded.
 @lru_cache(maxsize=8192)
-def format_timestamp(us: int | None) -> str:
-    """A µs timestamp as MySQL prints a TIMESTAMP(6), in UTC; None: the zero timestamp."""
-    if us is None:
-        return ZERO_TIMESTAMP
-    return (_EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+def format_timestamp(us: int | None, fsp: int = 6) -> str:
+    """A µs timestamp as MySQL prints a TIMESTAMP(fsp), in UTC; None: the zero timestamp.
+
+    Args:
+        us: microseconds since the epoch, or None.
+        fsp: the column's fractional digits (6 for TIMESTAMP(6), 0 for TIMESTAMP).
+    """
+    text = (
+        ZERO_TIMESTAMP
+        if us is None
+        else (_EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    )
+    return text[: 20 + fsp] if fsp else text[:19]
 
 
 @lru_cache(maxsize=8192)
 def parse_timestamp(text: object) -> int | None:
     """The µs of a `format_timestamp` text; None for the zero timestamp or anything else."""
-    if not isinstance(text, str) or text == ZERO_TIMESTAMP:
+    if not isinstance(text, str) or text.startswith(_ZERO_DATE):
         return None
     try:
-        when = datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
+        shape = "%Y-%m-%d %H:%M:%S.%f" if len(text) > 19 else "%Y-%m-%d %H:%M:%S"
+        when = datetime.strptime(text, shape).replace(tzinfo=UTC)
     except ValueError:
         return None
     delta = when - _EPOCH

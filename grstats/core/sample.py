@@ -64,6 +64,20 @@ class ServerFlowControl:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerViewMember:
+    """Another member as the local server's own tables show it.
+
+    MySQL receives every member's stats message itself (WL#10380), so its
+    replication_group_members / _member_stats have a row for every member of
+    its view, with or without a grstats daemon on that member (counters 0 and
+    texts "" until the member's stats arrive).
+    """
+
+    member: LocalMember  # its replication_group_members row (and VIEW_ID)
+    stats: PipelineStats  # its replication_group_member_stats row, as for the local one
+
+
+@dataclass(frozen=True, slots=True)
 class LocalSample:
     """One reading of the local member: identity plus its live pipeline stats."""
 
@@ -76,3 +90,6 @@ class LocalSample:
     flow_control: ServerFlowControl | None = None
     # WL#15620 applier metrics (at_us = sampled_at_us); None when the source has none
     applier: MemberApplier | None = None
+    # the other members of the local server's view, in MEMBER_ID order; () when the
+    # source cannot tell (simulated, or the server's rows could not be read)
+    server_view: tuple[ServerViewMember, ...] = ()

@@ -67,6 +67,9 @@ class DaemonCounters:
             by section name (names bounded; see `core.tables.count_dropped_ext`).
         pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
         pending_gtids_expired: pending gtids envelopes dropped after forget_after.
+        oracle_comparisons: columns compared between the local server's view of
+            a member and what its daemon published (core.oracle).
+        oracle_disagreements: those comparisons that disagreed, by column.
     """
 
     envelopes_accepted: int = 0
@@ -82,6 +85,8 @@ class DaemonCounters:
     ext_dropped: Mapping[str, int] = field(default_factory=dict)
     pending_gtids_refused: int = 0
     pending_gtids_expired: int = 0
+    oracle_comparisons: int = 0
+    oracle_disagreements: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -102,6 +107,10 @@ class DaemonCounters:
         out["pending_gtids_expired"] = self.pending_gtids_expired
         for reason in REJECT_REASONS:
             out[f"envelopes_rejected_{reason}"] = self.rejected.get(reason, 0)
+        if self.oracle_comparisons:
+            out["oracle_comparisons"] = self.oracle_comparisons
+            for column, count in sorted(self.oracle_disagreements.items()):
+                out[f"oracle_disagreements_{column.lower()}"] = count
         return out
 
 

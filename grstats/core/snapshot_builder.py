@@ -16,7 +16,11 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
   member reported (`core.lagrows`), beside the same members as the stats;
 - replication_applier_metrics / _progress_by_worker likewise from each
   member's applier metrics (`core.applierrows`), and grstats_member_status
-  says where they came from (APPLIER_METRICS_SOURCE).
+  says where they came from (APPLIER_METRICS_SOURCE);
+- a member of the local server's view that no daemon speaks for (its rows
+  come from the server's own tables, `LocalSample.server_view`) gets rows
+  as MySQL shows them, ROW_ORIGIN 'server' in grstats_member_status;
+- rows are in MEMBER_ID order, as MySQL shows them.
 """
 
 from __future__ import annotations
@@ -110,6 +114,14 @@ def build_snapshot(
                 clocks.setdefault(key[0], []).append(offset)
             if remote.lag is not None:
                 lags.append((key[0], env.member.id, remote.lag, offset))
+    if not alone and local is not None and local.sample is not None:
+        for row in _server_view_rows(local.sample, registry, group or "", view_id):
+            stats_rows.append(row[0])
+            member_rows.append(row[1])
+            status_rows.append(row[2])
+    # MySQL shows its rows in MEMBER_ID order (the group's member list is sorted by UUID)
+    for rows in (stats_rows, member_rows, status_rows):
+        rows.sort(key=_member_id_order)
     merged_gauges = {"members_known": float(len(member_rows)), **gauges}
     return DaemonSnapshot(
         taken_at_us=now_us,
@@ -126,6 +138,50 @@ def build_snapshot(
         health=health,
         departed=registry.departed(),
     )
+
+
+def _member_id_order(row: Row) -> tuple[str, str]:
+    return (str(row.get(col.GROUP_NAME) or ""), str(row.get(col.MEMBER_ID) or ""))
+
+
+def _server_view_rows(
+    sample: LocalSample, registry: MemberRegistry, group: str, view_id: str
+) -> list[tuple[Row, Row, Row]]:
+    """Rows of the members only the local server shows (no daemon heard from them).
+
+    They are shown as MySQL shows them (its counters and texts, its member
+    row) and marked ROW_ORIGIN 'server' in grstats_member_status.
+    """
+    heard = {key[1] for key, _ in registry.items()}
+    out = []
+    for other in sample.server_view:
+        m = other.member
+        if m.member_id in heard or m.member_id == sample.member.member_id:
+            continue
+        stats = stats_row(m.view_id or view_id, m.member_id, other.stats)
+        member = member_row(
+            member_id=m.member_id,
+            host=m.host,
+            port=m.port,
+            state=m.state,
+            underlying_state=m.state,
+            role=m.role,
+            version=m.version,
+            stack=m.communication_stack,
+        )
+        status = _status_row(
+            group,
+            m.member_id,
+            is_local=False,
+            age_s=None,
+            incarnation=None,
+            seq=None,
+            accepted=0,
+            rejections={},
+            origin=col.ORIGIN_SERVER,
+        )
+        out.append((stats, member, status))
+    return out
 
 
 def _local_stats_row(sample: LocalSample | None) -> Row:
@@ -174,6 +230,7 @@ def _status_row(
     accepted: int,
     rejections: Mapping[str, int],
     applier_source: str | None = None,
+    origin: str = col.ORIGIN_DAEMON,
 ) -> Row:
     row: dict[str, str | int | float | None] = {
         col.GROUP_NAME: group,
@@ -187,6 +244,8 @@ def _status_row(
     for reason in col.REJECT_REASONS:
         row[col.rejected_column(reason)] = rejections.get(reason, 0)
     row[col.APPLIER_METRICS_SOURCE] = applier_source
+    row[col.ROW_ORIGIN] = origin
+    row[col.SERVER_DISAGREEMENTS] = None  # filled by MemberTables from its oracle
     return row
 
 

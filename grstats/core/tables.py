@@ -31,9 +31,10 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.columns import REJECT_REASONS
+from grstats.core.columns import MEMBER_ID, REJECT_REASONS, SERVER_DISAGREEMENTS
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
+from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
@@ -104,6 +105,8 @@ class MemberTables:
         if group is not None:
             self.flow = FlowReplay(self._flow_settings, catch_up_limit_s)
         self._local_state = MemberStatsState()
+        # the local server's view of each member against its daemon (daemon only)
+        self.oracle: ServerOracle | None = None if group is None else ServerOracle()
 
     @property
     def version(self) -> int:
@@ -126,6 +129,9 @@ class MemberTables:
             self._local_state = self._local_state.apply(sample.stats)
             own = sample.member.member_id or self.local_member_id or ""
             self.flow.receive(own, self._local_state, sample.sampled_at_us)
+        if self.oracle is not None and sample.server_view:
+            heard = {key[1]: True for key, _ in self.registry.items()}
+            self.oracle.check(sample.server_view, heard)
 
     def receive(
         self, topic: str, payload: bytes, received_at_us: int, *, retained: bool = False
@@ -165,11 +171,14 @@ class MemberTables:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted_total += 1
-                replay = self._replay_for(msg.key[0]) if isinstance(msg, Admitted) else None
-                if replay is not None and isinstance(msg, Admitted):
-                    remote = self.registry.get(msg.key)
-                    if remote is not None:
-                        replay.receive(msg.key[1], remote.state, received_at_us)
+                key = msg.key if isinstance(msg, Admitted) else None
+                remote = None if key is None else self.registry.get(key)
+                if key is not None and remote is not None:
+                    replay = self._replay_for(key[0])
+                    if replay is not None:
+                        replay.receive(key[1], remote.state, received_at_us)
+                    if self.oracle is not None:
+                        self.oracle.bus(key[1], remote.state)
                 if result.lag_error:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
@@ -198,6 +207,8 @@ class MemberTables:
             replay = self.replay(group)
             if replay is not None:
                 replay.forget(member_id)
+            if self.oracle is not None:
+                self.oracle.forget(member_id)
         return removed
 
     def tick(self, now_us: int) -> list[MemberKey]:
@@ -242,6 +253,7 @@ class MemberTables:
 
     def counters(self) -> DaemonCounters:
         """Receive-path totals (bus and publish counters are the daemon's)."""
+        oracle = self.oracle
         return DaemonCounters(
             envelopes_accepted=self.accepted_total,
             envelopes_own=self.own_total,
@@ -252,6 +264,8 @@ class MemberTables:
             ext_dropped=dict(self.ext_dropped),
             pending_gtids_refused=self.registry.pending_gtids.refused,
             pending_gtids_expired=self.registry.pending_gtids.expired,
+            oracle_comparisons=0 if oracle is None else oracle.comparisons,
+            oracle_disagreements={} if oracle is None else dict(oracle.disagreements),
         )
 
     def _pending_gauges(self) -> dict[str, float]:
@@ -267,6 +281,14 @@ class MemberTables:
         held = self.registry.pending_gtids.bytes
         bound = self.registry.pending_gtids.max_bytes
         return (f"bus: pending gtids hold {held} of {bound} bytes (newcomers refused)",)
+
+    def _oracle_gauge(self, gauges: Mapping[str, float]) -> dict[str, float]:
+        # /healthz: degraded ("server_oracle") while the server's view of a member
+        # disagrees with its daemon (which members and columns: snapshot.health and
+        # grstats_member_status SERVER_DISAGREEMENTS)
+        if self.oracle is None:
+            return dict(gauges)
+        return {**gauges, "degraded_server_oracle": 1.0 if self.oracle.current else 0.0}
 
     def snapshot(
         self,
@@ -304,9 +326,20 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges={**(gauges or {}), **self._pending_gauges()},
-            health=(*health, *self._pending_health()),
+            gauges=self._oracle_gauge({**(gauges or {}), **self._pending_gauges()}),
+            health=(
+                *health,
+                *self._pending_health(),
+                *(() if self.oracle is None else self.oracle.reasons()),
+            ),
         )
+        if self.oracle is not None and self.oracle.by_member:
+            compared = self.oracle.by_member
+            status = tuple(
+                {**r, SERVER_DISAGREEMENTS: compared.get(str(r[MEMBER_ID]))}
+                for r in snap.member_status
+            )
+            snap = dataclasses.replace(snap, member_status=status)
         if self.flow is None:
             return snap
         sample = self._local.sample if self._local is not None else None

@@ -102,7 +102,10 @@ class LiveTable:
         return pa.Table.from_pydict(data, schema=schema)
 
 
-_ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
+_ZERO_DATE = "0000-00-00 00:00:00"  # MySQL's all-zero timestamp, any precision
+ZERO_STAND_IN = dt.datetime(1, 1, 1)  # naive UTC wall time, as every cell here
+ZERO_TEXT = "0000-00-00 00:00:00.000000"  # as MySQL prints the zero TIMESTAMP(6)
+_SECONDS = "%Y-%m-%d %H:%M:%S"
 
 
 def _cell(column: columns.Column, value: object) -> object:
@@ -110,13 +113,18 @@ def _cell(column: columns.Column, value: object) -> object:
 
     The snapshot shows timestamps as MySQL prints TIMESTAMP(6) values, with
     the all-zero timestamp for "none"; DuckDB has no zero date, so "none" is
-    NULL here.
+    `ZERO_STAND_IN` here (in a NOT NULL column; NULL in a nullable one).
     """
     if column.kind != "timestamp" or not isinstance(value, str):
         return value
-    if not value or value == _ZERO_TIMESTAMP:
+    if not value:
         return None
-    return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f")
+    if value.startswith(_ZERO_DATE):
+        # DuckDB has no zero date: a stand-in below every real date (MySQL's zero
+        # sorts first too), printed back as MySQL's zero text (engine.mysql_value)
+        return None if column.nullable else ZERO_STAND_IN
+    # TIMESTAMP(6) has a fraction, a plain TIMESTAMP (LAST_APPLIER_START) none
+    return dt.datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f" if "." in value else _SECONDS)
 
 
 def live_tables() -> tuple[LiveTable, ...]:
@@ -128,6 +136,16 @@ def live_tables() -> tuple[LiveTable, ...]:
             name = name.removeprefix("grstats_")
         out.append(LiveTable(t.schema, name, t))
     return tuple(out)
+
+
+def not_null_columns() -> frozenset[tuple[str, str, str]]:
+    """(schema, table, column) of the live columns declared NOT NULL (SHOW COLUMNS' Null: NO)."""
+    return frozenset(
+        (live.schema, live.name, c.name)
+        for live in live_tables()
+        for c in live.table.columns
+        if not c.nullable
+    )
 
 
 def history_sql_types() -> dict[str, str]:

@@ -25,7 +25,12 @@ TABLES: tuple[str, ...] = tuple(INFO_SCHEMA[catalog.INFORMATION_SCHEMA])
 
 def tables(mapping: Mapping[str, Mapping[str, Mapping[str, str]]]) -> dict[str, pa.Table]:
     """information_schema's tables for the catalog `mapping`, as Arrow tables."""
-    data = info_schema_tables(mapping_to_columns(dict(mapping)))[catalog.INFORMATION_SCHEMA]
+    columns = mapping_to_columns(dict(mapping))
+    # Null as the declarations say (the library's mapping form calls every column nullable)
+    not_null = catalog.not_null_columns()
+    for c in columns:
+        c.is_nullable = (c.schema, c.table, c.name) not in not_null
+    data = info_schema_tables(columns)[catalog.INFORMATION_SCHEMA]
     return {name: _table(name, list(data[name].rows)) for name in TABLES}
 
 

@@ -15,6 +15,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from grstats.sql import catalog
 from grstats.sql.errors import TOO_BIG_SELECT, SqlError
 
 LARGE_ROW_BYTES = 0xFFFFFF - 64  # near the 16 MiB packet payload limit (a margin for prefixes)
@@ -73,6 +74,8 @@ def mysql_value(value: Any) -> Any:
     if value is None or isinstance(value, (int, float, str, Decimal)):
         return value
     if isinstance(value, dt.datetime):
+        if value == catalog.ZERO_STAND_IN:
+            return catalog.ZERO_TEXT  # MySQL's zero timestamp (DuckDB has no zero date)
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value.isoformat(sep=" ")

@@ -177,6 +177,28 @@ def daemon_config(
     }
 
 
+def mysql_daemon_config(
+    broker_port: int,
+    server_port: int,
+    password_file: Path,
+    *,
+    period: float = 0.25,
+    gtid_interval: float = 30,
+) -> dict[str, Any]:
+    """A daemon reading a (fake) MySQL server on loopback: group and member id from the server."""
+    config = daemon_config(broker_port, M1, [M1], period=period, gtid_interval=gtid_interval)
+    del config["simulated"]
+    config["member"] = {}
+    config["source"] = {"kind": "mysql"}
+    config["mysql"] = {
+        "dsn": f"mysql://grstats@127.0.0.1:{server_port}",
+        "password_file": str(password_file),
+        "retry_initial": 0.05,
+        "retry_max": 0.2,
+    }
+    return config
+
+
 def spawn_daemon(
     workdir: Path,
     config: dict[str, Any],

@@ -1,7 +1,8 @@
 """The mysql source's WL#15620 read over the real wire protocol (mysql-mimic).
 
-A 9.7-shaped server has replication_applier_metrics and
-replication_applier_progress_by_worker: shown exactly. An 8.0-shaped one has
+A 9.x-shaped server has replication_applier_metrics and
+replication_applier_progress_by_worker, declared as MySQL ships them
+(tests/fixtures/mysql_definitions.json): shown exactly, every column read. An 8.0-shaped one has
 neither: ongoing and pending come from its 8.0 tables, everything else NULL,
 and no error. Expected values are written by hand.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
+from tests.fixtures import mysql_definitions as defs
 from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
     T0,
     WORKER_COLUMNS_84,
@@ -26,31 +28,20 @@ __all__ = ["fake", "make_source"]  # fixtures used by name
 CH = "group_replication_applier"
 METRICS_TABLE = "replication_applier_metrics"
 PROGRESS_TABLE = "replication_applier_progress_by_worker"
-METRICS_COLUMNS = [
-    "CHANNEL_NAME", "TOTAL_ACTIVE_TIME_DURATION", "LAST_APPLIER_START",
-    "TRANSACTIONS_COMMITTED_COUNT", "TRANSACTIONS_ONGOING_COUNT", "TRANSACTIONS_PENDING_COUNT",
-    "TRANSACTIONS_COMMITTED_SIZE_BYTES_SUM", "TRANSACTIONS_ONGOING_FULL_SIZE_BYTES_SUM",
-    "TRANSACTIONS_ONGOING_PROGRESS_SIZE_BYTES_SUM", "TRANSACTIONS_PENDING_SIZE_BYTES_SUM",
-    "EVENTS_COMMITTED_COUNT",
-    "WAITS_FOR_WORK_FROM_SOURCE_COUNT", "WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME",
-    "WAITS_FOR_AVAILABLE_WORKER_COUNT", "WAITS_FOR_AVAILABLE_WORKER_SUM_TIME",
-    "WAITS_COMMIT_SCHEDULE_DEPENDENCY_COUNT", "WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME",
-    "WAITS_FOR_WORKER_QUEUES_MEMORY_COUNT", "WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME",
-    "WAITS_WORKER_QUEUES_FULL_COUNT", "WAITS_WORKER_QUEUES_FULL_SUM_TIME",
-    "WAITS_DUE_TO_COMMIT_ORDER_COUNT", "WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME",
-    "READ_FROM_RELAY_LOG_SUM_TIME",
-]  # fmt: skip
-PROGRESS_COLUMNS = [
-    "CHANNEL_NAME", "WORKER_ID", "THREAD_ID", "ONGOING_TRANSACTION_TYPE",
-    "ONGOING_TRANSACTION_FULL_SIZE_BYTES", "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES",
-]  # fmt: skip
+# MySQL 9.x's own definitions (components/replication_applier_metrics), never grstats'
+METRICS_COLUMNS = defs.names(METRICS_TABLE, "9.x")
+PROGRESS_COLUMNS = defs.names(PROGRESS_TABLE, "9.x")
+LAST_START_US = 1_795_424_400_000_000  # 2026-11-23 09:00:00 UTC
 
 
 def _97(fake: FakeMySQL) -> None:
     online_84(fake, COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE=3)
-    values = [CH, 7_200_000_000_000, "2026-11-23 09:00:00.000000", 1000, 2, 3, 1_200_000, 2400,
-              900, 3600, 5000, 40, 6_000_000_000_000, 5, 1_000_000, 6, 2_000_000, 0, 0, 1, 30_000,
-              7, 3_000_000, 4_000_000]  # fmt: skip
+    fake.declare(METRICS_TABLE, "9.x")
+    fake.declare(PROGRESS_TABLE, "9.x")
+    # LAST_APPLIER_START is a TIMESTAMP (no fraction): the fake shows it as MySQL does
+    values = [CH, 7_200_000_000_000, LAST_START_US, 1000, 2, 3, 1_200_000, 2400,
+              900, 3600, 5000, 40, 6_000_000_000_000, 5, 1_000_000, 6, 2_000_000, 8, 80_000,
+              1, 30_000, 7, 3_000_000, 4_000_000]  # fmt: skip
     fake.tables[METRICS_TABLE] = (
         METRICS_COLUMNS,
         [dict(zip(METRICS_COLUMNS, values, strict=True))],
@@ -93,8 +84,8 @@ async def test_a_97_server_is_shown_exactly(fake: FakeMySQL, make_source: Any) -
                 1_000_000,
                 6,
                 2_000_000,
-                0,
-                0,
+                8,
+                80_000,
                 1,
                 30_000,
                 7,
@@ -156,3 +147,18 @@ async def test_a_hung_applier_query_keeps_the_stats_sample(
     assert sample.member.state == "ONLINE"
     assert sample.stats.transactions_waiting_apply == 3
     assert sample.applier is None
+
+
+async def test_every_column_of_a_9x_server_arrives_non_null(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # all 24 columns of MySQL's replication_applier_metrics: a name grstats reads
+    # that MySQL does not ship would arrive as NULL here
+    _97(fake)
+    got = await _applier(make_source(fake.port))
+    assert got is not None
+    channel = got.channels[0]
+    fields = [f for f in channel.__dataclass_fields__ if getattr(channel, f) is None]
+    assert fields == []
+    assert len(METRICS_COLUMNS) == 24
+    assert channel.last_start_us == LAST_START_US

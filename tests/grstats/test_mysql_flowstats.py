@@ -20,9 +20,8 @@ from grstats.core.sample import ServerFlowControl
 from grstats.sources.mysql.flowstats import build_server_flow_control
 from tests.fixtures.broker import Broker
 from tests.grstats.daemon_helpers import (
-    M1,
     DaemonProc,
-    daemon_config,
+    mysql_daemon_config,
     spawn_daemon,
     wait_for,
     wait_started,
@@ -32,7 +31,6 @@ from tests.grstats.test_mysql_source import (  # the fake server and its fixture
     GLOBAL_STATUS_TABLE,
     PASSWORD,
     T0,
-    USER,
     UUID,
     FakeMySQL,
     fake,
@@ -194,19 +192,12 @@ PERIOD = 0.25
 
 
 def _mysql_daemon(tmp_path: Path, broker: Broker, server: FakeMySQL, **flow: Any) -> DaemonProc:
-    config = daemon_config(broker.port, M1, [M1], period=PERIOD)
-    del config["simulated"]
-    config["member"] = {}  # group and id come from the server
-    config["source"] = {"kind": "mysql"}
-    config["mysql"] = {
-        "dsn": f"mysql://{USER}@127.0.0.1:{server.port}",
-        "password_env": "GRSTATS_TEST_MYSQL_PW",
-        "retry_initial": 0.05,
-        "retry_max": 0.2,
-    }
+    secret = tmp_path / "mysql.password"
+    secret.write_text(PASSWORD + "\n", encoding="utf-8")
+    config = mysql_daemon_config(broker.port, server.port, secret, period=PERIOD)
     if flow:
         config["flow_control"] = flow
-    d = spawn_daemon(tmp_path / "d", config, env={"GRSTATS_TEST_MYSQL_PW": PASSWORD})
+    d = spawn_daemon(tmp_path / "d", config)
     return wait_started(d, ready=True)
 
 

@@ -17,6 +17,7 @@ from structlog.testing import capture_logs
 from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL, ChannelLag, StageTrx
 from grstats.sources.mysql import MySQLSource
 from grstats.sources.mysql.lag import timestamp_us
+from tests.fixtures import mysql_definitions as defs
 from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
     APPLIER_STATUS_COLUMNS,
     APPLIER_STATUS_TABLE,
@@ -35,9 +36,10 @@ from tests.grstats.test_mysql_source import (  # the fake server and its fixture
     make_source,
     member_84,
     online_84,
+    versioned,
 )
 
-__all__ = ["fake", "make_source"]  # fixtures used by name
+__all__ = ["fake", "make_source", "versioned"]  # fixtures used by name
 
 GTID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 # 2026-11-23 09:00:00.000100 UTC; the fake shows it as 14:30:00.000100 (+05:30)
@@ -392,3 +394,41 @@ async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_sourc
 )
 def test_timestamp_us_reads_utc_and_maps_none_to_none(value: Any, expected: int | None) -> None:
     assert timestamp_us(value) == expected
+
+
+# A tagged GTID (8.3+) at MySQL's longest: uuid, a 32-character tag, a 19-digit gno.
+TAGGED_89 = f"{GTID}:{'t' * 32}:9223372036854775807"
+
+
+async def test_an_89_character_tagged_gtid_is_read_whole(fake: FakeMySQL, make_source: Any) -> None:
+    # 8.4 declares the GTID columns CHAR(90) (the fake refuses longer cells)
+    assert len(TAGGED_89) == 89
+    online_84(fake)
+    _applier_channel(fake)
+    worker = _worker(1, **_stage("LAST_APPLIED_TRANSACTION", 1, ORIG, "START_APPLY", ORIG + MS,
+                                 END_APPLY=ORIG + 2 * MS))  # fmt: skip
+    worker["LAST_APPLIED_TRANSACTION"] = TAGGED_89
+    _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, worker)
+    (lag,) = await _lag(make_source(fake.port))
+    assert lag.last_applied.gtid == TAGGED_89
+
+
+async def test_the_longest_gtid_of_each_version_is_read_whole(
+    versioned: FakeMySQL, make_source: Any
+) -> None:
+    # 8.0: CHAR(57), untagged GTIDs only; 8.4 and 9.x: CHAR(90), tagged ones
+    width = next(
+        c.length
+        for c in defs.columns(WORKER_TABLE, versioned.version) or ()
+        if c.name == "LAST_APPLIED_TRANSACTION"
+    )
+    longest = f"{GTID}:9223372036854775807" if width == 57 else TAGGED_89
+    online_84(versioned)
+    _applier_channel(versioned)
+    worker = _worker(1, **_stage("LAST_APPLIED_TRANSACTION", 1, ORIG, "START_APPLY", ORIG + MS,
+                                 END_APPLY=ORIG + 2 * MS))  # fmt: skip
+    worker["LAST_APPLIED_TRANSACTION"] = longest
+    columns = defs.names(WORKER_TABLE, versioned.version)
+    _set(versioned, WORKER_TABLE, columns, worker)
+    (lag,) = await _lag(make_source(versioned.port))
+    assert lag.last_applied.gtid == longest

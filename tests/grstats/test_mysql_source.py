@@ -1,11 +1,10 @@
 """The mysql source over the real MySQL wire protocol.
 
-A mysql-mimic server on 127.0.0.1 (a free port) answers what the source sends
-through asyncmy: ``@@variables`` come from a per-server variable table (an
-unknown one is error 1193, as on MySQL), the performance_schema SELECTs are
-evaluated by sqlglot's executor over rows the test controls, WHERE clause
-included. Stopping the fake closes its listener and aborts every open session
-(a crashed mysqld); starting it again reuses the port.
+A mysql-mimic server on 127.0.0.1 (a free port, tests/fixtures/fake_mysql.py)
+answers what the source sends through asyncmy, its tables declared as MySQL
+ships them (tests/fixtures/mysql_definitions.json). Stopping the fake closes
+its listener and aborts every open session (a crashed mysqld); starting it
+again reuses the port.
 
 Time: ``offline_after`` is measured on the caller's ``now_us``, so the tests
 pass synthetic timestamps; real waiting only happens for reconnects, polled
@@ -15,305 +14,72 @@ with deadlines.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from mysql_mimic import MysqlServer, Session
-from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
-from mysql_mimic.connection import Connection
-from mysql_mimic.errors import ErrorCode, MysqlError
-from mysql_mimic.results import ResultColumn
-from mysql_mimic.types import ColumnType
-from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
-from sqlglot import expressions as exp
-from sqlglot.executor import execute
 from structlog.testing import capture_logs
 
 from grstats.core.sample import LocalMember, LocalSample
 from grstats.core.tables import MemberTables
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
 from protocol import PipelineStats
+from tests.fixtures import mysql_definitions as defs
+from tests.fixtures.fake_mysql import (
+    ER_NO_SUCH_TABLE,
+    GROUP,
+    OTHER_UUID,
+    PASSWORD,
+    SERVER_TIME_ZONE,
+    USER,
+    UUID,
+    ZERO_TIMESTAMP,
+    FakeMySQL,
+)
 
-ER_NO_SUCH_TABLE = 1146
-UUID = "11111111-1111-1111-1111-111111111111"
-OTHER_UUID = "22222222-2222-2222-2222-222222222222"
-GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-VIEW_ID = "17324567890123456:3"
+__all__ = [  # the fake server's names, imported from here by the other mysql tests
+    "ER_NO_SUCH_TABLE",
+    "OTHER_UUID",
+    "SERVER_TIME_ZONE",
+    "ZERO_TIMESTAMP",
+    "FakeMySQL",
+]
+
 T0 = 1_700_000_000_000_000  # µs; the tests' synthetic clock starts here
 SECOND = 1_000_000
-USER, PASSWORD = "grstats", "pw"
+VIEW_ID = "17324567890123456:3"
 
 STATS_TABLE = "replication_group_member_stats"
 MEMBERS_TABLE = "replication_group_members"
 
-STATS_COLUMNS_84 = [
-    "CHANNEL_NAME",
-    "VIEW_ID",
-    "MEMBER_ID",
-    "COUNT_TRANSACTIONS_IN_QUEUE",
-    "COUNT_TRANSACTIONS_CHECKED",
-    "COUNT_CONFLICTS_DETECTED",
-    "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-    "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
-    "LAST_CONFLICT_FREE_TRANSACTION",
-    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-    "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-]
+# The shapes come from MySQL's own definitions (tests/fixtures/mysql_definitions.json);
+# older servers' shapes are prefixes of them.
+STATS_COLUMNS_84 = defs.names(STATS_TABLE, "8.4")
 STATS_COLUMNS_57 = STATS_COLUMNS_84[:9]  # 5.7 / 8.0.1: no REMOTE_* / LOCAL_* columns
-MEMBERS_COLUMNS_84 = [
-    "CHANNEL_NAME",
-    "MEMBER_ID",
-    "MEMBER_HOST",
-    "MEMBER_PORT",
-    "MEMBER_STATE",
-    "MEMBER_ROLE",
-    "MEMBER_VERSION",
-    "MEMBER_COMMUNICATION_STACK",
-]
+MEMBERS_COLUMNS_84 = defs.names(MEMBERS_TABLE, "8.4")
 MEMBERS_COLUMNS_80 = MEMBERS_COLUMNS_84[:7]  # 8.0.2-8.0.26: no COMMUNICATION_STACK
 MEMBERS_COLUMNS_57 = MEMBERS_COLUMNS_84[:5]  # no ROLE / VERSION / COMMUNICATION_STACK
 
-# The WL#7374 tables (replication lag by stage) as 8.4 shows them; every 8.0+
-# server has them, so the fake serves them (no rows unless a test sets some).
+# The WL#7374 tables (replication lag by stage); every 8.0+ server has them, so
+# the fake serves them (no rows unless a test sets some).
 CONNECTION_STATUS_TABLE = "replication_connection_status"
 APPLIER_STATUS_TABLE = "replication_applier_status"
 COORDINATOR_TABLE = "replication_applier_status_by_coordinator"
 WORKER_TABLE = "replication_applier_status_by_worker"
-CONNECTION_STATUS_COLUMNS_84 = [
-    "CHANNEL_NAME",
-    "GROUP_NAME",
-    "SOURCE_UUID",
-    "THREAD_ID",
-    "SERVICE_STATE",
-    "COUNT_RECEIVED_HEARTBEATS",
-    "LAST_HEARTBEAT_TIMESTAMP",
-    "RECEIVED_TRANSACTION_SET",
-    "LAST_ERROR_NUMBER",
-    "LAST_ERROR_MESSAGE",
-    "LAST_ERROR_TIMESTAMP",
-    "LAST_QUEUED_TRANSACTION",
-    "LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP",
-    "LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP",
-    "QUEUEING_TRANSACTION",
-    "QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP",
-]
-APPLIER_STATUS_COLUMNS = [
-    "CHANNEL_NAME",
-    "SERVICE_STATE",
-    "REMAINING_DELAY",
-    "COUNT_TRANSACTIONS_RETRIES",
-]
-COORDINATOR_COLUMNS_84 = [
-    "CHANNEL_NAME",
-    "THREAD_ID",
-    "SERVICE_STATE",
-    "LAST_ERROR_NUMBER",
-    "LAST_ERROR_MESSAGE",
-    "LAST_ERROR_TIMESTAMP",
-    "LAST_PROCESSED_TRANSACTION",
-    "LAST_PROCESSED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "LAST_PROCESSED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "LAST_PROCESSED_TRANSACTION_START_BUFFER_TIMESTAMP",
-    "LAST_PROCESSED_TRANSACTION_END_BUFFER_TIMESTAMP",
-    "PROCESSING_TRANSACTION",
-    "PROCESSING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "PROCESSING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "PROCESSING_TRANSACTION_START_BUFFER_TIMESTAMP",
-]
-WORKER_COLUMNS_80 = [  # 8.0.2 - 8.0.12: WL#7374's columns
-    "CHANNEL_NAME",
-    "WORKER_ID",
-    "THREAD_ID",
-    "SERVICE_STATE",
-    "LAST_ERROR_NUMBER",
-    "LAST_ERROR_MESSAGE",
-    "LAST_ERROR_TIMESTAMP",
-    "LAST_APPLIED_TRANSACTION",
-    "LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP",
-    "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP",
-    "APPLYING_TRANSACTION",
-    "APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP",
-    "APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP",
-    "APPLYING_TRANSACTION_START_APPLY_TIMESTAMP",
-]
+CONNECTION_STATUS_COLUMNS_84 = defs.names(CONNECTION_STATUS_TABLE, "8.4")
+APPLIER_STATUS_COLUMNS = defs.names(APPLIER_STATUS_TABLE, "8.4")
+COORDINATOR_COLUMNS_84 = defs.names(COORDINATOR_TABLE, "8.4")
+WORKER_COLUMNS_84 = defs.names(WORKER_TABLE, "8.4")  # 8.0.13+: transient-error retries
+WORKER_COLUMNS_80 = WORKER_COLUMNS_84[:16]  # 8.0.2 - 8.0.12: WL#7374's columns
 # every 5.7+ server has global_status; the Gr_flow_control_throttle_* rows only
 # with the flow-control stats component (a test adds them)
 GLOBAL_STATUS_TABLE = "global_status"
-GLOBAL_STATUS_COLUMNS = ["VARIABLE_NAME", "VARIABLE_VALUE"]
-WORKER_COLUMNS_84 = [  # 8.0.13+: transient-error retries
-    *WORKER_COLUMNS_80,
-    "LAST_APPLIED_TRANSACTION_RETRIES_COUNT",
-    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER",
-    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE",
-    "LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP",
-    "APPLYING_TRANSACTION_RETRIES_COUNT",
-    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER",
-    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE",
-    "APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP",
-]
-# MySQL shows a TIMESTAMP(6) in the session's time zone; the fake's server runs
-# in India (+05:30), so a reader that forgets to ask for UTC is off by 5.5 h.
-SERVER_TIME_ZONE = "+05:30"
-ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
+GLOBAL_STATUS_COLUMNS = defs.names(GLOBAL_STATUS_TABLE, "8.4")
 
 COMMITTED = f"{GROUP}:1-12345,\nbbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:1-5"
 LAST_FREE = f"{GROUP}:12345"
-
-
-class _StrictVariables(SessionVariables):
-    """mysql-mimic yields NULL for an unknown @@variable; MySQL says error 1193."""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.get_variable(key)
-
-
-class _OneUser(IdentityProvider):
-    """mysql_native_password check of the single account the source uses."""
-
-    async def get_user(self, username: str) -> User | None:
-        if username != USER:
-            return None
-        auth = NativePasswordAuthPlugin.create_auth_string(PASSWORD)
-        return User(name=username, auth_string=auth, auth_plugin=NativePasswordAuthPlugin.name)
-
-
-class FakeMySQL:
-    """A MySQL-protocol server on loopback serving variables and P_S rows the test sets."""
-
-    def __init__(self) -> None:
-        self.variables: dict[str, Any] = {
-            "server_uuid": UUID,
-            "group_replication_group_name": GROUP,
-            "version": "8.4.3",
-            "port": 3306,
-            "hostname": "db1",
-            "group_replication_flow_control_mode": "QUOTA",
-        }
-        # table -> (column names, rows as dicts); every table is in performance_schema
-        self.tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
-            STATS_TABLE: (STATS_COLUMNS_84, []),
-            MEMBERS_TABLE: (MEMBERS_COLUMNS_84, []),
-            CONNECTION_STATUS_TABLE: (CONNECTION_STATUS_COLUMNS_84, []),
-            APPLIER_STATUS_TABLE: (APPLIER_STATUS_COLUMNS, []),
-            COORDINATOR_TABLE: (COORDINATOR_COLUMNS_84, []),
-            WORKER_TABLE: (WORKER_COLUMNS_84, []),
-            GLOBAL_STATUS_TABLE: (GLOBAL_STATUS_COLUMNS, []),
-        }
-        self.time_zone = SERVER_TIME_ZONE  # the global default of every session
-        self.hang = False
-        self.hang_tables: set[str] = set()  # hang only the queries of these tables
-        self.release = asyncio.Event()
-        self.port = 0
-        self._server: MysqlServer | None = None
-        self._connections: set[Connection] = set()
-
-    async def start(self, unix_socket: str | None = None) -> None:
-        server = MysqlServer(
-            session_factory=lambda: _FakeSession(self), identity_provider=_OneUser()
-        )
-        if unix_socket is not None:
-            await server.start_unix_server(path=unix_socket)
-        else:
-            await server.start_server(host="127.0.0.1", port=self.port)
-            self.port = server.sockets()[0].getsockname()[1]
-        self._server = server
-
-    async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.close()
-        self.kill_sessions()
-        await server.wait_closed()
-
-    def kill_sessions(self) -> None:
-        """Drop every open session abruptly (KILL, wait_timeout, crash); keep listening."""
-        for connection in list(self._connections):
-            connection.stream.writer.transport.abort()
-
-    def set_row(self, table: str, **values: Any) -> None:
-        """Replace the rows of `table` by the local member's row plus another member's."""
-        columns, _ = self.tables[table]
-        local = {c: values.get(c) for c in columns}
-        other: dict[str, Any] = dict.fromkeys(columns)
-        other.update(MEMBER_ID=OTHER_UUID)
-        for c in columns:
-            if c.startswith("COUNT_"):
-                other[c] = 999_999  # must never leak into the local sample
-        self.tables[table] = (columns, [local, other])
-
-
-class _FakeSession(Session):
-    def __init__(self, fake: FakeMySQL) -> None:
-        schema = dict(SYSTEM_VARIABLES)
-        for name, value in fake.variables.items():
-            schema[name] = (str if value is None else type(value), value, False)
-        schema["time_zone"] = (str, fake.time_zone, True)  # SET @@session.time_zone works
-        super().__init__(_StrictVariables(GlobalVariables(schema)))
-        self._fake = fake
-
-    async def init(self, connection: Connection) -> None:
-        await super().init(connection)
-        self._fake._connections.add(connection)
-
-    async def close(self) -> None:
-        self._fake._connections.discard(self.connection)
-        await super().close()
-
-    async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
-        table = expression.find(exp.Table)
-        if self._fake.hang or (table is not None and table.name.lower() in self._fake.hang_tables):
-            await self._fake.release.wait()
-        if table is None or table.db.lower() != "performance_schema":
-            raise MysqlError(f"not served: {sql}", code=ErrorCode.NOT_SUPPORTED_YET)
-        if table.name.lower() not in self._fake.tables:
-            # ER_NO_SUCH_TABLE as MySQL sends it (mysql-mimic's ErrorCode has no such
-            # member: the attribute lookup failed and the client saw 1105)
-            raise MysqlError(
-                f"Table '{table.name}' doesn't exist",
-                code=ER_NO_SUCH_TABLE,  # type: ignore[arg-type]  # an int is what goes on the wire
-            )
-        columns, rows = self._fake.tables[table.name.lower()]
-        result = execute(
-            expression,
-            schema={"performance_schema": {table.name: dict.fromkeys(columns, "VARCHAR")}},
-            tables={"performance_schema": {table.name: rows}},
-        )
-        by_lower = {c.lower(): c for c in columns}  # sqlglot lower-cases names
-        names = [by_lower.get(c, c) for c in result.columns]
-        # *_TIMESTAMP cells hold µs since the epoch (0: MySQL's all-zero "none");
-        # they are shown as TIMESTAMP(6) text in the session's time zone
-        stamps = [i for i, name in enumerate(names) if name.endswith("_TIMESTAMP")]
-        if not stamps:
-            return result.rows, names
-        tz = self.timezone()
-        shown = [list(cells) for cells in result.rows]
-        for cells in shown:
-            for i in stamps:
-                if isinstance(cells[i], int):
-                    cells[i] = _shown_timestamp(cells[i], tz)
-        cols: list[Any] = list(names)
-        for i in stamps:
-            cols[i] = ResultColumn(names[i], ColumnType.TIMESTAMP)
-        return shown, cols
-
-
-def _shown_timestamp(us: int, tz: Any) -> str:
-    if us == 0:
-        return ZERO_TIMESTAMP
-    shown = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).astimezone(tz)
-    return shown.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def row_84(**overrides: Any) -> dict[str, Any]:
@@ -520,7 +286,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
 
     sample = await source.sample(T0)
 
-    assert sample == LocalSample(
+    assert dataclasses.replace(sample, server_view=()) == LocalSample(
         member=LocalMember(
             group_name=GROUP,
             member_id=UUID,
@@ -750,9 +516,11 @@ async def test_local_member_and_rows_are_exactly_what_the_server_shows(
     stats, members = SERVER_ROWS["new" if shape == "8.4" else "old"][scenario]
     fake.tables[STATS_TABLE] = (stats_columns, [{c: stats[c] for c in stats_columns}])
     fake.tables[MEMBERS_TABLE] = (members_columns, [{c: members[c] for c in members_columns}])
-    if scenario in ("online", "error"):  # another member's rows must not leak in
-        fake.tables[STATS_TABLE][1].append(dict.fromkeys(stats_columns, OTHER_UUID))
-        fake.tables[MEMBERS_TABLE][1].append(dict.fromkeys(members_columns, OTHER_UUID))
+    if scenario in ("online", "error"):  # another member's rows must not leak into ours
+        other_stats = row_84(MEMBER_ID=OTHER_UUID, COUNT_TRANSACTIONS_CHECKED=999_999)
+        other = member(OTHER_UUID, "db2.example", 3306, "ONLINE", "SECONDARY", "8.4.3", "XCom")
+        fake.tables[STATS_TABLE][1].append({c: other_stats[c] for c in stats_columns})
+        fake.tables[MEMBERS_TABLE][1].append({c: other[c] for c in members_columns})
     want_stats = shown(stats, stats_columns)
     want_member = shown(members, members_columns)
     want_member["MEMBER_PORT"] = members["MEMBER_PORT"]  # NULL stays None
@@ -774,8 +542,10 @@ async def test_local_member_and_rows_are_exactly_what_the_server_shows(
     tables = MemberTables(group=GROUP, local_member_id=UUID)
     tables.set_local(sample, incarnation=1, seq=1)
     snap = tables.snapshot(T0)
-    assert [dict(r) for r in snap.member_stats] == [want_stats]
-    assert [dict(r) for r in snap.members] == [want_member]
+    # the other member is shown too (from the server's view) unless ours is alone
+    ours = [dict(r) for r in snap.member_stats if r["MEMBER_ID"] != OTHER_UUID]
+    assert ours == [want_stats]
+    assert [dict(r) for r in snap.members if r["MEMBER_ID"] != OTHER_UUID] == [want_member]
 
 
 async def test_unsigned_counters_wrap_to_int64_and_queue_sizes_clamp_to_int32(
@@ -892,7 +662,7 @@ async def test_server_down_at_start_gives_offline_with_empty_identifiers(
 
     sample = await source.sample(T0)
 
-    assert sample == LocalSample(
+    assert dataclasses.replace(sample, server_view=()) == LocalSample(
         member=LocalMember(
             group_name="",
             member_id="",
@@ -975,3 +745,87 @@ async def test_server_uuid_is_known_while_the_tables_show_no_member(
     sample = await make_source(fake.port).sample(T0)
     assert sample.member.member_id == ""
     assert sample.member.server_uuid == UUID
+
+
+# -- every member of the server's view (WL#10380: the server receives every member's stats)
+
+M0 = "00000000-0000-0000-0000-000000000000"  # sorts before the local member
+M9 = "99999999-9999-9999-9999-999999999999"  # no stats row yet: 0 and "" as MySQL shows
+
+
+async def test_the_other_members_of_the_servers_view_in_member_id_order(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    fake.tables[STATS_TABLE] = (
+        STATS_COLUMNS_84,
+        [
+            row_84(MEMBER_ID=M9, COUNT_TRANSACTIONS_CHECKED=5),  # shown before its member row
+            row_84(),
+            row_84(MEMBER_ID=M0, COUNT_TRANSACTIONS_CHECKED=77, COUNT_CONFLICTS_DETECTED=1,
+                   TRANSACTIONS_COMMITTED_ALL_MEMBERS="", LAST_CONFLICT_FREE_TRANSACTION=""),
+        ],
+    )  # fmt: skip
+    fake.tables[MEMBERS_TABLE] = (
+        MEMBERS_COLUMNS_84,
+        [
+            member_84(MEMBER_ID=M9, MEMBER_HOST="db9", MEMBER_ROLE="SECONDARY"),
+            member_84(),
+            member_84(MEMBER_ID=M0, MEMBER_HOST="db0", MEMBER_PORT=3310, MEMBER_ROLE="SECONDARY",
+                      MEMBER_STATE="RECOVERING", MEMBER_VERSION="8.4.2"),
+        ],
+    )  # fmt: skip
+    fake.tables[STATS_TABLE][1].pop(0)  # M9's stats have not arrived at this server yet
+
+    sample = await make_source(fake.port).sample(T0)
+
+    shown = [(v.member.member_id, v.member.host, v.member.port, v.member.state)
+             for v in sample.server_view]  # fmt: skip
+    assert shown == [(M0, "db0", 3310, "RECOVERING"), (M9, "db9", 3306, "ONLINE")]
+    m0, m9 = (v.stats for v in sample.server_view)
+    assert (m0.transactions_certified, m0.transactions_negative_certified) == (77, 1)
+    assert m0.transactions_committed_all_members == b""
+    assert (m9.transactions_certified, m9.transactions_committed_all_members) == (0, b"")
+    assert sample.server_view[0].member.view_id == VIEW_ID
+    assert sample.server_view[1].member.view_id == ""  # no stats row: no VIEW_ID either
+    assert sample.member.member_id == UUID  # ours is not in the view list
+
+
+async def test_an_offline_member_shows_no_other_members(fake: FakeMySQL, make_source: Any) -> None:
+    fake.set_row(MEMBERS_TABLE, **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE=""))
+    sample = await make_source(fake.port).sample(T0)
+    assert sample.server_view == ()
+
+
+# -- each version's shapes -----------------------------------------------------------------
+
+
+@pytest.fixture(params=defs.VERSIONS)
+async def versioned(request: pytest.FixtureRequest) -> AsyncIterator[FakeMySQL]:
+    """A fake server declaring MySQL `request.param`'s tables (9.x: with the applier ones)."""
+    server = FakeMySQL(request.param)
+    await server.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        await server.stop()
+
+
+async def test_each_versions_shapes_give_the_local_sample(
+    versioned: FakeMySQL, make_source: Any
+) -> None:
+    online_84(versioned)
+    sample = await make_source(versioned.port).sample(T0)
+    assert (sample.member.member_id, sample.member.state, sample.member.view_id) == (
+        UUID,
+        "ONLINE",
+        VIEW_ID,
+    )
+    assert sample.stats.transactions_certified == 12345
+    assert sample.stats.transactions_committed_all_members == COMMITTED.encode()
+    # 9.x ships the WL#15620 tables (native, no channel yet); 8.x has neither
+    # table nor workers here (no figures at all)
+    if versioned.version == "9.x":
+        assert sample.applier is not None and sample.applier.source == "native"
+    else:
+        assert sample.applier is None

@@ -80,7 +80,7 @@ _EPOCH = datetime(1970, 1, 1)
 _ONE_US = timedelta(microseconds=1)
 _TIMESTAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_GTID_MAX = 64  # CHAR(57) in P_S; anything longer is not a GTID
+_GTID_MAX = 90  # CHAR(90) in P_S from 8.4 (a tagged GTID is up to 89 characters)
 
 
 def timestamp_us(value: Any) -> int | None:

@@ -22,7 +22,7 @@ import structlog
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl
+from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl, ServerViewMember
 from grstats.sources.mysql import applier, flowstats, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.settings import MySQLSettings
@@ -33,6 +33,7 @@ from grstats.sources.mysql.values import (
     flow_control_mode,
     local_row,
     member_and_stats,
+    server_view,
 )
 from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
@@ -51,6 +52,10 @@ _SQL_MEMBERS = (
     " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
 )
 _SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
+# Every member of the server's view (WL#10380: the server receives every member's
+# stats itself): the members a daemon may not publish for, and the oracle.
+_SQL_VIEW_STATS = "SELECT * FROM performance_schema.replication_group_member_stats"
+_SQL_VIEW_MEMBERS = "SELECT * FROM performance_schema.replication_group_members"
 # Share of poll_timeout kept back from the lag queries, so that their own
 # deadline fires first and the stats sample is still returned.
 _LAG_MARGIN = 0.1
@@ -180,6 +185,7 @@ class MySQLSource:
         lag = await self._read_lag(conn, member.state)
         applier = await self._read_applier(conn, now_us, stats.transactions_waiting_apply)
         flow = await self._read_flow_stats(conn)
+        view = await self._read_server_view(conn, server_uuid, group_name, mode, member.state)
         return LocalSample(
             member=member,
             stats=stats,
@@ -187,7 +193,29 @@ class MySQLSource:
             lag=lag,
             flow_control=flow,
             applier=applier,
+            server_view=view,
         )
+
+    async def _read_server_view(
+        self, conn: asyncmy.Connection, server_uuid: Any, group: Any, mode: int, state: str
+    ) -> tuple[ServerViewMember, ...]:
+        """Every other member of the server's view; () when alone or unreadable.
+
+        Never raises; shares the lag queries' deadline, so the stats sample survives.
+        """
+        if conn is not self._db.conn or state not in ("ONLINE", "RECOVERING"):
+            return ()
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                stats = await self._db.query(conn, "view_stats", _SQL_VIEW_STATS)
+                members = await self._db.query(conn, "view_members", _SQL_VIEW_MEMBERS)
+        except TimeoutError:
+            self._lag_failed("server_view_timeout", None)
+            return ()
+        except PollFailed as exc:
+            self._lag_failed("server_view_query_failed", exc)
+            return ()
+        return server_view(server_uuid, group, dict_rows(stats), dict_rows(members), mode)
 
     async def _read_flow_stats(self, conn: asyncmy.Connection) -> ServerFlowControl | None:
         """The Gr_flow_control_throttle_* figures (flowstats.py); None when the server

@@ -17,7 +17,7 @@ import structlog
 
 from grstats.core import columns as col
 from grstats.core.columns import STATS_ITEM_COLUMNS
-from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember
+from grstats.core.sample import MEMBER_ROLES, MEMBER_STATES, LocalMember, ServerViewMember
 from protocol import FLOW_CONTROL_DISABLED, FLOW_CONTROL_QUOTA, PipelineStats
 
 log = structlog.get_logger("grstats.sources.mysql")
@@ -199,3 +199,38 @@ def member_and_stats(
     values.update((name, _raw(stats_row.get(c))) for name, c in _TEXT_COLUMNS.items())
     stats = PipelineStats(**values, transaction_gtids_present=False, flow_control_mode=mode)
     return member, stats
+
+
+def server_view(
+    server_uuid: Any,
+    group_name: Any,
+    stats_rows: Sequence[Mapping[str, Any]],
+    member_rows: Sequence[Mapping[str, Any]],
+    mode: int,
+) -> tuple[ServerViewMember, ...]:
+    """The other members of the server's view, as its two tables show them.
+
+    Args:
+        server_uuid: @@server_uuid (the local member, left out).
+        group_name: @@group_replication_group_name.
+        stats_rows, member_rows: every row of replication_group_member_stats and
+            replication_group_members (column name -> cell).
+        mode: the flow-control mode (the local one; MySQL shows none per member).
+
+    Returns:
+        One entry per MEMBER_ID in replication_group_members other than ours, in
+        MEMBER_ID order; its stats are the stats row with that MEMBER_ID ({} when
+        the server has none yet: counters 0, texts "", as MySQL shows it).
+    """
+    local = _text(server_uuid)
+    stats = {_text(r.get(col.MEMBER_ID)): r for r in stats_rows}
+    out = []
+    for row in sorted(member_rows, key=lambda r: _text(r.get(col.MEMBER_ID))):
+        member_id = _text(row.get(col.MEMBER_ID))
+        if not member_id or member_id == local:
+            continue
+        member, member_stats = member_and_stats(
+            member_id, group_name, stats.get(member_id, {}), row, mode
+        )
+        out.append(ServerViewMember(member, member_stats))
+    return tuple(out)

@@ -94,11 +94,52 @@ def test_table_shows_control_characters_as_escapes() -> None:
     assert table(HOSTILE, COLUMNS) == expected
 
 
-def test_vertical_shows_line_breaks_and_bidi_overrides_as_escapes() -> None:
+def test_vertical_prints_a_newline_and_escapes_carriage_returns_and_bidi_overrides() -> None:
     rows = [{"MEMBER_ID": "a\nb\r", "MEMBER_PORT": 1, "MEMBER_STATE": "\u202eENILNO"}]
-    lines = vertical(rows, COLUMNS).splitlines()
-    assert lines[1] == "   MEMBER_ID: a\\x0ab\\x0d"
-    assert lines[3] == "MEMBER_STATE: \\u202eENILNO"
+    lines = vertical(rows, COLUMNS).split("\n")
+    assert lines[1:3] == ["   MEMBER_ID: a", "b\\x0d"]  # the newline as the mysql client's \G
+    assert lines[4] == "MEMBER_STATE: \\u202eENILNO"
+
+
+# A GTID set as MySQL prints it: one UUID per line, separated by ",\n".
+GTID_SET = (
+    "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-12345,\nbbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:tag_1:7"
+)
+GTID_ROWS = [{"MEMBER_ID": "m1", "MEMBER_PORT": 1, "MEMBER_STATE": GTID_SET}]
+
+
+def test_table_shows_a_gtid_set_on_several_lines_of_one_cell() -> None:
+    expected = (
+        "+-----------+-------------+-----------------------------------------------+\n"
+        "| MEMBER_ID | MEMBER_PORT | MEMBER_STATE                                  |\n"
+        "+-----------+-------------+-----------------------------------------------+\n"
+        "| m1        |           1 | aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-12345, |\n"
+        "|           |             | bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:tag_1:7  |\n"
+        "+-----------+-------------+-----------------------------------------------+\n"
+        "1 row in set\n"
+    )
+    assert table(GTID_ROWS, COLUMNS) == expected
+
+
+def test_vertical_shows_a_gtid_set_on_several_lines() -> None:
+    lines = vertical(GTID_ROWS, COLUMNS).split("\n")
+    assert lines[3:5] == [
+        "MEMBER_STATE: aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-12345,",
+        "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb:tag_1:7",
+    ]
+
+
+def test_csv_quotes_the_real_newline_and_reads_back_the_exact_text() -> None:
+    rows = [*GTID_ROWS, {"MEMBER_ID": "m2", "MEMBER_PORT": 2, "MEMBER_STATE": "x\ny\x1b"}]
+    text = csv_text(rows, COLUMNS)
+    assert '"' + GTID_SET + '"' in text  # RFC 4180: the field is quoted, the newline kept
+    parsed = list(csv.reader(io.StringIO(text, newline="")))
+    assert parsed[1] == ["m1", "1", GTID_SET]
+    assert parsed[2] == ["m2", "2", "x\ny\\x1b"]  # the newline is data, ESC still escaped
+
+
+def test_json_keeps_the_newline_of_a_gtid_set() -> None:
+    assert json.loads(json_text(GTID_ROWS, COLUMNS))[0]["MEMBER_STATE"] == GTID_SET
 
 
 def test_csv_neutralises_control_characters() -> None:

@@ -16,18 +16,18 @@ def _row(work: int, **waits: int) -> dict[str, object]:
         col.WAITS_FOR_WORK_FROM_SOURCE_SUM_TIME: work * S,
         col.WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME: 0,
         col.WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME: 0,
-        col.WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME: 0,
+        col.WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME: 0,
         col.WAITS_WORKER_QUEUES_FULL_SUM_TIME: 0,
         col.WAITS_FOR_AVAILABLE_WORKER_SUM_TIME: 0,
-        col.READ_FROM_RELAY_LOG_SUM_TIME: 0,
+        col.TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME: 0,
     }
     names = {
         "co": col.WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME,
         "dep": col.WAITS_COMMIT_SCHEDULE_DEPENDENCY_SUM_TIME,
-        "mem": col.WAITS_FOR_WORKER_QUEUES_MEMORY_SUM_TIME,
+        "mem": col.WAITS_FOR_WORKER_QUEUE_MEMORY_SUM_TIME,
         "full": col.WAITS_WORKER_QUEUES_FULL_SUM_TIME,
         "wkr": col.WAITS_FOR_AVAILABLE_WORKER_SUM_TIME,
-        "read": col.READ_FROM_RELAY_LOG_SUM_TIME,
+        "read": col.TIME_TO_READ_FROM_RELAY_LOG_SUM_TIME,
     }
     for key, seconds in waits.items():
         row[names[key]] = seconds * S

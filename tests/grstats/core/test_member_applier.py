@@ -12,7 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.api.metrics import build_registry
 from grstats.cli.commands.applier import explain_text
 from grstats.core import columns as col
-from grstats.core.applier import encode_member_applier
+from grstats.core.applier import ApplierChannel, MemberApplier, encode_member_applier
+from grstats.core.applierrows import metrics_rows
+from grstats.core.lagrows import parse_timestamp
 from grstats.core.tables import Accepted
 from grstats.sources.simulated import GroupModel, SimulationSettings
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
@@ -130,3 +132,14 @@ def test_explain_gives_the_slow_member_a_different_verdict() -> None:
         f"{THIRD} group_replication_applier: commit_order",
     ]
     assert "replica_preserve_commit_order" in text
+
+
+def test_last_applier_start_prints_as_mysqls_timestamp_without_fraction() -> None:
+    # MySQL declares LAST_APPLIER_START TIMESTAMP (applier_metrics_pfs_table.cc): whole
+    # seconds, printed without '.000000'; /metrics still reads it back
+    start_us = 1_795_424_400_000_000  # 2026-11-23 09:00:00 UTC
+    applier = MemberApplier(1, "native", (ApplierChannel("ch", last_start_us=start_us),), ())
+    (row,) = metrics_rows(LOCAL, applier)
+    assert row[col.LAST_APPLIER_START] == "2026-11-23 09:00:00"
+    assert parse_timestamp("2026-11-23 09:00:00") == start_us
+    assert parse_timestamp("0000-00-00 00:00:00") is None

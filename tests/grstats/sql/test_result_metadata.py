@@ -19,8 +19,11 @@ from pymysql.constants import COMMAND, FIELD_TYPE, FLAG
 from pymysql.protocol import FieldDescriptorPacket
 
 from grstats.core import columns
+from grstats.core.lag import ChannelLag, MemberLag, StageTrx
+from grstats.core.lagrows import lag_rows
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.sql import SqlOptions, native_password_hash
+from tests.fixtures import mysql_definitions as defs
 from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
 
 PASSWORD = "s3cret"
@@ -120,3 +123,56 @@ def test_binary_protocol_sends_unsigned_flag_and_unsigned_values(running: Runnin
         b"\x00\x00" + bytes([36]) + member.encode() + value.to_bytes(8, "little")
         for member, value in ((LOCAL, BIG), (REMOTE, PAST_SIGNED))
     ]
+
+
+@pytest.mark.parametrize("table", ["replication_group_member_stats", "replication_group_members"])
+def test_show_columns_says_null_as_mysql_declares_it(running: Running, table: str) -> None:
+    # expected from MySQL's own definitions (tests/fixtures/mysql_definitions.json)
+    declared = {c.name: "YES" if c.nullable else "NO" for c in defs.columns(table, "8.4") or ()}
+    conn = pymysql.connect(
+        host="127.0.0.1", port=running.port, user="grstats", password=PASSWORD, connect_timeout=10
+    )
+    with conn, conn.cursor() as cur:
+        cur.execute(f"SHOW COLUMNS FROM performance_schema.{table}")
+        shown = {row[0]: row[2] for row in cur.fetchall()}
+        cur.execute(
+            "SELECT COLUMN_NAME, IS_NULLABLE FROM information_schema.columns"
+            f" WHERE TABLE_SCHEMA = 'performance_schema' AND TABLE_NAME = '{table}'"
+        )
+        info = dict(cur.fetchall())
+    assert {name: shown[name] for name in declared} == declared
+    assert {name: info[name] for name in declared} == declared
+    assert "NO" in declared.values() and (
+        table != "replication_group_members" or "YES" in declared.values()
+    )
+
+
+def _lag_snapshot() -> DaemonSnapshot:
+    # an idle channel: one transaction applied, none queued yet (MySQL's zero timestamps)
+    applied = StageTrx("g:1", 1_000_000, 1_000_000, 2_000_000, 3_000_000)
+    lag = MemberLag(4_000_000, (ChannelLag("group_replication_applier", True, True,
+                                           last_applied=applied),))  # fmt: skip
+    rows = tuple(lag_rows(LOCAL, lag, offset_s=0.0, spread_s=0.0))
+    return dataclasses.replace(snapshot(), member_lag=rows)
+
+
+def test_the_zero_timestamp_comes_back_as_mysql_prints_it() -> None:
+    options = SqlOptions(port=0, password_hash=native_password_hash(PASSWORD))
+    for running in serve(options, _lag_snapshot):
+        conn = pymysql.connect(
+            host="127.0.0.1", port=running.port, user="grstats", password=PASSWORD
+        )
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP IS NULL,"
+                " CAST(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP AS CHAR)"
+                " FROM performance_schema.replication_group_member_lag"
+            )
+            got = cur.fetchall()
+            cur.execute(
+                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"
+                " FROM performance_schema.replication_group_member_lag"
+            )
+            shown = cur.fetchall()  # PyMySQL gives an invalid date back as its text
+    assert shown == (("0000-00-00 00:00:00.000000",),)
+    assert got == ((0, "1970-01-01 00:00:03"),)  # MySQL's zero timestamp is not NULL
