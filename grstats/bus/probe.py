@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
 
-__all__ = ["ProbeResult", "first_connect", "round_trip"]
+__all__ = ["ProbeResult", "explain", "first_connect", "round_trip"]
 
 
 async def first_connect(bus: Bus, timeout: float) -> str | None:  # noqa: ASYNC109 - a deadline, not a per-call timeout
@@ -48,6 +48,24 @@ async def first_connect(bus: Bus, timeout: float) -> str | None:  # noqa: ASYNC1
     if bus.connected.is_set():
         return None
     return bus.last_error or f"no answer within {timeout:g} s"
+
+
+def explain(error: str, options: BusOptions) -> str:
+    """`error` with a hint where the words alone mislead.
+
+    A plain-text client on a TLS port gets its connection reset before any
+    MQTT answer, which the MQTT library reports only as a time-out.
+
+    Args:
+        error: a connect failure as `first_connect` returned it.
+        options: the options the connect used.
+
+    Returns:
+        The error, with the hint appended when one applies.
+    """
+    if not options.tls and "timed out" in error.lower():
+        return f"{error} (no MQTT answer: a TLS port? try TLS, e.g. --bus-tls / [bus] tls = true)"
+    return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +121,7 @@ async def round_trip(
         tasks.create_task(bus.run(), name="probe")
         error = await first_connect(bus, timeout)
         if error is not None:
-            result = ProbeResult(error=error)
+            result = ProbeResult(error=explain(error, options))
         else:
             await bus.publish(test_topic, payload, qos=1, timeout=timeout)
             with contextlib.suppress(TimeoutError):

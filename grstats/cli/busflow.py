@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
-from grstats.bus.probe import first_connect
+from grstats.bus.probe import explain, first_connect
 from grstats.cli.errors import ReadError
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
@@ -159,7 +159,7 @@ async def replay_flow_async(
                 listen.step(_now_us())
         await bus.close()
     if error is not None:
-        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {error}")
+        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
     return listen.rows()
 
 

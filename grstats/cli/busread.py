@@ -22,7 +22,7 @@ import time
 
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
-from grstats.bus.probe import first_connect
+from grstats.bus.probe import explain, first_connect
 from grstats.cli.errors import ReadError
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
@@ -84,7 +84,7 @@ async def read_snapshot_async(
                 break
         await bus.close()
     if error is not None:  # the broker's (or TLS library's) own words, as soon as known
-        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {error}")
+        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
     return tables.snapshot(_now_us())
 
 
