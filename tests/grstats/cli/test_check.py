@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.broker import ACCOUNTS, MEMBER_A, MEMBER_B, SecureBroker, free_port
+from tests.fixtures.broker import ACCOUNTS, MEMBER_A, MEMBER_B, Broker, SecureBroker, free_port
 from tests.grstats.cli.mimic_server import PASSWORD, USER, mimic_mysql
-from tests.grstats.daemon_helpers import render_toml
+from tests.grstats.daemon_helpers import GROUP as DAEMON_GROUP
+from tests.grstats.daemon_helpers import M1, M2, daemon_config, daemons, render_toml
 
 GRSTATS = str(Path(sys.executable).parent / "grstats")
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -183,3 +184,26 @@ def test_a_full_history_file_system_fails(secure_broker: SecureBroker, tmp_path:
         (mount / "filler").write_bytes(b"\0" * (1 << 20))
         status, rows = _check(_config(tmp_path, secure_broker, history=mount / "history"))
     assert status == 1 and rows["history"]["status"] == "FAIL", rows["history"]
+
+
+def test_the_clock_is_compared_with_a_live_member(broker: Broker, tmp_path: Path) -> None:
+    """A member daemon publishing on the bus: its offset is measured and small (same host)."""
+    with daemons(tmp_path / "d", [daemon_config(broker.port, M2, [M1, M2], period=0.25)]):
+        config = tmp_path / "grstats.toml"
+        config.write_text(
+            render_toml(
+                {
+                    "member": {"group": DAEMON_GROUP, "id": M1, "host": "db1", "port": 3306},
+                    "source": {"kind": "simulated"},
+                    "simulated": {"members": [M1, M2]},
+                    "bus": {"host": broker.host, "port": broker.port},
+                    "api": {"listen": "127.0.0.1:0"},
+                    "history": {"dir": str(tmp_path / "history")},
+                }
+            ),
+            encoding="utf-8",
+        )
+        status, rows = _check(config)
+    assert status == 0, rows
+    assert rows["clock"]["status"] == "OK", rows["clock"]
+    assert M2 in rows["clock"]["detail"] and "1 member(s)" in rows["clock"]["detail"]
