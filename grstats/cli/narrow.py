@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from grstats.cli import render
+from grstats.core import columns as col
 from grstats.core.snapshot import (
     FLOW_CONTROL_TABLE,
     MEMBER_LAG_TABLE,
@@ -30,36 +31,36 @@ MEMBER = "MEMBER"
 # table -> (short header, column) in display order; MEMBER is the host:port label
 NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
     MEMBERS_TABLE: (
-        (MEMBER, "MEMBER_ID"),
-        ("STATE", "MEMBER_STATE"),
-        ("ROLE", "MEMBER_ROLE"),
-        ("VERSION", "MEMBER_VERSION"),
+        (MEMBER, col.MEMBER_ID),
+        ("STATE", col.MEMBER_STATE),
+        ("ROLE", col.MEMBER_ROLE),
+        ("VERSION", col.MEMBER_VERSION),
     ),
     MEMBER_STATS_TABLE: (
-        (MEMBER, "MEMBER_ID"),
-        ("IN_QUEUE", "COUNT_TRANSACTIONS_IN_QUEUE"),
-        ("CHECKED", "COUNT_TRANSACTIONS_CHECKED"),
-        ("CONFLICTS", "COUNT_CONFLICTS_DETECTED"),
-        ("APPLY_QUEUE", "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE"),
-        ("APPLIED", "COUNT_TRANSACTIONS_REMOTE_APPLIED"),
+        (MEMBER, col.MEMBER_ID),
+        ("IN_QUEUE", col.COUNT_TRANSACTIONS_IN_QUEUE),
+        ("CHECKED", col.COUNT_TRANSACTIONS_CHECKED),
+        ("CONFLICTS", col.COUNT_CONFLICTS_DETECTED),
+        ("APPLY_QUEUE", col.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE),
+        ("APPLIED", col.COUNT_TRANSACTIONS_REMOTE_APPLIED),
     ),
     MEMBER_STATUS_TABLE: (
-        (MEMBER, "MEMBER_ID"),
+        (MEMBER, col.MEMBER_ID),
         ("LOCAL", "IS_LOCAL"),
         ("AGE_S", "LAST_SEEN_AGE_SECONDS"),
         ("SEQ", "SEQ"),
         ("ACCEPTED", "ACCEPTED"),
     ),
     MEMBER_LAG_TABLE: (
-        (MEMBER, "MEMBER_ID"),
-        ("LAG", "REPLICATION_LAG"),
-        ("QUEUE_S", "QUEUE_LAG_SECONDS"),
-        ("APPLY_S", "APPLY_LAG_SECONDS"),
-        ("OFFSET_S", "CLOCK_OFFSET_SECONDS"),
-        ("CHANNEL", "CHANNEL_NAME"),
+        (MEMBER, col.MEMBER_ID),
+        ("LAG", col.REPLICATION_LAG),
+        ("QUEUE_S", col.QUEUE_LAG_SECONDS),
+        ("APPLY_S", col.APPLY_LAG_SECONDS),
+        ("OFFSET_S", col.CLOCK_OFFSET_SECONDS),
+        ("CHANNEL", col.CHANNEL_NAME),
     ),
     FLOW_CONTROL_TABLE: (
-        (MEMBER, "MEMBER_ID"),
+        (MEMBER, col.MEMBER_ID),
         ("BOTTLENECK", "BOTTLENECK"),
         ("THROTTLING", "THROTTLING"),
         ("QUOTA", "GROUP_QUOTA"),
@@ -81,7 +82,11 @@ def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
     """
     plain: dict[str, str] = {}
     for row in members:
-        member, host, port = row.get("MEMBER_ID"), row.get("MEMBER_HOST"), row.get("MEMBER_PORT")
+        member, host, port = (
+            row.get(col.MEMBER_ID),
+            row.get(col.MEMBER_HOST),
+            row.get(col.MEMBER_PORT),
+        )
         if isinstance(member, str) and host:
             plain[member] = f"{host}:{port}" if port is not None else str(host)
     seen: dict[str, int] = {}
