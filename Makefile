@@ -18,16 +18,50 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install sysdeps sysdeps-test test lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
+.PHONY: install deps-upgrade test-latest dist sysdeps sysdeps-test test lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
 
-$(STAMP): pyproject.toml
-	@echo ">> creating $(VENV) and installing grstats with its dev dependencies"
+# The dependencies come from the lock (pip-tools, every artifact's sha256), then
+# grstats itself without resolving anything: nothing unpinned is installed.
+$(STAMP): pyproject.toml requirements-dev.txt
+	@echo ">> creating $(VENV) and installing the locked dependencies, then grstats"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
 	@touch $@
 
 install: $(STAMP)
+
+# Refresh the locks to the newest releases pyproject.toml allows (pip-tools in its
+# own venv; the lock itself needs only pip). The runtime lock (requirements.txt,
+# a node's install) takes the dev lock's versions, so the two always agree.
+LOCK_VENV ?= .venv-lock
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras \
+	--allow-unsafe --no-emit-index-url --no-emit-find-links
+deps-upgrade:
+	test -x $(LOCK_VENV)/bin/pip-compile || \
+		{ $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install --quiet pip-tools; }
+	$(PIP_COMPILE) --upgrade --extra dev -o requirements-dev.txt pyproject.toml
+	$(PIP_COMPILE) --upgrade -c requirements-dev.txt -o requirements.txt pyproject.toml
+	$(PIP_COMPILE) --upgrade --extra spark -c requirements-dev.txt -o requirements-spark.txt pyproject.toml
+	$(LOCK_VENV)/bin/python tools/lock-clean.py requirements-dev.txt requirements.txt requirements-spark.txt
+
+# The suite against the newest releases, in a separate venv: drift seen on purpose.
+# TESTS narrows it (e.g. make test-latest TESTS=tests/protocol).
+LATEST_VENV ?= .venv-latest
+TESTS ?=
+test-latest:
+	rm -rf $(LATEST_VENV)
+	$(PYTHON) -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/pip install --quiet --upgrade '.[dev]'
+	$(LATEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall -e .
+	$(LATEST_VENV)/bin/pip freeze --exclude-editable
+	$(LATEST_VENV)/bin/pytest -q -p no:cacheprovider $(TESTS)
+
+# A wheel and an sdist in dist/ (the build tools come from the lock: no isolation).
+# The wheel carries config/ and systemd/ as grstats/shipped/ (setup.py).
+dist: $(STAMP)
+	rm -rf dist build
+	$(BIN)/python -m build --no-isolation --outdir dist .
 
 sysdeps:
 	@tools/sysdeps.sh $(SYS_RUNTIME)

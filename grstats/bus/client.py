@@ -184,6 +184,9 @@ class Bus:
 
     Attributes:
         connected: set while a connection is up and subscribed.
+        failed: set when a connection attempt fails (cleared by the next
+            connect): a one-shot client reports `last_error` at once instead
+            of waiting out its deadline.
         last_error: why the latest connection attempt failed or the latest
             connection ended ("" before any failure and after each successful
             connect) — for `/healthz` ("degraded: bus: <last_error>").
@@ -210,6 +213,7 @@ class Bus:
         self._closing = asyncio.Event()
         self._warnings = _RateLimit(WARN_INTERVAL_S)
         self.connected = asyncio.Event()
+        self.failed = asyncio.Event()
         self.ever_connected = asyncio.Event()
         self.last_error = ""
         self.connects = 0
@@ -241,6 +245,7 @@ class Bus:
                 else:
                     failures += 1
                     self.connect_failures += 1
+                    self.failed.set()
                 if was_connected and loop.time() - started >= STABLE_SESSION_S:
                     delay = BACKOFF_INITIAL_S
                 self._warn(
@@ -288,6 +293,7 @@ class Bus:
             if self.connects > 1:
                 self.reconnects += 1
             self.last_error = ""
+            self.failed.clear()
             self.connected.set()
             self.ever_connected.set()
             log.info(

@@ -244,9 +244,23 @@ def simulate_history(
     return SimulateResult(rows, len(set(paths)), size, time.monotonic() - began)
 
 
-def default_start(days: int) -> dt.date:
-    """The first day of a `days`-day run that ends with yesterday (the last full UTC day)."""
-    return dt.datetime.now(dt.UTC).date() - dt.timedelta(days=days)
+def default_start(days: int, today: dt.date | None = None) -> dt.date:
+    """The first day of a `days`-day run: the Monday of the last whole ISO week(s).
+
+    A week's report (`spark_rollups report --week`) then covers whole days of
+    one ISO week: 7 days are exactly last week, Monday to Sunday; more days
+    start as many whole weeks earlier, so the run still ends by last Sunday.
+
+    Args:
+        days: the run's length in days.
+        today: the current UTC date (default: now).
+
+    Returns:
+        The first UTC day.
+    """
+    today = dt.datetime.now(dt.UTC).date() if today is None else today
+    this_monday = today - dt.timedelta(days=today.weekday())
+    return this_monday - dt.timedelta(weeks=-(-days // 7))
 
 
 def run_with_progress(

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
+from grstats.bus.probe import explain, first_connect
 from grstats.cli.errors import ReadError
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
@@ -135,13 +136,10 @@ async def replay_flow_async(
     topic_filter = f"{prefix.rstrip('/')}/{group or '+'}/+/+"
     bus = Bus(options, subscriptions=[topic_filter], handler=handle)
     loop = asyncio.get_running_loop()
-    connected = True
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(bus.run(), name="busflow")
-        try:
-            await asyncio.wait_for(bus.connected.wait(), deadline_s)
-        except TimeoutError:
-            connected = False
+        error = await first_connect(bus, deadline_s)
+        connected = error is None
         if connected:
             start = loop.time()
             end = start + seconds
@@ -160,10 +158,8 @@ async def replay_flow_async(
             if listen.steps == 0:  # shorter than one period: judge once at the end
                 listen.step(_now_us())
         await bus.close()
-    if not connected:
-        raise ReadError(
-            f"cannot reach the MQTT broker at {options.host}:{options.port} within {deadline_s:g} s"
-        )
+    if error is not None:
+        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
     return listen.rows()
 
 

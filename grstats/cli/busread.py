@@ -10,8 +10,9 @@ local member), and stops once the broker has been quiet for `quiet_s` after
 the subscribe — retained messages arrive right after it — or at the deadline.
 
 Invariants: the event loop is private to the call (`asyncio.run`); the bus
-task is owned by a TaskGroup and closed before returning; a broker that does
-not accept the connection before the deadline is a `ReadError`, never a hang.
+task is owned by a TaskGroup and closed before returning; a broker that
+refuses (login, TLS, protocol) is a `ReadError` with its reason as soon as it
+refuses, one that does not answer before the deadline is one then, never a hang.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 
 from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
+from grstats.bus.probe import explain, first_connect
 from grstats.cli.errors import ReadError
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
@@ -67,13 +69,10 @@ async def read_snapshot_async(
     bus = Bus(options, subscriptions=[topic_filter], handler=handle)
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
-    connected = True
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(bus.run(), name="busread")
-        try:
-            await asyncio.wait_for(bus.connected.wait(), deadline_s)
-        except TimeoutError:
-            connected = False
+        error = await first_connect(bus, deadline_s)
+        connected = error is None
         while connected:
             arrived.clear()
             remaining = end - loop.time()
@@ -84,10 +83,8 @@ async def read_snapshot_async(
             except TimeoutError:
                 break
         await bus.close()
-    if not connected:
-        raise ReadError(
-            f"cannot reach the MQTT broker at {options.host}:{options.port} within {deadline_s:g} s"
-        )
+    if error is not None:  # the broker's (or TLS library's) own words, as soon as known
+        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
     return tables.snapshot(_now_us())
 
 

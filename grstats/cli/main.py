@@ -33,6 +33,8 @@ _COMMANDS: dict[str, str] = {
     "simulate": "simulate",
     "demo": "demo",
     "sql": "sql",
+    "init": "init",
+    "check": "check",
 }
 
 

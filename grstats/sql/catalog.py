@@ -166,9 +166,21 @@ def history_sql_types() -> dict[str, str]:
 
 
 def history_arrow_schema() -> pa.Schema:
-    """The Arrow schema of the history files (for an empty history)."""
+    """The Arrow schema of the history files (for an empty history).
+
+    The timestamp kind is written `timestamp[us, tz=UTC]`, which
+    `pa.type_for_alias` does not parse (it knows only bare `timestamp[us]`).
+    """
     return pa.schema(
-        [pa.field(name, pa.type_for_alias(kind)) for name, kind in records.HISTORY_COLUMNS]
+        [
+            pa.field(
+                name,
+                pa.timestamp("us", tz="UTC")
+                if kind.startswith("timestamp")
+                else pa.type_for_alias(kind),
+            )
+            for name, kind in records.HISTORY_COLUMNS
+        ]
     )
 
 

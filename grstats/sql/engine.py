@@ -205,7 +205,10 @@ class Engine:
             for t in self.live:
                 con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(snapshot))  # type: ignore[arg-type]
             self._local.snapshot = snapshot
-        if self.history_dir and not self._local.history_files:
+        if self.history_dir and (
+            not self._local.history_files  # also when the files went (directory deleted)
+            or not catalog.has_parquet(Path(self.history_dir).resolve())
+        ):
             root = Path(self.history_dir).resolve()
             if catalog.has_parquet(root):
                 cols = ", ".join(
@@ -223,6 +226,7 @@ class Engine:
                     ) from None
                 self._local.history_files = True
             else:
+                self._local.history_files = False
                 con.register("_history_empty", catalog.history_arrow_schema().empty_table())
                 con.execute(
                     "CREATE OR REPLACE VIEW grstats.history AS SELECT *, "

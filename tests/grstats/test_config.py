@@ -35,7 +35,7 @@ def error_of(tmp_path: Path, text: str) -> str:
 
 def test_documented_config_file_loads_with_documented_defaults() -> None:
     settings = load_config(REPO_ROOT / "config" / "grstats.toml")
-    assert settings.bus.port == 1883
+    assert settings.bus.port == 8883 and settings.bus.tls  # the shipped broker's listener
     assert settings.bus.prefix == "grstats/v1"
     assert settings.publish.period == 1.0
     assert settings.publish.gtid_interval == 30.0
@@ -340,3 +340,13 @@ def test_cli_flow_control_mistake_exits_2(tmp_path: Path) -> None:
         result.stderr.strip() == "grstats.toml: flow_control.min_quota: must not exceed max_quota"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_the_example_config_talks_to_the_shipped_broker() -> None:
+    """config/grstats.toml's [bus] port and TLS are config/mosquitto.conf's only listener."""
+    broker = (REPO_ROOT / "config" / "mosquitto.conf").read_text(encoding="utf-8").splitlines()
+    listeners = [line.split()[1] for line in broker if line.startswith("listener ")]
+    tls = any(line.startswith("certfile ") for line in broker)
+    settings = load_config(REPO_ROOT / "config" / "grstats.toml")
+    assert listeners == [str(settings.bus.port)]
+    assert settings.bus.tls == tls

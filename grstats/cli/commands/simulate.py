@@ -36,9 +36,9 @@ __all__ = ["command"]
 @click.option(
     "--days",
     type=click.IntRange(1, 3660),
-    default=1,
+    default=7,
     show_default=True,
-    help="Whole UTC days to write.",
+    help="Whole UTC days to write (7: one ISO week).",
 )
 @click.option(
     "--seed", type=int, default=1, show_default=True, help="Model seed (members, workload)."
@@ -47,8 +47,8 @@ __all__ = ["command"]
     "--start",
     type=click.DateTime(formats=["%Y-%m-%d"]),
     default=None,
-    help="First UTC day. Default: DAYS days ago, so the run ends with yesterday "
-    "(the last full UTC day).",
+    help="First UTC day. Default: the Monday of the last whole ISO week (of the last "
+    "whole weeks holding DAYS days), so the default run is exactly last week.",
 )
 @click.option("--slow-member", is_flag=True, help="Give the last member a slow applier.")
 @click.option(

@@ -12,11 +12,11 @@ non-zero (1: could not read; 2: bad arguments or config) — never a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import click
 
-from grstats.cli import render
+from grstats.cli import narrow, render
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core.snapshot import (
@@ -56,6 +56,16 @@ COLUMNS: Mapping[str, Sequence[str]] = {
 }
 
 
+def wide_option(func: Callable[..., None]) -> Callable[..., None]:
+    """`--wide`: every column under MySQL's names instead of the 80-column view."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help=f"Every column under MySQL's names (default: what fits {narrow.WIDTH} columns, "
+        "members as host:port).",
+    )(func)
+
+
 def _make_command(name: str, table: str, summary: str, example: str) -> click.Command:
     @click.command(
         name=name,
@@ -64,7 +74,13 @@ def _make_command(name: str, table: str, summary: str, example: str) -> click.Co
     )
     @read_options
     @output_options
-    def command(*, reader: TableReader, fmt: str, vertical: bool) -> None:
+    @wide_option
+    def command(*, reader: TableReader, fmt: str, vertical: bool, wide: bool) -> None:
+        if fmt == "table" and not vertical and not wide:
+            both = reader.read(list(dict.fromkeys([table, MEMBERS_TABLE])))
+            labels = narrow.member_labels(both[MEMBERS_TABLE])
+            click.echo(narrow.narrow_table(table, both[table], labels), nl=False)
+            return
         rows = reader.read([table])[table]
         if vertical and fmt == "table":
             fmt = "vertical"
@@ -131,13 +147,16 @@ FLOW_PERIODS = 5  # `flow --bus` listens this many flow-control periods by defau
 )
 @read_options
 @output_options
+@wide_option
 @click.option(
     "--seconds",
     type=click.FloatRange(min=0.1, max=3600),
     default=None,
     help=f"With --bus: how long to listen [default: {FLOW_PERIODS} flow-control periods].",
 )
-def flow_command(*, reader: TableReader, fmt: str, vertical: bool, seconds: float | None) -> None:
+def flow_command(
+    *, reader: TableReader, fmt: str, vertical: bool, wide: bool, seconds: float | None
+) -> None:
     if reader.bus is None:
         if seconds is not None:
             raise BadArgument("--seconds: only with --bus HOST:PORT")
@@ -153,6 +172,11 @@ def flow_command(*, reader: TableReader, fmt: str, vertical: bool, seconds: floa
         rows = reader.replay_flow(seconds, progress)
         if tty:
             click.echo("", err=True)
+    if fmt == "table" and not vertical and not wide:
+        members = reader.read([MEMBERS_TABLE])[MEMBERS_TABLE]
+        labels = narrow.member_labels(members)
+        click.echo(narrow.narrow_table(FLOW_CONTROL_TABLE, rows, labels), nl=False)
+        return
     if vertical and fmt == "table":
         fmt = "vertical"
     click.echo(render.render(fmt, rows, COLUMNS[FLOW_CONTROL_TABLE]), nl=False)

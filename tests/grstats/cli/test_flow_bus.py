@@ -108,7 +108,9 @@ def test_flow_bus_with_default_thresholds_sees_no_bottleneck(
     configs = [daemon_config(broker.port, m, [M1, M2], period=PERIOD, simulated=simulated)
                for m in (M1, M2)]  # fmt: skip
     with daemons(tmp_path, configs):
-        result = grstats("flow", "--bus", broker.url, "--seconds", "1.2", "--format", "table")
+        result = grstats(
+            "flow", "--bus", broker.url, "--seconds", "1.2", "--format", "table", "--wide"
+        )
         assert result.returncode == 0, result.stderr
         assert M1 in result.stdout and M2 in result.stdout
         assert "applier" not in result.stdout

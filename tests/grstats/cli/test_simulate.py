@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from grstats.cli.backfill import member_ids
+from grstats.cli.backfill import default_start, member_ids
 from grstats.cli.commands.simulate import command
 from grstats.core.lag import MemberLag
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
@@ -136,14 +136,33 @@ def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:
     assert column["sampled_at"].compression == "ZSTD"
 
 
-def test_default_start_ends_yesterday_seq_continues_and_rerun_replaces(tmp_path: Path) -> None:
+def _last_iso_week_monday(today: dt.date) -> dt.date:
+    year, week, _ = (today - dt.timedelta(days=7)).isocalendar()
+    return dt.date.fromisocalendar(year, week, 1)
+
+
+def test_the_default_run_is_the_last_whole_iso_week() -> None:
+    days = next(p for p in command.params if p.name == "days")
+    assert days.default == 7
+    for today in (dt.date(2026, 11, 25), dt.date(2026, 11, 23), dt.date(2027, 1, 3)):
+        first = default_start(7, today)
+        assert first == _last_iso_week_monday(today)
+        week = {(first + dt.timedelta(days=n)).isocalendar()[:2] for n in range(7)}
+        assert len(week) == 1, week  # one ISO week, Monday to Sunday
+        assert first + dt.timedelta(days=7) <= today
+    assert default_start(14, dt.date(2026, 11, 25)) == dt.date(2026, 11, 9)  # by hand
+
+
+def test_default_start_is_last_weeks_monday_seq_continues_and_rerun_replaces(
+    tmp_path: Path,
+) -> None:
     args = ["--members", "1", "--days", "2", "--group", "prod eu/1", "--out", str(tmp_path)]
     for _ in range(2):  # the second run must replace the files, not add rows
         result = CliRunner().invoke(command, args)
         assert result.exit_code == 0, result.output
-    today = dt.datetime.now(dt.UTC).date()
+    monday = _last_iso_week_monday(dt.datetime.now(dt.UTC).date())
     group_dir = tmp_path / "group=prod%20eu%2F1"
-    days = [today - dt.timedelta(days=2), today - dt.timedelta(days=1)]
+    days = [monday, monday + dt.timedelta(days=1)]
     assert sorted(p.name for p in group_dir.iterdir()) == [f"date={d.isoformat()}" for d in days]
     table = read_history(tmp_path)
     assert table.num_rows == 2 * 86_400

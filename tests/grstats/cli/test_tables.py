@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
+import struct
 import subprocess
 import sys
+import termios
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -122,7 +126,7 @@ def _subset(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def test_members_table_like_the_mysql_client(cluster: Cluster) -> None:
-    result = grstats("members", "--api", cluster.apis[0])
+    result = grstats("members", "--api", cluster.apis[0], "--wide")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("+-") and lines[0].endswith("-+")
@@ -155,7 +159,7 @@ def test_members_csv_has_header_and_a_row_per_member(cluster: Cluster) -> None:
 
 
 def test_stats_table_has_every_member_and_the_ps_columns(cluster: Cluster) -> None:
-    result = grstats("stats", "--api", cluster.apis[0])
+    result = grstats("stats", "--api", cluster.apis[0], "--wide")
     assert result.returncode == 0, result.stderr
     rows = _parse_boxed(result.stdout)
     assert sorted(r["MEMBER_ID"] for r in rows) == [M1, M2]
@@ -316,7 +320,7 @@ def test_bus_mode_builds_rows_from_retained_messages(retained: Broker) -> None:
 
 
 def test_bus_mode_members_table_and_prefix(retained: Broker) -> None:
-    result = grstats("members", "--bus", retained.url, "--prefix", "custom/prefix")
+    result = grstats("members", "--bus", retained.url, "--prefix", "custom/prefix", "--wide")
     assert result.returncode == 0, result.stderr
     rows = _parse_boxed(result.stdout)
     assert [(r["MEMBER_ID"], r["MEMBER_HOST"], r["MEMBER_PORT"]) for r in rows] == [
@@ -351,3 +355,42 @@ def test_group_filter_against_the_daemon(cluster: Cluster) -> None:
     other = grstats("members", "--api", cluster.apis[0], "--group", G2)
     assert other.returncode == 0, other.stderr
     assert other.stdout == "Empty set\n"
+
+
+def _in_pty(argv: list[str], columns: int = 80) -> str:
+    """Run a command on a pseudo-terminal `columns` wide; its whole output."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb"}
+    process = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the command closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert process.wait(timeout=60) == 0, b"".join(chunks).decode()
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_every_table_command_fits_80_columns_with_members_as_host_port(cluster: Cluster) -> None:
+    for command in ("members", "stats", "status", "lag", "flow"):
+        out = _in_pty([*GRSTATS, command, "--api", cluster.apis[0]])
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80, (command, out)
+        assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, (command, out)
+        assert M1 not in out and M2 not in out, (command, out)
+        assert "--wide" in lines[-1], (command, out)
+
+
+def test_wide_shows_every_column_under_mysqls_names(cluster: Cluster) -> None:
+    result = grstats("lag", "--api", cluster.apis[0], "--wide")
+    assert result.returncode == 0, result.stderr
+    rows = _parse_boxed(result.stdout)
+    assert "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP" in rows[0]
+    assert {r["MEMBER_ID"] for r in rows} >= {M1}

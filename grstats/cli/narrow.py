@@ -1,0 +1,131 @@
+"""The default table view of the table commands: what fits 80 columns.
+
+Strategy: a table's full column set (MySQL's names, `--wide`) rarely fits a
+terminal: `lag` is ~1,100 characters wide. By default each table shows a
+short, declared selection under short headers, a member as `host:port`
+(its MEMBER_HOST/MEMBER_PORT from replication_group_members) instead of
+its UUID — with the UUID's first 8 digits added where two members share a
+host:port (a lab on one host) — and then, if the values still make it wider
+than 80 columns, drops columns from the right and says how many. JSON, CSV,
+`--vertical` and `--wide` always show every column under MySQL's names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from grstats.cli import render
+from grstats.core import columns as col
+from grstats.core.snapshot import (
+    FLOW_CONTROL_TABLE,
+    MEMBER_LAG_TABLE,
+    MEMBER_STATS_TABLE,
+    MEMBER_STATUS_TABLE,
+    MEMBERS_TABLE,
+)
+
+__all__ = ["NARROW", "WIDTH", "member_labels", "narrow_table"]
+
+WIDTH = 80
+MEMBER = "MEMBER"
+# table -> (short header, column) in display order; MEMBER is the host:port label
+NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
+    MEMBERS_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("STATE", col.MEMBER_STATE),
+        ("ROLE", col.MEMBER_ROLE),
+        ("VERSION", col.MEMBER_VERSION),
+    ),
+    MEMBER_STATS_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("IN_QUEUE", col.COUNT_TRANSACTIONS_IN_QUEUE),
+        ("CHECKED", col.COUNT_TRANSACTIONS_CHECKED),
+        ("CONFLICTS", col.COUNT_CONFLICTS_DETECTED),
+        ("APPLY_QUEUE", col.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE),
+        ("APPLIED", col.COUNT_TRANSACTIONS_REMOTE_APPLIED),
+    ),
+    MEMBER_STATUS_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("LOCAL", "IS_LOCAL"),
+        ("AGE_S", "LAST_SEEN_AGE_SECONDS"),
+        ("SEQ", "SEQ"),
+        ("ACCEPTED", "ACCEPTED"),
+    ),
+    MEMBER_LAG_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("LAG", col.REPLICATION_LAG),
+        ("QUEUE_S", col.QUEUE_LAG_SECONDS),
+        ("APPLY_S", col.APPLY_LAG_SECONDS),
+        ("OFFSET_S", col.CLOCK_OFFSET_SECONDS),
+        ("CHANNEL", col.CHANNEL_NAME),
+    ),
+    FLOW_CONTROL_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("BOTTLENECK", "BOTTLENECK"),
+        ("THROTTLING", "THROTTLING"),
+        ("QUOTA", "GROUP_QUOTA"),
+        ("CERT_Q", "CERTIFIER_QUEUE"),
+        ("APPLY_Q", "APPLIER_QUEUE"),
+        ("FAILOVER_READY", "FAILOVER_READY"),
+    ),
+}
+
+
+def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
+    """MEMBER_ID -> `host:port`, with the UUID's first 8 digits where a host:port repeats.
+
+    Args:
+        members: replication_group_members rows.
+
+    Returns:
+        The label of every member that has a host.
+    """
+    plain: dict[str, str] = {}
+    for row in members:
+        member, host, port = (
+            row.get(col.MEMBER_ID),
+            row.get(col.MEMBER_HOST),
+            row.get(col.MEMBER_PORT),
+        )
+        if isinstance(member, str) and host:
+            plain[member] = f"{host}:{port}" if port is not None else str(host)
+    seen: dict[str, int] = {}
+    for label in plain.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {m: label if seen[label] == 1 else f"{label}/{m[:8]}" for m, label in plain.items()}
+
+
+def narrow_table(
+    table: str, rows: Sequence[Mapping[str, object]], labels: Mapping[str, str]
+) -> str:
+    """The default (narrow) table text of `table`'s rows.
+
+    Args:
+        table: the table's name (a key of NARROW).
+        rows: its rows.
+        labels: member_labels() of the group.
+
+    Returns:
+        The text, at most WIDTH columns wide, with a last line naming what was left out.
+    """
+    wanted = list(NARROW[table])
+    if not rows:
+        return render.table(rows, [h for h, _ in wanted])
+    shown_rows = [
+        {
+            header: (
+                labels.get(str(row.get(col)), row.get(col)) if header == MEMBER else row.get(col)
+            )
+            for header, col in wanted
+        }
+        for row in rows
+    ]
+    headers = [h for h, _ in wanted]
+    while True:
+        text = render.table(shown_rows, headers)
+        if len(headers) == 1 or max(len(line) for line in text.splitlines()) <= WIDTH:
+            break
+        headers.pop()
+    hidden = len(NARROW[table]) - len(headers)
+    more = f"{hidden} column(s) left out; " if hidden else ""
+    return text + f"({more}all, as MySQL names them: --wide, -E, --format json)\n"
