@@ -1,6 +1,6 @@
 """A mysql-mimic "local MySQL" in its own thread, for the CLI commands run as subprocesses.
 
-The tables and variables are those of tests/grstats/test_mysql_source.py's
+The tables and variables are those of tests/fixtures/fake_mysql.py's
 FakeMySQL (performance_schema columns as MySQL 8.4 declares them in
 storage/perfschema/table_*.cc; unknown @@variables are error 1193 as on
 MySQL), plus what `grstats init` / `check` read: @@report_host (NULL unless
@@ -21,7 +21,7 @@ from mysql_mimic import MysqlServer
 from mysql_mimic.errors import MysqlError
 from sqlglot import expressions as exp
 
-from tests.grstats.test_mysql_source import (
+from tests.fixtures.fake_mysql import (
     PASSWORD,
     USER,
     FakeMySQL,
