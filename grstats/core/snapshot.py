@@ -13,7 +13,8 @@ live in `grstats_member_status`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from grstats.core import columns
 
@@ -136,6 +137,10 @@ class SqlFigures:
         results_refused: results refused at max_rows or max_result_bytes, by limit.
         writes_refused: statements refused because the endpoint is read-only (1290).
         errors: error packets sent, by MySQL error number.
+        process_*: the endpoint's child process of a daemon (DAEMON_SQL_FIELDS):
+            its state, pid, restarts and why it last ended.
+        snapshots_sent, snapshots_dropped: live-table snapshots written to the
+            child process, and those dropped by reason.
     """
 
     serving: bool = False
@@ -150,6 +155,24 @@ class SqlFigures:
     results_refused: Mapping[str, int] = field(default_factory=dict)
     writes_refused: int = 0
     errors: Mapping[int, int] = field(default_factory=dict)
+    # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
+    process_state: str = ""  # "starting", "up", "restarting" or "stopped"
+    process_pid: int = 0
+    process_restarts: int = 0
+    process_last_exit: str = ""  # why the process last ended ("" before it ever did)
+    snapshots_sent: int = 0  # live-table snapshots written to the process
+    snapshots_dropped: Mapping[str, int] = field(default_factory=dict)  # by reason
+
+
+# SqlFigures fields the daemon fills about its SQL child; the child fills the others
+DAEMON_SQL_FIELDS = (
+    "process_state",
+    "process_pid",
+    "process_restarts",
+    "process_last_exit",
+    "snapshots_sent",
+    "snapshots_dropped",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,3 +236,9 @@ _TABLE_FIELDS: Mapping[str, str] = {
     APPLIER_METRICS_TABLE: "applier_metrics",
     APPLIER_WORKERS_TABLE: "applier_workers",
 }
+
+
+def with_tables(snapshot: DaemonSnapshot, tables: Mapping[str, tuple[Row, ...]]) -> DaemonSnapshot:
+    """`snapshot` with the rows of the named tables (names of TABLE_NAMES) replaced."""
+    changes: dict[str, Any] = {_TABLE_FIELDS[name]: rows for name, rows in tables.items()}
+    return replace(snapshot, **changes)
