@@ -393,6 +393,28 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "code",
         q.errors,
     )
+    if q.process_state:  # the endpoint's own process (grstats run / collect)
+        yield GaugeMetricFamily(
+            "grstats_sql_process_up",
+            "1 while the SQL endpoint's process runs and reports, else 0.",
+            value=1 if q.process_state == "up" else 0,
+        )
+        yield CounterMetricFamily(
+            "grstats_sql_process_restarts",
+            "Times the SQL endpoint's process was started again after it ended.",
+            value=q.process_restarts,
+        )
+        yield CounterMetricFamily(
+            "grstats_sql_snapshots_sent",
+            "Live-table snapshots written to the SQL endpoint's process.",
+            value=q.snapshots_sent,
+        )
+        yield _counter_by(
+            "grstats_sql_snapshots_dropped",
+            "Live-table snapshots not delivered, by reason (child_slow, too_large, ...).",
+            "reason",
+            q.snapshots_dropped,
+        )
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

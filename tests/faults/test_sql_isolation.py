@@ -1,0 +1,301 @@
+"""Whatever a SQL client does, the member daemon keeps publishing on time (issue 22).
+
+One real daemon (simulated source, real Mosquitto) with [sql] on, and the
+attacks of issue 22's table run against its endpoint all at once, each
+bounded in time: the 3-way information_schema join, 16 MiB packets before
+login from several sockets, `range(0,1000000)` per row, a 200 KB statement
+and 16 idle sockets. Meanwhile the test measures, independently of the
+daemon's own figures: the gaps between the member's stats envelopes on the
+broker (their `sent_us`, <= 1.5 periods), the sd_notify WATCHDOG=1 pings on
+a datagram socket of its own (never more than 1.5 ping intervals apart),
+and the daemon's (not the SQL child's) resident memory from /proc (within
++50 MB of its idle figure). Killing the child by its PID shows in /healthz
+and the child is started again on the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pymysql
+import pytest
+
+from protocol import decode_envelope
+from tests.fixtures.broker import Broker
+from tests.grstats.daemon_helpers import (
+    GROUP,
+    M1,
+    M2,
+    DaemonProc,
+    daemon_config,
+    spawn_daemon,
+    wait_for,
+    wait_started,
+)
+
+pytestmark = pytest.mark.slow
+
+PASSWORD = "s3cret"
+PERIOD = 1.0
+WATCHDOG_S = 2.0  # WATCHDOG_USEC: the daemon pings every WATCHDOG_S / 2
+ATTACK_S = 20.0  # how long the attacks last (each bounded by it)
+RSS_MARGIN = 50 << 20
+MiB = 1 << 20
+
+
+# -- measuring -----------------------------------------------------------------
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+class Measure:
+    """Envelope times, watchdog ping times and the daemon's RSS, each in its own thread."""
+
+    def __init__(self, broker: Broker, notify: socket.socket, pid: int, seconds: float) -> None:
+        self.seconds = seconds
+        self.subscribed = threading.Event()
+        self.stop = threading.Event()
+        self.sent_us: list[int] = []
+        self.seqs: list[int] = []
+        self.pings: list[float] = []
+        self.rss: list[int] = []
+        topic = f"grstats/v1/{GROUP}/{M1}/stats"
+        self._threads = [
+            threading.Thread(target=lambda: asyncio.run(self._envelopes(broker, topic))),
+            threading.Thread(target=self._watchdog, args=(notify,)),
+            threading.Thread(target=self._memory, args=(pid,)),
+        ]
+
+    def __enter__(self) -> Measure:
+        for t in self._threads:
+            t.start()
+        assert self.subscribed.wait(10), "no subscription"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self._threads:
+            t.join(timeout=self.seconds + 10)
+
+    async def _envelopes(self, broker: Broker, topic: str) -> None:
+        # one deadline for the whole iteration: aiomqtt's iterator can lose a
+        # message when a wait on it times out, so it is never cancelled midway
+        async with aiomqtt.Client(broker.host, broker.port) as client:
+            await client.subscribe(topic)
+            self.subscribed.set()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.seconds):
+                    async for message in client.messages:
+                        payload = message.payload
+                        if not message.retain and isinstance(payload, bytes) and payload:
+                            envelope = decode_envelope(payload)
+                            self.sent_us.append(envelope.sent_us)
+                            self.seqs.append(envelope.seq)
+
+    def _watchdog(self, sock: socket.socket) -> None:
+        sock.settimeout(0.2)
+        while not self.stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                if b"WATCHDOG=1" in sock.recv(4096):
+                    self.pings.append(time.monotonic())
+
+    def _memory(self, pid: int) -> None:
+        while not self.stop.wait(0.1):
+            with contextlib.suppress(OSError):
+                self.rss.append(_rss(pid))
+
+    def max_envelope_gap(self) -> float:
+        return max((b - a) / 1e6 for a, b in itertools.pairwise(self.sent_us))
+
+    def max_ping_gap(self) -> float:
+        return max(b - a for a, b in itertools.pairwise(self.pings))
+
+
+# -- the daemon ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _sql_daemon(broker: Broker, tmp_path: Path) -> Iterator[tuple[DaemonProc, socket.socket]]:
+    secret = tmp_path / "sql.password"
+    secret.write_text(PASSWORD + "\n", encoding="utf-8")
+    config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
+    # a 2 GiB address space keeps the shared test machine safe from the attacks
+    config["sql"] = {
+        "listen": "127.0.0.1:0",
+        "password_file": str(secret),
+        "max_address_space": 2 << 30,
+    }
+    name = f"grstats-test-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+        notify.bind("\0" + name)
+        env = {"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": str(int(WATCHDOG_S * 1e6))}
+        daemon = wait_started(spawn_daemon(tmp_path / "d", config, env=env))
+        try:
+            wait_for(lambda: _health(daemon).get("sql", {}).get("serving"), 60, "SQL serving")
+            yield daemon, notify
+        finally:
+            daemon.kill9()
+
+
+def _health(daemon: DaemonProc) -> dict[str, Any]:
+    _, body = daemon.get("/healthz")
+    assert isinstance(body, dict)
+    return body
+
+
+def _sql_port(daemon: DaemonProc) -> int:
+    for event in daemon.events():
+        if event.get("event") == "daemon.started":
+            return int(event["sql_port"])
+    raise AssertionError("no daemon.started event")
+
+
+# -- the attacks (each returns by `until`, whatever the endpoint does) -----------
+
+
+def _query(port: int, until: float, sql: str) -> None:
+    left = max(1, int(until - time.monotonic()))
+    with contextlib.suppress(pymysql.MySQLError, OSError):
+        conn = pymysql.connect(
+            host="127.0.0.1",
+            port=port,
+            user="grstats",
+            password=PASSWORD,
+            connect_timeout=left,
+            read_timeout=left,
+            write_timeout=left,
+        )
+        with conn, conn.cursor() as cur:
+            cur.execute(sql)
+            cur.fetchall()
+
+
+def information_schema_join(port: int, until: float) -> None:
+    _query(
+        port,
+        until,
+        "SELECT count(*) FROM information_schema.columns a, information_schema.columns b, "
+        "information_schema.tables c",
+    )
+
+
+def range_per_row(port: int, until: float) -> None:
+    _query(port, until, "SELECT range(0,1000000) FROM performance_schema.replication_group_members")
+
+
+def long_statement(port: int, until: float) -> None:
+    values = ", ".join(f"'{i:08d}'" for i in range(200_000 // 12))  # ~200 KB
+    _query(
+        port,
+        until,
+        "SELECT MEMBER_ID FROM performance_schema.replication_group_members "
+        f"WHERE MEMBER_ID IN ({values})",
+    )
+
+
+def big_packets_before_login(port: int, until: float) -> None:
+    """16 MiB packets (length 0xFFFFFF: "more follows") instead of a login, 32 MiB a socket."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.settimeout(2)
+        s.recv(4096)  # the server's handshake
+        chunk = bytes(MiB)
+        for seq in range(2):
+            s.sendall(b"\xff\xff\xff" + bytes([seq]))
+            left = 0xFFFFFF
+            while left and time.monotonic() < until:
+                s.sendall(chunk[: min(left, MiB)])
+                left -= min(left, MiB)
+
+
+def idle_sockets(port: int, until: float) -> None:
+    with contextlib.ExitStack() as stack:
+        for _ in range(16):
+            with contextlib.suppress(OSError):
+                stack.enter_context(socket.create_connection(("127.0.0.1", port), 5))
+        while time.monotonic() < until:
+            time.sleep(0.2)
+
+
+def _run_attacks(port: int, attacks: list[Callable[[int, float], None]]) -> None:
+    until = time.monotonic() + ATTACK_S
+    threads = [threading.Thread(target=a, args=(port, until), daemon=True) for a in attacks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=ATTACK_S + 30)
+    assert not any(t.is_alive() for t in threads), "an attack outlived its bound"
+
+
+# -- tests -----------------------------------------------------------------------
+
+
+def test_the_daemon_publishes_on_time_under_every_sql_attack_at_once(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with _sql_daemon(broker, tmp_path) as (daemon, notify):
+        port = _sql_port(daemon)
+        pid = daemon.process.pid
+        idle = max(_rss(pid) for _ in range(5) if time.sleep(0.2) is None)
+        attacks = [
+            information_schema_join,
+            range_per_row,
+            long_statement,
+            *[big_packets_before_login] * 4,
+            idle_sockets,
+        ]
+        with Measure(broker, notify, pid, ATTACK_S) as measured:
+            _run_attacks(port, attacks)
+        assert daemon.alive()
+        assert len(measured.sent_us) >= ATTACK_S / PERIOD - 3, measured.sent_us
+        assert measured.max_envelope_gap() <= 1.5 * PERIOD, measured.sent_us
+        assert len(measured.pings) >= ATTACK_S / (WATCHDOG_S / 2) - 3, measured.pings
+        assert measured.max_ping_gap() <= 1.5 * WATCHDOG_S / 2, measured.pings
+        assert max(measured.rss) <= idle + RSS_MARGIN, (idle, max(measured.rss))
+
+
+def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with _sql_daemon(broker, tmp_path) as (daemon, _):
+        port = _sql_port(daemon)
+        first = _health(daemon)["sql"]
+        assert first["process"] == "up" and first["restarts"] == 0, first
+        child = int(first["pid"])
+        assert child != daemon.process.pid
+        os.kill(child, signal.SIGKILL)
+
+        def restarted() -> dict[str, Any] | None:
+            sql = _health(daemon)["sql"]
+            return sql if sql["restarts"] == 1 and sql["serving"] else None
+
+        sql = wait_for(restarted, 60, "the SQL child to be started again")
+        assert sql["last_exit"] == "killed by SIGKILL", sql
+        assert sql["pid"] not in (0, child), sql
+        with (
+            pymysql.connect(
+                host="127.0.0.1", port=port, user="grstats", password=PASSWORD, connect_timeout=10
+            ) as conn,
+            conn.cursor() as cur,
+        ):
+            cur.execute("SELECT @@server_uuid")
+            assert cur.fetchone() == (M1,)
+        _, body = daemon.get("/metrics")
+        assert "grstats_sql_process_restarts_total 1.0" in body.decode()
+        assert daemon.alive()
