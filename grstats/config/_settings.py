@@ -135,7 +135,7 @@ class SqlSettings:
     threads: int = setting(1, integer(1, 256))
     memory_limit: str = setting("256MB", text(nonempty=True))
     # the endpoint's own process under `grstats run` / `collect` (0: no limit)
-    max_address_space: int = setting(4 << 30, integer(0, 1 << 48))  # RLIMIT_AS, bytes
+    max_address_space: int = setting(8 << 30, integer(0, 1 << 48))  # RLIMIT_AS, bytes
     max_cpu_seconds: int = setting(3600, integer(0, 1 << 31))  # RLIMIT_CPU, then a restart
     nice: int = setting(10, integer(0, 19))  # the process's niceness; the daemon keeps 0
     max_snapshot_bytes: int = setting(32 << 20, integer(1 << 16, 1 << 30))  # live tables

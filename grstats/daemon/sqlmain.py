@@ -6,9 +6,9 @@ daemon's, so the child's log lines land where the daemon's do. The channel
 gets its own copy of stdout and fd 1 then points at stderr, so that a stray
 print of a library cannot break the frames. The process asks the kernel to
 SIGKILL it when the daemon dies (Linux), so a child stuck in a query never
-outlives it; it reads the "config" message, configures logging, sets its
-own limits (`grstats.sql.child.apply_limits`) and only then imports the
-query libraries and serves.
+outlives it; it reads the "config" message, configures logging, imports the query
+libraries, sets its own limits (`grstats.sql.child.apply_limits`; the CPU
+budget counts from there) and serves.
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ async def _main(channel_out: int) -> int:
         print(f"grstats sql child: bad config message: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG
     configure_logging(config.log_level, config.log_format)
-    from grstats.sql.child import EXIT_MEMORY, Child, apply_limits  # noqa: PLC0415 - see above
+    from grstats.sql.child import EXIT_MEMORY, Child, apply_limits  # noqa: PLC0415 - heavy
 
-    apply_limits(config)
     try:
         child = Child(config, reader, writer)
+        apply_limits(config)  # the CPU budget is for serving, not for the imports
         log.info("sql.child_started", pid=os.getpid())
         return await child.run()
     except MemoryError:

@@ -9,7 +9,7 @@ history and rollups itself. Every `report_interval` it sends its "figures"
 daemon shows in /metrics and /healthz.
 
 Invariants: the child sets its own RLIMIT_AS and RLIMIT_CPU and niceness
-(`apply_limits`) before it imports the query libraries; past RLIMIT_CPU it
+(`apply_limits`) before it serves a client; past RLIMIT_CPU it
 exits with EXIT_CPU, on a MemoryError at the top with EXIT_MEMORY, so the
 daemon names why it restarted it. It ends when its input ends (the daemon
 went away) or on SIGTERM; SIGINT is the daemon's to handle. A snapshot
@@ -62,19 +62,27 @@ def _on_sigxcpu(signum: int, frame: FrameType | None) -> None:
 def apply_limits(config: ChildConfig) -> None:
     """Set this process's RLIMIT_AS, RLIMIT_CPU and niceness from `config` (0: leave as is).
 
-    Raises:
-        OSError / ValueError: a limit above the hard limit the process was given.
+    A limit above the hard limit the process was given (a systemd unit's
+    LimitAS=, LimitCPU=) is lowered to it: the unit's limits stay in force.
     """
     if config.max_address_space:
-        n = config.max_address_space
-        resource.setrlimit(resource.RLIMIT_AS, (n, n))
+        n = _within_hard(resource.RLIMIT_AS, config.max_address_space)
+        resource.setrlimit(resource.RLIMIT_AS, (n, n))  # for good: the child cannot raise it
     if config.max_cpu_seconds:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        soft = int(used.ru_utime + used.ru_stime) + config.max_cpu_seconds
+        soft = _within_hard(
+            resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + config.max_cpu_seconds
+        )
+        hard = _within_hard(resource.RLIMIT_CPU, soft + CPU_GRACE_S)
         signal.signal(signal.SIGXCPU, _on_sigxcpu)
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + CPU_GRACE_S))
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     if config.nice:
         os.nice(config.nice)
+
+
+def _within_hard(which: int, value: int) -> int:
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 class Child:
@@ -89,7 +97,7 @@ class Child:
     def __init__(
         self, config: ChildConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        from grstats.sql.server import SqlServer  # noqa: PLC0415 - after the limits are set
+        from grstats.sql.server import SqlServer  # noqa: PLC0415 - DuckDB & co.: in the child
 
         self.config = config
         self._reader = reader

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import signal
 import socket
 import threading
@@ -132,7 +133,9 @@ class Measure:
 
 
 @contextlib.contextmanager
-def _sql_daemon(broker: Broker, tmp_path: Path) -> Iterator[tuple[DaemonProc, socket.socket]]:
+def _sql_daemon(
+    broker: Broker, tmp_path: Path, **sql: object
+) -> Iterator[tuple[DaemonProc, socket.socket]]:
     secret = tmp_path / "sql.password"
     secret.write_text(PASSWORD + "\n", encoding="utf-8")
     config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
@@ -141,6 +144,7 @@ def _sql_daemon(broker: Broker, tmp_path: Path) -> Iterator[tuple[DaemonProc, so
         "listen": "127.0.0.1:0",
         "password_file": str(secret),
         "max_address_space": 2 << 30,
+        **sql,
     }
     name = f"grstats-test-{uuid.uuid4().hex}"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
@@ -279,6 +283,10 @@ def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
         assert first["process"] == "up" and first["restarts"] == 0, first
         child = int(first["pid"])
         assert child != daemon.process.pid
+        limits = Path(f"/proc/{child}/limits").read_text()
+        assert re.search(rf"Max address space\s+{2 << 30}\s+{2 << 30}\s", limits), limits
+        assert re.search(r"Max cpu time\s+\d+\s+\d+\s", limits), limits  # the default 3600 s
+        assert int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 10
         os.kill(child, signal.SIGKILL)
 
         def restarted() -> dict[str, Any] | None:
@@ -298,4 +306,29 @@ def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
             assert cur.fetchone() == (M1,)
         _, body = daemon.get("/metrics")
         assert "grstats_sql_process_restarts_total 1.0" in body.decode()
+        assert daemon.alive()
+
+
+def test_a_child_past_its_cpu_limit_is_restarted_with_the_reason(
+    broker: Broker, tmp_path: Path
+) -> None:
+    endless = (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
+        "WHERE n < 1000000000000) SELECT COUNT(*) FROM r"
+    )
+    with _sql_daemon(broker, tmp_path, max_cpu_seconds=3, query_timeout=120) as (daemon, _):
+        port = _sql_port(daemon)
+        child = int(_health(daemon)["sql"]["pid"])
+        thread = threading.Thread(
+            target=_query, args=(port, time.monotonic() + 60, endless), daemon=True
+        )
+        thread.start()
+
+        def restarted() -> dict[str, Any] | None:
+            sql = _health(daemon)["sql"]
+            return sql if sql["restarts"] >= 1 and sql["pid"] not in (0, child) else None
+
+        sql = wait_for(restarted, 90, "the SQL child to pass its CPU limit and start again")
+        assert sql["last_exit"] == "CPU time limit reached (max_cpu_seconds)", sql
+        thread.join(70)
         assert daemon.alive()
