@@ -156,7 +156,7 @@ class SqlFigures:
     writes_refused: int = 0
     errors: Mapping[int, int] = field(default_factory=dict)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
-    process_state: str = ""  # "starting", "up", "restarting" or "stopped"
+    process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"
     process_pid: int = 0
     process_restarts: int = 0
     process_last_exit: str = ""  # why the process last ended ("" before it ever did)

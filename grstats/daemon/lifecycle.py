@@ -272,7 +272,9 @@ class Daemon:
         # its own process (DESIGN.md: nothing a client does reaches the loop). Not
         # fatal: the daemon serves its other duties and /healthz says "sql_down"
         # while the child cannot listen (it tries again) or is restarted.
-        self.sql = SqlChild(child_config(self.settings))
+        self.sql = SqlChild(
+            child_config(self.settings), child_timeout=self.settings.sql.child_timeout
+        )
         await self.sql.start(self.get_snapshot())
 
     async def _wait_for_identity(self, pub: Publisher) -> None:

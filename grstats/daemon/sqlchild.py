@@ -54,6 +54,7 @@ BACKOFF_MAX_S = 30.0
 STABLE_AFTER_S = 60.0
 START_WAIT_S = 30.0  # the first figures (the child imports DuckDB & co. first)
 STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
+CHECK_S = 0.5  # how often the supervisor looks at the child's silence
 CONFIG_MAX_BYTES = 1 << 16
 DROP_REASONS = ("child_slow", "not_running", "too_large", "unencodable", "superseded")
 CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
@@ -93,8 +94,9 @@ class SqlChild:
             first child bound, once known).
     """
 
-    def __init__(self, config: ChildConfig) -> None:
+    def __init__(self, config: ChildConfig, *, child_timeout: float = 30.0) -> None:
         self.config = config
+        self.child_timeout = child_timeout
         self.port = config.options.port
         self.state = "stopped"
         self.pid = 0
@@ -114,6 +116,8 @@ class SqlChild:
         self._child_refused_base: dict[str, int] = {}
         self._wake = asyncio.Event()
         self._started_at = 0.0
+        self._heard = 0.0  # when the child last reported (or was started)
+        self._killed_for = ""  # why the daemon killed the current child ("" if it did not)
 
     # -- what the daemon reads ---------------------------------------------------
 
@@ -125,6 +129,9 @@ class SqlChild:
         if not up:
             last = f", last {self.last_exit}" if self.last_exit else ""
             reason = f"process {self.state}{last}"
+            if self.state == "unresponsive":
+                silence = asyncio.get_running_loop().time() - self._heard
+                reason = f"process unresponsive (no figures for {silence:.0f} s)"
         totals = _add(self._base, current)
         return dataclasses.replace(
             totals,
@@ -139,6 +146,18 @@ class SqlChild:
             snapshots_sent=self.sent,
             snapshots_dropped=self._drops(),
         )
+
+    def _check_silence(self, proc: asyncio.subprocess.Process, now: float) -> None:
+        """A child whose figures stop coming is unresponsive, and killed past child_timeout."""
+        silence = now - self._heard
+        if self.state == "up" and silence > max(3.0, 3 * self.config.report_interval):
+            self.state = "unresponsive"
+            log.warning("sql.child_unresponsive", pid=proc.pid, silence_s=round(silence, 1))
+        if silence > self.child_timeout and proc.returncode is None and not self._killed_for:
+            self._killed_for = f"no figures for {silence:.0f} s"
+            log.error("sql.child_killed", pid=proc.pid, reason=self._killed_for)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     def _drops(self) -> dict[str, int]:
         """Snapshots dropped by the daemon, and refused by the child (`child_<reason>`)."""
@@ -175,7 +194,11 @@ class SqlChild:
                 proc = self._proc
                 if proc is not None:
                     ended = tg.create_task(proc.wait(), name="sql-wait")
-                    await asyncio.wait({ended, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                    while not (ended.done() or stop.is_set()):
+                        await asyncio.wait(
+                            {ended, stopped}, timeout=CHECK_S, return_when=asyncio.FIRST_COMPLETED
+                        )
+                        self._check_silence(proc, loop.time())
                     if not ended.done():
                         ended.cancel()
                         break
@@ -236,7 +259,8 @@ class SqlChild:
         assert proc.stdin is not None and proc.stdout is not None
         self._proc = proc
         self.pid = proc.pid
-        self._started_at = asyncio.get_running_loop().time()
+        self._started_at = self._heard = asyncio.get_running_loop().time()
+        self._killed_for = ""
         proc.stdin.write(encode_frame(message, CONFIG_MAX_BYTES))
         if self._latest is not None:  # at once: @@server_uuid comes from it
             self._pending = None
@@ -266,6 +290,8 @@ class SqlChild:
             self._child_refused = {}
             self._current = SqlFigures(max_connections=self.config.options.max_connections)
             self.last_exit = exit_reason(proc.returncode if proc.returncode is not None else 0)
+            if self._killed_for:
+                self.last_exit += f" ({self._killed_for})"
             self._proc = None
             self.pid = 0
 
@@ -287,6 +313,7 @@ class SqlChild:
                 self.port = port
             self._child_refused = refused
             self.state = "up"
+            self._heard = asyncio.get_running_loop().time()
             self._reported.set()
 
     async def _send_loop(self) -> None:

@@ -134,11 +134,11 @@ class Measure:
 
 @contextlib.contextmanager
 def _sql_daemon(
-    broker: Broker, tmp_path: Path, **sql: object
+    broker: Broker, tmp_path: Path, period: float = PERIOD, **sql: object
 ) -> Iterator[tuple[DaemonProc, socket.socket]]:
     secret = tmp_path / "sql.password"
     secret.write_text(PASSWORD + "\n", encoding="utf-8")
-    config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
+    config = daemon_config(broker.port, M1, [M1, M2], period=period)
     # a 2 GiB address space keeps the shared test machine safe from the attacks
     config["sql"] = {
         "listen": "127.0.0.1:0",
@@ -332,3 +332,45 @@ def test_a_child_past_its_cpu_limit_is_restarted_with_the_reason(
         assert sql["last_exit"] == "CPU time limit reached (max_cpu_seconds)", sql
         thread.join(70)
         assert daemon.alive()
+
+
+def _metric(daemon: DaemonProc, sample: str) -> float:
+    _, body = daemon.get("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_a_stopped_child_costs_dropped_snapshots_then_a_restart_never_a_blocked_loop(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with _sql_daemon(broker, tmp_path, period=0.25, child_timeout=20) as (daemon, _):
+        child = int(_health(daemon)["sql"]["pid"])
+        os.kill(child, signal.SIGSTOP)  # alive, reads nothing: the pipe fills
+        try:
+
+            def unresponsive() -> list[str] | None:
+                details = _health(daemon)["details"]
+                return details if any("process unresponsive" in d for d in details) else None
+
+            wait_for(unresponsive, 30, "/healthz to call the stopped child unresponsive")
+            dropped = 'grstats_sql_snapshots_dropped_total{reason="child_slow"}'
+            wait_for(lambda: _metric(daemon, dropped) >= 1, 30, "a snapshot dropped, child slow")
+            # and the daemon goes on publishing (0.25 s period: 8 in 2 s)
+            published = daemon.counters()["messages_published"]
+            wait_for(
+                lambda: daemon.counters()["messages_published"] >= published + 8,
+                10,
+                "the daemon to publish while the child is stopped",
+            )
+
+            def restarted() -> dict[str, Any] | None:
+                sql = _health(daemon)["sql"]
+                return sql if sql["restarts"] == 1 and sql["serving"] else None
+
+            sql = wait_for(restarted, 60, "the silent child to be killed and started again")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        assert sql["last_exit"].startswith("killed by SIGKILL (no figures for "), sql
