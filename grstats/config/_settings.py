@@ -138,7 +138,7 @@ class SqlSettings:
     max_address_space: int = setting(8 << 30, integer(0, 1 << 48))  # RLIMIT_AS, bytes
     max_cpu_seconds: int = setting(3600, integer(0, 1 << 31))  # RLIMIT_CPU, then a restart
     nice: int = setting(10, integer(0, 19))  # the process's niceness; the daemon keeps 0
-    max_snapshot_bytes: int = setting(32 << 20, integer(1 << 16, 1 << 30))  # live tables
+    max_snapshot_bytes: int = setting(32 << 20, integer(1024, 1 << 30))  # live tables
     child_timeout: float = setting(30.0, number(2.0, 3600.0))  # silent this long: restarted
 
     @property

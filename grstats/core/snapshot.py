@@ -141,6 +141,8 @@ class SqlFigures:
             its state, pid, restarts and why it last ended.
         snapshots_sent, snapshots_dropped: live-table snapshots written to the
             child process, and those dropped by reason.
+        snapshot_unsent: why the latest snapshot could not be encoded (over
+            [sql] max_snapshot_bytes): the endpoint's live tables are stale.
     """
 
     serving: bool = False
@@ -162,6 +164,7 @@ class SqlFigures:
     process_last_exit: str = ""  # why the process last ended ("" before it ever did)
     snapshots_sent: int = 0  # live-table snapshots written to the process
     snapshots_dropped: Mapping[str, int] = field(default_factory=dict)  # by reason
+    snapshot_unsent: str = ""  # why the live tables cannot be sent now ("" when they can)
 
 
 # SqlFigures fields the daemon fills about its SQL child; the child fills the others
@@ -172,6 +175,7 @@ DAEMON_SQL_FIELDS = (
     "process_last_exit",
     "snapshots_sent",
     "snapshots_dropped",
+    "snapshot_unsent",
 )
 
 

@@ -105,6 +105,7 @@ class SqlChild:
         self.sent = 0
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
         self.replies_refused = 0
+        self.unsent = ""  # why the last snapshot could not be encoded ("" when it could)
         self._base = SqlFigures()
         self._current = SqlFigures(max_connections=config.options.max_connections)
         self._proc: asyncio.subprocess.Process | None = None
@@ -145,6 +146,7 @@ class SqlChild:
             process_last_exit=self.last_exit,
             snapshots_sent=self.sent,
             snapshots_dropped=self._drops(),
+            snapshot_unsent=self.unsent,
         )
 
     def _check_silence(self, proc: asyncio.subprocess.Process, now: float) -> None:
@@ -337,8 +339,11 @@ class SqlChild:
                 )
             except ChannelError as exc:
                 self.dropped[exc.reason] += 1
-                log.warning("sql.snapshot_not_sent", reason=exc.reason, error=str(exc))
+                if not self.unsent:  # once per episode, not every period
+                    log.error("sql.snapshot_not_sent", reason=exc.reason, error=str(exc))
+                self.unsent = f"the live tables are not sent ({exc})"
                 continue
+            self.unsent = ""
             if proc is not self._proc or proc.stdin.is_closing():
                 self.dropped["not_running"] += 1
                 continue

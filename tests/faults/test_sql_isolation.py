@@ -374,3 +374,22 @@ def test_a_stopped_child_costs_dropped_snapshots_then_a_restart_never_a_blocked_
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
         assert sql["last_exit"].startswith("killed by SIGKILL (no figures for "), sql
+
+
+def test_live_tables_past_the_snapshot_cap_are_refused_counted_and_degrade_health(
+    broker: Broker, tmp_path: Path
+) -> None:
+    with _sql_daemon(broker, tmp_path, max_snapshot_bytes=1024) as (daemon, _):
+
+        def stale() -> dict[str, Any] | None:
+            health = _health(daemon)
+            return health if "sql_stale" in health["reasons"] else None
+
+        health = wait_for(stale, 30, "/healthz to report sql_stale")
+        assert any(
+            d.startswith("sql: the live tables are not sent (too_large: ")
+            for d in health["details"]
+        ), health
+        assert health["sql"]["serving"], health  # the history side still serves
+        too_large = 'grstats_sql_snapshots_dropped_total{reason="too_large"}'
+        assert _metric(daemon, too_large) >= 1
