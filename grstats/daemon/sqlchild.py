@@ -72,7 +72,12 @@ def exit_reason(returncode: int) -> str:
     return EXIT_REASONS.get(returncode, f"exited with status {returncode}")
 
 
-def _add(base: SqlFigures, last: SqlFigures) -> SqlFigures:
+def backoff_s(failures: int) -> float:
+    """The wait before the next start after `failures` quick ends in a row (0: a stable run)."""
+    return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** max(0, failures - 1)))
+
+
+def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
     """`base` plus a dead child's counters (gauges are not carried over)."""
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(SqlFigures):
@@ -133,7 +138,7 @@ class SqlChild:
             if self.state == "unresponsive":
                 silence = asyncio.get_running_loop().time() - self._heard
                 reason = f"process unresponsive (no figures for {silence:.0f} s)"
-        totals = _add(self._base, current)
+        totals = add_counts(self._base, current)
         return dataclasses.replace(
             totals,
             serving=up and current.serving,
@@ -207,7 +212,7 @@ class SqlChild:
                     await self._reap(proc)
                     lived = loop.time() - self._started_at
                     failures = 0 if lived >= STABLE_AFTER_S else failures + 1
-                delay = min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** max(0, failures - 1))
+                delay = backoff_s(failures)
                 self.state = "restarting"
                 log.error("sql.child_ended", reason=self.last_exit, restart_in_s=delay)
                 with contextlib.suppress(TimeoutError):
@@ -286,7 +291,7 @@ class SqlChild:
                 await self._replies
             self._replies = None
         if self._proc is proc:
-            self._base = _add(self._base, self._current)
+            self._base = add_counts(self._base, self._current)
             for reason, count in self._child_refused.items():
                 self._child_refused_base[reason] = self._child_refused_base.get(reason, 0) + count
             self._child_refused = {}

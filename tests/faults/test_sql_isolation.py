@@ -287,6 +287,9 @@ def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
         assert re.search(rf"Max address space\s+{2 << 30}\s+{2 << 30}\s", limits), limits
         assert re.search(r"Max cpu time\s+\d+\s+\d+\s", limits), limits  # the default 3600 s
         assert int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 10
+        _select_server_uuid(port)  # one query before: the daemon's total must keep it
+        queries = "grstats_sql_queries_total"
+        wait_for(lambda: _metric(daemon, queries) == 1, 30, "the first child's query in /metrics")
         os.kill(child, signal.SIGKILL)
 
         def restarted() -> dict[str, Any] | None:
@@ -296,17 +299,21 @@ def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
         sql = wait_for(restarted, 60, "the SQL child to be started again")
         assert sql["last_exit"] == "killed by SIGKILL", sql
         assert sql["pid"] not in (0, child), sql
-        with (
-            pymysql.connect(
-                host="127.0.0.1", port=port, user="grstats", password=PASSWORD, connect_timeout=10
-            ) as conn,
-            conn.cursor() as cur,
-        ):
-            cur.execute("SELECT @@server_uuid")
-            assert cur.fetchone() == (M1,)
-        _, body = daemon.get("/metrics")
-        assert "grstats_sql_process_restarts_total 1.0" in body.decode()
+        _select_server_uuid(port)  # the same port, served by the new child
+        wait_for(lambda: _metric(daemon, queries) == 2, 30, "both children's queries in /metrics")
+        assert _metric(daemon, "grstats_sql_process_restarts_total") == 1
         assert daemon.alive()
+
+
+def _select_server_uuid(port: int) -> None:
+    with (
+        pymysql.connect(
+            host="127.0.0.1", port=port, user="grstats", password=PASSWORD, connect_timeout=10
+        ) as conn,
+        conn.cursor() as cur,
+    ):
+        cur.execute("SELECT @@server_uuid")
+        assert cur.fetchone() == (M1,)
 
 
 def test_a_child_past_its_cpu_limit_is_restarted_with_the_reason(
