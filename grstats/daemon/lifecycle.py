@@ -325,6 +325,8 @@ class Daemon:
             bus_task.cancel()
 
     async def _shutdown(self) -> None:
+        # the SQL child stops (<= sqlchild.STOP_WAIT_S) while the history flushes
+        sql_closed = asyncio.create_task(self.sql.close()) if self.sql is not None else None
         if self.history is not None:
             try:
                 await asyncio.wait_for(self.history.close(), 3.0)
@@ -334,6 +336,6 @@ class Daemon:
             await self.source.close()
         if self.api is not None:
             await self.api.close()
-        if self.sql is not None:
-            await self.sql.close()
+        if sql_closed is not None:
+            await sql_closed
         log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)

@@ -290,6 +290,8 @@ class SqlChild:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._replies
             self._replies = None
+        if proc.stdin is not None:
+            proc.stdin.close()
         if self._proc is proc:
             self._base = add_counts(self._base, self._current)
             for reason, count in self._child_refused.items():

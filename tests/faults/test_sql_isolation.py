@@ -136,6 +136,7 @@ class Measure:
 def _sql_daemon(
     broker: Broker, tmp_path: Path, period: float = PERIOD, **sql: object
 ) -> Iterator[tuple[DaemonProc, socket.socket]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     secret = tmp_path / "sql.password"
     secret.write_text(PASSWORD + "\n", encoding="utf-8")
     config = daemon_config(broker.port, M1, [M1, M2], period=period)
@@ -400,3 +401,27 @@ def test_live_tables_past_the_snapshot_cap_are_refused_counted_and_degrade_healt
         assert health["sql"]["serving"], health  # the history side still serves
         too_large = 'grstats_sql_snapshots_dropped_total{reason="too_large"}'
         assert _metric(daemon, too_large) >= 1
+
+
+def test_the_child_ends_with_the_daemon_on_sigterm_and_on_sigkill(
+    broker: Broker, tmp_path: Path
+) -> None:
+    for stop in ("terminate", "kill9"):
+        with _sql_daemon(broker, tmp_path / stop) as (daemon, _):
+            child = int(_health(daemon)["sql"]["pid"])
+            started = time.monotonic()
+            if stop == "terminate":
+                assert daemon.terminate() == 0
+                assert time.monotonic() - started < 6.0  # the unit's TimeoutStopSec margin
+            else:
+                daemon.kill9()  # the child asked the kernel for SIGKILL when its parent dies
+            wait_for(lambda pid=child: _gone(pid), 10, "the child gone")
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its exit status left (a zombie not yet reaped by init)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
