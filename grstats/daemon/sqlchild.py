@@ -29,6 +29,7 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,7 +137,7 @@ class SqlChild:
             last = f", last {self.last_exit}" if self.last_exit else ""
             reason = f"process {self.state}{last}"
             if self.state == "unresponsive":
-                silence = asyncio.get_running_loop().time() - self._heard
+                silence = time.monotonic() - self._heard
                 reason = f"process unresponsive (no figures for {silence:.0f} s)"
         totals = add_counts(self._base, current)
         return dataclasses.replace(
@@ -192,7 +193,6 @@ class SqlChild:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Feed the child and restart it when it ends, until `stop` is set."""
-        loop = asyncio.get_running_loop()
         failures = 0
         async with asyncio.TaskGroup() as tg:
             sender = tg.create_task(self._send_loop(), name="sql-send")
@@ -205,13 +205,15 @@ class SqlChild:
                         await asyncio.wait(
                             {ended, stopped}, timeout=CHECK_S, return_when=asyncio.FIRST_COMPLETED
                         )
-                        self._check_silence(proc, loop.time())
+                        self._check_silence(proc, time.monotonic())
                     if not ended.done():
                         ended.cancel()
                         break
                     await self._reap(proc)
-                    lived = loop.time() - self._started_at
+                    lived = time.monotonic() - self._started_at
                     failures = 0 if lived >= STABLE_AFTER_S else failures + 1
+                else:  # it could not even be started
+                    failures += 1
                 delay = backoff_s(failures)
                 self.state = "restarting"
                 log.error("sql.child_ended", reason=self.last_exit, restart_in_s=delay)
@@ -266,7 +268,7 @@ class SqlChild:
         assert proc.stdin is not None and proc.stdout is not None
         self._proc = proc
         self.pid = proc.pid
-        self._started_at = self._heard = asyncio.get_running_loop().time()
+        self._started_at = self._heard = time.monotonic()
         self._killed_for = ""
         proc.stdin.write(encode_frame(message, CONFIG_MAX_BYTES))
         if self._latest is not None:  # at once: @@server_uuid comes from it
@@ -322,7 +324,7 @@ class SqlChild:
                 self.port = port
             self._child_refused = refused
             self.state = "up"
-            self._heard = asyncio.get_running_loop().time()
+            self._heard = time.monotonic()
             self._reported.set()
 
     async def _send_loop(self) -> None:
