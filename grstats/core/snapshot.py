@@ -157,6 +157,7 @@ class SqlFigures:
     results_refused: Mapping[str, int] = field(default_factory=dict)
     writes_refused: int = 0
     errors: Mapping[int, int] = field(default_factory=dict)
+    limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
     process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"
     process_pid: int = 0

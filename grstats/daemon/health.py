@@ -206,6 +206,9 @@ def assemble_snapshot(
             gauges["degraded_sql_stale"] = 1.0 if sql.snapshot_unsent else 0.0
             if sql.snapshot_unsent:
                 reasons = (*reasons, f"sql: {sql.snapshot_unsent}")
+            gauges["degraded_sql_limits"] = 1.0 if sql.limits_unset else 0.0
+            if sql.limits_unset:
+                reasons = (*reasons, f"sql: process limits not set ({sql.limits_unset})")
     snapshot = tables.snapshot(
         now_us(),
         bus_reconnects=bus.reconnects if bus else 0,

@@ -79,7 +79,7 @@ def backoff_s(failures: int) -> float:
 
 
 def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
-    """`base` plus a dead child's counters (gauges are not carried over)."""
+    """`last` with `base`'s counters added to its own (its gauges and texts as they are)."""
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(SqlFigures):
         if f.name in _GAUGES or f.name in DAEMON_SQL_FIELDS:
@@ -89,7 +89,7 @@ def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
             changes[f.name] = {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
         elif isinstance(a, int) and not isinstance(a, bool):
             changes[f.name] = a + b
-    return dataclasses.replace(base, **changes)
+    return dataclasses.replace(last, **changes)
 
 
 class SqlChild:

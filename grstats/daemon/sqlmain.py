@@ -72,7 +72,7 @@ async def _main(channel_out: int) -> int:
 
     try:
         child = Child(config, reader, writer)
-        apply_limits(config)  # the CPU budget is for serving, not for the imports
+        child.limits_unset = apply_limits(config)  # the CPU budget: serving, not the imports
         log.info("sql.child_started", pid=os.getpid())
         return await child.run()
     except MemoryError:

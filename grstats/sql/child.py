@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import resource
 import signal
@@ -59,15 +60,24 @@ def _on_sigxcpu(signum: int, frame: FrameType | None) -> None:
     os._exit(EXIT_CPU)
 
 
-def apply_limits(config: ChildConfig) -> None:
+def apply_limits(config: ChildConfig) -> str:
     """Set this process's RLIMIT_AS, RLIMIT_CPU and niceness from `config` (0: leave as is).
 
     A limit above the hard limit the process was given (a systemd unit's
     LimitAS=, LimitCPU=) is lowered to it: the unit's limits stay in force.
+
+    Returns:
+        "" when every limit asked for is set, else which could not be and why
+        (a seccomp filter without setrlimit / setpriority): the child serves on,
+        and the daemon's /healthz says so.
     """
+    failed: list[str] = []
     if config.max_address_space:
         n = _within_hard(resource.RLIMIT_AS, config.max_address_space)
-        resource.setrlimit(resource.RLIMIT_AS, (n, n))  # for good: the child cannot raise it
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (n, n))  # for good: the child cannot raise it
+        except (OSError, ValueError) as exc:
+            failed.append(f"max_address_space: {exc}")
     if config.max_cpu_seconds:
         used = resource.getrusage(resource.RUSAGE_SELF)
         soft = _within_hard(
@@ -75,9 +85,18 @@ def apply_limits(config: ChildConfig) -> None:
         )
         hard = _within_hard(resource.RLIMIT_CPU, soft + CPU_GRACE_S)
         signal.signal(signal.SIGXCPU, _on_sigxcpu)
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        except (OSError, ValueError) as exc:
+            failed.append(f"max_cpu_seconds: {exc}")
     if config.nice:
-        os.nice(config.nice)
+        try:
+            os.nice(config.nice)
+        except OSError as exc:
+            failed.append(f"nice: {exc}")
+    if failed:
+        log.error("sql.limits_not_set", failed=failed)
+    return "; ".join(failed)
 
 
 def _within_hard(which: int, value: int) -> int:
@@ -109,6 +128,7 @@ class Child:
         self.received = 0
         self.refused = dict.fromkeys(REFUSALS, 0)
         self.server = SqlServer(config.options, lambda: self._snapshot)
+        self.limits_unset = ""  # what `apply_limits` could not set
 
     async def run(self) -> int:
         """Serve until the input ends or SIGTERM; returns the exit status."""
@@ -175,9 +195,8 @@ class Child:
     def _report(self) -> None:
         if self._writer.transport.get_write_buffer_size() > _UNREAD_MAX:
             return
-        message = figures_message(
-            self.server.figures(), port=self.server.port, refused=self.refused
-        )
+        figures = dataclasses.replace(self.server.figures(), limits_unset=self.limits_unset)
+        message = figures_message(figures, port=self.server.port, refused=self.refused)
         try:
             self._writer.write(encode_frame(message, REPLY_MAX_BYTES))
         except ChannelError as exc:  # the daemon keeps the previous figures

@@ -7,6 +7,8 @@ up to 30 s; the child's exit statuses; counters summed, gauges not).
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 
 from grstats.core.snapshot import SqlFigures
 from grstats.daemon.sqlchild import add_counts, backoff_s, exit_reason
@@ -23,7 +25,7 @@ def test_exit_reasons_name_the_signal_or_the_limit() -> None:
     assert exit_reason(1) == "exited with status 1"
 
 
-def test_a_dead_childs_counters_are_added_and_its_gauges_are_not() -> None:
+def test_counters_add_up_across_children_and_the_rest_is_the_newer_childs() -> None:
     base = SqlFigures(queries=5, connections_accepted=2, errors={1045: 1}, connections_open=1)
     last = SqlFigures(
         serving=True,
@@ -38,4 +40,21 @@ def test_a_dead_childs_counters_are_added_and_its_gauges_are_not() -> None:
     assert (total.queries, total.connections_accepted) == (8, 3)
     assert total.errors == {1045: 3, 1146: 1}
     assert total.results_refused == {"max_rows": 1}
-    assert (total.serving, total.connections_open, total.max_connections) == (False, 1, 0)
+    assert (total.serving, total.connections_open, total.max_connections) == (True, 4, 16)
+
+
+def test_child_limits_above_the_units_hard_limits_are_lowered_to_them() -> None:
+    code = (
+        "import resource\n"
+        "from grstats.sql.channel import ChildConfig\n"
+        "from grstats.sql.child import apply_limits\n"
+        "from grstats.sql.options import SqlOptions\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"  # as LimitAS= would
+        "config = ChildConfig(SqlOptions(), 1024, 1.0, max_address_space=8 << 30,"
+        " max_cpu_seconds=100, nice=5)\n"
+        "print(repr(apply_limits(config)), resource.getrlimit(resource.RLIMIT_AS))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split("\n")[-2] == f"'' ({3 << 30}, {3 << 30})"
