@@ -334,6 +334,10 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     )
 
 
+# the states of the SQL endpoint's process (grstats.daemon.sqlchild)
+SQL_PROCESS_STATES = ("starting", "up", "unresponsive", "restarting", "stopped")
+
+
 def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     q = snapshot.sql
     if q is None:
@@ -399,6 +403,14 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             "1 while the SQL endpoint's process runs and reports, else 0.",
             value=1 if q.process_state == "up" else 0,
         )
+        state = GaugeMetricFamily(
+            "grstats_sql_process_state",
+            "1 for the SQL endpoint process's state now, 0 for the others.",
+            labels=("state",),
+        )
+        for name in SQL_PROCESS_STATES:
+            state.add_metric([name], 1 if q.process_state == name else 0)
+        yield state
         yield CounterMetricFamily(
             "grstats_sql_process_restarts",
             "Times the SQL endpoint's process was started again after it ended.",

@@ -363,6 +363,7 @@ def test_a_stopped_child_costs_dropped_snapshots_then_a_restart_never_a_blocked_
                 return details if any("process unresponsive" in d for d in details) else None
 
             wait_for(unresponsive, 30, "/healthz to call the stopped child unresponsive")
+            assert _metric(daemon, 'grstats_sql_process_state{state="unresponsive"}') == 1
             dropped = 'grstats_sql_snapshots_dropped_total{reason="child_slow"}'
             wait_for(lambda: _metric(daemon, dropped) >= 1, 30, "a snapshot dropped, child slow")
             # and the daemon goes on publishing (0.25 s period: 8 in 2 s)
