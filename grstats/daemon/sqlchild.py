@@ -37,6 +37,7 @@ import structlog
 
 from grstats.config import Settings
 from grstats.core.snapshot import DAEMON_SQL_FIELDS, DaemonSnapshot, SqlFigures
+from grstats.daemon.sqlmain import PARENT_ENV
 from grstats.sql.channel import (
     ChannelError,
     ChildConfig,
@@ -251,6 +252,7 @@ class SqlChild:
         options = dataclasses.replace(self.config.options, port=self.port)
         message = config_message(dataclasses.replace(self.config, options=options))
         env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
+        env[PARENT_ENV] = str(os.getpid())
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,

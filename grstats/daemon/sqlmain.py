@@ -28,17 +28,19 @@ from grstats.sql.channel import ChannelError, config_from, read_frame
 
 log = structlog.get_logger("grstats.sql")
 
+PARENT_ENV = "GRSTATS_SQL_PARENT"  # the daemon's pid, set by grstats.daemon.sqlchild
 CONFIG_MAX_BYTES = 1 << 16
 EXIT_BAD_CONFIG = 2
 _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    parent = os.getppid()
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the daemon died before the request took effect
+    # the daemon may have died before the request took effect (we were re-parented)
+    expected = os.environ.get(PARENT_ENV, "")
+    if expected.isdigit() and os.getppid() != int(expected):
         os._exit(1)
 
 
@@ -80,12 +82,19 @@ async def _main(channel_out: int) -> int:
 
 
 def main() -> int:
-    """Run the child until its input ends or SIGTERM; returns the exit status."""
+    """Run the child until its input ends or SIGTERM, then exit at once.
+
+    The exit does not wait for the query threads: one may still be inside a
+    statement (its interruption is asked for, not awaited), and a child that
+    outlives its daemon would hold its port and memory.
+    """
     _die_with_parent()
     channel_out = os.dup(1)
     os.dup2(2, 1)
-    return asyncio.run(_main(channel_out))
+    status = asyncio.run(_main(channel_out))
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -53,6 +53,7 @@ CPU_GRACE_S = 5  # the hard RLIMIT_CPU (SIGKILL) this long after the soft one (S
 RETRY_S = 5.0  # an endpoint that cannot listen tries again this often
 FIRST_SNAPSHOT_WAIT_S = 5.0  # @@server_uuid comes from it: wait a little before listening
 REPLY_MAX_BYTES = 1 << 20  # a figures message is far smaller
+STOP_DEADLINE_S = 5.0  # told to stop, the process is gone within this, whatever it runs
 _UNREAD_MAX = 1 << 20  # figures the daemon has not read yet: skip the next ones
 
 
@@ -143,6 +144,9 @@ class Child:
                     tg.create_task(self._report_loop(), name="sql-report"),
                 ]
                 await self.stop.wait()
+                # a backstop: a library that swallows the cancellation below must
+                # not keep an orphaned endpoint listening
+                loop.call_later(STOP_DEADLINE_S, os._exit, 0)
                 for task in tasks:
                     task.cancel()
         finally:
@@ -172,7 +176,7 @@ class Child:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._first.wait(), FIRST_SNAPSHOT_WAIT_S)
         failure = ""
-        while True:
+        while not self.stop.is_set():
             if not self.server.serving:
                 try:
                     await self.server.start()
@@ -184,13 +188,15 @@ class Child:
                     failure = ""
                 self._tried.set()
                 self._report()
-            await asyncio.sleep(RETRY_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), RETRY_S)
 
     async def _report_loop(self) -> None:
         await self._tried.wait()
-        while True:
+        while not self.stop.is_set():
             self._report()
-            await asyncio.sleep(self.config.report_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.config.report_interval)
 
     def _report(self) -> None:
         if self._writer.transport.get_write_buffer_size() > _UNREAD_MAX:

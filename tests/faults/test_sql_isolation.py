@@ -156,7 +156,12 @@ def _sql_daemon(
             wait_for(lambda: _health(daemon).get("sql", {}).get("serving"), 60, "SQL serving")
             yield daemon, notify
         finally:
+            child = 0
+            with contextlib.suppress(OSError, ValueError, KeyError, AssertionError):
+                child = int(_health(daemon)["sql"]["pid"])
             daemon.kill9()
+            if child:  # no endpoint outlives its daemon, whatever state it was in
+                wait_for(lambda: _gone(child), 10, f"the SQL child {child} to end with the daemon")
 
 
 def _health(daemon: DaemonProc) -> dict[str, Any]:
