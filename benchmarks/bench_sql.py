@@ -6,9 +6,13 @@ Usage: python benchmarks/bench_sql.py [--days 7] [--members 9] [--queries 200]
     loopback, MySQL wire protocol, DuckDB behind) and in DuckDB directly, in
     the same process and run: a point query on the live member stats and a
     week-of-history aggregation. The ratio is endpoint / direct.
-(b) publish jitter: a real `grstats run` daemon with [sql], its own stats
-    envelopes timed on the bus while 10 clients run the history aggregation;
-    the gaps between envelopes against the configured period.
+(b) the same two queries through a real `grstats run` daemon's endpoint (a
+    child process of the daemon, the live tables sent to it every period)
+    against DuckDB directly: the ratio after the move to a child process,
+    next to (a)'s in-process ratio.
+(c) publish jitter: that daemon's own stats envelopes timed on the bus while
+    10 clients run the history aggregation; the gaps between envelopes
+    against the configured period.
 
 Prints figures and ratios; asserts nothing. Every loop is bounded in count
 and time; everything runs on 127.0.0.1 and is stopped by PID.
@@ -29,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import aiomqtt
@@ -123,23 +128,27 @@ def serve(options: SqlOptions, snap: DaemonSnapshot) -> tuple[SqlServer, asyncio
     return server, loop
 
 
-def latency(history: Path, members: int, queries: int) -> None:
-    snap = snapshot(members)
-    options = SqlOptions(
-        port=0,
-        password_hash=native_password_hash(PASSWORD),
-        history_dir=str(history),
-        query_timeout=120,
-        max_connections=4,
-    )
-    server, loop = serve(options, snap)
-    conn = pymysql.connect(host="127.0.0.1", port=server.port, user="grstats", password=PASSWORD)
+def print_latency(title: str, rows: list[tuple[str, float, float, float, float, int]]) -> None:
+    print(title)
+    print(f"    {'query':32} {'endpoint p50/p99 ms':>22} {'duckdb p50/p99 ms':>20} ratio p50")
+    for name, e50, e99, d50, d99, n in rows:
+        print(
+            f"    {name:32} {e50 * 1e3:9.2f} / {e99 * 1e3:8.2f} "
+            f"{d50 * 1e3:9.2f} / {d99 * 1e3:8.2f} {e50 / d50:8.2f}x  (n={n})"
+        )
+
+
+def compare(
+    port: int, history: Path, snap: DaemonSnapshot, who: str, queries: int
+) -> list[tuple[str, float, float, float, float, int]]:
+    """The point and week queries through the endpoint at `port` and in DuckDB directly."""
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="grstats", password=PASSWORD)
     direct = duckdb.connect()
     direct.execute("SET threads = 1")  # the endpoint runs each query on one DuckDB thread
     stats_arrow = pa.Table.from_pylist([dict(r) for r in snap.member_stats])
     direct.register("member_stats", stats_arrow)
     parquet = f"read_parquet('{history}/*/*/*.parquet', hive_partitioning = true)"
-    who = member(members // 2)
+    rows = []
     try:
         with conn.cursor() as cur:
 
@@ -161,7 +170,6 @@ def latency(history: Path, members: int, queries: int) -> None:
             def direct_week() -> None:
                 direct.sql(WEEK.format(source=parquet)).to_arrow_table()
 
-            rows = []
             for name, endpoint, reference, count in (
                 ("point query, live stats", via_endpoint_point, direct_point, queries),
                 ("week of history by member-hour", via_endpoint_week, direct_week, 10),
@@ -172,15 +180,25 @@ def latency(history: Path, members: int, queries: int) -> None:
                 d = timed(reference, count, 60)
                 (e50, e99), (d50, d99) = percentiles(e), percentiles(d)
                 rows.append((name, e50, e99, d50, d99, len(e)))
-        print("(a) latency, endpoint vs DuckDB directly (same process, same run)")
-        print(f"    {'query':32} {'endpoint p50/p99 ms':>22} {'duckdb p50/p99 ms':>20} ratio p50")
-        for name, e50, e99, d50, d99, n in rows:
-            print(
-                f"    {name:32} {e50 * 1e3:9.2f} / {e99 * 1e3:8.2f} "
-                f"{d50 * 1e3:9.2f} / {d99 * 1e3:8.2f} {e50 / d50:8.2f}x  (n={n})"
-            )
     finally:
         conn.close()
+    return rows
+
+
+def latency(history: Path, members: int, queries: int) -> None:
+    snap = snapshot(members)
+    options = SqlOptions(
+        port=0,
+        password_hash=native_password_hash(PASSWORD),
+        history_dir=str(history),
+        query_timeout=120,
+        max_connections=4,
+    )
+    server, loop = serve(options, snap)
+    try:
+        rows = compare(server.port, history, snap, member(members // 2), queries)
+        print_latency("(a) latency, in-process endpoint vs DuckDB directly (same run)", rows)
+    finally:
         asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
 
@@ -209,7 +227,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def jitter(history: Path, work: Path, clients: int, period: float) -> None:
+def jitter(history: Path, work: Path, clients: int, period: float, queries: int) -> None:
     binary = find_mosquitto()
     if binary is None:
         print("(b) skipped: no mosquitto")
@@ -247,8 +265,23 @@ def jitter(history: Path, work: Path, clients: int, period: float) -> None:
                     sql_port = int(json.loads(line)["sql_port"])
             time.sleep(0.1)
         if not sql_port:
-            print("(b) skipped: the daemon did not start")
+            print("(b), (c) skipped: the daemon did not start")
             return
+        # the daemon's live stats (simulated, two members): the direct reference
+        # reads the same rows from its HTTP API
+        api_port = 0
+        for line in log.read_text(errors="replace").splitlines():
+            if '"daemon.started"' in line:
+                api_port = int(json.loads(line)["api_port"])
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{api_port}/v1/tables/replication_group_member_stats", timeout=10
+        ) as answer:
+            live = json.loads(answer.read())
+        snap = DaemonSnapshot(
+            taken_at_us=0, group_name=GROUP, local_member_id=me, member_stats=tuple(live)
+        )
+        rows = compare(sql_port, history, snap, me, queries)
+        print_latency("(b) latency, the daemon's endpoint process vs DuckDB directly", rows)
         topic = f"grstats/v1/{GROUP}/{me}/stats"
         quiet = asyncio.run(envelope_times(broker_port, topic, 30, 60))
         stop = threading.Event()
@@ -271,7 +304,7 @@ def jitter(history: Path, work: Path, clients: int, period: float) -> None:
         stop.set()
         for t in threads:
             t.join(timeout=300)
-        print(f"(b) publish cadence, period {period} s, {clients} clients running the week query")
+        print(f"(c) publish cadence, period {period} s, {clients} clients running the week query")
         for name, times in (("no SQL load", quiet), (f"{clients} SQL clients", loaded)):
             gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(times)]
             if not gaps:
@@ -313,7 +346,7 @@ def main() -> None:
         took = time.monotonic() - started
         print(f"history: {args.members} members x {args.days} days in {took:.1f} s")
         latency(history, args.members, args.queries)
-        jitter(history, work, args.clients, args.period)
+        jitter(history, work, args.clients, args.period, args.queries)
 
 
 if __name__ == "__main__":

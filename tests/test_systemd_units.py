@@ -180,3 +180,23 @@ def test_daemon_imports_and_runs_a_loop_under_memory_deny_write_execute() -> Non
     if result.returncode == 77:
         pytest.skip("kernel without PR_SET_MDWE (Linux < 6.3)")
     assert result.returncode == 0, result.stderr
+
+
+def test_sql_child_imports_and_queries_under_memory_deny_write_execute() -> None:
+    # The SQL endpoint's child process (grstats.daemon.sqlmain) runs in the same
+    # unit: DuckDB, mysql-mimic and the prctl call through ctypes must do without
+    # W+X memory too.
+    code = (
+        "import ctypes, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "if libc.prctl(65, 1, 0, 0, 0) != 0: sys.exit(77)\n"  # PR_SET_MDWE, REFUSE_EXEC_GAIN
+        "import grstats.daemon.sqlmain, grstats.sql.server, duckdb\n"
+        "grstats.daemon.sqlmain._die_with_parent()\n"
+        "assert duckdb.connect().execute('SELECT 42').fetchall() == [(42,)]\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    if result.returncode == 77:
+        pytest.skip("kernel without PR_SET_MDWE (Linux < 6.3)")
+    assert result.returncode == 0, result.stderr

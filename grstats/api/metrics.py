@@ -387,6 +387,10 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     )
 
 
+# the states of the SQL endpoint's process (grstats.daemon.sqlchild)
+SQL_PROCESS_STATES = ("starting", "up", "unresponsive", "restarting", "stopped")
+
+
 def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     q = snapshot.sql
     if q is None:
@@ -456,6 +460,36 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "SQL endpoint login attempts made to wait after failed logins from their address.",
         value=q.logins_delayed,
     )
+    if q.process_state:  # the endpoint's own process (grstats run / collect)
+        yield GaugeMetricFamily(
+            "grstats_sql_process_up",
+            "1 while the SQL endpoint's process runs and reports, else 0.",
+            value=1 if q.process_state == "up" else 0,
+        )
+        state = GaugeMetricFamily(
+            "grstats_sql_process_state",
+            "1 for the SQL endpoint process's state now, 0 for the others.",
+            labels=("state",),
+        )
+        for name in SQL_PROCESS_STATES:
+            state.add_metric([name], 1 if q.process_state == name else 0)
+        yield state
+        yield CounterMetricFamily(
+            "grstats_sql_process_restarts",
+            "Times the SQL endpoint's process was started again after it ended.",
+            value=q.process_restarts,
+        )
+        yield CounterMetricFamily(
+            "grstats_sql_snapshots_sent",
+            "Live-table snapshots written to the SQL endpoint's process.",
+            value=q.snapshots_sent,
+        )
+        yield _counter_by(
+            "grstats_sql_snapshots_dropped",
+            "Live-table snapshots not delivered, by reason (child_slow, too_large, ...).",
+            "reason",
+            q.snapshots_dropped,
+        )
 
 
 def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:

@@ -337,6 +337,15 @@ class ApiServer:
                 "timed_out": dict(api.timed_out),
             },
         }
+        if snapshot.sql is not None and snapshot.sql.process_state:
+            q = snapshot.sql
+            body["sql"] = {
+                "serving": q.serving,
+                "process": q.process_state,
+                "pid": q.process_pid,
+                "restarts": q.process_restarts,
+                "last_exit": q.process_last_exit,
+            }
         return _json(503 if reasons else 200, body)
 
     def _metrics_body(self) -> tuple[bytes, ...]:

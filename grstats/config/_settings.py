@@ -137,6 +137,12 @@ class SqlSettings:
     handshake_timeout: float = setting(10.0, number(0.1, 3600.0))
     idle_timeout: float = setting(600.0, number(1.0, 31536000.0))
     max_statement_bytes: int = setting(64 << 10, integer(256, 1 << 30))
+    # the endpoint's own process under `grstats run` / `collect` (0: no limit)
+    max_address_space: int = setting(8 << 30, integer(0, 1 << 48))  # RLIMIT_AS, bytes
+    max_cpu_seconds: int = setting(3600, integer(0, 1 << 31))  # RLIMIT_CPU, then a restart
+    nice: int = setting(10, integer(0, 19))  # the process's niceness; the daemon keeps 0
+    max_snapshot_bytes: int = setting(32 << 20, integer(1024, 1 << 30))  # live tables
+    child_timeout: float = setting(30.0, number(2.0, 3600.0))  # silent this long: restarted
 
     @property
     def enabled(self) -> bool:

@@ -13,7 +13,8 @@ live in `grstats_member_status`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from grstats.core import columns
 
@@ -163,6 +164,12 @@ class SqlFigures:
             [sql] handshake_timeout (also counted as errors 1043).
         logins_delayed: login attempts made to wait after failed logins from
             their address.
+        process_*: the endpoint's child process of a daemon (DAEMON_SQL_FIELDS):
+            its state, pid, restarts and why it last ended.
+        snapshots_sent, snapshots_dropped: live-table snapshots written to the
+            child process, and those dropped by reason.
+        snapshot_unsent: why the latest snapshot could not be encoded (over
+            [sql] max_snapshot_bytes): the endpoint's live tables are stale.
     """
 
     serving: bool = False
@@ -179,6 +186,27 @@ class SqlFigures:
     errors: Mapping[int, int] = field(default_factory=dict)
     handshake_timeouts: int = 0
     logins_delayed: int = 0
+    limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
+    # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
+    process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"
+    process_pid: int = 0
+    process_restarts: int = 0
+    process_last_exit: str = ""  # why the process last ended ("" before it ever did)
+    snapshots_sent: int = 0  # live-table snapshots written to the process
+    snapshots_dropped: Mapping[str, int] = field(default_factory=dict)  # by reason
+    snapshot_unsent: str = ""  # why the live tables cannot be sent now ("" when they can)
+
+
+# SqlFigures fields the daemon fills about its SQL child; the child fills the others
+DAEMON_SQL_FIELDS = (
+    "process_state",
+    "process_pid",
+    "process_restarts",
+    "process_last_exit",
+    "snapshots_sent",
+    "snapshots_dropped",
+    "snapshot_unsent",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,3 +271,9 @@ _TABLE_FIELDS: Mapping[str, str] = {
     APPLIER_METRICS_TABLE: "applier_metrics",
     APPLIER_WORKERS_TABLE: "applier_workers",
 }
+
+
+def with_tables(snapshot: DaemonSnapshot, tables: Mapping[str, tuple[Row, ...]]) -> DaemonSnapshot:
+    """`snapshot` with the rows of the named tables (names of TABLE_NAMES) replaced."""
+    changes: dict[str, Any] = {_TABLE_FIELDS[name]: rows for name, rows in tables.items()}
+    return replace(snapshot, **changes)

@@ -212,7 +212,8 @@ def assemble_snapshot(
     """The tables frozen with the daemon's counters, gauges, health and history figures.
 
     `sql` is the SQL endpoint's figures when [sql] is on: an endpoint not
-    serving degrades health ("sql_down", with its reason).
+    serving degrades health ("sql_down", with its reason), and so do live
+    tables the daemon cannot send to the endpoint's process ("sql_stale").
     """
     gauges = {
         "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
@@ -228,6 +229,13 @@ def assemble_snapshot(
         gauges["degraded_sql_down"] = 0.0 if sql.serving else 1.0
         if not sql.serving:
             reasons = (*reasons, f"sql: not serving ({sql.reason})")
+        if sql.process_state:
+            gauges["degraded_sql_stale"] = 1.0 if sql.snapshot_unsent else 0.0
+            if sql.snapshot_unsent:
+                reasons = (*reasons, f"sql: {sql.snapshot_unsent}")
+            gauges["degraded_sql_limits"] = 1.0 if sql.limits_unset else 0.0
+            if sql.limits_unset:
+                reasons = (*reasons, f"sql: process limits not set ({sql.limits_unset})")
     snapshot = tables.snapshot(
         now_us(),
         bus_reconnects=bus.reconnects if bus else 0,

@@ -56,7 +56,7 @@ from grstats.daemon.wiring import make_bus, make_tables
 from grstats.sources.base import Source
 
 if TYPE_CHECKING:
-    from grstats.sql import SqlServer
+    from grstats.daemon.sqlchild import SqlChild
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -66,7 +66,6 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
-SQL_RETRY_S = 5.0  # an SQL endpoint that cannot listen tries again this often
 
 
 class Daemon:
@@ -95,13 +94,12 @@ class Daemon:
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
         self.api: ApiServer | None = None
-        self.sql: SqlServer | None = None  # [sql]: the MySQL-protocol endpoint, when listen is set
+        self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
         self._snapshot: DaemonSnapshot | None = None
         self._snapshot_key: tuple[int, bool] = (-1, False)
         self._snapshot_at = 0.0
         self._status_text = ""
         self._echo = EchoWatch()
-        self._sql_tried = -float("inf")
 
     @property
     def collector(self) -> bool:
@@ -178,8 +176,9 @@ class Daemon:
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
-            await self._retry_sql(loop.time())
-            self.get_snapshot()
+            snapshot = self.get_snapshot()
+            if self.sql is not None:
+                self.sql.offer(snapshot)
             self._update_status()
             tick += 1
             due = start + tick * period
@@ -268,25 +267,15 @@ class Daemon:
         sql = self.settings.sql
         if not sql.enabled:
             return
-        from grstats.sql import SqlServer  # noqa: PLC0415 - DuckDB & co. only with [sql]
+        from grstats.daemon.sqlchild import SqlChild, child_config  # noqa: PLC0415 - with [sql]
 
-        self.sql = SqlServer(sql.options(), self.get_snapshot)
-        # not fatal: the daemon serves its other duties, /healthz says "sql_down"
-        # and the tick loop tries to listen again every SQL_RETRY_S
-        await self._retry_sql(asyncio.get_running_loop().time())
-
-    async def _retry_sql(self, now: float) -> None:
-        """(Re)start the SQL endpoint when it is configured and not serving, at most every
-        SQL_RETRY_S."""
-        if self.sql is None or self.sql.serving or now - self._sql_tried < SQL_RETRY_S:
-            return
-        self._sql_tried = now
-        before = self.sql.failure
-        try:
-            await self.sql.start()
-        except OSError:
-            if self.sql.failure != before:  # once per reason, not every retry
-                log.error("sql.not_serving", reason=self.sql.failure, retry_s=SQL_RETRY_S)
+        # its own process (DESIGN.md: nothing a client does reaches the loop). Not
+        # fatal: the daemon serves its other duties and /healthz says "sql_down"
+        # while the child cannot listen (it tries again) or is restarted.
+        self.sql = SqlChild(
+            child_config(self.settings), child_timeout=self.settings.sql.child_timeout
+        )
+        await self.sql.start(self.get_snapshot())
 
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
@@ -309,6 +298,8 @@ class Daemon:
             bus_task = tg.create_task(self.bus.run(), name="bus")
             tick_task = tg.create_task(self._tick_loop(), name="tick")
             wd_task = tg.create_task(watchdog_loop(watchdog), name="wd") if watchdog else None
+            if self.sql is not None:
+                tg.create_task(self.sql.run(self.stop_event), name="sql")
             await self.stop_event.wait()
             sd_notify("STOPPING=1")
             deadline = asyncio.get_running_loop().time() + DRAIN_TIMEOUT_S
@@ -334,6 +325,8 @@ class Daemon:
             bus_task.cancel()
 
     async def _shutdown(self) -> None:
+        # the SQL child stops (<= sqlchild.STOP_WAIT_S) while the history flushes
+        sql_closed = asyncio.create_task(self.sql.close()) if self.sql is not None else None
         if self.history is not None:
             try:
                 await asyncio.wait_for(self.history.close(), 3.0)
@@ -343,6 +336,6 @@ class Daemon:
             await self.source.close()
         if self.api is not None:
             await self.api.close()
-        if self.sql is not None:
-            await self.sql.close()
+        if sql_closed is not None:
+            await sql_closed
         log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)

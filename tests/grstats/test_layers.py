@@ -30,7 +30,7 @@ LIBRARIES: dict[str, set[str]] = {
     "bus": {"aiomqtt", "paho", "structlog"},
     "history": {"pyarrow", "msgpack", "structlog"},
     "api": {"prometheus_client", "structlog"},
-    "sql": {"mysql_mimic", "duckdb", "sqlglot", "pyarrow", "structlog"},
+    "sql": {"mysql_mimic", "duckdb", "sqlglot", "pyarrow", "msgpack", "structlog"},
     "config": set(),
     "logs": {"structlog"},
     "daemon": {"structlog"},

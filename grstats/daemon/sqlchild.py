@@ -1,0 +1,381 @@
+"""The daemon's SQL endpoint as a supervised child process.
+
+Strategy: whatever a SQL client does (a query that freezes mysql-mimic's
+own executor, megabytes of packets before login, a huge result), it happens
+in another process, with its own address-space and CPU limits, at a lower
+priority; the daemon's event loop only hands it the live tables and reads
+its figures. `SqlChild.start` spawns `python -m grstats.daemon.sqlmain` and
+waits (bounded) for its first figures, so the port is known when the daemon
+logs `daemon.started`; `run` supervises it until the daemon stops: a child
+that ends is restarted after a backoff doubling from BACKOFF_INITIAL_S up to
+BACKOFF_MAX_S (back to the start once a child ran STABLE_AFTER_S), on the
+port the first one bound, so clients find it again.
+
+Invariants: `offer` is O(1) on the event loop; the snapshot is encoded in a
+thread and written only when the previous one has left the daemon's write
+buffer, else dropped and counted (`snapshots_dropped`), so the loop never
+waits for the child and at most one snapshot is buffered. A snapshot past
+[sql] max_snapshot_bytes is refused and counted, never cut. Counters of the
+child survive its restarts (the dead child's totals are kept and added).
+The child gets the daemon's environment without the systemd notify and
+socket-activation variables: only the daemon pings the watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from grstats.config import Settings
+from grstats.core.snapshot import DAEMON_SQL_FIELDS, DaemonSnapshot, SqlFigures
+from grstats.daemon.sqlmain import PARENT_ENV
+from grstats.sql.channel import (
+    ChannelError,
+    ChildConfig,
+    config_message,
+    encode_frame,
+    figures_from,
+    read_frame,
+    snapshot_message,
+)
+from grstats.sql.child import EXIT_REASONS, REPLY_MAX_BYTES
+
+log = structlog.get_logger("grstats.daemon")
+
+BACKOFF_INITIAL_S = 0.5
+BACKOFF_MAX_S = 30.0
+STABLE_AFTER_S = 60.0
+START_WAIT_S = 30.0  # the first figures (the child imports DuckDB & co. first)
+STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
+CHECK_S = 0.5  # how often the supervisor looks at the child's silence
+CONFIG_MAX_BYTES = 1 << 16
+DROP_REASONS = ("child_slow", "not_running", "too_large", "unencodable", "superseded")
+CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
+_DAEMON_ONLY_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
+_GAUGES = ("serving", "reason", "connections_open", "max_connections")
+
+
+def exit_reason(returncode: int) -> str:
+    """Why a child ended, from its exit status (negative: the signal that killed it)."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return EXIT_REASONS.get(returncode, f"exited with status {returncode}")
+
+
+def backoff_s(failures: int) -> float:
+    """The wait before the next start after `failures` quick ends in a row (0: a stable run)."""
+    return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** max(0, failures - 1)))
+
+
+def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
+    """`last` with `base`'s counters added to its own (its gauges and texts as they are)."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(SqlFigures):
+        if f.name in _GAUGES or f.name in DAEMON_SQL_FIELDS:
+            continue
+        a, b = getattr(base, f.name), getattr(last, f.name)
+        if isinstance(a, Mapping):
+            changes[f.name] = {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
+        elif isinstance(a, int) and not isinstance(a, bool):
+            changes[f.name] = a + b
+    return dataclasses.replace(last, **changes)
+
+
+class SqlChild:
+    """Spawns, feeds and restarts the SQL endpoint's process.
+
+    Args:
+        config: what the child is told (its port is replaced by the one the
+            first child bound, once known).
+    """
+
+    def __init__(self, config: ChildConfig, *, child_timeout: float = 30.0) -> None:
+        self.config = config
+        self.child_timeout = child_timeout
+        self.port = config.options.port
+        self.state = "stopped"
+        self.pid = 0
+        self.restarts = 0
+        self.last_exit = ""
+        self.sent = 0
+        self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        self.replies_refused = 0
+        self.unsent = ""  # why the last snapshot could not be encoded ("" when it could)
+        self._base = SqlFigures()
+        self._current = SqlFigures(max_connections=config.options.max_connections)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._replies: asyncio.Task[None] | None = None
+        self._reported = asyncio.Event()
+        self._pending: DaemonSnapshot | None = None
+        self._latest: DaemonSnapshot | None = None
+        self._child_refused: dict[str, int] = {}
+        self._child_refused_base: dict[str, int] = {}
+        self._wake = asyncio.Event()
+        self._started_at = 0.0
+        self._heard = 0.0  # when the child last reported (or was started)
+        self._killed_for = ""  # why the daemon killed the current child ("" if it did not)
+
+    # -- what the daemon reads ---------------------------------------------------
+
+    def figures(self) -> SqlFigures:
+        """The endpoint's figures: the child's, its process's state, the snapshots sent."""
+        up = self.state == "up"
+        current = self._current
+        reason = current.reason
+        if not up:
+            last = f", last {self.last_exit}" if self.last_exit else ""
+            reason = f"process {self.state}{last}"
+            if self.state == "unresponsive":
+                silence = time.monotonic() - self._heard
+                reason = f"process unresponsive (no figures for {silence:.0f} s)"
+        totals = add_counts(self._base, current)
+        return dataclasses.replace(
+            totals,
+            serving=up and current.serving,
+            reason="" if up and current.serving else reason,
+            connections_open=current.connections_open if up else 0,
+            max_connections=self.config.options.max_connections,
+            process_state=self.state,
+            process_pid=self.pid,
+            process_restarts=self.restarts,
+            process_last_exit=self.last_exit,
+            snapshots_sent=self.sent,
+            snapshots_dropped=self._drops(),
+            snapshot_unsent=self.unsent,
+        )
+
+    def _check_silence(self, proc: asyncio.subprocess.Process, now: float) -> None:
+        """A child whose figures stop coming is unresponsive, and killed past child_timeout."""
+        silence = now - self._heard
+        if self.state == "up" and silence > max(3.0, 3 * self.config.report_interval):
+            self.state = "unresponsive"
+            log.warning("sql.child_unresponsive", pid=proc.pid, silence_s=round(silence, 1))
+        if silence > self.child_timeout and proc.returncode is None and not self._killed_for:
+            self._killed_for = f"no figures for {silence:.0f} s"
+            log.error("sql.child_killed", pid=proc.pid, reason=self._killed_for)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    def _drops(self) -> dict[str, int]:
+        """Snapshots dropped by the daemon, and refused by the child (`child_<reason>`)."""
+        out = dict(self.dropped)
+        for reason in CHILD_REFUSALS:
+            count = self._child_refused_base.get(reason, 0) + self._child_refused.get(reason, 0)
+            out[f"child_{reason}"] = count
+        return out
+
+    def offer(self, snapshot: DaemonSnapshot) -> None:
+        """Hand the child the latest live tables (O(1): the sending is `run`'s)."""
+        if self._pending is not None:
+            self.dropped["superseded"] += 1
+        self._pending = self._latest = snapshot
+        self._wake.set()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def start(self, snapshot: DaemonSnapshot) -> None:
+        """Start the first child and wait up to START_WAIT_S for its first figures."""
+        self._latest = snapshot
+        await self._spawn()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._reported.wait(), START_WAIT_S)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Feed the child and restart it when it ends, until `stop` is set."""
+        failures = 0
+        async with asyncio.TaskGroup() as tg:
+            sender = tg.create_task(self._send_loop(), name="sql-send")
+            stopped = tg.create_task(stop.wait(), name="sql-stop")
+            while not stop.is_set():
+                proc = self._proc
+                if proc is not None:
+                    ended = tg.create_task(proc.wait(), name="sql-wait")
+                    while not (ended.done() or stop.is_set()):
+                        await asyncio.wait(
+                            {ended, stopped}, timeout=CHECK_S, return_when=asyncio.FIRST_COMPLETED
+                        )
+                        self._check_silence(proc, time.monotonic())
+                    if not ended.done():
+                        ended.cancel()
+                        break
+                    await self._reap(proc)
+                    lived = time.monotonic() - self._started_at
+                    failures = 0 if lived >= STABLE_AFTER_S else failures + 1
+                else:  # it could not even be started
+                    failures += 1
+                delay = backoff_s(failures)
+                self.state = "restarting"
+                log.error("sql.child_ended", reason=self.last_exit, restart_in_s=delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(stopped), delay)
+                if stop.is_set():
+                    break
+                self.restarts += 1
+                await self._spawn()
+            sender.cancel()
+            stopped.cancel()
+
+    async def close(self) -> None:
+        """End the child: its input closed (it stops serving), SIGKILL after STOP_WAIT_S."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if proc is not None:
+            await self._reap(proc)
+        self.state = "stopped"
+
+    # -- the child process -------------------------------------------------------
+
+    async def _spawn(self) -> None:
+        self.state = "starting"
+        self._reported.clear()
+        self._current = SqlFigures(max_connections=self.config.options.max_connections)
+        options = dataclasses.replace(self.config.options, port=self.port)
+        message = config_message(dataclasses.replace(self.config, options=options))
+        env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
+        env[PARENT_ENV] = str(os.getpid())
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "grstats.daemon.sqlmain",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            self.last_exit = f"cannot start: {exc.strerror or exc}"
+            self.state = "restarting"
+            log.error("sql.child_not_started", reason=self.last_exit)
+            return
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self.pid = proc.pid
+        self._started_at = self._heard = time.monotonic()
+        self._killed_for = ""
+        proc.stdin.write(encode_frame(message, CONFIG_MAX_BYTES))
+        if self._latest is not None:  # at once: @@server_uuid comes from it
+            self._pending = None
+            try:
+                proc.stdin.write(
+                    encode_frame(snapshot_message(self._latest), self.config.max_snapshot_bytes)
+                )
+                self.sent += 1
+            except ChannelError as exc:
+                self.dropped[exc.reason] += 1
+        self._replies = asyncio.create_task(self._read_replies(proc.stdout), name="sql-replies")
+        log.info("sql.child_spawned", pid=proc.pid, restarts=self.restarts)
+
+    async def _reap(self, proc: asyncio.subprocess.Process) -> None:
+        """Record how a child ended and finish reading its last figures."""
+        if self._replies is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._replies), 1.0)
+            self._replies.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._replies
+            self._replies = None
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if self._proc is proc:
+            self._base = add_counts(self._base, self._current)
+            for reason, count in self._child_refused.items():
+                self._child_refused_base[reason] = self._child_refused_base.get(reason, 0) + count
+            self._child_refused = {}
+            self._current = SqlFigures(max_connections=self.config.options.max_connections)
+            self.last_exit = exit_reason(proc.returncode if proc.returncode is not None else 0)
+            if self._killed_for:
+                self.last_exit += f" ({self._killed_for})"
+            self._proc = None
+            self.pid = 0
+
+    async def _read_replies(self, stdout: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                message = await read_frame(stdout, REPLY_MAX_BYTES)
+                if message is None:
+                    return
+                if message["kind"] != "figures":
+                    raise ChannelError("malformed", f"kind {message['kind']!r}")
+                figures, port, refused = figures_from(message)
+            except ChannelError as exc:
+                self.replies_refused += 1
+                log.warning("sql.child_reply_refused", reason=exc.reason, error=str(exc))
+                continue
+            self._current = figures
+            if figures.serving and port:
+                self.port = port
+            self._child_refused = refused
+            self.state = "up"
+            self._heard = time.monotonic()
+            self._reported.set()
+
+    async def _send_loop(self) -> None:
+        cap = self.config.max_snapshot_bytes
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            snapshot, self._pending = self._pending, None
+            proc = self._proc
+            if snapshot is None:
+                continue
+            if proc is None or proc.stdin is None or proc.stdin.is_closing():
+                self.dropped["not_running"] += 1
+                continue
+            if proc.stdin.transport.get_write_buffer_size() > 0:
+                self.dropped["child_slow"] += 1
+                continue
+            try:
+                frame = await asyncio.to_thread(
+                    lambda s=snapshot: encode_frame(snapshot_message(s), cap)  # type: ignore[misc]
+                )
+            except ChannelError as exc:
+                self.dropped[exc.reason] += 1
+                if not self.unsent:  # once per episode, not every period
+                    log.error("sql.snapshot_not_sent", reason=exc.reason, error=str(exc))
+                self.unsent = f"the live tables are not sent ({exc})"
+                continue
+            self.unsent = ""
+            if proc is not self._proc or proc.stdin.is_closing():
+                self.dropped["not_running"] += 1
+                continue
+            try:
+                proc.stdin.write(frame)
+            except (BrokenPipeError, ConnectionResetError):
+                self.dropped["not_running"] += 1
+                continue
+            self.sent += 1
+
+
+def child_config(settings: Settings) -> ChildConfig:
+    """What the child is told, from [sql], [log] and [publish] (figures once a period, <= 1 s)."""
+    sql = settings.sql
+    return ChildConfig(
+        options=sql.options(),
+        max_snapshot_bytes=sql.max_snapshot_bytes,
+        report_interval=min(1.0, settings.publish.period),
+        max_address_space=sql.max_address_space,
+        max_cpu_seconds=sql.max_cpu_seconds,
+        nice=sql.nice,
+        log_level=settings.log.level,
+        log_format=settings.log.format,
+    )
