@@ -14,7 +14,7 @@ module decides:
 2. else the largest bottleneck share (`BOTTLENECKS`, ties in that order), if
    >= `BOUND_SHARE` (20 %): `commit_order` (WAITS_DUE_TO_COMMIT_ORDER),
    `dependencies` (WAITS_COMMIT_SCHEDULE_DEPENDENCY), `queue_memory`
-   (WAITS_FOR_WORKER_QUEUES_MEMORY + WAITS_WORKER_QUEUES_FULL),
+   (WAITS_FOR_WORKER_QUEUE_MEMORY + WAITS_WORKER_QUEUES_FULL),
    `too_few_workers` (WAITS_FOR_AVAILABLE_WORKER), `relay_log_read`
    (READ_FROM_RELAY_LOG);
 3. else `busy`: the workers apply flat out with no single wait to blame.
