@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import PipelineStats
+from protocol import GtidState, PipelineStats
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -76,3 +76,5 @@ class LocalSample:
     flow_control: ServerFlowControl | None = None
     # WL#15620 applier metrics (at_us = sampled_at_us); None when the source has none
     applier: MemberApplier | None = None
+    # @@gtid_executed and @@gtid_purged (ext.gtids); None when the source cannot tell
+    gtid_state: GtidState | None = None

@@ -45,6 +45,7 @@ from protocol import (
     MemberInfo,
     ProtocolError,
     encode_envelope,
+    encode_gtid_state,
     encode_pipeline_stats,
 )
 
@@ -82,7 +83,8 @@ class Publisher:
         self.seq = 0
         self.published = 0
         # samples whose `ext` section the wire refused (sent without it), by section
-        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0}
+        # (ext.gtids: also its sets over protocol.MAX_GTID_STATE_TEXT)
+        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0, "gtids": 0}
         # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
         self.applier_workers_dropped = 0
         self._send_gtids = True
@@ -201,6 +203,11 @@ class Publisher:
         applier = self._applier_section(sample)
         if applier is not None:
             ext["applier"] = applier
+        if gtids and sample.gtid_state is not None:
+            # @@gtid_executed / @@gtid_purged ride with the stats' GTID sets only
+            gtid_state = self._encoded("gtids", encode_gtid_state, sample.gtid_state)
+            if gtid_state is not None:
+                ext["gtids"] = gtid_state
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )
