@@ -15,10 +15,11 @@ Identifiers" and Group Replication "Distributed Recovery"):
 * *errant*: a candidate that stays one for the whole grace window
   (`grace_window_us`): two GTID intervals (each member's sets are up to one
   interval old when read, and the other member's up to one more) plus the
-  longest time an other member needs to drain its applier queue at its
-  current apply rate, bounded by `MAX_GRACE_US`. A slow member does not make
-  the rule slow as long as one other member keeps up: a GTID is a candidate
-  only while *no* other member has executed it.
+  time the *fastest* other member needs to drain its applier queue at its
+  current apply rate, bounded by `MAX_GRACE_US`. The fastest, because a GTID
+  stops being a candidate as soon as any one other member has executed it: a
+  slow member lagging by thousands neither raises a flag nor delays one
+  while another member keeps up.
 * *missing* of X: ``(E(O1) & ... & E(On)) - E(X)`` -- what every other ONLINE
   member has and X does not: X is behind (count, and the first UUID in MySQL's
   print order).
@@ -170,18 +171,19 @@ def grace_window_us(gtid_interval_s: float, drains: Iterable[tuple[int, float]] 
 
     Args:
         gtid_interval_s: seconds between the GTID sets on the bus.
-        drains: per other ONLINE member, (transactions in its applier queue,
-            transactions it applied per second lately); a rate of 0 with a
-            non-empty queue counts as the cap.
+        drains: per other ONLINE member whose figures are known, (transactions
+            in its applier queue, transactions it applied per second lately);
+            a rate of 0 with a non-empty queue never drains (the cap).
 
     Returns:
-        ``2 * gtid_interval + max(queue / rate)`` in µs, at most `MAX_GRACE_US`.
+        ``2 * gtid_interval + min(queue / rate)`` in µs (0 drain time without
+        figures), at most `MAX_GRACE_US`.
     """
-    drain_s = 0.0
-    for queue, rate in drains:
-        if queue <= 0:
-            continue
-        drain_s = max(drain_s, queue / rate if rate > 0 else MAX_GRACE_US / 1e6)
+    times = [
+        0.0 if queue <= 0 else queue / rate if rate > 0 else MAX_GRACE_US / 1e6
+        for queue, rate in drains
+    ]
+    drain_s = min(times, default=0.0)
     return min(MAX_GRACE_US, round((2 * gtid_interval_s + drain_s) * 1e6))
 
 

@@ -112,9 +112,10 @@ def test_recovery_needs_clone_with_errant_transactions() -> None:
     assert d1.donors == (M2,)  # the donors still hold what it lacks
 
 
-def test_grace_window_is_two_intervals_plus_the_longest_drain() -> None:
-    # 2 * 30 s + max(3000 / 100, 10 / 1000) s = 90 s
-    assert grace_window_us(30.0, [(3000, 100.0), (10, 1000.0), (0, 0.0)]) == 90_000_000
+def test_grace_window_is_two_intervals_plus_the_fastest_drain() -> None:
+    # 2 * 30 s + min(3000 / 100, 600 / 60) s = 70 s: one member that keeps up suffices
+    assert grace_window_us(30.0, [(3000, 100.0), (600, 60.0)]) == 70_000_000
+    assert grace_window_us(30.0, [(3000, 100.0), (0, 0.0)]) == 60_000_000
     assert grace_window_us(30.0) == 60_000_000
     assert grace_window_us(30.0, [(5, 0.0)]) == MAX_GRACE_US
 
