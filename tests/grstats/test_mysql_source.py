@@ -35,7 +35,7 @@ from structlog.testing import capture_logs
 from grstats.core.sample import LocalMember, LocalSample
 from grstats.core.tables import MemberTables
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
-from protocol import PipelineStats
+from protocol import GtidSet, GtidState, PipelineStats
 
 ER_NO_SUCH_TABLE = 1146
 UUID = "11111111-1111-1111-1111-111111111111"
@@ -199,6 +199,9 @@ class FakeMySQL:
             "port": 3306,
             "hostname": "db1",
             "group_replication_flow_control_mode": "QUOTA",
+            # every GTID-capable server (5.6+) has both; empty on a fresh one
+            "gtid_executed": "",
+            "gtid_purged": "",
         }
         # table -> (column names, rows as dicts); every table is in performance_schema
         self.tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
@@ -548,6 +551,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
             sent_timestamp=None,
         ),
         sampled_at_us=T0,
+        gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
     )
 
 
@@ -626,6 +630,7 @@ async def test_gr_not_installed_gives_offline_member_with_empty_identifiers(
         ),
         stats=PipelineStats(),
         sampled_at_us=T0,
+        gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
     )
 
 
