@@ -36,7 +36,7 @@ from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from grstats.core.topics import STATS_KIND
-from protocol import MemberStatsState
+from protocol import GtidState, MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
 ReceiveResult = Applied | Rejected | Ignored
@@ -100,6 +100,9 @@ class MemberTables:
         self.gtids: GtidDivergenceTable | None = None
         if group is not None:
             self.gtids = GtidDivergenceTable(gtid_interval_s)
+        # our own GTID state as the others see it: taken once per gtid_interval
+        self._local_gtids: GtidState | None = None
+        self._gtid_interval_us = round(gtid_interval_s * 1_000_000)
         self._local_state = MemberStatsState()
 
     @property
@@ -130,8 +133,15 @@ class MemberTables:
         """Every member's last GTID state (ours from the sample), unreachable ones marked."""
         inputs = []
         own = sample.member.member_id or self.local_member_id or ""
-        if sample.gtid_state is not None and own:
-            inputs.append(MemberGtidInput(own, sample.member.state, sample.gtid_state))
+        fresh, last = sample.gtid_state, self._local_gtids
+        if fresh is not None and (
+            last is None or fresh.at_us - last.at_us >= self._gtid_interval_us
+        ):
+            # judged at the others' cadence: the same staleness for every member,
+            # and the rule runs once per interval, not once per tick
+            self._local_gtids = fresh
+        if self._local_gtids is not None and own:
+            inputs.append(MemberGtidInput(own, sample.member.state, self._local_gtids))
         for _key, remote in self.registry.items():
             if remote.gtid_state is None:
                 continue

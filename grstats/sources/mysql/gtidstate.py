@@ -17,6 +17,7 @@ Pure: the SQL text and one row -> `protocol.GtidState`, no driver, no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Final
 
 from protocol import GtidSet, GtidState, ProtocolError
@@ -32,13 +33,20 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+@lru_cache(maxsize=4)
+def _parse(text: str) -> GtidSet:
+    # read every period; @@gtid_purged rarely changes, an idle server's
+    # @@gtid_executed neither: an unchanged text is not parsed again
+    return GtidSet.parse(text)
+
+
 def build_gtid_state(row: Sequence[Any] | None, now_us: int) -> GtidState | None:
     """The state from the query's one row (executed, purged); None when unreadable."""
     if row is None or len(row) < 2:
         return None
     try:
-        executed = GtidSet.parse(_text(row[0]))
-        purged = GtidSet.parse(_text(row[1]))
+        executed = _parse(_text(row[0]))
+        purged = _parse(_text(row[1]))
     except ProtocolError:
         return None
     return GtidState(now_us, executed, purged)

@@ -106,10 +106,14 @@ def test_a_purge_on_every_donor_flips_the_lagging_member_to_clone() -> None:
     assert r[THIRD]["DONORS"] == f"{LOCAL},{REMOTE}"
     local(t, T0 + S, f"{GROUP}:1-100", f"{GROUP}:1-91")  # purges GROUP:91, THIRD lacks it
     r = rows(t, T0 + S)
+    # our own state is judged at the others' cadence: once per gtid_interval (30 s)
+    assert r[THIRD]["DONORS"] == f"{LOCAL},{REMOTE}"
+    local(t, T0 + 30 * S, f"{GROUP}:1-100", f"{GROUP}:1-91")
+    r = rows(t, T0 + 30 * S)
     assert r[THIRD]["DONORS"] == REMOTE
     send(t, REMOTE, 2, f"{GROUP}:1-100", f"{GROUP}:1-95")
-    local(t, T0 + 2 * S, f"{GROUP}:1-100", f"{GROUP}:1-91")
-    r = rows(t, T0 + 2 * S)
+    local(t, T0 + 31 * S, f"{GROUP}:1-100", f"{GROUP}:1-91")
+    r = rows(t, T0 + 31 * S)
     assert r[THIRD]["RECOVERY_METHOD"] == "CLONE" and r[THIRD]["DONORS"] == ""
 
 
