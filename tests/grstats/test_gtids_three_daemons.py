@@ -81,6 +81,9 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
                 break
             time.sleep(0.2)
         assert set(flagged) == set(MEMBERS), flagged
+        print(
+            "flagged after the write (s):", {m[:8]: round(t - s_err, 1) for m, t in flagged.items()}
+        )
         late = {m: round(t - s_err, 1) for m, t in flagged.items() if t > deadline}
         assert not late, f"flagged later than {deadline - s_err} s after the write: {late}"
         explained = grstats("gtids", "--api", f"http://127.0.0.1:{ds[0].api_port}", "--explain")
