@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.core.tables import MemberTables
+from grstats.daemon.health import EchoWatch, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
 from tests.grstats.core.test_tables import LOCAL, T0, local_sample, make_tables
 from tests.grstats.publishing import Sink, make_publisher
@@ -96,3 +97,24 @@ def test_gtid_state_over_the_bound_is_left_out_and_counted(tmp_path: Path) -> No
     stats = [decode_envelope(p) for t, p in bus.sent if t.endswith("/stats")]
     assert len(stats) == 1 and "gtids" not in stats[0].ext
     assert stats[0].member.id == LOCAL  # the stats went out anyway
+
+
+def test_an_unsendable_gtid_state_degrades_healthz_until_one_fits(tmp_path: Path) -> None:
+    tables = make_tables()
+    publisher = make_publisher(tmp_path, Sink(), _gtid_sample(700), _gtid_sample(3), tables=tables)
+    bus = _Bus()
+
+    def health() -> tuple[tuple[str, ...], float]:
+        snap = assemble_snapshot(
+            tables, bus=None, source=None, history=None, publisher=publisher, echo=EchoWatch()
+        )
+        return snap.health, snap.gauges["degraded_gtids_unsendable"]
+
+    asyncio.run(publisher.tick(0, bus))  # type: ignore[arg-type]
+    reasons, gauge = health()
+    assert gauge == 1.0
+    assert "gtids: local GTID state over the ext.gtids bound, not sent" in reasons
+    # one gtid_interval (30 ticks of 1 s) later the GTID sets go out again
+    asyncio.run(publisher.tick(30, bus))  # type: ignore[arg-type]
+    reasons, gauge = health()
+    assert gauge == 0.0 and not any(r.startswith("gtids:") for r in reasons)
