@@ -10,7 +10,10 @@ loops of about 20 ms, reported in microseconds per message):
   by ",\\n") and flag '1': the message sent every 30 s;
 - the full envelope round trip: encode stats -> encode envelope -> decode
   envelope -> decode stats, without and with a one-channel `ext.lag` (a busy
-  applier: every stage filled; its encode and strict decode included);
+  applier: every stage filled; its encode and strict decode included), and
+  the flag-'1' envelope with the 100-UUID set and `ext.gtids` (@@gtid_executed
+  of the same 100 UUIDs, @@gtid_purged of half of them; its encode, MySQL
+  grammar parse and decode included);
 - a hostile envelope (issue 21): a good envelope with a 60 000-empty-map
   unknown `ext` section (~64 KiB), decoded as admission decodes it (unknown
   sections skipped), beside `unpackb` of the same bytes and, for the cost
@@ -44,6 +47,8 @@ sys.path.insert(0, str(REPO))
 
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
     Envelope,
+    GtidSet,
+    GtidState,
     LagChannel,
     LagReport,
     LagStage,
@@ -51,9 +56,11 @@ from protocol import (  # noqa: E402 - after the sys.path line so a plain checko
     PipelineStats,
     decode_envelope,
     decode_envelope_sections,
+    decode_gtid_state,
     decode_lag,
     decode_pipeline_stats,
     encode_envelope,
+    encode_gtid_state,
     encode_lag,
     encode_pipeline_stats,
 )
@@ -137,8 +144,18 @@ def busy_lag() -> LagReport:
     return LagReport(t, (LagChannel("group_replication_applier", True, True, 4, 2, *stage),))
 
 
+def gtid_state() -> GtidState:
+    """@@gtid_executed of the 100-UUID set; @@gtid_purged of every other UUID line."""
+    executed = GtidSet.parse(hundred_uuid_set())
+    lines = hundred_uuid_set().decode().split(",\n")
+    return GtidState(1781234570000001, executed, GtidSet.parse(",".join(lines[::2])))
+
+
 def envelope_case(
-    stats: PipelineStats, repeat: int, lag: LagReport | None = None
+    stats: PipelineStats,
+    repeat: int,
+    lag: LagReport | None = None,
+    gtids: GtidState | None = None,
 ) -> dict[str, float]:
     member = MemberInfo(
         id="8a94f357-aab4-11df-86ab-c80aa9429562",
@@ -159,20 +176,38 @@ def envelope_case(
             seq=86400,
             sent_us=1781234570000001,
             stats=stats_bytes,
-            ext={} if lag is None else {"lag": encode_lag(lag)},
+            ext=ext(),
         )
+
+    def ext() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if lag is not None:
+            out["lag"] = encode_lag(lag)
+        if gtids is not None:
+            out["gtids"] = encode_gtid_state(gtids)
+        return out
 
     def round_trip() -> PipelineStats:
         wire = encode_envelope(envelope(encode_pipeline_stats(stats)))
         decoded = decode_envelope(wire)
         if lag is not None:
             decode_lag(decoded.ext["lag"])
+        if gtids is not None:
+            decode_gtid_state(decoded.ext["gtids"])
         return decode_pipeline_stats(decoded.stats)
 
     plain = asdict(envelope(b""))
     plain["stats"] = asdict(stats)
     if lag is not None:
         plain["ext"] = {"lag": asdict(lag)}  # the same figures as named maps
+    if gtids is not None:  # the same texts, as strings in a map
+        plain["ext"] = {
+            "gtids": {
+                "at_us": gtids.at_us,
+                "executed": str(gtids.executed),
+                "purged": str(gtids.purged),
+            }
+        }
 
     def plain_round_trip() -> object:
         return msgpack.unpackb(msgpack.packb(plain, use_bin_type=True))
@@ -247,8 +282,14 @@ def main(argv: list[str] | None = None) -> int:
             name = ""
         if stats is flag0:
             goal_ratio = r["decode"] / r["unpackb"]
-    for label, lag in (("envelope round trip", None), ("envelope + ext.lag", busy_lag())):
-        e = envelope_case(flag0, args.repeat, lag)
+    cases: list[tuple[str, PipelineStats, LagReport | None, GtidState | None]] = [
+        ("envelope round trip", flag0, None, None),
+        ("envelope + ext.lag", flag0, busy_lag(), None),
+        ("envelope flag '1', 100-UUID set", with_set, None, None),
+        ("  the same + ext.gtids", with_set, None, gtid_state()),
+    ]
+    for label, case_stats, lag, gtids in cases:
+        e = envelope_case(case_stats, args.repeat, lag, gtids)
         name = f"{label} ({e['size']:.0f} B)"
         ratio = e["round_trip"] / e["msgpack_round_trip"]
         print(

@@ -48,6 +48,13 @@ from protocol.envelope import (
 from protocol.envelope_read import MAX_SECTION_SIZE
 from protocol.errors import ProtocolError
 from protocol.gtid import Gtid, GtidSet
+from protocol.gtid_state import (
+    GTID_STATE_VERSION,
+    MAX_GTID_STATE_TEXT,
+    GtidState,
+    decode_gtid_state,
+    encode_gtid_state,
+)
 from protocol.lag import (
     LAG_VERSION,
     MAX_LAG_CHANNELS,
@@ -85,6 +92,7 @@ __all__ = [
     "FLOW_CONTROL_QUOTA",
     "FORMAT_DESCRIPTION_EVENT",
     "GTID_LOG_EVENT",
+    "GTID_STATE_VERSION",
     "GTID_TAGGED_LOG_EVENT",
     "LAG_VERSION",
     "MALFORMED_FIXED_HEADER",
@@ -92,6 +100,7 @@ __all__ = [
     "MALFORMED_PAYLOAD_LENGTH",
     "MAX_APPLIER_CHANNELS",
     "MAX_APPLIER_WORKERS",
+    "MAX_GTID_STATE_TEXT",
     "MAX_LAG_CHANNELS",
     "MAX_SECTION_SIZE",
     "PREVIOUS_GTIDS_LOG_EVENT",
@@ -108,6 +117,7 @@ __all__ = [
     "Gtid",
     "GtidEvent",
     "GtidSet",
+    "GtidState",
     "LagChannel",
     "LagReport",
     "LagStage",
@@ -128,11 +138,13 @@ __all__ = [
     "decode_fixed_header",
     "decode_format_description",
     "decode_gtid_body",
+    "decode_gtid_state",
     "decode_lag",
     "decode_pipeline_stats",
     "decode_previous_gtids",
     "encode_applier",
     "encode_envelope",
+    "encode_gtid_state",
     "encode_lag",
     "encode_pipeline_stats",
 ]

@@ -69,6 +69,7 @@ def _full_snapshot() -> DaemonSnapshot:
         flow_control=(flow,),
         applier_metrics=(full_row(columns.APPLIER_METRICS),),
         applier_workers=(full_row(columns.APPLIER_PROGRESS_BY_WORKER),),
+        member_gtids=(full_row(columns.MEMBER_GTIDS),),
         counters=DaemonCounters(
             envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
         ),

@@ -53,6 +53,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from grstats.api.applier_metrics import applier_families
 from grstats.api.flow_metrics import flow_families
+from grstats.api.gtid_metrics import gtid_families
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
 from grstats.api.lag_metrics import lag_families
 from grstats.api.self_metrics import register_process_collectors
@@ -122,6 +123,7 @@ class SnapshotCollector(Collector):
         yield from lag_families(snapshot, _group_of(snapshot))
         yield from flow_families(snapshot, _group_of(snapshot))
         yield from applier_families(snapshot, _group_of(snapshot))
+        yield from gtid_families(snapshot, _group_of(snapshot))
         yield from _health_families(snapshot)
 
 
@@ -273,6 +275,11 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "grstats_envelopes_applier_malformed",
         "Accepted envelopes whose ext.applier section was refused (stats applied, applier not).",
         value=counters.envelopes_applier_malformed,
+    )
+    yield CounterMetricFamily(
+        "grstats_envelopes_gtids_malformed",
+        "Accepted envelopes whose ext.gtids section was refused (stats applied, GTID state not).",
+        value=counters.envelopes_gtids_malformed,
     )
     yield CounterMetricFamily(
         "grstats_applier_workers_dropped",

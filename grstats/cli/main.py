@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "lag": "tables",
     "flow": "tables",
     "applier": "applier",
+    "gtids": "gtids",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",
@@ -78,6 +79,7 @@ def main(ctx: click.Context) -> None:
       grstats stats                                    # replication_group_member_stats
       grstats lag                                      # replication lag by stage, every member
       grstats applier --explain                        # why each member's applier is slow
+      grstats gtids --explain                          # errant GTIDs and how to fix them
       grstats decode 0100000010001000...               # decode a captured message
       grstats binlog --summary relay-bin.000042        # hop delays from a relay log
     """

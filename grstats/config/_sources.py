@@ -108,7 +108,10 @@ def _timestamp(section: _Section, key: str, value: Any) -> float:
 
 
 def _parse_script(section: _Section) -> tuple[Any, ...]:
-    from grstats.sources.simulated.settings import ScriptEvent  # noqa: PLC0415 - numpy only when used
+    from grstats.sources.simulated.settings import (  # noqa: PLC0415 - numpy only when used
+        ACTIONS,
+        ScriptEvent,
+    )
 
     raw = section.raw("script")
     if raw is None:
@@ -127,7 +130,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
         action = item.string(
             "action",
             "",
-            choices=("commit", "conflict", "applier_stop", "set_state", "certifier_queue"),
+            choices=ACTIONS,
         )
         events.append(
             ScriptEvent(

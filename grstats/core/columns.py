@@ -757,6 +757,65 @@ NANOSECOND_COLUMNS: Final = frozenset(
     if c.name.endswith("_SUM_TIME") or c.name == TOTAL_ACTIVE_TIME_DURATION
 )
 
+# -- grstats_member_gtids (issue 26) ---------------------------------------------
+# Each member's @@gtid_executed / @@gtid_purged (ext.gtids) and the divergence
+# rule of `core.gtid_divergence`: errant GTIDs (executed there and on no other
+# ONLINE member for longer than the grace window), missing ones, and whether it
+# could rejoin by incremental recovery today (and from which donors) or needs
+# clone. A member whose daemon sends no ext.gtids has no row.
+GTID_EXECUTED: Final = "GTID_EXECUTED"
+GTID_PURGED: Final = "GTID_PURGED"
+GTIDS_READ_AT: Final = "GTIDS_READ_AT"
+ERRANT_TRANSACTIONS: Final = "ERRANT_TRANSACTIONS"
+ERRANT_COUNT: Final = "ERRANT_COUNT"
+ERRANT_SINCE: Final = "ERRANT_SINCE"
+MISSING_COUNT: Final = "MISSING_COUNT"
+MISSING_FIRST_UUID: Final = "MISSING_FIRST_UUID"
+RECOVERY_METHOD: Final = "RECOVERY_METHOD"
+DONORS: Final = "DONORS"
+RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE")
+
+MEMBER_GTIDS = TableDef(
+    name="grstats_member_gtids",
+    schema="grstats",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(GTID_EXECUTED, "longtext"),
+        Column(GTID_PURGED, "longtext"),
+        Column(GTIDS_READ_AT, "timestamp(6)", "timestamp"),
+        Column(ERRANT_TRANSACTIONS, "longtext"),
+        Column(
+            ERRANT_COUNT,
+            "bigint unsigned",
+            "gauge",
+            metric="grstats_member_errant_transactions",
+            help="GTIDs the member executed that no other ONLINE member has, for longer "
+            "than the grace window (errant transactions).",
+            nullable=True,
+        ),
+        Column(ERRANT_SINCE, "timestamp(6)", "timestamp", nullable=True),
+        Column(
+            MISSING_COUNT,
+            "bigint unsigned",
+            "gauge",
+            metric="grstats_member_missing_transactions",
+            help="GTIDs every other ONLINE member executed and this member has not.",
+            nullable=True,
+        ),
+        Column(MISSING_FIRST_UUID, "char(36)", nullable=True),
+        Column(
+            RECOVERY_METHOD,
+            "varchar(16)",
+            metric="grstats_member_recovery_method",
+            help="1 for the method the member would rejoin with today (INCREMENTAL: a "
+            "donor still holds every GTID it lacks; CLONE: none does, or it has errant "
+            "transactions).",
+            nullable=True,
+        ),
+        Column(DONORS, "text", nullable=True),
+    ),
+)
+
 TABLES: Final = (
     MEMBER_STATS,
     MEMBERS,
@@ -765,6 +824,7 @@ TABLES: Final = (
     FLOW_CONTROL,
     APPLIER_METRICS,
     APPLIER_PROGRESS_BY_WORKER,
+    MEMBER_GTIDS,
 )
 
 # The stats columns carried by the Pipeline_stats message, in history file order.

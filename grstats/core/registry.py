@@ -45,7 +45,9 @@ Invariants:
   the closest, low by the smallest delay in the window);
 - the member's last `ext.lag` is kept as it came; an envelope without one
   (or with a malformed one) clears it: stale lag is worse than none; the
-  same for `ext.applier`;
+  same for `ext.applier`. `ext.gtids` rides only on flag-'1' envelopes (every
+  gtid_interval), so the last good one is kept until a newer one arrives
+  (from either topic) or the member goes;
 - bounds: at most `max_members_per_group` members per group, the local
   member included (a daemon's own group has one seat fewer for remotes), and
   `max_groups` groups (a newcomer past either is "over_limit"); tombstones,
@@ -68,7 +70,7 @@ from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
-from protocol import Envelope, MemberStatsState, PipelineStats
+from protocol import Envelope, GtidState, MemberStatsState, PipelineStats
 
 _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
@@ -108,6 +110,7 @@ class Applied:
     kind: str
     lag_error: str = ""  # why its ext.lag was refused ("" when absent or good)
     applier_error: str = ""  # why its ext.applier was refused ("" when absent or good)
+    gtid_state_error: str = ""  # why its ext.gtids was refused ("" when absent or good)
 
 
 @dataclass(slots=True)
@@ -125,6 +128,7 @@ class Remote:
     )  # (incarnation, last seq)
     lag: MemberLag | None = None  # its last ext.lag
     applier: MemberApplier | None = None  # its last ext.applier
+    gtid_state: GtidState | None = None  # its last good ext.gtids
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -244,6 +248,8 @@ class MemberRegistry:
         remote.state = state
         remote.lag = msg.lag
         remote.applier = msg.applier
+        if msg.gtid_state is not None:
+            remote.gtid_state = msg.gtid_state
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -253,7 +259,9 @@ class MemberRegistry:
         self._tombstones.pop(key, None)
         self._departed.pop(key, None)
         self.version += 1
-        return Applied(envelope, stats, msg.kind, msg.lag_error, msg.applier_error)
+        return Applied(
+            envelope, stats, msg.kind, msg.lag_error, msg.applier_error, msg.gtid_state_error
+        )
 
     def _admit_sequence(
         self,
@@ -328,8 +336,10 @@ class MemberRegistry:
             stats.transactions_committed_all_members,
             stats.transaction_last_conflict_free,
         )
+        if msg.gtid_state is not None:
+            remote.gtid_state = msg.gtid_state
         self.version += 1
-        return Applied(envelope, stats, msg.kind)
+        return Applied(envelope, stats, msg.kind, gtid_state_error=msg.gtid_state_error)
 
     def status(self, key: MemberKey, *, online: bool) -> None:
         """Apply a status announcement: `offline` removes the member and tombstones it."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from grstats.core import columns as col
 from grstats.core.admission import (
     Admitted,
     Ignored,
@@ -34,13 +35,14 @@ from grstats.core.admission import (
 from grstats.core.columns import MEMBER_ID, REJECT_REASONS, SERVER_DISAGREEMENTS
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
+from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
 from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
-from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
+from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from grstats.core.topics import STATS_KIND
-from protocol import MemberStatsState
+from protocol import GtidState, MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
 #: Distinct unknown `ext` section names counted one by one; later ones share OTHER_SECTION.
@@ -72,6 +74,8 @@ class MemberTables:
         flow_control: the group's flow-control variables (MySQL's defaults).
         catch_up_limit_s: applier catch-up time above which a member is not
             failover-ready.
+        gtid_interval_s: seconds between GTID sets on the bus (the errant
+            transactions' grace window is built on it).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class MemberTables:
         limits: Limits | None = None,
         flow_control: FlowControlSettings | None = None,
         catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S,
+        gtid_interval_s: float = 30.0,
     ) -> None:
         self.group = group
         self.local_member_id = local_member_id
@@ -95,6 +100,7 @@ class MemberTables:
         self.clamped_total = 0
         self.lag_malformed_total = 0
         self.applier_malformed_total = 0
+        self.gtids_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         self.ext_dropped: dict[str, int] = {}
         # the replay of MySQL's flow control (a daemon's group; a collector's are in _replays)
@@ -104,6 +110,13 @@ class MemberTables:
         self._replays: dict[str, FlowReplay] = {}  # collector: one per group the registry holds
         if group is not None:
             self.flow = FlowReplay(self._flow_settings, catch_up_limit_s)
+        # grstats_member_gtids: daemon only, like the flow replay (one group)
+        self.gtids: GtidDivergenceTable | None = None
+        if group is not None:
+            self.gtids = GtidDivergenceTable(gtid_interval_s)
+        # our own GTID state as the others see it: taken once per gtid_interval
+        self._local_gtids: GtidState | None = None
+        self._gtid_interval_us = round(gtid_interval_s * 1_000_000)
         self._local_state = MemberStatsState()
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
@@ -132,6 +145,30 @@ class MemberTables:
         if self.oracle is not None and sample.server_view:
             heard = {key[1]: True for key, _ in self.registry.items()}
             self.oracle.check(sample.server_view, heard)
+        if self.gtids is not None:
+            self.gtids.observe(self._gtid_inputs(sample), sample.sampled_at_us)
+
+    def _gtid_inputs(self, sample: LocalSample) -> list[MemberGtidInput]:
+        """Every member's last GTID state (ours from the sample), unreachable ones marked."""
+        inputs = []
+        own = sample.member.member_id or self.local_member_id or ""
+        fresh, last = sample.gtid_state, self._local_gtids
+        if fresh is not None and (
+            last is None or fresh.at_us - last.at_us >= self._gtid_interval_us
+        ):
+            # judged at the others' cadence: the same staleness for every member,
+            # and the rule runs once per interval, not once per tick
+            self._local_gtids = fresh
+        if self._local_gtids is not None and own:
+            inputs.append(MemberGtidInput(own, sample.member.state, self._local_gtids))
+        for _key, remote in self.registry.items():
+            if remote.gtid_state is None:
+                continue
+            state = remote.envelope.member.state
+            if self.registry.unreachable(remote, sample.sampled_at_us):
+                state = "UNREACHABLE"
+            inputs.append(MemberGtidInput(remote.envelope.member.id, state, remote.gtid_state))
+        return inputs
 
     def receive(
         self, topic: str, payload: bytes, received_at_us: int, *, retained: bool = False
@@ -183,6 +220,8 @@ class MemberTables:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
                     self.applier_malformed_total += 1  # stats applied, applier refused
+            if result.gtid_state_error:
+                self.gtids_malformed_total += 1  # stats (or GTID sets) applied, ext.gtids not
         elif isinstance(result, Rejected):
             self.rejected_total[result.reason] += 1
         elif result.why == "own":
@@ -260,6 +299,7 @@ class MemberTables:
             envelopes_clamped=self.clamped_total,
             envelopes_lag_malformed=self.lag_malformed_total,
             envelopes_applier_malformed=self.applier_malformed_total,
+            envelopes_gtids_malformed=self.gtids_malformed_total,
             rejected=dict(self.rejected_total),
             ext_dropped=dict(self.ext_dropped),
             pending_gtids_refused=self.registry.pending_gtids.refused,
@@ -346,7 +386,18 @@ class MemberTables:
         flow_rows = self.flow.rows(
             self.local_member_id or "", None if sample is None else sample.flow_control
         )
-        return dataclasses.replace(snap, flow_control=flow_rows)
+        gtid_rows = () if self.gtids is None else self.gtids.rows(now_us, _drains(flow_rows))
+        return dataclasses.replace(snap, flow_control=flow_rows, member_gtids=gtid_rows)
+
+
+def _drains(flow_rows: tuple[Row, ...]) -> dict[str, tuple[int, float]]:
+    """member id -> (applier queue, apply rate) from grstats_flow_control rows."""
+    out: dict[str, tuple[int, float]] = {}
+    for row in flow_rows:
+        queue, rate = row.get(col.APPLIER_QUEUE), row.get(col.APPLY_RATE)
+        if isinstance(queue, int) and isinstance(rate, int | float):
+            out[str(row.get(col.MEMBER_ID))] = (queue, float(rate))
+    return out
 
 
 def count_dropped_ext(counts: dict[str, int], name: str) -> None:

@@ -225,6 +225,9 @@ def assemble_snapshot(
         gauges["degraded_bus_echo"] = 1.0 if silent else 0.0
         if silent:
             reasons = (*reasons, "bus: our own envelopes do not come back (broker ACL?)")
+        gauges["degraded_gtids_unsendable"] = 1.0 if publisher.gtids_unsendable else 0.0
+        if publisher.gtids_unsendable:  # the others cannot judge this member's GTIDs
+            reasons = (*reasons, "gtids: local GTID state over the ext.gtids bound, not sent")
     if sql is not None:
         gauges["degraded_sql_down"] = 0.0 if sql.serving else 1.0
         if not sql.serving:
@@ -263,3 +266,6 @@ class Publishing(Protocol):
 
     @property
     def sections_unsendable(self) -> Mapping[str, int]: ...
+
+    @property
+    def gtids_unsendable(self) -> bool: ...

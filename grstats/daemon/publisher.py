@@ -45,6 +45,7 @@ from protocol import (
     MemberInfo,
     ProtocolError,
     encode_envelope,
+    encode_gtid_state,
     encode_pipeline_stats,
 )
 
@@ -82,9 +83,12 @@ class Publisher:
         self.seq = 0
         self.published = 0
         # samples whose `ext` section the wire refused (sent without it), by section
-        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0}
+        # (ext.gtids: also its sets over protocol.MAX_GTID_STATE_TEXT)
+        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0, "gtids": 0}
         # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
         self.applier_workers_dropped = 0
+        # the last ext.gtids was refused (over protocol.MAX_GTID_STATE_TEXT): /healthz says so
+        self.gtids_unsendable = False
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
@@ -201,6 +205,12 @@ class Publisher:
         applier = self._applier_section(sample)
         if applier is not None:
             ext["applier"] = applier
+        if gtids and sample.gtid_state is not None:
+            # @@gtid_executed / @@gtid_purged ride with the stats' GTID sets only
+            gtid_state = self._encoded("gtids", encode_gtid_state, sample.gtid_state)
+            self.gtids_unsendable = gtid_state is None
+            if gtid_state is not None:
+                ext["gtids"] = gtid_state
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )

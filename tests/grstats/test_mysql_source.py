@@ -25,7 +25,7 @@ from structlog.testing import capture_logs
 from grstats.core.sample import LocalMember, LocalSample
 from grstats.core.tables import MemberTables
 from grstats.sources.mysql import MySQLSettings, MySQLSource, parse_dsn, wire_int32, wire_int64
-from protocol import PipelineStats
+from protocol import GtidSet, GtidState, PipelineStats
 from tests.fixtures import mysql_definitions as defs
 from tests.fixtures.fake_mysql import (
     ER_NO_SUCH_TABLE,
@@ -314,6 +314,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
             sent_timestamp=None,
         ),
         sampled_at_us=T0,
+        gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
     )
 
 
@@ -392,6 +393,7 @@ async def test_gr_not_installed_gives_offline_member_with_empty_identifiers(
         ),
         stats=PipelineStats(),
         sampled_at_us=T0,
+        gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
     )
 
 

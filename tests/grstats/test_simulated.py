@@ -596,7 +596,9 @@ async def test_source_samples_the_model() -> None:
         sampled_at_us=T0 * US + 5,
         lag=model.lag_at(B, T0 * US),
         applier=model.applier_at(B, T0 * US + 5),
+        gtid_state=model.gtid_state_at(B, T0 * US + 5),
     )
+    assert sample.gtid_state is not None and sample.gtid_state.executed
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions
     assert sample.stats.sent_timestamp is None
     assert sample.stats.transaction_gtids_present is False

@@ -23,7 +23,7 @@ from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl, ServerViewMember
-from grstats.sources.mysql import applier, flowstats, lag
+from grstats.sources.mysql import applier, flowstats, gtidstate, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
@@ -35,7 +35,7 @@ from grstats.sources.mysql.values import (
     member_and_stats,
     server_view,
 )
-from protocol import FLOW_CONTROL_QUOTA, PipelineStats
+from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
 
 log = structlog.get_logger("grstats.sources.mysql")
 
@@ -193,6 +193,7 @@ class MySQLSource:
             lag=lag,
             flow_control=flow,
             applier=applier,
+            gtid_state=await self._read_gtid_state(conn, now_us),
             server_view=view,
         )
 
@@ -216,6 +217,24 @@ class MySQLSource:
             self._lag_failed("server_view_query_failed", exc)
             return ()
         return server_view(server_uuid, group, dict_rows(stats), dict_rows(members), mode)
+
+    async def _read_gtid_state(self, conn: asyncmy.Connection, now_us: int) -> GtidState | None:
+        """@@gtid_executed / @@gtid_purged (gtidstate.py); None when unreadable. Never
+        raises; shares the lag queries' deadline.
+        """
+        if conn is not self._db.conn:  # an earlier extra dropped the connection
+            return None
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                result = await self._db.query(conn, "gtids", gtidstate.SQL_GTIDS)
+        except TimeoutError:
+            self._lag_failed("gtids_timeout", None)
+            return None
+        except PollFailed as exc:
+            self._lag_failed("gtids_query_failed", exc)
+            return None
+        rows = result[1] if result else ()
+        return gtidstate.build_gtid_state(rows[0] if rows else None, now_us)
 
     async def _read_flow_stats(self, conn: asyncmy.Connection) -> ServerFlowControl | None:
         """The Gr_flow_control_throttle_* figures (flowstats.py); None when the server

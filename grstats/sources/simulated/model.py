@@ -41,6 +41,7 @@ from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
 from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
 from grstats.sources.simulated.gtids import GtidLedger
+from grstats.sources.simulated.gtidstate import GtidStates
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.lag import StageLag
 from grstats.sources.simulated.membership import Membership
@@ -49,7 +50,7 @@ from grstats.sources.simulated.settings import (
 )
 from grstats.sources.simulated.workers import AppliersModel
 from grstats.sources.simulated.workload import HOUR, Workload
-from protocol import FLOW_CONTROL_QUOTA, PipelineStats
+from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
 
 __all__ = ["GroupModel"]
 
@@ -112,6 +113,17 @@ class GroupModel:
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
+        self._gtid_states = GtidStates(
+            settings, self._workload, self._ledger, self._queues.queue_at
+        )
+
+    def gtid_state_at(self, member_id: str, t_us: int) -> GtidState:
+        """The member's @@gtid_executed and @@gtid_purged at time t (gtidstate.py).
+
+        Raises:
+            ValueError: member_id is not a member.
+        """
+        return self._gtid_states.state(self._member(member_id), t_us)
 
     def _raw_iq(self, m: int, start: int) -> I64:
         w = self._flow._w if self._flow is not None else self._workload

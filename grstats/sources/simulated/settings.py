@@ -19,7 +19,18 @@ __all__ = ["ACTIONS", "DEFAULT_EPOCH_S", "MODES", "ScriptEvent", "SimulationSett
 
 DEFAULT_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 MODES = ("multi-primary", "single-primary")
-ACTIONS = ("commit", "conflict", "applier_stop", "set_state", "certifier_queue")
+ACTIONS = (
+    "commit",
+    "conflict",
+    "applier_stop",
+    "set_state",
+    "certifier_queue",
+    # GTID divergence (gtidstate.py)
+    "errant_write",
+    "inject_errant",
+    "purge",
+    "restore_backup",
+)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MAX_PEAK_RATE = 100_000.0  # tx/s per member; keeps the model's integer arithmetic in int64
 
@@ -34,7 +45,11 @@ class ScriptEvent:
     "set_state" (the member shows `state`; for `duration_s` if > 0, then ONLINE;
     OFFLINE and ERROR leave the group's view, coming back joins it),
     "certifier_queue" (the member's COUNT_TRANSACTIONS_IN_QUEUE is `count` for
-    `duration_s` if > 0, else from then on).
+    `duration_s` if > 0, else from then on); and the GTID divergence of
+    gtidstate.py: "errant_write" (`count` local transactions the group never
+    certified), "inject_errant" (the others receive `member`'s errant GTIDs),
+    "purge" (binary logs purged up to now), "restore_backup" (restored from a
+    backup `duration_s` old).
     """
 
     at_s: float
@@ -129,11 +144,12 @@ class SimulationSettings:
             raise fail("script", f"member {ev.member!r} is not one of members")
         if ev.action not in ACTIONS:
             raise fail("script", f"action {ev.action!r} not in {', '.join(ACTIONS)}")
-        if ev.action in ("commit", "conflict"):
+        if ev.action in ("commit", "conflict", "errant_write"):
             if ev.count < 1:
                 raise fail("script", "count must be >= 1")
             if self.mode == "single-primary" and (
-                ev.action == "conflict" or ev.member.lower() != self.members[0]
+                ev.action == "conflict"
+                or (ev.action == "commit" and ev.member.lower() != self.members[0])
             ):
                 raise fail("script", "single-primary: only the primary writes, no conflicts")
         if ev.action == "certifier_queue" and ev.count < 0:

@@ -61,6 +61,7 @@ class SimulatedSource:
                 sampled_at_us=now_us,
                 lag=model.lag_at(member, now_us),
                 applier=model.applier_at(member, now_us),
+                gtid_state=model.gtid_state_at(member, now_us),
             )
 
     async def start(self) -> None:

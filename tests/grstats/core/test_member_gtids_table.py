@@ -1,0 +1,127 @@
+"""grstats_member_gtids in MemberTables: ext.gtids from the bus, the rule over time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grstats.core.sample import LocalMember, LocalSample
+from grstats.core.tables import Limits, MemberTables, RegistryLimits
+from protocol import (
+    Envelope,
+    GtidSet,
+    GtidState,
+    MemberInfo,
+    PipelineStats,
+    encode_envelope,
+    encode_pipeline_stats,
+)
+
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+LOCAL = "11111111-1111-1111-1111-111111111111"
+REMOTE = "22222222-2222-2222-2222-222222222222"
+THIRD = "33333333-3333-3333-3333-333333333333"
+T0 = 1_700_000_000_000_000
+S = 1_000_000
+
+
+def tables() -> MemberTables:
+    return MemberTables(
+        group=GROUP,
+        local_member_id=LOCAL,
+        registry_limits=RegistryLimits(
+            period_s=1.0, unreachable_after=1000, forget_after_s=10_000.0
+        ),
+        limits=Limits(),
+        gtid_interval_s=30.0,
+    )
+
+
+def send(
+    t: MemberTables, member: str, seq: int, executed: str, purged: str = "", *, ext: Any = None
+) -> None:
+    stats = PipelineStats(transaction_gtids_present=True)
+    wire = [1, T0 + seq, executed, purged] if ext is None else ext
+    payload = encode_envelope(
+        Envelope(
+            GROUP,
+            MemberInfo(member, "h", 3306, "ONLINE", "SECONDARY", "8.4.3", "h:33061"),
+            "17000000:3",
+            7,
+            seq,
+            T0,
+            encode_pipeline_stats(stats),
+            {"gtids": wire},
+        )
+    )
+    t.receive(f"grstats/v1/{GROUP}/{member}/stats", payload, T0)
+
+
+def local(t: MemberTables, at_us: int, executed: str, purged: str = "") -> None:
+    state = GtidState(at_us, GtidSet.parse(executed), GtidSet.parse(purged))
+    sample = LocalSample(
+        member=LocalMember(GROUP, LOCAL, "h", 3306, "ONLINE", "PRIMARY", "8.4.3", "17000000:3"),
+        stats=PipelineStats(),
+        sampled_at_us=at_us,
+        gtid_state=state,
+    )
+    t.set_local(sample, incarnation=1, seq=1)
+
+
+def rows(t: MemberTables, at_us: int) -> dict[str, dict[str, Any]]:
+    return {str(r["MEMBER_ID"]): dict(r) for r in t.snapshot(at_us).member_gtids}
+
+
+def test_a_local_write_is_errant_only_after_the_grace_then_clears() -> None:
+    t = tables()
+    send(t, REMOTE, 1, f"{GROUP}:1-100")
+    send(t, THIRD, 1, f"{GROUP}:1-90")
+    local(t, T0, f"{LOCAL}:1,\n{GROUP}:1-100")
+    r = rows(t, T0 + 59 * S)  # grace: 2 * 30 s, no applier queue
+    assert r[LOCAL]["ERRANT_COUNT"] == 0 and r[LOCAL]["ERRANT_TRANSACTIONS"] == ""
+    local(t, T0 + 60 * S, f"{LOCAL}:1,\n{GROUP}:1-100")
+    r = rows(t, T0 + 60 * S)
+    assert r[LOCAL]["ERRANT_TRANSACTIONS"] == f"{LOCAL}:1"
+    assert r[LOCAL]["ERRANT_COUNT"] == 1
+    assert r[LOCAL]["ERRANT_SINCE"] == "2023-11-14 22:13:20.000000"  # T0 in UTC
+    assert r[LOCAL]["RECOVERY_METHOD"] == "CLONE"
+    assert r[REMOTE]["ERRANT_COUNT"] == 0
+    assert r[THIRD]["MISSING_COUNT"] == 10 and r[THIRD]["MISSING_FIRST_UUID"] == GROUP
+    assert r[THIRD]["GTID_EXECUTED"] == f"{GROUP}:1-90"
+    # the others receive LOCAL:1 (an empty transaction injected on them)
+    send(t, REMOTE, 2, f"{LOCAL}:1,\n{GROUP}:1-100")
+    send(t, THIRD, 2, f"{LOCAL}:1,\n{GROUP}:1-100")
+    local(t, T0 + 61 * S, f"{LOCAL}:1,\n{GROUP}:1-100")
+    r = rows(t, T0 + 61 * S)
+    assert r[LOCAL]["ERRANT_COUNT"] == 0 and r[LOCAL]["ERRANT_SINCE"] is None
+    assert r[LOCAL]["RECOVERY_METHOD"] == "INCREMENTAL"
+
+
+def test_a_purge_on_every_donor_flips_the_lagging_member_to_clone() -> None:
+    t = tables()
+    send(t, REMOTE, 1, f"{GROUP}:1-100", f"{GROUP}:1-50")
+    send(t, THIRD, 1, f"{GROUP}:1-90")
+    local(t, T0, f"{GROUP}:1-100")
+    r = rows(t, T0)
+    assert r[THIRD]["RECOVERY_METHOD"] == "INCREMENTAL"
+    assert r[THIRD]["DONORS"] == f"{LOCAL},{REMOTE}"
+    local(t, T0 + S, f"{GROUP}:1-100", f"{GROUP}:1-91")  # purges GROUP:91, THIRD lacks it
+    r = rows(t, T0 + S)
+    # our own state is judged at the others' cadence: once per gtid_interval (30 s)
+    assert r[THIRD]["DONORS"] == f"{LOCAL},{REMOTE}"
+    local(t, T0 + 30 * S, f"{GROUP}:1-100", f"{GROUP}:1-91")
+    r = rows(t, T0 + 30 * S)
+    assert r[THIRD]["DONORS"] == REMOTE
+    send(t, REMOTE, 2, f"{GROUP}:1-100", f"{GROUP}:1-95")
+    local(t, T0 + 31 * S, f"{GROUP}:1-100", f"{GROUP}:1-91")
+    r = rows(t, T0 + 31 * S)
+    assert r[THIRD]["RECOVERY_METHOD"] == "CLONE" and r[THIRD]["DONORS"] == ""
+
+
+def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
+    t = tables()
+    send(t, REMOTE, 1, "", ext=[1, T0, f"{GROUP}:0", ""])
+    local(t, T0, f"{GROUP}:1-100")
+    assert t.counters().envelopes_gtids_malformed == 1
+    assert t.counters().envelopes_accepted == 1
+    assert REMOTE not in rows(t, T0)  # no GTID state: no row, not compared with
+    assert rows(t, T0)[LOCAL]["RECOVERY_METHOD"] is None
