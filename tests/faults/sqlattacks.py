@@ -60,7 +60,8 @@ class Target:
                 time.sleep(0.2)
 
     def query(self, until: float, sql: str, *before: str) -> tuple[int, Any]:
-        """(0, rows) or (MySQL error number, message); 2013 when the deadline ended it."""
+        """(0, rows) or (MySQL error number, message); 2013 when the deadline ended it, -1
+        when the client itself broke on the reply."""
         try:
             with self.connect(until) as conn, conn.cursor() as cur:
                 for statement in before:
@@ -71,6 +72,8 @@ class Target:
             return int(exc.args[0]), str(exc.args[1] if len(exc.args) > 1 else exc)
         except OSError as exc:
             return 2013, repr(exc)
+        except Exception as exc:  # a client that broke on the reply (it was: 2027)
+            return -1, repr(exc)[:200]
 
 
 def information_schema_join(t: Target, until: float) -> None:
@@ -236,8 +239,8 @@ def assert_outcomes(t: Target) -> None:
     # handshake_timeout / 2 = 2 s: 3 + 0.25 + 0.5 + 1 + 2 * 8 <= 20 s, so at most 3 + 4 + 8
     # answered plus one cut by the deadline (2013)
     guesses = got["password_guessing"]
-    assert set(guesses) <= {1045, 2013} and guesses.count(1045) >= 4, guesses
-    assert len(guesses) <= 3 + 4 + 8 + 1, guesses
+    assert set(guesses) <= {1045, 2013} and guesses.count(1045) >= 4, guesses[:20]
+    assert len(guesses) <= 3 + 4 + 8 + 1, f"{len(guesses)} guesses: {guesses[:20]}"
     # a 20 MB row (was: ERROR 2027 malformed packet): read back whole, the next column too
     assert got["big_row"] == [(0, [(20_000_000, "", 7)])], got["big_row"]
     # DESCRIBE history after USE grstats (was: 1064 with a parser dump): the table's columns
