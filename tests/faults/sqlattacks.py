@@ -216,7 +216,9 @@ def assert_outcomes(t: Target) -> None:
     # 3-way information_schema join (was: the loop frozen 39 s): counted off the loop under
     # the limits, equal to the product of its factors, or stopped by query_timeout
     ((code, answer),) = got["information_schema_join"]
-    columns, tables = [rows[0][0] for _, rows in got["columns"] + got["tables"]]
+    factors = got["columns"] + got["tables"]
+    assert [c for c, _ in factors] == [0, 0], factors
+    columns, tables = [rows[0][0] for _, rows in factors]
     assert (code, answer) in ((0, ((columns**2 * tables,),)), (3024, answer)), answer
     # 16 MiB packets before login (was: joined uncapped, +1.3 GB a socket): 1153, closed
     packets = got["big_packets_before_login"]
