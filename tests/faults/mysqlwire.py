@@ -65,9 +65,9 @@ class Raw:
         self.sock.sendall(struct.pack("<I", len(payload) | (self.seq << 24))[:4] + payload)
         self.seq = (self.seq + 1) % 256
 
-    def handshake(self) -> None:
-        """Read the server's HandshakeV10 and keep its 20-byte auth data."""
-        data = self.read_packet()
+    def handshake(self, data: bytes | None = None) -> None:
+        """Read the server's HandshakeV10 (or take it read) and keep its 20-byte auth data."""
+        data = self.read_packet() if data is None else data
         version_end = data.index(b"\0", 1)
         pos = version_end + 1 + 4
         part1 = data[pos : pos + 8]

@@ -1,10 +1,14 @@
 """Whatever a SQL client does, the member daemon keeps publishing on time (issue 22).
 
-One real daemon (simulated source, real Mosquitto) with [sql] on, and the
-attacks of issue 22's table run against its endpoint all at once, each
-bounded in time: the 3-way information_schema join, 16 MiB packets before
-login from several sockets, `range(0,1000000)` per row, a 200 KB statement
-and 16 idle sockets. Meanwhile the test measures, independently of the
+One real daemon (simulated source, real Mosquitto) with [sql] on, TLS
+required and an empty history, and every row of issue 22's attack table run
+against its endpoint at once (`sqlattacks`), each bounded in time and each
+checked for the refusal or answer it got: the 3-way information_schema join,
+16 MiB packets before login from several sockets, `range(0,1000000)` per
+row, a 200 KB statement, LATERAL/APPLY table functions and a path-named CTE,
+a login claiming CLIENT_SSL without TLS, 16 idle sockets, password guessing
+for the whole run, a 20 MB row, DESCRIBE after USE and queries before the
+first history segment. Meanwhile the test measures, independently of the
 daemon's own figures: the gaps between the member's stats envelopes on the
 broker (their `sent_us`, <= 1.5 periods), the sd_notify WATCHDOG=1 pings on
 a datagram socket of its own (never more than 1.5 ping intervals apart),
@@ -20,6 +24,7 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 import signal
 import socket
 import threading
@@ -34,7 +39,8 @@ import pymysql
 import pytest
 
 from protocol import decode_envelope
-from tests.fixtures.broker import Broker
+from tests.faults import sqlattacks
+from tests.fixtures.broker import Broker, make_test_ca
 from tests.grstats.daemon_helpers import (
     GROUP,
     M1,
@@ -54,6 +60,15 @@ WATCHDOG_S = 2.0  # WATCHDOG_USEC: the daemon pings every WATCHDOG_S / 2
 ATTACK_S = 20.0  # how long the attacks last (each bounded by it)
 RSS_MARGIN = 50 << 20
 MiB = 1 << 20
+HANDSHAKE_S = 4.0  # the idle sockets' slots come back by then; a slowed login waits <= 2 s
+Attack = Callable[[sqlattacks.Target, float], None]
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl")
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
 
 
 # -- measuring -----------------------------------------------------------------
@@ -134,12 +149,18 @@ class Measure:
 
 @contextlib.contextmanager
 def _sql_daemon(
-    broker: Broker, tmp_path: Path, period: float = PERIOD, **sql: object
+    broker: Broker,
+    tmp_path: Path,
+    period: float = PERIOD,
+    history: dict[str, object] | None = None,
+    **sql: object,
 ) -> Iterator[tuple[DaemonProc, socket.socket]]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     secret = tmp_path / "sql.password"
     secret.write_text(PASSWORD + "\n", encoding="utf-8")
     config = daemon_config(broker.port, M1, [M1, M2], period=period)
+    if history:
+        config["history"] = history
     # a 2 GiB address space keeps the shared test machine safe from the attacks
     config["sql"] = {
         "listen": "127.0.0.1:0",
@@ -197,55 +218,9 @@ def _query(port: int, until: float, sql: str) -> None:
             cur.fetchall()
 
 
-def information_schema_join(port: int, until: float) -> None:
-    _query(
-        port,
-        until,
-        "SELECT count(*) FROM information_schema.columns a, information_schema.columns b, "
-        "information_schema.tables c",
-    )
-
-
-def range_per_row(port: int, until: float) -> None:
-    _query(port, until, "SELECT range(0,1000000) FROM performance_schema.replication_group_members")
-
-
-def long_statement(port: int, until: float) -> None:
-    values = ", ".join(f"'{i:08d}'" for i in range(200_000 // 12))  # ~200 KB
-    _query(
-        port,
-        until,
-        "SELECT MEMBER_ID FROM performance_schema.replication_group_members "
-        f"WHERE MEMBER_ID IN ({values})",
-    )
-
-
-def big_packets_before_login(port: int, until: float) -> None:
-    """16 MiB packets (length 0xFFFFFF: "more follows") instead of a login, 32 MiB a socket."""
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 5) as s:
-        s.settimeout(2)
-        s.recv(4096)  # the server's handshake
-        chunk = bytes(MiB)
-        for seq in range(2):
-            s.sendall(b"\xff\xff\xff" + bytes([seq]))
-            left = 0xFFFFFF
-            while left and time.monotonic() < until:
-                s.sendall(chunk[: min(left, MiB)])
-                left -= min(left, MiB)
-
-
-def idle_sockets(port: int, until: float) -> None:
-    with contextlib.ExitStack() as stack:
-        for _ in range(16):
-            with contextlib.suppress(OSError):
-                stack.enter_context(socket.create_connection(("127.0.0.1", port), 5))
-        while time.monotonic() < until:
-            time.sleep(0.2)
-
-
-def _run_attacks(port: int, attacks: list[Callable[[int, float], None]]) -> None:
+def _run_attacks(target: sqlattacks.Target, attacks: list[Attack]) -> None:
     until = time.monotonic() + ATTACK_S
-    threads = [threading.Thread(target=a, args=(port, until), daemon=True) for a in attacks]
+    threads = [threading.Thread(target=a, args=(target, until), daemon=True) for a in attacks]
     for t in threads:
         t.start()
     for t in threads:
@@ -257,27 +232,52 @@ def _run_attacks(port: int, attacks: list[Callable[[int, float], None]]) -> None
 
 
 def test_the_daemon_publishes_on_time_under_every_sql_attack_at_once(
-    broker: Broker, tmp_path: Path
+    broker: Broker, tmp_path: Path, ca: tuple[Path, Path, Path]
 ) -> None:
-    with _sql_daemon(broker, tmp_path) as (daemon, notify):
-        port = _sql_port(daemon)
+    history = tmp_path / "history"
+    tls: dict[str, Any] = {
+        "tls_cert_file": str(ca[1]),
+        "tls_key_file": str(ca[2]),
+        "tls_required": True,
+    }
+    # no history segment is written while the attacks last: the first comes at flush_interval
+    hist = {"dir": str(history), "flush_interval": 600.0}
+    with _sql_daemon(broker, tmp_path, history=hist, handshake_timeout=HANDSHAKE_S, **tls) as (
+        daemon,
+        notify,
+    ):
+        target = sqlattacks.Target(_sql_port(daemon), PASSWORD, ca[0], tmp_path / "sql.password")
         pid = daemon.process.pid
         idle = max(_rss(pid) for _ in range(5) if time.sleep(0.2) is None)
-        attacks = [
-            information_schema_join,
-            range_per_row,
-            long_statement,
-            *[big_packets_before_login] * 4,
-            idle_sockets,
+        attacks: list[Attack] = [
+            sqlattacks.idle_sockets,  # first: they take the slots the others then wait for
+            sqlattacks.information_schema_join,
+            sqlattacks.range_per_row,
+            sqlattacks.long_statement,
+            *[sqlattacks.big_packets_before_login] * 4,
+            sqlattacks.table_functions,
+            sqlattacks.ssl_claimed_without_tls,
+            sqlattacks.password_guessing,
+            sqlattacks.big_row,
+            sqlattacks.describe_after_use,
+            sqlattacks.before_first_segment,
         ]
         with Measure(broker, notify, pid, ATTACK_S) as measured:
-            _run_attacks(port, attacks)
+            _run_attacks(target, attacks)
         assert daemon.alive()
+        assert not list(history.rglob("*.parquet"))  # every query ran before the first segment
+        sqlattacks.assert_outcomes(target)
+        print(  # the figures for the record (pytest -s)
+            f"envelope gap {measured.max_envelope_gap() / PERIOD:.2f} periods, watchdog gap "
+            f"{measured.max_ping_gap() / (WATCHDOG_S / 2):.2f} intervals, daemon RSS "
+            f"{idle / MiB:.1f} -> {max(measured.rss) / MiB:.1f} MiB"
+        )
         assert len(measured.sent_us) >= ATTACK_S / PERIOD - 3, measured.sent_us
         assert measured.max_envelope_gap() <= 1.5 * PERIOD, measured.sent_us
         assert len(measured.pings) >= ATTACK_S / (WATCHDOG_S / 2) - 3, measured.pings
         assert measured.max_ping_gap() <= 1.5 * WATCHDOG_S / 2, measured.pings
         assert max(measured.rss) <= idle + RSS_MARGIN, (idle, max(measured.rss))
+        assert any(e.get("event") == "sql.login_failed" for e in daemon.events())
 
 
 def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
