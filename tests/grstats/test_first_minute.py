@@ -9,15 +9,19 @@ and each CLI table command. Then the moments where state changes hands: the
 first segments being written and rotated, and the history directory deleted
 under the running daemon (recreated by the writer, which writes on).
 
-The UTC day change is not driven here: the daemon reads the wall clock
-(`grstats.daemon.health.now_us`) with no way to inject it into a subprocess,
-and no libfaketime is available; the partition a segment goes to is covered
-by the history writer's own tests.
+The UTC day change: wall-clock time enters the daemon's samples, envelopes
+and history only through `time.time_ns()` (`grstats.daemon.health.now_us`), so
+the test shifts it from outside -- a `sitecustomize` on the daemon's
+PYTHONPATH (tests/fixtures/clockshift), no production hook -- to cross the
+next UTC midnight a few seconds after the start, and checks every surface on
+the new day. The housekeeper's day and SQL sessions' NOW() (C-level
+`datetime.now()`) keep the real clock.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -212,7 +216,7 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
     port = _sql_port(daemon)
     empty_columns = _sql_tables(port)[("grstats", "history")]
     deadline = time.monotonic() + 60
-    counts = []
+    counts = [_history_count(port)]  # at least once, however fast the segments come
     while len(_segments(history)) < 3:  # every query answers while segments come and go
         assert time.monotonic() < deadline, "three segments within 60 s"
         counts.append(_history_count(port))
@@ -246,4 +250,42 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
         if line.startswith("grstats_history_errors")
     ]
     assert errors and errors[0] >= 1, "the deletion is counted"
+    assert daemon.terminate() in (0, 1)
+
+
+def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: Path) -> None:
+    # The daemon's wall clock is shifted (tests/fixtures/clockshift) to reach the
+    # next UTC midnight a few seconds after it starts: samples on both days.
+    lead_s = 8.0
+    now = time.time()
+    midnight = (int(now) // 86_400 + 1) * 86_400  # the next UTC midnight, by hand
+    shift = midnight - lead_s - now
+    before_day = time.strftime("%Y-%m-%d", time.gmtime(midnight - 1))
+    after_day = time.strftime("%Y-%m-%d", time.gmtime(midnight))
+    history = tmp_path / "history"
+    rollups = tmp_path / "rollups"
+    rollups.mkdir()
+    config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
+    config["history"] = {"dir": str(history), "flush_interval": 0.5, "fsync_interval": 0.1}
+    config["sql"] = _sql_section(tmp_path, history, rollups)
+    clockshift = Path(__file__).parents[1] / "fixtures" / "clockshift"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(clockshift), os.environ.get("PYTHONPATH", "")]),
+        "GRSTATS_TEST_CLOCK_SHIFT_S": repr(shift),
+    }
+    daemon = wait_started(spawn_daemon(tmp_path / "member", config, command="run", env=env))
+    wait_for(lambda: daemon.table("replication_group_member_stats"), 20, "the first rows")
+
+    def days() -> set[str]:
+        return {p.parent.name.removeprefix("date=") for p in _segments(history)}
+
+    wait_for(lambda: before_day in days() or None, 20, "a segment before midnight")
+    wait_for(lambda: after_day in days() or None, 30, "a segment of the new UTC day")
+    with _connect(_sql_port(daemon)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT CAST(date AS VARCHAR), COUNT(*) FROM grstats.history GROUP BY 1")
+        counted = {str(day): int(n) for day, n in cur.fetchall()}
+    assert set(counted) == {before_day, after_day} and all(counted.values()), counted
+    _check_surfaces(daemon, tmp_path)
+    stats = daemon.table("replication_group_member_stats")
+    assert stats, "the local member's stats row after midnight"
     assert daemon.terminate() in (0, 1)
