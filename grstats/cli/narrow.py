@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from grstats.cli import render
 from grstats.core import columns as col
 from grstats.core.snapshot import (
+    APPLIER_METRICS_TABLE,
+    APPLIER_WORKERS_TABLE,
     FLOW_CONTROL_TABLE,
     MEMBER_LAG_TABLE,
     MEMBER_STATS_TABLE,
@@ -67,6 +69,22 @@ NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
         ("CERT_Q", "CERTIFIER_QUEUE"),
         ("APPLY_Q", "APPLIER_QUEUE"),
         ("FAILOVER_READY", "FAILOVER_READY"),
+    ),
+    APPLIER_METRICS_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("CHANNEL", col.CHANNEL_NAME),
+        ("COMMITTED", "TRANSACTIONS_COMMITTED_COUNT"),
+        ("PENDING", "TRANSACTIONS_PENDING_COUNT"),
+        ("ONGOING", "TRANSACTIONS_ONGOING_COUNT"),
+        ("EVENTS", "EVENTS_COMMITTED_COUNT"),
+    ),
+    APPLIER_WORKERS_TABLE: (
+        (MEMBER, col.MEMBER_ID),
+        ("CHANNEL", col.CHANNEL_NAME),
+        ("WORKER", "WORKER_ID"),
+        ("TYPE", "ONGOING_TRANSACTION_TYPE"),
+        ("FULL_B", "ONGOING_TRANSACTION_FULL_SIZE_BYTES"),
+        ("APPLIED_B", "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES"),
     ),
 }
 

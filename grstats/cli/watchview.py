@@ -3,7 +3,10 @@
 Strategy: `build_view` is pure (the three tables in, display rows out) so the
 rate arithmetic is tested without a terminal; `live_table` is the rich table
 drawn in place on a terminal (changed cells highlighted, UNREACHABLE in red),
-`plain_table` the mysql-client table printed off a terminal.
+`plain_table` the mysql-client table printed off a terminal. Both show the
+80-column view by default (`NARROW`: short headers, a member as host:port,
+ROLE and LAG_S kept, the rest given up from the right to fit) and every
+column with the member's UUID with `wide=True` (`grstats watch --wide`).
 
 Invariants: a counter that went down (member restart) shows no rate for that
 refresh, never a negative one. Every cell shown goes through
@@ -16,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from grstats.cli import render
+from grstats.cli import narrow, render
 from grstats.core import columns as col
 from grstats.core.snapshot import (
     MEMBER_LAG_TABLE,
@@ -33,10 +37,12 @@ from grstats.core.snapshot import (
 
 __all__ = [
     "COLUMNS",
+    "NARROW",
     "RATE_COLUMNS",
     "ViewState",
     "build_view",
     "fit_columns",
+    "fit_narrow",
     "live_table",
     "plain_table",
     "title_line",
@@ -77,6 +83,21 @@ _STATS_SOURCES: Mapping[str, str] = {
     "ROLLBACK": col.COUNT_TRANSACTIONS_LOCAL_ROLLBACK,
     "ROWS_VALIDATING": col.COUNT_TRANSACTIONS_ROWS_VALIDATING,
 }
+# The default view: (header, display column), given up from the right to fit;
+# the first six (member, state, role, lag, both queues) fit 80 in the worst case.
+NARROW: tuple[tuple[str, str], ...] = (
+    ("MEMBER", "MEMBER"),
+    ("STATE", "STATE"),
+    ("ROLE", "ROLE"),
+    ("LAG_S", "LAG_S"),
+    ("CERT_Q", "IN_QUEUE"),
+    ("APPLY_Q", "APPLIER_QUEUE"),
+    ("appl/s", "applied/s"),
+    ("chk/s", "checked/s"),
+    ("confl/s", "conflicts/s"),
+    ("SEEN_S", "LAST_SEEN_S"),
+)
+_NARROW_KEEP = 6
 _RIGHT = frozenset(COLUMNS) - {"MEMBER", col.MEMBER_ID, "STATE", "ROLE"}
 _NOT_HIGHLIGHTED = {"LAG_S", "LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
 
@@ -129,13 +150,13 @@ def build_view(
     changed: set[tuple[str, str]] = set()
     counters: dict[str, dict[str, int]] = {}
     shown: dict[str, dict[str, object]] = {}
+    labels = narrow.member_labels(tables.get(MEMBERS_TABLE, ()))
     elapsed = at - previous.at if previous is not None else 0.0
     for stats in tables.get(MEMBER_STATS_TABLE, ()):
         member_id = str(stats.get(col.MEMBER_ID) or "")
         member = members.get(member_id, {})
-        host, port = member.get(col.MEMBER_HOST), member.get(col.MEMBER_PORT)
         row: dict[str, object] = {
-            "MEMBER": f"{host}:{port}" if host else "",
+            "MEMBER": labels.get(member_id, ""),
             col.MEMBER_ID: member_id,
             "STATE": member.get(col.MEMBER_STATE),
             "ROLE": member.get(col.MEMBER_ROLE),
@@ -204,8 +225,21 @@ _DROP_ORDER = (
 _SHORT_ID = 8
 
 
+def _needed(
+    rows: Sequence[Mapping[str, object]], spec: Sequence[tuple[str, str]], short: bool
+) -> int:
+    """Terminal cells of a table of `spec`'s (header, column) with the mysql box."""
+    total = 1
+    for header, column in spec:
+        cells = [_cell(column, row.get(column)) for row in rows]
+        if short and column == col.MEMBER_ID:
+            cells = [c[:_SHORT_ID] for c in cells]
+        total += max([len(header), *map(len, cells)]) + 3
+    return total
+
+
 def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple[str, ...], bool]:
-    """The columns that fit in `width` terminal cells.
+    """The columns of the wide view (`--wide`) that fit in `width` terminal cells.
 
     Args:
         rows: display rows from `build_view`.
@@ -216,13 +250,7 @@ def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple
     """
 
     def needed(columns: Sequence[str], short: bool) -> int:
-        total = 1
-        for column in columns:
-            cells = [_cell(column, row.get(column)) for row in rows]
-            if short and column == col.MEMBER_ID:
-                cells = [c[:_SHORT_ID] for c in cells]
-            total += max([len(column), *map(len, cells)]) + 3
-        return total
+        return _needed(rows, [(c, c) for c in columns], short)
 
     columns = list(COLUMNS)
     short = False
@@ -237,11 +265,38 @@ def fit_columns(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple
     return tuple(columns), short
 
 
+def fit_narrow(rows: Sequence[Mapping[str, object]], width: int) -> tuple[tuple[str, str], ...]:
+    """The (header, column) pairs of the default view that fit in `width` cells.
+
+    Args:
+        rows: display rows from `build_view`.
+        width: the terminal width.
+
+    Returns:
+        A prefix of NARROW, never shorter than its member, state, role, lag and queues.
+    """
+    spec = list(NARROW)
+    while len(spec) > _NARROW_KEEP and _needed(rows, spec, False) > width:
+        spec.pop()
+    return tuple(spec)
+
+
+def _view(
+    rows: Sequence[Mapping[str, object]], width: int, wide: bool
+) -> tuple[tuple[tuple[str, str], ...], bool]:
+    if not wide:
+        return fit_narrow(rows, width), False
+    columns, short = fit_columns(rows, width)
+    return tuple((c, c) for c in columns), short
+
+
 def live_table(
     rows: Sequence[Mapping[str, object]],
     changed: set[tuple[str, str]],
     title: str,
     width: int,
+    *,
+    wide: bool = False,
 ) -> Table:
     """The rich table of one refresh: mysql-client box, changes yellow, UNREACHABLE red.
 
@@ -249,12 +304,13 @@ def live_table(
         rows: display rows from `build_view`.
         changed: (member_id, column) cells to highlight.
         title: the line above the table.
-        width: terminal width (columns are dropped to fit, see `fit_columns`).
+        width: terminal width (columns are given up to fit: `fit_narrow`, `fit_columns`).
+        wide: every column under its full name, the member's UUID included.
 
     Returns:
         A `rich.table.Table`.
     """
-    columns, short = fit_columns(rows, width)
+    spec, short = _view(rows, width, wide)
     table = Table(
         box=MYSQL_BOX,
         title=render.visible(title),
@@ -262,16 +318,14 @@ def live_table(
         show_edge=True,
         pad_edge=True,
     )
-    for column in columns:
-        if column in _RIGHT:
-            table.add_column(column, justify="right", no_wrap=True)
-        else:
-            table.add_column(column, justify="left", no_wrap=True)
+    for header, column in spec:
+        justify: Literal["left", "right"] = "right" if column in _RIGHT else "left"
+        table.add_column(header, justify=justify, no_wrap=True)
     for row in rows:
         member_id = str(row[col.MEMBER_ID])
         unreachable = row.get("STATE") == "UNREACHABLE"
         cells: list[Text] = []
-        for column in columns:
+        for _, column in spec:
             style = ""
             if unreachable and column in ("STATE", "MEMBER", col.MEMBER_ID):
                 style = "bold red"
@@ -285,6 +339,18 @@ def live_table(
     return table
 
 
-def plain_table(rows: Sequence[Mapping[str, object]], title: str) -> str:
-    texts = [{c: _cell(c, r.get(c)) for c in COLUMNS} for r in rows]
-    return title + "\n" + render.table(texts, COLUMNS, right=_RIGHT)
+def plain_table(rows: Sequence[Mapping[str, object]], title: str, *, wide: bool = False) -> str:
+    """One refresh as a plain mysql-client table (off a terminal).
+
+    Args:
+        rows: display rows from `build_view`.
+        title: the line above the table.
+        wide: every column under its full name; else the view of an 80-column terminal.
+
+    Returns:
+        The text.
+    """
+    spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.WIDTH)
+    texts = [{h: _cell(c, r.get(c)) for h, c in spec} for r in rows]
+    right = {h for h, c in spec if c in _RIGHT}
+    return title + "\n" + render.table(texts, [h for h, _ in spec], right=right)

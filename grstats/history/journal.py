@@ -103,6 +103,48 @@ class Journal:
                 self.index.note([r for r in rows if r is not None])
             raise
 
+    def reappear(self) -> bool:
+        """Recreate the WAL directory if it was deleted under the running writer.
+
+        The open WAL file's records, still readable through its descriptor,
+        are carried into a new WAL file there; closed WAL files that went
+        with the directory are forgotten (and counted as a data fault).
+
+        Returns:
+            Whether the directory had been deleted (the caller retakes its lock).
+
+        Raises:
+            OSError: the directory or the new WAL file could not be made.
+        """
+        if self.wal_dir.is_dir():
+            return False
+        carried = b""
+        if self._wal is not None:
+            carried = self._wal.read_back()
+            self._wal.close()
+            self._wal = None
+        gone = [p for p in self._closed if not p.exists()]
+        self._closed = [p for p in self._closed if p.exists()]
+        self._closed_bytes = sum(p.stat().st_size for p in self._closed)
+        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        if carried:
+            self._wal = WalFile(new_wal_path(self.wal_dir, self.writer, self._next), self._ops)
+            self._next += 1
+            self._wal.append(carried)
+        if gone:
+            with self._counters.lock:
+                self._counters.fault(
+                    "deleted",
+                    f"{len(gone)} write-ahead log file(s) deleted with the history directory",
+                )
+        log.warning(
+            "history.directory_recreated",
+            directory=str(self.directory),
+            carried_bytes=len(carried),
+            wal_files_lost=len(gone),
+        )
+        return True
+
     def quarantine(self, path: Path, reason: str, *, copy: bool = False) -> None:
         """Move (or copy) an unreadable file into the quarantine; count it, degrade health.
 

@@ -290,7 +290,8 @@ class WalFile:
         self.path = path
         self._ops = ops
         self.last_fsync_s = 0.0
-        fd = ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        # read-write: if the directory is deleted under us, `read_back` still has the rows
+        fd = ops.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         try:
             self._write_all(fd, WAL_MAGIC)
             ops.fsync(fd)
@@ -322,6 +323,26 @@ class WalFile:
         self._ops.fsync(self._fd)
         self.last_fsync_s = time.monotonic() - started
         self.size += len(data)
+
+    def read_back(self) -> bytes:
+        """The records written so far (after the magic), read through the descriptor.
+
+        Works when the file's name is gone (its directory deleted under a
+        running writer): the descriptor keeps the unlinked file alive.
+
+        Raises:
+            OSError: the read failed.
+        """
+        assert self._fd is not None
+        chunks: list[bytes] = []
+        offset = len(WAL_MAGIC)
+        while offset < self.size:
+            chunk = os.pread(self._fd, self.size - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
 
     def truncate_to_good(self) -> None:
         """Cut what a failed append may have left.

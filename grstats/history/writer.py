@@ -9,7 +9,10 @@ Parquet segments.  A failing disk is a state, not a crash: the rows stay in
 the buffer, the thread retries with a capped exponential backoff, `health()`
 says `degraded` with the reason, the fault is logged once per
 `log_interval_s` (with the count suppressed), and the first success logs
-`history.recovered` and clears it.
+`history.recovered` and clears it.  A history directory deleted under the
+running writer is recreated at the next tick (`history.directory_recreated`,
+counted as an error): the open WAL file's rows, still readable through its
+descriptor, and the buffered ones land there.
 
 Invariants:
 - Rows are fsynced in the order they were recorded; fsynced rows are never
@@ -328,7 +331,18 @@ class HistoryWriter:
             if stopping:
                 return
 
+    def _reappear(self) -> None:
+        # The history directory deleted under the running daemon: recreate it,
+        # carry the open WAL's rows over and retake the writer lock (its file went too).
+        if not self._journal.reappear():
+            return
+        self._count_error()
+        if self._writer_lock is not None:
+            self._writer_lock.release()
+        self._writer_lock = WriterLock.take(self._journal.wal_dir, self.writer_id, self.directory)
+
     def _sync(self) -> None:
+        self._reappear()
         with self._cond:
             batch = list(self._pending)
             self._pending.clear()

@@ -7,17 +7,21 @@ history empty but with its columns, the rollup tables absent while the
 rollups directory is empty), `grstats sql --config` on the empty directory
 and each CLI table command. Then the moments where state changes hands: the
 first segments being written and rotated, and the history directory deleted
-under the running daemon.
+under the running daemon (recreated by the writer, which writes on).
 
-The UTC day change is not driven here: the daemon reads the wall clock
-(`grstats.daemon.health.now_us`) with no way to inject it into a subprocess,
-and no libfaketime is available; the partition a segment goes to is covered
-by the history writer's own tests.
+The UTC day change: wall-clock time enters the daemon's samples, envelopes
+and history only through `time.time_ns()` (`grstats.daemon.health.now_us`), so
+the test shifts it from outside -- a `sitecustomize` on the daemon's
+PYTHONPATH (tests/fixtures/clockshift), no production hook -- to cross the
+next UTC midnight a few seconds after the start, and checks every surface on
+the new day. The housekeeper's day and SQL sessions' NOW() (C-level
+`datetime.now()`) keep the real clock.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -212,7 +216,7 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
     port = _sql_port(daemon)
     empty_columns = _sql_tables(port)[("grstats", "history")]
     deadline = time.monotonic() + 60
-    counts = []
+    counts = [_history_count(port)]  # at least once, however fast the segments come
     while len(_segments(history)) < 3:  # every query answers while segments come and go
         assert time.monotonic() < deadline, "three segments within 60 s"
         counts.append(_history_count(port))
@@ -221,22 +225,67 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
     written = [f.name for f in pq.read_schema(_segments(history)[0])]
     assert empty_columns == [*written, "date"], "the empty history has the segments' columns"
     assert _sql_tables(port)[("grstats", "history")] == empty_columns
+    before = set(_segments(history))
     shutil.rmtree(history)
-    # Deleted under the running daemon: every surface still answers; the history
-    # is empty over SQL (never an error) and /healthz names the history fault.
-    # (The writer does not re-create the directory: it stays degraded until a
-    # restart, its rows buffered up to max_buffer_rows and then counted.)
-
-    def degraded() -> dict[str, Any] | None:
-        status, health = daemon.get("/healthz")
-        return health if status == 503 and "history_degraded" in health["reasons"] else None
-
-    health = wait_for(degraded, 30, "/healthz to name the history fault")
-    assert any(str(history) in d for d in health["details"]), health
+    # Deleted under the running daemon: the writer recreates the directory at its
+    # next tick and writes on (the rows held meanwhile land there), every surface
+    # answers throughout, /healthz is ok again and the deletion moved a counter.
+    wait_for(lambda: (history / "wal").is_dir() or None, 30, "the history directory recreated")
+    wait_for(lambda: set(_segments(history)) - before or None, 30, "new segments written")
+    wait_for(lambda: _history_count(port) > 0, 20, "the new history rows over SQL")
     tables = _sql_tables(port)
     assert tables[("grstats", "history")] == empty_columns
-    assert _history_count(port) == 0
     assert daemon.table("replication_group_member_stats")
+
+    def healthy() -> dict[str, Any] | None:
+        status, health = daemon.get("/healthz")
+        return health if status == 200 else None
+
+    wait_for(healthy, 30, "/healthz ok again")
     status, body = http_get(daemon.api_port, "/metrics")
-    assert status == 200 and b"grstats_history_" in body
+    assert status == 200
+    errors = [
+        float(line.split()[-1])
+        for line in body.decode().splitlines()
+        if line.startswith("grstats_history_errors")
+    ]
+    assert errors and errors[0] >= 1, "the deletion is counted"
+    assert daemon.terminate() in (0, 1)
+
+
+def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: Path) -> None:
+    # The daemon's wall clock is shifted (tests/fixtures/clockshift) to reach the
+    # next UTC midnight a few seconds after it starts: samples on both days.
+    lead_s = 8.0
+    now = time.time()
+    midnight = (int(now) // 86_400 + 1) * 86_400  # the next UTC midnight, by hand
+    shift = midnight - lead_s - now
+    before_day = time.strftime("%Y-%m-%d", time.gmtime(midnight - 1))
+    after_day = time.strftime("%Y-%m-%d", time.gmtime(midnight))
+    history = tmp_path / "history"
+    rollups = tmp_path / "rollups"
+    rollups.mkdir()
+    config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
+    config["history"] = {"dir": str(history), "flush_interval": 0.5, "fsync_interval": 0.1}
+    config["sql"] = _sql_section(tmp_path, history, rollups)
+    clockshift = Path(__file__).parents[1] / "fixtures" / "clockshift"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(clockshift), os.environ.get("PYTHONPATH", "")]),
+        "GRSTATS_TEST_CLOCK_SHIFT_S": repr(shift),
+    }
+    daemon = wait_started(spawn_daemon(tmp_path / "member", config, command="run", env=env))
+    wait_for(lambda: daemon.table("replication_group_member_stats"), 20, "the first rows")
+
+    def days() -> set[str]:
+        return {p.parent.name.removeprefix("date=") for p in _segments(history)}
+
+    wait_for(lambda: before_day in days() or None, 20, "a segment before midnight")
+    wait_for(lambda: after_day in days() or None, 30, "a segment of the new UTC day")
+    with _connect(_sql_port(daemon)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT CAST(date AS VARCHAR), COUNT(*) FROM grstats.history GROUP BY 1")
+        counted = {str(day): int(n) for day, n in cur.fetchall()}
+    assert set(counted) == {before_day, after_day} and all(counted.values()), counted
+    _check_surfaces(daemon, tmp_path)
+    stats = daemon.table("replication_group_member_stats")
+    assert stats, "the local member's stats row after midnight"
     assert daemon.terminate() in (0, 1)

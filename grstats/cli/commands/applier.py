@@ -20,14 +20,14 @@ from pathlib import Path
 
 import click
 
-from grstats.cli import render
+from grstats.cli import narrow, render
 from grstats.cli.applierwindow import WINDOW_CHANNEL, earlier_readings, parse_since
-from grstats.cli.commands.tables import COLUMNS
+from grstats.cli.commands.tables import COLUMNS, wide_option
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
-from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE
+from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE, MEMBERS_TABLE
 
 __all__ = ["applier_command", "explain_text"]
 
@@ -89,6 +89,8 @@ def _shown(value: object) -> str:
     "active time, transactions committed / ongoing / pending, sizes, events, and "
     "each wait's count and time (ns, as MySQL reports them).\n\n"
     "\b\nExamples:\n"
+    "  grstats applier                         # what fits 80 columns, members as host:port\n"
+    "  grstats applier --wide                  # every column under MySQL's names\n"
     "  grstats applier --vertical              # one member and channel per block\n"
     "  grstats applier --workers               # replication_applier_progress_by_worker\n"
     "  grstats applier --explain               # why each member's applier is slow\n"
@@ -122,11 +124,13 @@ def _shown(value: object) -> str:
     help="The history directory ([history] dir) holding the earlier reading for "
     "--since; without it, --explain judges since the applier started.",
 )
+@wide_option
 def applier_command(
     *,
     reader: TableReader,
     fmt: str,
     vertical: bool,
+    wide: bool,
     workers: bool,
     explain_: bool,
     since: str,
@@ -137,6 +141,11 @@ def applier_command(
         window = parse_since(since)
     except ValueError as exc:
         raise BadArgument(f"--since: {exc}") from None
+    if fmt == "table" and not vertical and not wide and not explain_:
+        both = reader.read([table, MEMBERS_TABLE])
+        labels = narrow.member_labels(both[MEMBERS_TABLE])
+        click.echo(narrow.narrow_table(table, reader_rows(both[table]), labels), nl=False)
+        return
     rows = reader.read([table])[table]
     if explain_:
         earlier = None

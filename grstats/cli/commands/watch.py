@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 from rich.live import Live
 
+from grstats.cli.commands.tables import wide_option
 from grstats.cli.errors import UserError
 from grstats.cli.readers import TableReader, read_options
 from grstats.cli.watchview import ViewState, build_view, live_table, plain_table, title_line
@@ -46,18 +47,21 @@ __all__ = ["command"]
 )
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many refreshes.")
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds.")
+@wide_option
 def command(
     *,
     reader: TableReader,
     interval: float,
     count: int | None,
     duration: float | None,
+    wide: bool,
 ) -> None:
     """Watch replication_group_member_stats live, with rates per second.
 
     Checked/s, conflicts/s and applied/s are computed since the previous
     refresh; changed cells are highlighted and UNREACHABLE members shown in
-    red. Ctrl-C quits.
+    red. By default what fits 80 columns (members as host:port, short
+    headers); --wide shows every column and the member UUIDs. Ctrl-C quits.
 
     \b
     Examples:
@@ -65,6 +69,7 @@ def command(
       grstats watch --interval 1 --api http://10.0.0.5:8437
       grstats watch --bus 127.0.0.1:1883     # straight from the broker
       grstats watch --count 3 --interval 1   # three refreshes, then exit
+      grstats watch --wide                   # every column, member UUIDs
     """
     console = Console(highlight=False)
     names = [MEMBER_STATS_TABLE, MEMBERS_TABLE, MEMBER_STATUS_TABLE, MEMBER_LAG_TABLE]
@@ -88,14 +93,14 @@ def command(
                 rows, changed = [dict(r) for r in (state.shown.values() if state else ())], set()
             title = title_line(reader.where, interval, error)
             if console.is_terminal:
-                view = live_table(rows, changed, title, console.width)
+                view = live_table(rows, changed, title, console.width, wide=wide)
                 if live is None:
                     live = Live(view, console=console, auto_refresh=False, transient=False)
                     live.start()
                 else:
                     live.update(view, refresh=True)
             else:
-                click.echo(plain_table(rows, title))
+                click.echo(plain_table(rows, title, wide=wide))
             refreshes += 1
             if count is not None and refreshes >= count:
                 break

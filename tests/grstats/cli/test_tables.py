@@ -184,7 +184,9 @@ def test_status_reads_api_from_config_file(cluster: Cluster, tmp_path: Path) -> 
 
 
 def test_watch_prints_bounded_refreshes_with_rates(cluster: Cluster) -> None:
-    result = grstats("watch", "--api", cluster.apis[0], "--count", "2", "--interval", "1.2")
+    result = grstats(
+        "watch", "--api", cluster.apis[0], "--count", "2", "--interval", "1.2", "--wide"
+    )
     assert result.returncode == 0, result.stderr
     tables = [chunk for chunk in result.stdout.split("replication_group_member_stats @") if chunk]
     assert len(tables) == 2
@@ -394,3 +396,36 @@ def test_wide_shows_every_column_under_mysqls_names(cluster: Cluster) -> None:
     rows = _parse_boxed(result.stdout)
     assert "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP" in rows[0]
     assert {r["MEMBER_ID"] for r in rows} >= {M1}
+
+
+def test_watch_fits_80_columns_with_members_as_host_port_role_and_lag(
+    cluster: Cluster,
+) -> None:
+    out = _in_pty([*GRSTATS, "watch", "--api", cluster.apis[0], "--count", "1"])
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert max(len(line) for line in lines) <= 80, out
+    assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, out
+    assert M1 not in out and M2 not in out, out
+    header = next(line for line in lines if "MEMBER" in line and line.startswith("|"))
+    assert {"ROLE", "LAG_S", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
+
+
+def test_watch_wide_shows_the_member_uuids(cluster: Cluster) -> None:
+    plain = grstats("watch", "--api", cluster.apis[0], "--count", "1", "--wide")
+    assert plain.returncode == 0, plain.stderr
+    assert M1 in plain.stdout and M2 in plain.stdout, plain.stdout
+    assert "ROWS_VALIDATING" in plain.stdout, plain.stdout
+    narrow = grstats("watch", "--api", cluster.apis[0], "--count", "1")
+    assert M1 not in narrow.stdout and "127.0.0.1:3306" in narrow.stdout, narrow.stdout
+
+
+def test_applier_fits_80_columns_with_members_as_host_port(cluster: Cluster) -> None:
+    for extra in ([], ["--workers"]):
+        out = _in_pty([*GRSTATS, "applier", "--api", cluster.apis[0], *extra])
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80, (extra, out)
+        assert M1 not in out and M2 not in out, (extra, out)
+        assert "--wide" in lines[-1], (extra, out)
+    wide = grstats("applier", "--api", cluster.apis[0], "--wide")
+    assert wide.returncode == 0, wide.stderr
+    assert "WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME" in wide.stdout
