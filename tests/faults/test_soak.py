@@ -126,8 +126,9 @@ def _fill(ballast: Path) -> int:
     return ballast.stat().st_size
 
 
-def _disk_full(daemon: DaemonProc, disk: Path, seconds: float) -> str:
-    """Fill `disk` under the daemon's history until its writer fails, hold, free, recover."""
+def _disk_full(daemon: DaemonProc, disk: Path, hold_rows: int) -> str:
+    """Fill `disk` under the daemon's history until its writer fails and holds
+    `hold_rows` rows in memory; then free it and wait for the writer to recover."""
     errors = _metric(daemon, "grstats_history_errors_total")
     written = _metric(daemon, "grstats_history_rows_written_total")
     ballast = disk / "ballast"
@@ -144,7 +145,11 @@ def _disk_full(daemon: DaemonProc, disk: Path, seconds: float) -> str:
         _, health = daemon.get("/healthz")
         assert health["status"] == "degraded", health
         assert any(r.startswith("history") for r in health["reasons"]), health
-        time.sleep(seconds)  # the fault itself lasts a while: not a wait for a condition
+        wait_for(  # the fault lasts while the rows pile up in memory
+            lambda: _metric(daemon, "grstats_history_rows_buffered") >= hold_rows,
+            hold_rows * PERIOD * 4 + 60,
+            f"M1 holding {hold_rows} rows while its disk is full",
+        )
     finally:
         ballast.unlink()  # the space comes back
     wait_for(
@@ -156,7 +161,10 @@ def _disk_full(daemon: DaemonProc, disk: Path, seconds: float) -> str:
         "M1's writer recovering once the disk frees up",
     )
     failed = _metric(daemon, "grstats_history_errors_total") - errors
-    return f"M1's disk full ({size >> 10} KiB ballast, {failed:.0f} failed attempts) then freed"
+    return (
+        f"M1's disk full ({size >> 10} KiB ballast, {failed:.0f} failed attempts, "
+        f">= {hold_rows} rows held) then freed"
+    )
 
 
 def _drop_junk(history: Path) -> Path:
@@ -251,7 +259,7 @@ def test_soak_every_accepted_row_is_in_the_history_exactly_once(
         _advance(collector, SECONDS / 6, "after the broker restart")
 
         if isinstance(small_disk, Path):
-            faults.append(_disk_full(procs[M1], small_disk, max(2.0, SECONDS / 20)))
+            faults.append(_disk_full(procs[M1], small_disk, max(8, int(SECONDS / 20 / PERIOD))))
         else:
             faults.append(f"full disk NOT injected ({small_disk})")
         _advance(collector, SECONDS / 6, "after the disk frees up")
