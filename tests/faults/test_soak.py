@@ -204,11 +204,19 @@ def _seq_on(collector: DaemonProc, member: str) -> int:
 
 
 def _advance(collector: DaemonProc, seconds: float, what: str) -> None:
-    """Let every member publish on for `seconds` (seen on the collector), bounded in time."""
+    """Let every member publish on for `seconds` (seen on the collector), bounded in time.
+
+    The phase lasts `seconds` of wall time (the soak runs as long as it says) and
+    at least half its periods' envelopes of every member (a loaded box is slow).
+    """
     start = {m: _seq_on(collector, m) for m in MEMBERS}
-    ticks = max(1, int(seconds / PERIOD * 0.5))  # half the periods: a loaded box is slow
+    ticks = max(1, int(seconds / PERIOD * 0.5))
+    end = time.monotonic() + seconds
     wait_for(
-        lambda: all(_seq_on(collector, m) >= start[m] + ticks for m in MEMBERS),
+        lambda: (
+            time.monotonic() >= end
+            and all(_seq_on(collector, m) >= start[m] + ticks for m in MEMBERS)
+        ),
         seconds * 4 + 30,
         what,
         interval=0.25,
