@@ -82,6 +82,7 @@ pytest: $(STAMP) sysdeps-test
 test: lint typecheck pytest
 
 # The issue-21 soak for hours (make test runs it for 20 s): SOAK_SECONDS=... to change.
+# Its full disk is a tmpfs (root; 16 MiB + 64 MiB per hour of soak, RAM while full).
 SOAK_SECONDS ?= 14400
 soak: $(STAMP) sysdeps-test
 	GRSTATS_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/pytest -q -s -p no:cacheprovider \
