@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import PipelineStats
+from protocol import CommitPathCounters, PipelineStats
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -93,3 +93,5 @@ class LocalSample:
     # the other members of the local server's view, in MEMBER_ID order; () when the
     # source cannot tell (simulated, or the server's rows could not be read)
     server_view: tuple[ServerViewMember, ...] = ()
+    # the server's Gr_* commit-path counters (MySQL 8.1.0+); None when it shows none
+    commit_path: CommitPathCounters | None = None
