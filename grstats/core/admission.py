@@ -24,7 +24,9 @@ size before).
    malformed one does not reject the envelope: the statistics are good on
    their own, so the envelope is admitted without lag and `lag_error` says
    why (the caller counts it as `envelopes_lag_malformed`). `ext.applier`
-   (`protocol.applier`) likewise: `applier_error`, `envelopes_applier_malformed`.
+   (`protocol.applier`) likewise: `applier_error`, `envelopes_applier_malformed`;
+   and `ext.commit_path` (`protocol.commit_path`): `commit_path_error`,
+   `envelopes_commit_path_malformed`.
 
 Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
 ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
@@ -60,9 +62,11 @@ from grstats.core.topics import (
 )
 from protocol import (
     DEFAULT_MAX_ENVELOPE_SIZE,
+    CommitPathReport,
     Envelope,
     PipelineStats,
     ProtocolError,
+    decode_commit_path,
     decode_envelope_sections,
     decode_pipeline_stats,
 )
@@ -79,7 +83,7 @@ _SIZE_ITEMS = (
 _sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
 #: The `ext` sections a receiver reads (core/rows.py, core/lag.py, core/applier.py).
-EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier"})
+EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier", "commit_path"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,8 @@ class Admitted:
         applier: the decoded `ext.applier` section; None when absent or malformed.
         applier_error: why `ext.applier` was refused ("" when absent or good).
         dropped_ext: the names of the unknown `ext` sections skipped unread.
+        commit_path: the decoded `ext.commit_path` section; None when absent or malformed.
+        commit_path_error: why `ext.commit_path` was refused ("" when absent or good).
     """
 
     key: MemberKey
@@ -124,6 +130,8 @@ class Admitted:
     applier: MemberApplier | None = None
     applier_error: str = ""
     dropped_ext: tuple[str, ...] = ()
+    commit_path: CommitPathReport | None = None
+    commit_path_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +231,20 @@ def admit(
         stats = dataclasses.replace(stats, **zeros)
     lag, lag_error = _lag(envelope)
     applier, applier_error = _applier(envelope)
+    commit_path, commit_path_error = _commit_path(envelope)
     return Admitted(
-        key, kind, envelope, stats, clamped, lag, lag_error, applier, applier_error, dropped
+        key,
+        kind,
+        envelope,
+        stats,
+        clamped,
+        lag,
+        lag_error,
+        applier,
+        applier_error,
+        dropped,
+        commit_path,
+        commit_path_error,
     )
 
 
@@ -242,6 +262,15 @@ def _applier(envelope: Envelope) -> tuple[MemberApplier | None, str]:
         return None, ""
     try:
         return decode_member_applier(envelope.ext["applier"]), ""
+    except ProtocolError as exc:
+        return None, str(exc)
+
+
+def _commit_path(envelope: Envelope) -> tuple[CommitPathReport | None, str]:
+    if "commit_path" not in envelope.ext:
+        return None, ""
+    try:
+        return decode_commit_path(envelope.ext["commit_path"]), ""
     except ProtocolError as exc:
         return None, str(exc)
 
