@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "lag": "tables",
     "flow": "tables",
     "applier": "applier",
+    "commit-path": "commit_path",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",
