@@ -2,8 +2,8 @@
 
 Strategy / invariants
 ---------------------
-Pure: two `CommitPathReport`s of one member (the previous and the latest, as
-the member read its own server) -> one row. No clock: the period is the
+Pure: a member's `CommitPathReport`s over its last period (at least a
+second; as the member read its own server) -> one row. No clock: the period is the
 difference of the reports' own `at_us`.
 
 - Per operation (columns.COMMIT_PATH_OPS) the row shows the count per second
@@ -30,6 +30,9 @@ __all__ = ["OP_FIELDS", "commit_path_row", "commit_path_window"]
 
 Cell = str | int | float | None
 
+MIN_PERIOD_US = 1_000_000  # the shortest period rates are shown over
+MAX_WINDOW = 16  # reports kept per member (a period of 0.1 s keeps 11)
+
 #: operation -> (count fields, time fields in microseconds) of CommitPathCounters
 OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "CONSENSUS": (("consensus_proposals",), ("consensus_time_us",)),
@@ -45,16 +48,23 @@ OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 def commit_path_window(
     window: tuple[CommitPathReport, ...], latest: CommitPathReport | None
 ) -> tuple[CommitPathReport, ...]:
-    """The member's last two reports after `latest` arrived (older first).
+    """The member's reports after `latest` arrived, older first: the period's start
+    (the newest report at least `MIN_PERIOD_US` older than `latest`, or the oldest
+    kept) and what followed it, at most `MAX_WINDOW` reports.
 
     A member that stops sending the section loses its window; a report not
     newer than the last one (a retained copy, a clock step) replaces nothing.
+    A period shorter than a second would show a server's counters mid-step
+    (MySQL updates them as rounds end), so the period spans one at least.
     """
     if latest is None:
         return ()
     if window and latest.at_us <= window[-1].at_us:
         return window
-    return (window[-1], latest) if window else (latest,)
+    kept = [*window, latest][-MAX_WINDOW:]
+    while len(kept) > 2 and latest.at_us - kept[1].at_us >= MIN_PERIOD_US:
+        kept.pop(0)
+    return tuple(kept)
 
 
 def _sum(counters: CommitPathCounters, names: tuple[str, ...]) -> int | None:
@@ -78,7 +88,8 @@ def commit_path_row(member_id: str, window: tuple[CommitPathReport, ...]) -> dic
 
     Args:
         member_id: its server UUID.
-        window: its last reports, older first (`commit_path_window`); not empty.
+        window: its reports, older first (`commit_path_window`); not empty. The
+            period runs from the first to the last.
 
     Returns:
         Column -> cell, every column of `columns.COMMIT_PATH`.
@@ -89,9 +100,9 @@ def commit_path_row(member_id: str, window: tuple[CommitPathReport, ...]) -> dic
     for op, (_, times) in OP_FIELDS.items():
         total = _sum(latest, times)
         row[f"{op}_SECONDS_TOTAL"] = None if total is None else total / 1e6
-    if len(window) < 2:
+    old, new = window[0], window[-1]
+    if new.at_us - old.at_us < MIN_PERIOD_US:
         return row
-    old, new = window[-2], window[-1]
     period_s = (new.at_us - old.at_us) / 1e6
     row[col.COMMIT_PATH_PERIOD] = period_s
     spent: dict[str, int] = {}

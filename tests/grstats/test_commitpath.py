@@ -115,6 +115,18 @@ def test_the_window_keeps_the_last_two_newer_reports() -> None:
     assert commit_path_window((a, b), None) == ()  # the member stopped sending it
 
 
+def test_the_period_spans_a_second_at_least() -> None:
+    at = [CommitPathReport(T0 + i * 250_000, NEW) for i in range(7)]  # every 0.25 s
+    window: tuple[CommitPathReport, ...] = ()
+    for report in at:
+        window = commit_path_window(window, report)
+    # at 1.5 s: the newest report at least 1 s older is the one at 0.5 s
+    assert window == tuple(at[2:])
+    assert commit_path_row(M1, window)["PERIOD_SECONDS"] == 1.0
+    # under a second: the totals only
+    assert commit_path_row(M1, tuple(at[:4]))["PERIOD_SECONDS"] is None
+
+
 # -- through the receive path: admission, registry, snapshot ---------------------
 
 REMOTE = "22222222-2222-2222-2222-222222222222"
