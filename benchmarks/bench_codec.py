@@ -43,16 +43,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
+    CommitPathCounters,
+    CommitPathReport,
     Envelope,
     LagChannel,
     LagReport,
     LagStage,
     MemberInfo,
     PipelineStats,
+    decode_commit_path,
     decode_envelope,
     decode_envelope_sections,
     decode_lag,
     decode_pipeline_stats,
+    encode_commit_path,
     encode_envelope,
     encode_lag,
     encode_pipeline_stats,
@@ -137,8 +141,18 @@ def busy_lag() -> LagReport:
     return LagReport(t, (LagChannel("group_replication_applier", True, True, 4, 2, *stage),))
 
 
+def busy_commit_path() -> CommitPathReport:
+    """A 8.4 member's Gr_* figures after a week: every counter shown, most 5-8 bytes."""
+    at = 1781234570000001
+    counters = CommitPathCounters(*(10_000_000 + 7_919_113 * i for i in range(23)), at - 5000)
+    return CommitPathReport(at, counters)
+
+
 def envelope_case(
-    stats: PipelineStats, repeat: int, lag: LagReport | None = None
+    stats: PipelineStats,
+    repeat: int,
+    lag: LagReport | None = None,
+    commit_path: CommitPathReport | None = None,
 ) -> dict[str, float]:
     member = MemberInfo(
         id="8a94f357-aab4-11df-86ab-c80aa9429562",
@@ -159,20 +173,32 @@ def envelope_case(
             seq=86400,
             sent_us=1781234570000001,
             stats=stats_bytes,
-            ext={} if lag is None else {"lag": encode_lag(lag)},
+            ext=ext(),
         )
+
+    def ext() -> dict[str, object]:
+        out: dict[str, object] = {}
+        if lag is not None:
+            out["lag"] = encode_lag(lag)
+        if commit_path is not None:
+            out["commit_path"] = encode_commit_path(commit_path)
+        return out
 
     def round_trip() -> PipelineStats:
         wire = encode_envelope(envelope(encode_pipeline_stats(stats)))
         decoded = decode_envelope(wire)
         if lag is not None:
             decode_lag(decoded.ext["lag"])
+        if commit_path is not None:
+            decode_commit_path(decoded.ext["commit_path"])
         return decode_pipeline_stats(decoded.stats)
 
     plain = asdict(envelope(b""))
     plain["stats"] = asdict(stats)
     if lag is not None:
         plain["ext"] = {"lag": asdict(lag)}  # the same figures as named maps
+    if commit_path is not None:
+        plain["ext"] = {"commit_path": asdict(commit_path)}
 
     def plain_round_trip() -> object:
         return msgpack.unpackb(msgpack.packb(plain, use_bin_type=True))
@@ -247,8 +273,12 @@ def main(argv: list[str] | None = None) -> int:
             name = ""
         if stats is flag0:
             goal_ratio = r["decode"] / r["unpackb"]
-    for label, lag in (("envelope round trip", None), ("envelope + ext.lag", busy_lag())):
-        e = envelope_case(flag0, args.repeat, lag)
+    for label, lag, path in (
+        ("envelope round trip", None, None),
+        ("envelope + ext.lag", busy_lag(), None),
+        ("envelope + ext.commit_path", None, busy_commit_path()),
+    ):
+        e = envelope_case(flag0, args.repeat, lag, path)
         name = f"{label} ({e['size']:.0f} B)"
         ratio = e["round_trip"] / e["msgpack_round_trip"]
         print(

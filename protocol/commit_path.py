@@ -29,7 +29,7 @@ the codec never reads the clock.
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Final, NoReturn
 
 from protocol.errors import ProtocolError
@@ -73,7 +73,7 @@ class CommitPathCounters:
 
     def shown(self) -> bool:
         """True when the server showed at least one figure."""
-        return any(v is not None for v in astuple(self))
+        return any(getattr(self, f) is not None for f in COUNTERS)
 
 
 #: The counter fields in wire order.
@@ -121,11 +121,18 @@ def decode_commit_path(value: object) -> CommitPathReport:
     at = _int("at_us", at_us, 1, MAX_TIMESTAMP_US)
     if (type(raw) is not list and type(raw) is not tuple) or len(raw) != len(COUNTERS):
         _fail("counters", f"expected an array of {len(COUNTERS)} items")
-    got: list[int | None] = []
+    for item in raw:  # the well-formed case without building error texts
+        if item is not None and (type(item) is not int or not 0 <= item <= MAX_COUNTER):
+            break
+    else:
+        stamp = raw[_TIMESTAMP_AT]
+        if stamp is None or stamp <= MAX_TIMESTAMP_US:
+            return CommitPathReport(at, CommitPathCounters(*raw))
     for i, (name, item) in enumerate(zip(COUNTERS, raw, strict=True)):
         high = MAX_TIMESTAMP_US if i == _TIMESTAMP_AT else MAX_COUNTER
-        got.append(None if item is None else _int(name, item, 0, high))
-    return CommitPathReport(at, CommitPathCounters(*got))
+        if item is not None:
+            _int(name, item, 0, high)
+    raise AssertionError("unreachable: a refused item names itself")  # pragma: no cover
 
 
 def encode_commit_path(report: CommitPathReport) -> list[Any]:
@@ -140,6 +147,7 @@ def encode_commit_path(report: CommitPathReport) -> list[Any]:
     Raises:
         ProtocolError: a figure `decode_commit_path` would refuse.
     """
-    wire: list[Any] = [COMMIT_PATH_VERSION, report.at_us, list(astuple(report.counters))]
+    counters = report.counters
+    wire: list[Any] = [COMMIT_PATH_VERSION, report.at_us, [getattr(counters, f) for f in COUNTERS]]
     decode_commit_path(wire)  # one set of rules for both directions
     return wire

@@ -40,8 +40,9 @@ from protocol.errors import ProtocolError
 MAX_SECTION_SIZE: Final = 4096
 #: Envelopes up to this size are first tried whole in C (`_read_canonical`).
 FAST_PATH_SIZE: Final = 4096
-#: Sections with a strict positional codec of their own (protocol/lag.py, protocol/applier.py).
-SELF_CHECKED_SECTIONS: Final = frozenset({"lag", "applier"})
+#: Sections with a strict positional codec of their own (protocol/lag.py, protocol/applier.py,
+#: protocol/commit_path.py): no maps inside, so no duplicate keys to find.
+SELF_CHECKED_SECTIONS: Final = frozenset({"lag", "applier", "commit_path"})
 _MEMBER: Final = "member"
 _EXT: Final = "ext"
 _TOP_KEYS: Final = frozenset(
