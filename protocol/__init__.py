@@ -36,6 +36,13 @@ from protocol.binlog import (
     decode_previous_gtids,
 )
 from protocol.binlog_stream import DEFAULT_MAX_EVENT_SIZE, BinlogScanner, ScannedEvent
+from protocol.commit_path import (
+    COMMIT_PATH_VERSION,
+    CommitPathCounters,
+    CommitPathReport,
+    decode_commit_path,
+    encode_commit_path,
+)
 from protocol.envelope import (
     DEFAULT_MAX_ENVELOPE_SIZE,
     ENVELOPE_VERSION,
@@ -84,6 +91,7 @@ __all__ = [
     "ANONYMOUS_GTID_LOG_EVENT",
     "APPLIER_VERSION",
     "BINLOG_MAGIC",
+    "COMMIT_PATH_VERSION",
     "DEFAULT_MAX_ENVELOPE_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",
     "ENVELOPE_VERSION",
@@ -109,6 +117,8 @@ __all__ = [
     "ApplierReport",
     "ApplierWorker",
     "BinlogScanner",
+    "CommitPathCounters",
+    "CommitPathReport",
     "DecodedEvent",
     "Envelope",
     "EventHeader",
@@ -131,6 +141,7 @@ __all__ = [
     "checksum_matches",
     "decode_applier",
     "decode_body",
+    "decode_commit_path",
     "decode_envelope",
     "decode_envelope_sections",
     "decode_event",
@@ -143,6 +154,7 @@ __all__ = [
     "decode_pipeline_stats",
     "decode_previous_gtids",
     "encode_applier",
+    "encode_commit_path",
     "encode_envelope",
     "encode_gtid_state",
     "encode_lag",

@@ -57,6 +57,7 @@ from grstats.api.gtid_metrics import gtid_families
 from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
 from grstats.api.lag_metrics import lag_families
 from grstats.api.self_metrics import register_process_collectors
+from grstats.api.table_metrics import declared_families
 from grstats.core import columns as col
 from grstats.core.snapshot import MEMBERS_COLUMNS, REJECT_REASONS, DaemonSnapshot, Row
 
@@ -124,6 +125,7 @@ class SnapshotCollector(Collector):
         yield from flow_families(snapshot, _group_of(snapshot))
         yield from applier_families(snapshot, _group_of(snapshot))
         yield from gtid_families(snapshot, _group_of(snapshot))
+        yield from declared_families(snapshot, _group_of(snapshot), col.COMMIT_PATH)
         yield from _health_families(snapshot)
 
 

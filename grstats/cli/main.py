@@ -28,6 +28,7 @@ _COMMANDS: dict[str, str] = {
     "flow": "tables",
     "applier": "applier",
     "gtids": "gtids",
+    "commit-path": "commit_path",
     "watch": "watch",
     "decode": "decode",
     "binlog": "binlog",

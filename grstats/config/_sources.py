@@ -189,6 +189,12 @@ def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSet
     slow = section.optional_string("slow_member")
     if slow is not None:
         kwargs["slow_member"] = slow.lower()
+    slow_link = section.optional_string("slow_link_member")
+    if slow_link is not None:
+        kwargs["slow_link_member"] = slow_link.lower()
+    for key in ("link_latency_ms", "slow_link_ms"):
+        if section.raw(key) is not None:
+            kwargs[key] = section.number(key, 0.5, 0.0, 60_000.0)
     for key in ("slow_capacity", "applier_capacity"):
         if section.raw(key) is not None:
             kwargs[key] = section.number(key, 1.0, 1e-9, 1e12)

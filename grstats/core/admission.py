@@ -27,6 +27,8 @@ size before).
    (`protocol.applier`) likewise: `applier_error`, `envelopes_applier_malformed`;
    and `ext.gtids` (`protocol.gtid_state`): `gtid_state_error`,
    `envelopes_gtids_malformed`.
+   and `ext.commit_path` (`protocol.commit_path`): `commit_path_error`,
+   `envelopes_commit_path_malformed`.
 
 Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
 ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
@@ -62,10 +64,12 @@ from grstats.core.topics import (
 )
 from protocol import (
     DEFAULT_MAX_ENVELOPE_SIZE,
+    CommitPathReport,
     Envelope,
     GtidState,
     PipelineStats,
     ProtocolError,
+    decode_commit_path,
     decode_envelope_sections,
     decode_gtid_state,
     decode_pipeline_stats,
@@ -83,7 +87,7 @@ _SIZE_ITEMS = (
 _sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
 #: The `ext` sections a receiver reads (core/rows.py, core/lag.py, core/applier.py).
-EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier", "gtids"})
+EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier", "gtids", "commit_path"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,8 @@ class Admitted:
         dropped_ext: the names of the unknown `ext` sections skipped unread.
         gtid_state: the decoded `ext.gtids` section; None when absent or malformed.
         gtid_state_error: why `ext.gtids` was refused ("" when absent or good).
+        commit_path: the decoded `ext.commit_path` section; None when absent or malformed.
+        commit_path_error: why `ext.commit_path` was refused ("" when absent or good).
     """
 
     key: MemberKey
@@ -132,6 +138,8 @@ class Admitted:
     dropped_ext: tuple[str, ...] = ()
     gtid_state: GtidState | None = None
     gtid_state_error: str = ""
+    commit_path: CommitPathReport | None = None
+    commit_path_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +240,7 @@ def admit(
     lag, lag_error = _lag(envelope)
     applier, applier_error = _applier(envelope)
     gtid_state, gtid_state_error = _gtid_state(envelope)
+    commit_path, commit_path_error = _commit_path(envelope)
     return Admitted(
         key,
         kind,
@@ -245,6 +254,8 @@ def admit(
         dropped,
         gtid_state,
         gtid_state_error,
+        commit_path,
+        commit_path_error,
     )
 
 
@@ -271,6 +282,15 @@ def _gtid_state(envelope: Envelope) -> tuple[GtidState | None, str]:
         return None, ""
     try:
         return decode_gtid_state(envelope.ext["gtids"]), ""
+    except ProtocolError as exc:
+        return None, str(exc)
+
+
+def _commit_path(envelope: Envelope) -> tuple[CommitPathReport | None, str]:
+    if "commit_path" not in envelope.ext:
+        return None, ""
+    try:
+        return decode_commit_path(envelope.ext["commit_path"]), ""
     except ProtocolError as exc:
         return None, str(exc)
 

@@ -816,6 +816,88 @@ MEMBER_GTIDS = TableDef(
     ),
 )
 
+
+# -- grstats_member_commit_path (issue 27) ------------------------------------
+# Where each member's commit time went over its last period, from MySQL's Gr_*
+# status variables (8.1.0+; protocol.commit_path). Per operation: how many per
+# second, the mean time of one, the share of the member's commit path (its time
+# over the summed time of the operations in COMMIT_PATH_SHARED; the message
+# round trip contains the consensus round, so it is shown but not shared out),
+# and the running total in seconds (a counter). NULL where the server shows no
+# figure or the period had none of that operation.
+COMMIT_PATH_OPS: Final = (
+    ("CONSENSUS", "consensus rounds (Gr_all_consensus_*)"),
+    ("ROUND_TRIP", "messages sent, send to delivery on the sender (Gr_*_messages_sent_*)"),
+    ("CERTIFICATION_GC", "certification garbage collector runs (Gr_certification_garbage_*)"),
+    ("BEFORE_BEGIN", "consistency BEFORE waits (Gr_transactions_consistency_before_begin_*)"),
+    (
+        "AFTER_TERMINATION",
+        "consistency AFTER waits for prepared acks (..._after_termination_*)",
+    ),
+    ("AFTER_SYNC", "waits on AFTER transactions of the primary (..._after_sync_*)"),
+    ("FLOW_CONTROL", "transactions held by flow control (Gr_flow_control_throttle_*)"),
+)
+COMMIT_PATH_SHARED: Final = tuple(op for op, _ in COMMIT_PATH_OPS if op != "ROUND_TRIP")
+COMMIT_PATH_PERIOD: Final = "PERIOD_SECONDS"
+COMMIT_PATH_DOMINANT: Final = "DOMINANT"
+
+
+def _commit_path_columns() -> tuple[Column, ...]:
+    out = [
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(COMMIT_PATH_PERIOD, "double", "gauge", nullable=True),
+        Column(COMMIT_PATH_DOMINANT, "varchar(32)", nullable=True),
+    ]
+    for op, what in COMMIT_PATH_OPS:
+        lower = op.lower()
+        out.append(
+            Column(
+                f"{op}_PER_SECOND",
+                "double",
+                "gauge",
+                metric=f"grstats_commit_path_{lower}_per_second",
+                help=f"{what}: per second over the last period.",
+                nullable=True,
+            )
+        )
+        out.append(
+            Column(
+                f"{op}_MEAN_SECONDS",
+                "double",
+                "gauge",
+                metric=f"grstats_commit_path_{lower}_mean_seconds",
+                help=f"{what}: mean time of one over the last period.",
+                nullable=True,
+            )
+        )
+        if op in COMMIT_PATH_SHARED:
+            out.append(
+                Column(
+                    f"{op}_SHARE",
+                    "double",
+                    "gauge",
+                    metric=f"grstats_commit_path_{lower}_share",
+                    help=f"{what}: share (0-1) of the member's commit path over the last period.",
+                    nullable=True,
+                )
+            )
+        out.append(
+            Column(
+                f"{op}_SECONDS_TOTAL",
+                "double",
+                "counter",
+                metric=f"grstats_commit_path_{lower}_seconds_total",
+                help=f"{what}: time, as the server counts it since GR started there.",
+                nullable=True,
+            )
+        )
+    return tuple(out)
+
+
+COMMIT_PATH = TableDef(
+    name="grstats_member_commit_path", schema="grstats", columns=_commit_path_columns()
+)
+
 TABLES: Final = (
     MEMBER_STATS,
     MEMBERS,
@@ -825,6 +907,7 @@ TABLES: Final = (
     APPLIER_METRICS,
     APPLIER_PROGRESS_BY_WORKER,
     MEMBER_GTIDS,
+    COMMIT_PATH,
 )
 
 # The stats columns carried by the Pipeline_stats message, in history file order.

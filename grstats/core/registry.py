@@ -66,11 +66,12 @@ from typing import Any
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
+from grstats.core.commitpath import commit_path_window
 from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
-from protocol import Envelope, GtidState, MemberStatsState, PipelineStats
+from protocol import CommitPathReport, Envelope, GtidState, MemberStatsState, PipelineStats
 
 _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
@@ -111,6 +112,7 @@ class Applied:
     lag_error: str = ""  # why its ext.lag was refused ("" when absent or good)
     applier_error: str = ""  # why its ext.applier was refused ("" when absent or good)
     gtid_state_error: str = ""  # why its ext.gtids was refused ("" when absent or good)
+    commit_path_error: str = ""  # why its ext.commit_path was refused ("" when absent or good)
 
 
 @dataclass(slots=True)
@@ -129,6 +131,8 @@ class Remote:
     lag: MemberLag | None = None  # its last ext.lag
     applier: MemberApplier | None = None  # its last ext.applier
     gtid_state: GtidState | None = None  # its last good ext.gtids
+    # its last two ext.commit_path reports (older first): the rates of its last period
+    commit_path: tuple[CommitPathReport, ...] = ()
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -239,6 +243,7 @@ class MemberRegistry:
             else:  # the member restarted: reset, as MySQL does for a new entry
                 remote.retired.append((remote.envelope.incarnation, remote.envelope.seq))
                 remote.gtid_seq = 0
+                remote.commit_path = ()
                 state = MemberStatsState().apply(stats)
             remote.envelope = envelope
         if stats.transaction_gtids_present:
@@ -250,6 +255,7 @@ class MemberRegistry:
         remote.applier = msg.applier
         if msg.gtid_state is not None:
             remote.gtid_state = msg.gtid_state
+        remote.commit_path = commit_path_window(remote.commit_path, msg.commit_path)
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -260,7 +266,13 @@ class MemberRegistry:
         self._departed.pop(key, None)
         self.version += 1
         return Applied(
-            envelope, stats, msg.kind, msg.lag_error, msg.applier_error, msg.gtid_state_error
+            envelope,
+            stats,
+            msg.kind,
+            msg.lag_error,
+            msg.applier_error,
+            msg.gtid_state_error,
+            msg.commit_path_error,
         )
 
     def _admit_sequence(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import GtidState, PipelineStats
+from protocol import CommitPathCounters, GtidState, PipelineStats
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -95,3 +95,5 @@ class LocalSample:
     server_view: tuple[ServerViewMember, ...] = ()
     # @@gtid_executed and @@gtid_purged (ext.gtids); None when the source cannot tell
     gtid_state: GtidState | None = None
+    # the server's Gr_* commit-path counters (MySQL 8.1.0+); None when it shows none
+    commit_path: CommitPathCounters | None = None

@@ -29,6 +29,7 @@ FLOW_CONTROL_TABLE = columns.FLOW_CONTROL.name
 APPLIER_METRICS_TABLE = columns.APPLIER_METRICS.name
 APPLIER_WORKERS_TABLE = columns.APPLIER_PROGRESS_BY_WORKER.name
 MEMBER_GTIDS_TABLE = columns.MEMBER_GTIDS.name
+COMMIT_PATH_TABLE = columns.COMMIT_PATH.name
 TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
 MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
@@ -39,6 +40,7 @@ FLOW_CONTROL_COLUMNS = columns.FLOW_CONTROL.names
 APPLIER_METRICS_COLUMNS = columns.APPLIER_METRICS.names
 APPLIER_WORKERS_COLUMNS = columns.APPLIER_PROGRESS_BY_WORKER.names
 MEMBER_GTIDS_COLUMNS = columns.MEMBER_GTIDS.names
+COMMIT_PATH_COLUMNS = columns.COMMIT_PATH.names
 REJECT_REASONS = columns.REJECT_REASONS
 GROUP_REPLICATION_CHANNEL = columns.GROUP_REPLICATION_CHANNEL
 
@@ -59,6 +61,7 @@ class DaemonCounters:
             (their stats were applied, their lag was not).
         envelopes_applier_malformed: the same for `ext.applier`.
         envelopes_gtids_malformed: the same for `ext.gtids`.
+        envelopes_commit_path_malformed: the same for `ext.commit_path`.
         rejected: refused messages by reason (every reason of REJECT_REASONS).
         bus_reconnects: broker connections after the first.
         messages_published: stats envelopes handed to the broker.
@@ -82,6 +85,7 @@ class DaemonCounters:
     envelopes_lag_malformed: int = 0
     envelopes_applier_malformed: int = 0
     envelopes_gtids_malformed: int = 0
+    envelopes_commit_path_malformed: int = 0
     rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
     bus_reconnects: int = 0
     messages_published: int = 0
@@ -102,6 +106,7 @@ class DaemonCounters:
             "envelopes_lag_malformed": self.envelopes_lag_malformed,
             "envelopes_applier_malformed": self.envelopes_applier_malformed,
             "envelopes_gtids_malformed": self.envelopes_gtids_malformed,
+            "envelopes_commit_path_malformed": self.envelopes_commit_path_malformed,
             "bus_reconnects": self.bus_reconnects,
             "messages_published": self.messages_published,
             "applier_workers_dropped": self.applier_workers_dropped,
@@ -254,6 +259,7 @@ class DaemonSnapshot:
     applier_metrics: tuple[Row, ...] = ()
     applier_workers: tuple[Row, ...] = ()
     member_gtids: tuple[Row, ...] = ()
+    commit_path: tuple[Row, ...] = ()
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
@@ -277,6 +283,7 @@ _TABLE_FIELDS: Mapping[str, str] = {
     APPLIER_METRICS_TABLE: "applier_metrics",
     APPLIER_WORKERS_TABLE: "applier_workers",
     MEMBER_GTIDS_TABLE: "member_gtids",
+    COMMIT_PATH_TABLE: "commit_path",
 }
 
 

@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from grstats.core import columns as col
 from grstats.core.admission import MemberKey
 from grstats.core.applierrows import metrics_rows, worker_rows
+from grstats.core.commitpath import commit_path_row
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.registry import MemberRegistry, Remote
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
 from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
+from protocol import CommitPathReport
 
 _ALONE_STATES = ("OFFLINE", "ERROR")  # the local member is not in a group
 
@@ -48,6 +50,8 @@ class LocalView:
     sample: LocalSample | None = None
     incarnation: int | None = None
     seq: int | None = None
+    # the local member's last two commit-path reports (core.commitpath), older first
+    commit_path: tuple[CommitPathReport, ...] = ()
 
 
 def build_snapshot(
@@ -82,6 +86,7 @@ def build_snapshot(
     lags: list[tuple[str, str, MemberLag, int | None]] = []  # group, member, lag, offset
     applier_rows: list[Row] = []
     workers_rows: list[Row] = []
+    commit_rows: list[Row] = []
     clocks: dict[str, list[int]] = {}  # group -> clock offsets known, ours (0) included
     alone = False
     view_id = ""
@@ -95,6 +100,8 @@ def build_snapshot(
         if sample is not None and sample.applier is not None:
             applier_rows.extend(metrics_rows(sample.member.member_id, sample.applier))
             workers_rows.extend(worker_rows(sample.member.member_id, sample.applier))
+        if sample is not None and local.commit_path:
+            commit_rows.append(commit_path_row(sample.member.member_id, local.commit_path))
         clocks[group or ""] = [0]
         if sample is not None and sample.lag:
             local_lag = MemberLag(sample.sampled_at_us, sample.lag)
@@ -109,6 +116,8 @@ def build_snapshot(
             if remote.applier is not None:
                 applier_rows.extend(metrics_rows(env.member.id, remote.applier))
                 workers_rows.extend(worker_rows(env.member.id, remote.applier))
+            if remote.commit_path:
+                commit_rows.append(commit_path_row(env.member.id, remote.commit_path))
             offset = remote.clock_offset_us()
             if offset is not None:
                 clocks.setdefault(key[0], []).append(offset)
@@ -120,7 +129,7 @@ def build_snapshot(
             member_rows.append(row[1])
             status_rows.append(row[2])
     # MySQL shows its rows in MEMBER_ID order (the group's member list is sorted by UUID)
-    for rows in (stats_rows, member_rows, status_rows):
+    for rows in (stats_rows, member_rows, status_rows, commit_rows):
         rows.sort(key=_member_id_order)
     merged_gauges = {"members_known": float(len(member_rows)), **gauges}
     return DaemonSnapshot(
@@ -133,6 +142,7 @@ def build_snapshot(
         member_lag=_lag_rows(lags, clocks),
         applier_metrics=tuple(applier_rows),
         applier_workers=tuple(workers_rows),
+        commit_path=tuple(commit_rows),
         counters=counters,
         gauges=merged_gauges,
         health=health,

@@ -33,6 +33,7 @@ from grstats.core.admission import (
     admit,
 )
 from grstats.core.columns import MEMBER_ID, REJECT_REASONS, SERVER_DISAGREEMENTS
+from grstats.core.commitpath import commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
@@ -42,7 +43,7 @@ from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from grstats.core.topics import STATS_KIND
-from protocol import GtidState, MemberStatsState
+from protocol import CommitPathReport, GtidState, MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
 #: Distinct unknown `ext` section names counted one by one; later ones share OTHER_SECTION.
@@ -101,6 +102,7 @@ class MemberTables:
         self.lag_malformed_total = 0
         self.applier_malformed_total = 0
         self.gtids_malformed_total = 0
+        self.commit_path_malformed_total = 0
         self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         self.ext_dropped: dict[str, int] = {}
         # the replay of MySQL's flow control (a daemon's group; a collector's are in _replays)
@@ -134,7 +136,13 @@ class MemberTables:
             incarnation: our incarnation number.
             seq: the seq of the last envelope we published (0 before the first).
         """
-        self._local = LocalView(sample, incarnation, seq)
+        before = () if self._local is None else self._local.commit_path
+        report = (
+            None
+            if sample.commit_path is None
+            else CommitPathReport(sample.sampled_at_us, sample.commit_path)
+        )
+        self._local = LocalView(sample, incarnation, seq, commit_path_window(before, report))
         self._local_version += 1
         if self.flow is not None and sample.member.state in ("ONLINE", "RECOVERING"):
             # MySQL steps, then sends its own stats, which come back to it (trap 21)
@@ -220,6 +228,8 @@ class MemberTables:
                     self.lag_malformed_total += 1  # stats applied, lag refused
                 if result.applier_error:
                     self.applier_malformed_total += 1  # stats applied, applier refused
+                if result.commit_path_error:
+                    self.commit_path_malformed_total += 1  # stats applied, section refused
             if result.gtid_state_error:
                 self.gtids_malformed_total += 1  # stats (or GTID sets) applied, ext.gtids not
         elif isinstance(result, Rejected):
@@ -300,6 +310,7 @@ class MemberTables:
             envelopes_lag_malformed=self.lag_malformed_total,
             envelopes_applier_malformed=self.applier_malformed_total,
             envelopes_gtids_malformed=self.gtids_malformed_total,
+            envelopes_commit_path_malformed=self.commit_path_malformed_total,
             rejected=dict(self.rejected_total),
             ext_dropped=dict(self.ext_dropped),
             pending_gtids_refused=self.registry.pending_gtids.refused,

@@ -41,9 +41,11 @@ from grstats.daemon.health import HistorySink, now_us
 from grstats.sources.base import Source
 from protocol import (
     MAX_APPLIER_WORKERS,
+    CommitPathReport,
     Envelope,
     MemberInfo,
     ProtocolError,
+    encode_commit_path,
     encode_envelope,
     encode_gtid_state,
     encode_pipeline_stats,
@@ -211,6 +213,11 @@ class Publisher:
             self.gtids_unsendable = gtid_state is None
             if gtid_state is not None:
                 ext["gtids"] = gtid_state
+        if sample.commit_path is not None:
+            report = CommitPathReport(sample.sampled_at_us, sample.commit_path)
+            commit_path = self._encoded("commit_path", encode_commit_path, report)
+            if commit_path is not None:
+                ext["commit_path"] = commit_path
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )
@@ -258,7 +265,7 @@ class Publisher:
         try:
             return encode(value)
         except ProtocolError as exc:
-            count = self.sections_unsendable[section] = self.sections_unsendable[section] + 1
+            count = self.sections_unsendable[section] = self.sections_unsendable.get(section, 0) + 1
             if count % 60 == 1:  # a lasting fault: once a minute
                 log.warning(f"{section}.unsendable", error=str(exc)[:200], count=count)
             return None

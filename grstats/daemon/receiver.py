@@ -49,6 +49,8 @@ class Receiver:
                 self._log_reject(topic, "lag_malformed", result.lag_error)
             if result.applier_error:  # stats applied; only the applier section was refused
                 self._log_reject(topic, "applier_malformed", result.applier_error)
+            if result.commit_path_error:  # stats applied; only that section was refused
+                self._log_reject(topic, "commit_path_malformed", result.commit_path_error)
         elif isinstance(result, Rejected):
             self._log_reject(topic, result.reason, result.detail)
 

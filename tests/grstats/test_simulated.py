@@ -27,6 +27,7 @@ from grstats.sources.simulated import (
     SimulatedSource,
     SimulationSettings,
 )
+from grstats.sources.simulated.commitpath import commit_path_at
 from protocol import FLOW_CONTROL_QUOTA, GtidSet, PipelineStats
 from protocol.gtid import Gtid
 
@@ -597,6 +598,9 @@ async def test_source_samples_the_model() -> None:
         lag=model.lag_at(B, T0 * US),
         applier=model.applier_at(B, T0 * US + 5),
         gtid_state=model.gtid_state_at(B, T0 * US + 5),
+        commit_path=commit_path_at(
+            model.settings, B, T0, model.stats_at(B, T0 * US).transactions_local
+        ),
     )
     assert sample.gtid_state is not None and sample.gtid_state.executed
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions

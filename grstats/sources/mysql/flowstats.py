@@ -50,7 +50,7 @@ SQL_FLOW_STATS: Final = (
 )
 
 _MAX = (1 << 64) - 1  # SHOW_LONGLONG of an uint64_t
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?")
 
 
 def _text(value: Any) -> str:
@@ -88,5 +88,5 @@ def build_server_flow_control(rows: Sequence[Mapping[str, Any]]) -> ServerFlowCo
         count=count,
         time_sum=time_sum,
         active_count=active,
-        last_throttle=last if _TIMESTAMP.fullmatch(last) else "",
+        last_throttle=last if TIMESTAMP.fullmatch(last) else "",
     )

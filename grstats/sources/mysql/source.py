@@ -23,7 +23,7 @@ from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl, ServerViewMember
-from grstats.sources.mysql import applier, flowstats, gtidstate, lag
+from grstats.sources.mysql import applier, commitstats, flowstats, gtidstate, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
@@ -35,7 +35,7 @@ from grstats.sources.mysql.values import (
     member_and_stats,
     server_view,
 )
-from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
+from protocol import FLOW_CONTROL_QUOTA, CommitPathCounters, GtidState, PipelineStats
 
 log = structlog.get_logger("grstats.sources.mysql")
 
@@ -184,7 +184,7 @@ class MySQLSource:
         member, stats = member_and_stats(server_uuid, group_name, stats_row, member_row, mode)
         lag = await self._read_lag(conn, member.state)
         applier = await self._read_applier(conn, now_us, stats.transactions_waiting_apply)
-        flow = await self._read_flow_stats(conn)
+        flow, commit_path = await self._read_gr_status(conn)
         view = await self._read_server_view(conn, server_uuid, group_name, mode, member.state)
         return LocalSample(
             member=member,
@@ -195,6 +195,7 @@ class MySQLSource:
             applier=applier,
             gtid_state=await self._read_gtid_state(conn, now_us),
             server_view=view,
+            commit_path=commit_path,
         )
 
     async def _read_server_view(
@@ -236,22 +237,31 @@ class MySQLSource:
         rows = result[1] if result else ()
         return gtidstate.build_gtid_state(rows[0] if rows else None, now_us)
 
-    async def _read_flow_stats(self, conn: asyncmy.Connection) -> ServerFlowControl | None:
-        """The Gr_flow_control_throttle_* figures (flowstats.py); None when the server
-        has none or they cannot be read. Never raises; shares the lag queries' deadline.
+    async def _read_gr_status(
+        self, conn: asyncmy.Connection
+    ) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
+        """The Gr_* status variables in one query: the flow-control figures
+        (flowstats.py) and the commit-path ones (commitstats.py); None for each
+        the server does not show or when they cannot be read. Never raises;
+        shares the lag queries' deadline.
         """
         if conn is not self._db.conn:  # an earlier extra dropped the connection
-            return None
+            return None, None
         try:
             async with asyncio.timeout_at(self._lag_deadline):
-                result = await self._db.query(conn, "flow_stats", flowstats.SQL_FLOW_STATS)
+                result = await self._db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS)
         except TimeoutError:
             self._lag_failed("flow_stats_timeout", None)
-            return None
+            return None, None
         except PollFailed as exc:
             self._lag_failed("flow_stats_query_failed", exc)
-            return None
-        return flowstats.build_server_flow_control(dict_rows(result))
+            return None, None
+        rows = dict_rows(result)
+        commit_path = commitstats.build_commit_path(rows)
+        return (
+            flowstats.build_server_flow_control(rows),
+            commit_path if commit_path.shown() else None,
+        )
 
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, applier_queue: int

@@ -95,6 +95,10 @@ class SimulationSettings:
     script: tuple[ScriptEvent, ...] = ()
     scripted: bool = False
     flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
+    # the network each member's consensus rounds see (commitpath.py): one-way ms
+    link_latency_ms: float = 0.5
+    slow_link_member: str | None = None
+    slow_link_ms: float = 25.0
 
     def __post_init__(self) -> None:
         def fail(key: str, reason: str) -> ValueError:
@@ -129,6 +133,13 @@ class SimulationSettings:
             object.__setattr__(self, "slow_member", self.slow_member.lower())
             if self.slow_member not in members:
                 raise fail("slow_member", "not one of members")
+        if self.slow_link_member is not None:
+            object.__setattr__(self, "slow_link_member", self.slow_link_member.lower())
+            if self.slow_link_member not in members:
+                raise fail("slow_link_member", "not one of members")
+        for key in ("link_latency_ms", "slow_link_ms"):
+            if not 0 <= getattr(self, key) <= 60_000:
+                raise fail(key, "expected 0 .. 60000 ms")
         for key in ("slow_capacity", "applier_capacity"):
             value = getattr(self, key)
             if value is not None and value <= 0:

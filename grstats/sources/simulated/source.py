@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from grstats.core.sample import LocalSample
+from grstats.sources.simulated.commitpath import commit_path_at
 
 if TYPE_CHECKING:
     from grstats.sources.simulated.model import GroupModel
@@ -55,13 +56,17 @@ class SimulatedSource:
         """The sample at `now_us`, evaluated under the model lock (runs in a thread)."""
         model, member = self._model, self._member_id
         with self._lock:
+            stats = model.stats_at(member, now_us)
             return LocalSample(
                 member=model.member_at(member, now_us),
-                stats=model.stats_at(member, now_us),
+                stats=stats,
                 sampled_at_us=now_us,
                 lag=model.lag_at(member, now_us),
                 applier=model.applier_at(member, now_us),
                 gtid_state=model.gtid_state_at(member, now_us),
+                commit_path=commit_path_at(
+                    model.settings, member, now_us // 1_000_000, stats.transactions_local
+                ),
             )
 
     async def start(self) -> None:

@@ -1,0 +1,122 @@
+"""grstats_member_commit_path rows: where each member's commit time went.
+
+Strategy / invariants
+---------------------
+Pure: a member's `CommitPathReport`s over its last period (at least a
+second; as the member read its own server) -> one row. No clock: the period is the
+difference of the reports' own `at_us`.
+
+- Per operation (columns.COMMIT_PATH_OPS) the row shows the count per second
+  over the period, the mean time of one (the summed time's growth over the
+  count's growth), its share of the commit path and the running total in
+  seconds. Every server time sum is in microseconds.
+- The share of an operation is its time's growth over the growth of the time
+  of all operations in COMMIT_PATH_SHARED (the message round trip contains the
+  consensus round, so it is not shared out). DOMINANT names the largest share
+  ("" when the period spent no time; NULL before two reports).
+- A counter that went backwards (Group Replication restarted on the member,
+  which resets them) or is None in either report gives NULL for that
+  operation's period figures, never a negative or invented rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from grstats.core import columns as col
+from protocol import CommitPathCounters, CommitPathReport
+
+__all__ = ["OP_FIELDS", "commit_path_row", "commit_path_window"]
+
+Cell = str | int | float | None
+
+MIN_PERIOD_US = 1_000_000  # the shortest period rates are shown over
+MAX_WINDOW = 16  # reports kept per member (a period of 0.1 s keeps 11)
+
+#: operation -> (count fields, time fields in microseconds) of CommitPathCounters
+OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "CONSENSUS": (("consensus_proposals",), ("consensus_time_us",)),
+    "ROUND_TRIP": (("data_messages", "control_messages"), ("data_rtt_us", "control_rtt_us")),
+    "CERTIFICATION_GC": (("gc_runs",), ("gc_time_us",)),
+    "BEFORE_BEGIN": (("before_begin",), ("before_begin_us",)),
+    "AFTER_TERMINATION": (("after_termination",), ("after_termination_us",)),
+    "AFTER_SYNC": (("after_sync",), ("after_sync_us",)),
+    "FLOW_CONTROL": (("throttled",), ("throttled_us",)),
+}
+
+
+def commit_path_window(
+    window: tuple[CommitPathReport, ...], latest: CommitPathReport | None
+) -> tuple[CommitPathReport, ...]:
+    """The member's reports after `latest` arrived, older first: the period's start
+    (the newest report at least `MIN_PERIOD_US` older than `latest`, or the oldest
+    kept) and what followed it, at most `MAX_WINDOW` reports.
+
+    A member that stops sending the section loses its window; a report not
+    newer than the last one (a retained copy, a clock step) replaces nothing.
+    A period shorter than a second would show a server's counters mid-step
+    (MySQL updates them as rounds end), so the period spans one at least.
+    """
+    if latest is None:
+        return ()
+    if window and latest.at_us <= window[-1].at_us:
+        return window
+    kept = [*window, latest][-MAX_WINDOW:]
+    while len(kept) > 2 and latest.at_us - kept[1].at_us >= MIN_PERIOD_US:
+        kept.pop(0)
+    return tuple(kept)
+
+
+def _sum(counters: CommitPathCounters, names: tuple[str, ...]) -> int | None:
+    total = 0
+    for name in names:
+        value: int | None = getattr(counters, name)
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _growth(old: int | None, new: int | None) -> int | None:
+    if old is None or new is None or new < old:
+        return None
+    return new - old
+
+
+def commit_path_row(member_id: str, window: tuple[CommitPathReport, ...]) -> dict[str, Cell]:
+    """The member's grstats_member_commit_path row.
+
+    Args:
+        member_id: its server UUID.
+        window: its reports, older first (`commit_path_window`); not empty. The
+            period runs from the first to the last.
+
+    Returns:
+        Column -> cell, every column of `columns.COMMIT_PATH`.
+    """
+    row: dict[str, Cell] = dict.fromkeys(col.COMMIT_PATH.names)
+    row[col.MEMBER_ID] = member_id
+    latest = window[-1].counters
+    for op, (_, times) in OP_FIELDS.items():
+        total = _sum(latest, times)
+        row[f"{op}_SECONDS_TOTAL"] = None if total is None else total / 1e6
+    old, new = window[0], window[-1]
+    if new.at_us - old.at_us < MIN_PERIOD_US:
+        return row
+    period_s = (new.at_us - old.at_us) / 1e6
+    row[col.COMMIT_PATH_PERIOD] = period_s
+    spent: dict[str, int] = {}
+    for op, (counts, times) in OP_FIELDS.items():
+        count = _growth(_sum(old.counters, counts), _sum(new.counters, counts))
+        time_us = _growth(_sum(old.counters, times), _sum(new.counters, times))
+        if count is None or time_us is None:
+            continue
+        row[f"{op}_PER_SECOND"] = count / period_s
+        row[f"{op}_MEAN_SECONDS"] = time_us / count / 1e6 if count else None
+        if op in col.COMMIT_PATH_SHARED:
+            spent[op] = time_us
+    whole = sum(spent.values())
+    for op, time_us in spent.items():
+        row[f"{op}_SHARE"] = time_us / whole if whole else None
+    row[col.COMMIT_PATH_DOMINANT] = max(spent, key=lambda op: spent[op]).lower() if whole else ""
+    return row

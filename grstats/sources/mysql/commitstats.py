@@ -1,0 +1,116 @@
+"""The server's commit-path figures (Group Replication's Gr_* status variables).
+
+Strategy / invariants
+---------------------
+Pure: the SQL text and rows -> `CommitPathCounters`, no driver, no I/O.
+
+- MySQL 8.1.0+ (so 8.4 LTS and 9.x) registers these with the GR plugin
+  (WL#15506; plugin_status_variables.h, metrics_handler.h in
+  mysql/mysql-server): consensus proposals and their summed time, empty and
+  extended rounds, consensus bytes, control/data messages with bytes and
+  round-trip time sums, the three consistency waits (count and time sum),
+  certification GC runs and time sum, and the last consensus end timestamp.
+  Every *_time_sum is in microseconds; every value is an uint64 shown as text.
+- ONE query of performance_schema.global_status reads these and the
+  Gr_flow_control_throttle_* rows of flowstats.py (an IN list, never LIKE:
+  see flowstats.py for why). The rows serve both builders.
+- A server without them (8.0, GR plugin not loaded) shows no rows: every
+  figure None, no error. An odd cell (not a non-negative integer below 2^64)
+  is None on its own; the other figures stay.
+- The last consensus end timestamp is 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC
+  (as the flow-control one), "" before the first round: kept as µs since the
+  epoch, None when empty or odd.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from grstats.core import columns as col
+from grstats.sources.mysql import flowstats
+from protocol import CommitPathCounters
+
+__all__ = ["SQL_GR_STATUS", "VARIABLES", "build_commit_path"]
+
+#: CommitPathCounters field -> MySQL's status variable (in the dataclass's order).
+VARIABLE_OF: Final = {
+    "consensus_proposals": "Gr_all_consensus_proposals_count",
+    "consensus_time_us": "Gr_all_consensus_time_sum",
+    "empty_proposals": "Gr_empty_consensus_proposals_count",
+    "extended_rounds": "Gr_extended_consensus_count",
+    "consensus_bytes_sent": "Gr_consensus_bytes_sent_sum",
+    "consensus_bytes_received": "Gr_consensus_bytes_received_sum",
+    "messages_sent": "Gr_total_messages_sent_count",
+    "control_messages": "Gr_control_messages_sent_count",
+    "control_bytes": "Gr_control_messages_sent_bytes_sum",
+    "control_rtt_us": "Gr_control_messages_sent_roundtrip_time_sum",
+    "data_messages": "Gr_data_messages_sent_count",
+    "data_bytes": "Gr_data_messages_sent_bytes_sum",
+    "data_rtt_us": "Gr_data_messages_sent_roundtrip_time_sum",
+    "before_begin": "Gr_transactions_consistency_before_begin_count",
+    "before_begin_us": "Gr_transactions_consistency_before_begin_time_sum",
+    "after_termination": "Gr_transactions_consistency_after_termination_count",
+    "after_termination_us": "Gr_transactions_consistency_after_termination_time_sum",
+    "after_sync": "Gr_transactions_consistency_after_sync_count",
+    "after_sync_us": "Gr_transactions_consistency_after_sync_time_sum",
+    "gc_runs": "Gr_certification_garbage_collector_count",
+    "gc_time_us": "Gr_certification_garbage_collector_time_sum",
+    "throttled": flowstats.COUNT,
+    "throttled_us": flowstats.TIME_SUM,
+}
+LAST_CONSENSUS_END: Final = "Gr_last_consensus_end_timestamp"
+VARIABLES: Final = (*VARIABLE_OF.values(), LAST_CONSENSUS_END)
+
+#: Every Gr_* row grstats reads, in one query (the flow-control figures too).
+SQL_GR_STATUS: Final = (
+    f"SELECT {col.VARIABLE_NAME}, {col.VARIABLE_VALUE} FROM performance_schema.global_status"
+    f" WHERE {col.VARIABLE_NAME} IN ("
+    + ", ".join(f"'{n}'" for n in dict.fromkeys((*VARIABLES, *flowstats.VARIABLES)))
+    + ")"
+)
+
+_MAX = (1 << 64) - 1
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _count(value: Any) -> int | None:
+    text = _text(value).strip()
+    if not text.isascii() or not text.isdigit():
+        return None
+    number = int(text)
+    return number if number <= _MAX else None
+
+
+def _timestamp_us(value: Any) -> int | None:
+    text = _text(value).strip()
+    if not flowstats.TIMESTAMP.fullmatch(text):
+        return None
+    shown = datetime.fromisoformat(text.replace(" ", "T")).replace(tzinfo=UTC)
+    us = (shown - datetime(1970, 1, 1, tzinfo=UTC)) // _ONE_US
+    return us if us > 0 else None
+
+
+_ONE_US = datetime(1970, 1, 1, 0, 0, 0, 1) - datetime(1970, 1, 1)
+
+
+def build_commit_path(rows: Sequence[Mapping[str, Any]]) -> CommitPathCounters:
+    """The commit-path figures from global_status rows; a figure not shown is None.
+
+    Args:
+        rows: VARIABLE_NAME / VARIABLE_VALUE rows (names matched case-insensitively,
+            as MySQL compares them).
+
+    Returns:
+        The counters (`shown()` False when the server showed none of them).
+    """
+    by_name = {_text(r.get(col.VARIABLE_NAME)).lower(): r.get(col.VARIABLE_VALUE) for r in rows}
+    figures = {f: _count(by_name.get(name.lower())) for f, name in VARIABLE_OF.items()}
+    last = _timestamp_us(by_name.get(LAST_CONSENSUS_END.lower()))
+    return CommitPathCounters(**figures, last_consensus_end_us=last)

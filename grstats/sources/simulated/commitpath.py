@@ -1,0 +1,97 @@
+"""The simulated members' Gr_* commit-path counters (MySQL 8.1.0+'s, as the mysql source reads).
+
+Strategy / invariants
+---------------------
+Pure functions of (settings, member, second, the member's own proposals), so
+every daemon of one group computes the same figures. Counted since the
+model's epoch (Group Replication's start); every counter only grows.
+
+- Network: each member's link has a one-way latency (`link_latency_ms`, the
+  `slow_link_member` `slow_link_ms`). A message between two members takes
+  the sum of their two links each way; a consensus round started by a member
+  ends when a majority (itself and n // 2 peers) has answered, so one round
+  takes the (n // 2)-th smallest round trip to a peer. A slow link makes
+  every round started by its member slow; the others still find a fast
+  majority among themselves (as XCom does).
+- Rounds: one per local transaction (its data message), plus one control
+  message per second (the stats broadcast); every message's round trip is
+  its round's time.
+- Certification GC: one run every `GC_EVERY_S` seconds taking `GC_RUN_US`.
+- Consistency waits and flow-control holds: 0 (no scripted consistency level).
+"""
+
+from __future__ import annotations
+
+from grstats.sources.simulated.settings import SimulationSettings
+from protocol import CommitPathCounters
+
+__all__ = ["GC_EVERY_S", "GC_RUN_US", "commit_path_at", "round_us"]
+
+GC_EVERY_S = 60
+GC_RUN_US = 20_000
+_MESSAGE_BYTES = 600  # a data message on the wire, bytes (transaction + GCS header)
+_CONTROL_BYTES = 100
+
+
+def _link_us(settings: SimulationSettings, member: str) -> int:
+    slow = settings.slow_link_member is not None and member == settings.slow_link_member
+    return round(1000 * (settings.slow_link_ms if slow else settings.link_latency_ms))
+
+
+def round_us(settings: SimulationSettings, member: str) -> int:
+    """One consensus round started by `member`, µs: its majority's slowest round trip."""
+    peers = sorted(
+        2 * (_link_us(settings, member) + _link_us(settings, p))
+        for p in settings.members
+        if p != member
+    )
+    if not peers:
+        return 2 * _link_us(settings, member)  # alone: its own loop
+    return peers[len(settings.members) // 2 - 1]
+
+
+def commit_path_at(
+    settings: SimulationSettings, member: str, s: int, local_proposals: int
+) -> CommitPathCounters:
+    """The member's counters at second `s`.
+
+    Args:
+        settings: the group's settings.
+        member: the member's UUID (lower case).
+        s: Unix seconds.
+        local_proposals: its transactions proposed so far (its LOCAL_PROPOSED).
+
+    Returns:
+        The counters as its server would show them.
+    """
+    elapsed = max(0, s - settings.epoch_s)
+    one = round_us(settings, member)
+    rounds = local_proposals + elapsed
+    gc_runs = elapsed // GC_EVERY_S
+    peers = max(1, len(settings.members) - 1)
+    return CommitPathCounters(
+        consensus_proposals=rounds,
+        consensus_time_us=rounds * one,
+        empty_proposals=0,
+        extended_rounds=0,
+        consensus_bytes_sent=peers * (local_proposals * _MESSAGE_BYTES + elapsed * _CONTROL_BYTES),
+        consensus_bytes_received=0,
+        messages_sent=rounds,
+        control_messages=elapsed,
+        control_bytes=elapsed * _CONTROL_BYTES,
+        control_rtt_us=elapsed * one,
+        data_messages=local_proposals,
+        data_bytes=local_proposals * _MESSAGE_BYTES,
+        data_rtt_us=local_proposals * one,
+        before_begin=0,
+        before_begin_us=0,
+        after_termination=0,
+        after_termination_us=0,
+        after_sync=0,
+        after_sync_us=0,
+        gc_runs=gc_runs,
+        gc_time_us=gc_runs * GC_RUN_US,
+        throttled=0,
+        throttled_us=0,
+        last_consensus_end_us=s * 1_000_000 if rounds else None,
+    )

@@ -1,0 +1,76 @@
+"""`grstats commit-path --explain` and the table's /metrics: expected values by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grstats.cli.commands.commit_path import explain_rows, explain_text
+from grstats.core import columns as col
+from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+
+M3 = "33333333-3333-3333-3333-333333333333"
+
+
+def _row(member: str, dominant: str, **cells: float | None) -> dict[str, object]:
+    row: dict[str, object] = dict.fromkeys(col.COMMIT_PATH.names)
+    row.update({col.MEMBER_ID: member, "DOMINANT": dominant, **cells})
+    return row
+
+
+ROWS = [
+    _row(
+        M1,
+        "consensus",
+        CONSENSUS_SHARE=0.8,
+        FLOW_CONTROL_SHARE=0.2,
+        CONSENSUS_MEAN_SECONDS=0.004,
+        ROUND_TRIP_MEAN_SECONDS=0.005,
+        CONSENSUS_SECONDS_TOTAL=12.5,
+    ),
+    _row(M2, "certification_gc", CERTIFICATION_GC_SHARE=0.6, CONSENSUS_SHARE=0.4),
+    _row(
+        M3,
+        "consensus",
+        CONSENSUS_SHARE=0.9,
+        CONSENSUS_MEAN_SECONDS=0.050,
+        ROUND_TRIP_MEAN_SECONDS=0.0625,
+    ),
+]
+
+
+def test_explain_names_the_dominant_cost_and_the_slow_link_member() -> None:
+    got = {v[col.MEMBER_ID]: v for v in explain_rows(ROWS)}
+    assert got[M1]["dominant"] == "consensus"
+    assert got[M1]["shares"] == {"consensus": 0.8, "flow_control": 0.2}
+    # the slowest rounds are M3's: 50.0 ms, round trips 62.5 ms
+    assert f"{M3}: rounds 50.0 ms, round trips 62.5 ms" in str(got[M1]["check"])
+    assert "group_replication_gtid_assignment_block_size" in str(got[M2]["check"])
+
+
+def test_explain_text_lists_shares_largest_first() -> None:
+    text = explain_text(ROWS)
+    block = text.split(f"{M2}: ")[1]
+    assert block.startswith("certification_gc\n")
+    assert block.index("certification_gc    ") < block.index("consensus   ")
+    assert "  60.0 %" in block
+
+
+def test_explain_without_rows_says_so() -> None:
+    assert "8.1.0+" in explain_text([])
+
+
+def test_a_member_id_with_control_characters_is_escaped() -> None:
+    text = explain_text([_row("\x1b[2J", "")])
+    assert "\x1b" not in text
+    assert "\\x1b[2J: unknown" in text
+
+
+def test_metrics_are_seconds_with_counters_as_counters() -> None:
+    snap = dataclasses.replace(_snapshot(), commit_path=tuple(ROWS[:1]))
+    labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
+    got = _samples(snap)
+    assert got[("grstats_commit_path_consensus_seconds_total", labels)] == 12.5
+    assert got[("grstats_commit_path_consensus_share", labels)] == 0.8
+    assert got[("grstats_commit_path_consensus_mean_seconds", labels)] == 0.004
+    assert ("grstats_commit_path_before_begin_share", labels) not in got  # NULL: no series
+    assert _types(snap)["grstats_commit_path_consensus_seconds"] == "counter"

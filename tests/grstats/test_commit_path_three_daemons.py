@@ -1,0 +1,82 @@
+"""Three simulated daemons on a real Mosquitto; M3's link is slow (25 ms one way, 0.5 ms
+for the others).
+
+Every daemon's grstats_member_commit_path shows all three members, M3's own
+row names consensus as its dominant cost with a mean round of 2 x (25 + 0.5) =
+51 ms (both its peers are behind its slow link), M1's rounds take 2 x (0.5 +
+0.5) = 2 ms (M2 alone is a majority with it), and `grstats commit-path
+--explain` on every daemon points at M3's rounds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+
+from tests.fixtures.broker import Broker
+from tests.grstats.cli.test_tables import grstats
+from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+
+MEMBERS = (M1, M2, M3)
+TABLE = "grstats_member_commit_path"
+PASSWORD = "commit-path-test-secret"
+
+
+def _rows(d: DaemonProc) -> dict[str, dict[str, Any]] | None:
+    rows = {str(r["MEMBER_ID"]): r for r in d.table(TABLE)}
+    if set(rows) != set(MEMBERS) or any(r["PERIOD_SECONDS"] is None for r in rows.values()):
+        return None
+    return rows
+
+
+def test_the_slow_link_members_consensus_is_dominant_everywhere(
+    broker: Broker, tmp_path: Path
+) -> None:
+    simulated = {"slow_link_member": M3, "slow_link_ms": 25.0, "link_latency_ms": 0.5}
+    configs = [daemon_config(broker.port, m, MEMBERS, simulated=simulated) for m in MEMBERS]
+    secret = tmp_path / "sql.password"
+    secret.write_text(PASSWORD + "\n", encoding="utf-8")
+    (tmp_path / "history").mkdir()
+    configs[0]["sql"] = {
+        "listen": "127.0.0.1:0",
+        "password_file": str(secret),
+        "history_dir": str(tmp_path / "history"),
+    }
+    with daemons(tmp_path / "d", configs) as ds:
+        for d in ds:
+            rows = wait_for(lambda d=d: _rows(d), 30, f"{d.member_id}'s rows for all three")
+            assert rows[M3]["DOMINANT"] == "consensus", rows[M3]
+            assert rows[M3]["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.051)
+            assert rows[M1]["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.002)
+            assert rows[M3]["CONSENSUS_SHARE"] > 0.5
+        for d in ds:
+            result = grstats(
+                "commit-path",
+                "--api",
+                f"http://127.0.0.1:{d.api_port}",
+                "--explain",
+                "--format",
+                "json",
+            )
+            assert result.returncode == 0, result.stderr
+            verdicts = {v["MEMBER_ID"]: v for v in json.loads(result.stdout)}
+            assert verdicts[M3]["dominant"] == "consensus"
+            assert f"{M3}: rounds 51.0 ms" in verdicts[M3]["check"]
+        # the SQL endpoint serves the same live table (schema grstats drops the prefix)
+        port = next(
+            int(e["sql_port"]) for e in ds[0].events() if e.get("event") == "daemon.started"
+        )
+        conn = pymysql.connect(host="127.0.0.1", port=port, user="grstats", password=PASSWORD)
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT MEMBER_ID, DOMINANT, CONSENSUS_MEAN_SECONDS"
+                f" FROM grstats.member_commit_path WHERE MEMBER_ID = '{M3}'"
+            )
+            got = cur.fetchall()
+        assert len(got) == 1
+        assert got[0][1] == "consensus"
+        assert got[0][2] == pytest.approx(0.051)

@@ -1,0 +1,173 @@
+"""grstats_member_commit_path rows from two reports; every expected value by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from grstats.core.commitpath import commit_path_row, commit_path_window
+from protocol import (
+    CommitPathCounters,
+    CommitPathReport,
+    Envelope,
+    MemberInfo,
+    PipelineStats,
+    encode_envelope,
+    encode_pipeline_stats,
+)
+from tests.grstats.core.test_tables import local_sample, make_tables
+
+T0 = 1_700_000_000_000_000
+M1 = "11111111-1111-1111-1111-111111111111"
+
+OLD = CommitPathCounters(
+    consensus_proposals=1000,
+    consensus_time_us=2_000_000,
+    data_messages=1000,
+    data_rtt_us=4_000_000,
+    control_messages=100,
+    control_rtt_us=100_000,
+    gc_runs=10,
+    gc_time_us=50_000,
+    before_begin=0,
+    before_begin_us=0,
+    after_sync=0,
+    after_sync_us=0,
+    throttled=0,
+    throttled_us=0,
+)
+NEW = CommitPathCounters(
+    consensus_proposals=1500,
+    consensus_time_us=3_000_000,
+    data_messages=1500,
+    data_rtt_us=6_000_000,
+    control_messages=200,
+    control_rtt_us=300_000,
+    gc_runs=20,
+    gc_time_us=150_000,
+    before_begin=100,
+    before_begin_us=200_000,
+    after_sync=0,
+    after_sync_us=0,
+    throttled=5,
+    throttled_us=500_000,
+)
+WINDOW = (CommitPathReport(T0, OLD), CommitPathReport(T0 + 10_000_000, NEW))
+
+
+def test_rates_means_and_shares_over_the_period() -> None:
+    row = commit_path_row(M1, WINDOW)
+    assert row["MEMBER_ID"] == M1
+    assert row["PERIOD_SECONDS"] == 10.0
+    # consensus: 500 rounds and 1 s in 10 s
+    assert row["CONSENSUS_PER_SECOND"] == 50.0
+    assert row["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.002)
+    # messages: 500 data + 100 control, 2.0 s + 0.2 s of round trips
+    assert row["ROUND_TRIP_PER_SECOND"] == 60.0
+    assert row["ROUND_TRIP_MEAN_SECONDS"] == pytest.approx(2.2 / 600)
+    assert row["CERTIFICATION_GC_PER_SECOND"] == 1.0
+    assert row["CERTIFICATION_GC_MEAN_SECONDS"] == pytest.approx(0.01)
+    assert row["BEFORE_BEGIN_PER_SECOND"] == 10.0
+    assert row["BEFORE_BEGIN_MEAN_SECONDS"] == pytest.approx(0.002)
+    assert row["AFTER_SYNC_PER_SECOND"] == 0.0
+    assert row["AFTER_SYNC_MEAN_SECONDS"] is None  # no wait: no mean
+    assert row["FLOW_CONTROL_PER_SECOND"] == 0.5
+    assert row["FLOW_CONTROL_MEAN_SECONDS"] == pytest.approx(0.1)
+    # the server shows no AFTER_TERMINATION figures: NULL, not 0
+    assert row["AFTER_TERMINATION_PER_SECOND"] is None
+    assert row["AFTER_TERMINATION_SHARE"] is None
+    # shared out: 1.0 + 0.1 + 0.2 + 0 + 0.5 = 1.8 s (the round trip is not)
+    assert row["CONSENSUS_SHARE"] == pytest.approx(1.0 / 1.8)
+    assert row["CERTIFICATION_GC_SHARE"] == pytest.approx(0.1 / 1.8)
+    assert row["BEFORE_BEGIN_SHARE"] == pytest.approx(0.2 / 1.8)
+    assert row["AFTER_SYNC_SHARE"] == 0.0
+    assert row["FLOW_CONTROL_SHARE"] == pytest.approx(0.5 / 1.8)
+    assert row["DOMINANT"] == "consensus"
+    assert row["CONSENSUS_SECONDS_TOTAL"] == 3.0
+    assert row["ROUND_TRIP_SECONDS_TOTAL"] == pytest.approx(6.3)
+    assert row["AFTER_TERMINATION_SECONDS_TOTAL"] is None
+
+
+def test_one_report_shows_totals_only() -> None:
+    row = commit_path_row(M1, WINDOW[1:])
+    assert row["CONSENSUS_SECONDS_TOTAL"] == 3.0
+    assert row["PERIOD_SECONDS"] is None
+    assert row["CONSENSUS_PER_SECOND"] is None
+    assert row["DOMINANT"] is None
+
+
+def test_a_counter_that_went_back_gives_null_not_a_negative_rate() -> None:
+    restarted = CommitPathCounters(consensus_proposals=3, consensus_time_us=9000, gc_runs=30)
+    row = commit_path_row(M1, (WINDOW[1], CommitPathReport(T0 + 20_000_000, restarted)))
+    assert row["CONSENSUS_PER_SECOND"] is None
+    assert row["CONSENSUS_SHARE"] is None
+    assert row["DOMINANT"] == ""  # nothing measurable was spent
+
+
+def test_the_window_keeps_the_last_two_newer_reports() -> None:
+    a, b = WINDOW
+    c = CommitPathReport(T0 + 20_000_000, NEW)
+    assert commit_path_window((), a) == (a,)
+    assert commit_path_window((a,), b) == (a, b)
+    assert commit_path_window((a, b), c) == (b, c)
+    assert commit_path_window((a, b), a) == (a, b)  # not newer: kept as it was
+    assert commit_path_window((a, b), None) == ()  # the member stopped sending it
+
+
+def test_the_period_spans_a_second_at_least() -> None:
+    at = [CommitPathReport(T0 + i * 250_000, NEW) for i in range(7)]  # every 0.25 s
+    window: tuple[CommitPathReport, ...] = ()
+    for report in at:
+        window = commit_path_window(window, report)
+    # at 1.5 s: the newest report at least 1 s older is the one at 0.5 s
+    assert window == tuple(at[2:])
+    assert commit_path_row(M1, window)["PERIOD_SECONDS"] == 1.0
+    # under a second: the totals only
+    assert commit_path_row(M1, tuple(at[:4]))["PERIOD_SECONDS"] is None
+
+
+# -- through the receive path: admission, registry, snapshot ---------------------
+
+REMOTE = "22222222-2222-2222-2222-222222222222"
+
+
+def _envelope(seq: int, sent_us: int, commit_path: object) -> bytes:
+    return encode_envelope(
+        Envelope(
+            group=GROUP,
+            member=MemberInfo(REMOTE, "10.0.0.2", 3306, "ONLINE", "SECONDARY", "8.4.3", "h:1"),
+            view_id="17000000:3",
+            incarnation=7,
+            seq=seq,
+            sent_us=sent_us,
+            stats=encode_pipeline_stats(PipelineStats()),
+            ext={"commit_path": commit_path},
+        )
+    )
+
+
+GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+TOPIC = f"grstats/v1/{GROUP}/{REMOTE}/stats"
+
+
+def test_a_remote_members_two_reports_make_its_row() -> None:
+    tables = make_tables()
+    tables.set_local(local_sample(), incarnation=1, seq=1)
+    for seq, report in enumerate(WINDOW, start=1):
+        wire = [1, report.at_us, list(dataclasses.astuple(report.counters))]
+        tables.receive(TOPIC, _envelope(seq, report.at_us, wire), report.at_us)
+    rows = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
+    assert [r["MEMBER_ID"] for r in rows] == [REMOTE]
+    assert rows[0]["CONSENSUS_PER_SECOND"] == 50.0
+    assert rows[0]["DOMINANT"] == "consensus"
+
+
+def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
+    tables = make_tables()
+    tables.set_local(local_sample(), incarnation=1, seq=1)
+    tables.receive(TOPIC, _envelope(1, T0, [9, T0, []]), T0)
+    snapshot = tables.snapshot(T0)
+    assert snapshot.counters.envelopes_commit_path_malformed == 1
+    assert snapshot.counters.envelopes_accepted == 1
+    assert snapshot.table("grstats_member_commit_path") == ()

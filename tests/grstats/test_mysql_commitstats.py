@@ -1,0 +1,174 @@
+"""The server's commit-path figures (Gr_* status variables) over the real wire.
+
+A mysql-mimic server of each version shape serves performance_schema.global_status
+with the Gr_* rows MySQL of that version shows (tests/fixtures/mysql_definitions.json:
+none on 8.0, WL#15506's on 8.4 and 9.x). The figures reach the sample exactly;
+without them the sample has none and nothing is logged as a fault. Expected values
+are written by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from grstats.sources.mysql.commitstats import build_commit_path
+from protocol import CommitPathCounters
+from tests.fixtures import mysql_definitions as defs
+from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
+    GLOBAL_STATUS_COLUMNS,
+    GLOBAL_STATUS_TABLE,
+    T0,
+    FakeMySQL,
+    make_source,
+    online_84,
+)
+
+__all__ = ["make_source"]  # fixture used by name
+
+# what a server shows, by hand (text, as global_status's VARCHAR(1024) does)
+SHOWN = {
+    "Gr_all_consensus_proposals_count": "1200",
+    "Gr_all_consensus_time_sum": "3600000",
+    "Gr_empty_consensus_proposals_count": "40",
+    "Gr_extended_consensus_count": "3",
+    "Gr_consensus_bytes_sent_sum": "960000",
+    "Gr_consensus_bytes_received_sum": "1920000",
+    "Gr_total_messages_sent_count": "1500",
+    "Gr_last_consensus_end_timestamp": "2026-11-23 09:00:01.250000",
+    "Gr_control_messages_sent_count": "300",
+    "Gr_control_messages_sent_bytes_sum": "30000",
+    "Gr_control_messages_sent_roundtrip_time_sum": "600000",
+    "Gr_data_messages_sent_count": "1200",
+    "Gr_data_messages_sent_bytes_sum": "900000",
+    "Gr_data_messages_sent_roundtrip_time_sum": "4800000",
+    "Gr_transactions_consistency_before_begin_count": "10",
+    "Gr_transactions_consistency_before_begin_time_sum": "25000",
+    "Gr_transactions_consistency_after_termination_count": "20",
+    "Gr_transactions_consistency_after_termination_time_sum": "70000",
+    "Gr_transactions_consistency_after_sync_count": "5",
+    "Gr_transactions_consistency_after_sync_time_sum": "9000",
+    "Gr_certification_garbage_collector_count": "60",
+    "Gr_certification_garbage_collector_time_sum": "120000",
+}
+# 2026-11-23 09:00:01.25 UTC: 56 years (14 leap days) = 20454 days to 2026, + 304 (Jan-Oct)
+# + 22 = 20780 days after the epoch, then 9 h and 1.25 s
+LAST_US = (20780 * 86400 + 9 * 3600 + 1) * 1_000_000 + 250_000
+EXPECTED = CommitPathCounters(
+    consensus_proposals=1200,
+    consensus_time_us=3_600_000,
+    empty_proposals=40,
+    extended_rounds=3,
+    consensus_bytes_sent=960_000,
+    consensus_bytes_received=1_920_000,
+    messages_sent=1500,
+    control_messages=300,
+    control_bytes=30_000,
+    control_rtt_us=600_000,
+    data_messages=1200,
+    data_bytes=900_000,
+    data_rtt_us=4_800_000,
+    before_begin=10,
+    before_begin_us=25_000,
+    after_termination=20,
+    after_termination_us=70_000,
+    after_sync=5,
+    after_sync_us=9000,
+    gc_runs=60,
+    gc_time_us=120_000,
+    throttled=None,  # no flow-control stats component on this server
+    throttled_us=None,
+    last_consensus_end_us=LAST_US,
+)
+
+
+def _status(fake: FakeMySQL, version: str, **extra: str) -> None:
+    shipped = set(defs.gr_status_variables(version))
+    rows = [{"VARIABLE_NAME": k, "VARIABLE_VALUE": v} for k, v in SHOWN.items() if k in shipped]
+    rows += [{"VARIABLE_NAME": k, "VARIABLE_VALUE": v} for k, v in extra.items()]
+    # other status variables the query must not pick up
+    rows += [
+        {"VARIABLE_NAME": "Uptime", "VARIABLE_VALUE": "999"},
+        {"VARIABLE_NAME": "GrXallXconsensusXproposalsXcount", "VARIABLE_VALUE": "888"},
+    ]
+    fake.tables[GLOBAL_STATUS_TABLE] = (GLOBAL_STATUS_COLUMNS, rows)
+
+
+@pytest.fixture(params=defs.VERSIONS)
+async def versioned(request: pytest.FixtureRequest) -> AsyncIterator[tuple[FakeMySQL, str]]:
+    server = FakeMySQL(request.param)
+    await server.start()
+    try:
+        yield server, request.param
+    finally:
+        server.release.set()
+        await server.stop()
+
+
+def test_the_definitions_ship_the_variables_from_8_1_on() -> None:
+    assert defs.gr_status_variables("8.0") == ()
+    assert set(defs.gr_status_variables("8.4")) == set(SHOWN)
+    assert defs.gr_status_variables("9.x") == defs.gr_status_variables("8.4")
+
+
+async def test_each_version_shape_gives_its_figures_or_none_without_a_fault(
+    versioned: tuple[FakeMySQL, str], make_source: Any
+) -> None:
+    fake, version = versioned
+    online_84(fake)
+    _status(fake, version)
+    source = make_source(fake.port)
+    with capture_logs() as logs:
+        sample = await source.sample(T0)
+    assert sample.member.state == "ONLINE"
+    assert sample.stats.transactions_certified == 12345  # the stats sample is whole
+    if version == "8.0":
+        assert sample.commit_path is None
+    else:
+        assert sample.commit_path == EXPECTED
+    assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+
+
+async def test_one_query_also_serves_the_flow_control_figures(
+    versioned: tuple[FakeMySQL, str], make_source: Any
+) -> None:
+    fake, version = versioned
+    if version == "8.0":
+        pytest.skip("the commit-path figures are 8.1.0+")
+    online_84(fake)
+    _status(
+        fake,
+        version,
+        Gr_flow_control_throttle_count="4",
+        Gr_flow_control_throttle_time_sum="2500000",
+        Gr_flow_control_throttle_active_count="0",
+        Gr_flow_control_throttle_last_throttle_timestamp="",
+    )
+    sample = await make_source(fake.port).sample(T0)
+    assert sample.commit_path is not None
+    assert (sample.commit_path.throttled, sample.commit_path.throttled_us) == (4, 2_500_000)
+    assert sample.flow_control is not None
+    assert sample.flow_control.time_sum == 2_500_000
+
+
+def test_an_odd_cell_is_none_alone() -> None:
+    rows = [{"VARIABLE_NAME": k, "VARIABLE_VALUE": v} for k, v in SHOWN.items()]
+    rows[0] = {"VARIABLE_NAME": "Gr_all_consensus_proposals_count", "VARIABLE_VALUE": "-1"}
+    rows[7] = {"VARIABLE_NAME": "Gr_last_consensus_end_timestamp", "VARIABLE_VALUE": ""}
+    rows[1] = {
+        "VARIABLE_NAME": "GR_ALL_CONSENSUS_TIME_SUM",
+        "VARIABLE_VALUE": "18446744073709551616",
+    }
+    got = build_commit_path(rows)
+    assert got.consensus_proposals is None
+    assert got.consensus_time_us is None  # past 2^64 - 1
+    assert got.last_consensus_end_us is None
+    assert got.gc_time_us == 120_000
+    assert got.shown()
+
+
+def test_no_rows_shows_nothing() -> None:
+    assert not build_commit_path([]).shown()
