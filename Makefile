@@ -1,6 +1,7 @@
 # grstats — the two commands of the README quickstart live here.
 #   make demo   the main job on embedded defaults (loopback only)
 #   make test   ruff, mypy --strict, pytest (real Mosquitto, real local Spark)
+#   make test-fast  pytest without Spark, the demo, the slow integration tests and the soak
 # Both create the virtualenv at .venv/ and install missing system packages.
 
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest dist sysdeps sysdeps-test test lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
+.PHONY: install deps-upgrade test-latest dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.
@@ -80,6 +81,13 @@ pytest: $(STAMP) sysdeps-test
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test: lint typecheck pytest
+
+# The edit-run loop: everything but Spark (the `spark` marker, set from the Spark
+# fixtures by tests/conftest.py: the session and the standalone cluster), the demo,
+# the slow integration tests and the soak. `make test` still runs everything.
+FAST_MARKERS := not spark and not demo and not slow and not soak
+test-fast: $(STAMP) sysdeps-test
+	$(BIN)/pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)"
 
 # The issue-21 soak for hours (make test runs it for 20 s): SOAK_SECONDS=... to change.
 # Its full disk is a tmpfs (root; 16 MiB + 64 MiB per hour of soak, RAM while full).

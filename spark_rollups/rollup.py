@@ -67,6 +67,7 @@ __all__ = [
     "GROUP_TABLES",
     "MEMBER_TABLES",
     "TABLES",
+    "WRITTEN_TABLES",
     "RollupError",
     "build_parser",
     "build_session",
@@ -83,6 +84,8 @@ GROUP_TABLES = ("group_hour", "group_day")
 TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
 ALL_TABLES = (*TABLES, *FLOW_TABLES)
+# every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
+WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
 
 
 class RollupError(Exception):
@@ -295,7 +298,7 @@ def run_rollup(
     # persisted member tables, hence two waves).
     first = (*MEMBER_TABLES, APPLIER_TABLES[0])
     # the group and applier-day tables read the persisted tables of the first wave
-    second = (*GROUP_TABLES, *APPLIER_TABLES[1:], *FLOW_TABLES, MEMBER_HOSTS)
+    second = tuple(t for t in WRITTEN_TABLES if t not in first)
     workers = max(len(first), len(second))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollup") as pool:
         for wave in (first, second):

@@ -24,6 +24,16 @@ settings.register_profile(
 )
 settings.load_profile("grstats")
 
+# The fixtures that start Spark (tests/fixtures/spark.py): a test using one, even
+# through another fixture, is marked `spark` (`make test-fast` deselects it).
+SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
+
 
 @pytest.fixture(autouse=True)
 def _fresh_structlog() -> Iterator[None]:

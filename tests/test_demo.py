@@ -21,6 +21,8 @@ import pytest
 
 from tests.fixtures.broker import find_mosquitto
 
+pytestmark = pytest.mark.demo
+
 GRSTATS = [sys.executable, "-c", "from grstats.cli.main import main; main()"]
 
 

@@ -1,4 +1,4 @@
-"""Local HTTP API: the three tables as JSON, /healthz and /metrics.
+"""Local HTTP API: the live tables as JSON, /healthz and /metrics.
 
 Strategy: a deliberately tiny HTTP/1.1 server on asyncio streams — GET and
 HEAD only, one request per connection (`Connection: close`) — because the API

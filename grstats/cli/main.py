@@ -7,7 +7,7 @@ pyarrow or aiomqtt imports.
 
 Logging is configured once per process: here for the client commands (errors
 only: a reader reports a failure as one line itself, so the bus's reconnect
-warnings would be noise), and by `grstats.daemon.lifecycle.run_process` for
+warnings would be noise), and by `grstats.daemon.process.run_process` for
 `run` and `collect`, whose level and format come from their config file.
 """
 

@@ -1,6 +1,6 @@
 """What `grstats watch` shows: the member-stats view, rates, and its two renderings.
 
-Strategy: `build_view` is pure (the three tables in, display rows out) so the
+Strategy: `build_view` is pure (the member tables in, display rows out) so the
 rate arithmetic is tested without a terminal; `live_table` is the rich table
 drawn in place on a terminal (changed cells highlighted, UNREACHABLE in red),
 `plain_table` the mysql-client table printed off a terminal. Both show the
@@ -123,7 +123,7 @@ def _int(value: object) -> int | None:
 def build_view(
     tables: Mapping[str, Sequence[Row]], at: float, previous: ViewState | None
 ) -> tuple[list[dict[str, object]], set[tuple[str, str]], ViewState]:
-    """Join the three tables per member and compute rates since `previous`.
+    """Join the four member tables per member and compute rates since `previous`.
 
     Args:
         tables: rows of replication_group_member_stats, replication_group_members

@@ -1,4 +1,4 @@
-"""Freezing the three tables into a `DaemonSnapshot`.
+"""Freezing the all-member tables into a `DaemonSnapshot`.
 
 Strategy: the local member's rows come from its latest `LocalSample`, shown
 as the source reported it (a server that never started Group Replication
@@ -65,7 +65,7 @@ def build_snapshot(
     gauges: Mapping[str, float],
     health: tuple[str, ...] = (),
 ) -> DaemonSnapshot:
-    """Freeze the three tables at `now_us`.
+    """Freeze the all-member tables at `now_us`.
 
     Args:
         now_us: wall clock, microseconds (for ages and UNREACHABLE).

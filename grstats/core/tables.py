@@ -65,7 +65,7 @@ __all__ = [
 
 
 class MemberTables:
-    """The three tables of one daemon (or of a collector, keyed by (group, member)).
+    """The all-member tables of one daemon (or of a collector, keyed by (group, member)).
 
     Args:
         group: our group name; None in collector mode (every group, no local member).

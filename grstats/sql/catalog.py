@@ -5,7 +5,10 @@ the declaration's (`performance_schema` keeps MySQL's table name, `grstats`
 drops the `grstats_` prefix: `grstats.member_status`). Column order and the
 MySQL type text (`SHOW COLUMNS`) come from the declaration; the Arrow type a
 live row is converted to is derived from that MySQL type. The Parquet history
-is `grstats.history` and each rollup directory found is `grstats.<table>`.
+is `grstats.history` and each rollup directory found is `grstats.<table>`
+(`ROLLUP_TABLES`: every table spark_rollups writes, the members dimension
+`member_hosts` included; a test ties the two lists, as grstats may not import
+spark_rollups; `_skipped_files.json` is the report's, not a table).
 Nothing here names a column: a table added to `columns.TABLES` appears here
 without an edit.
 """
@@ -40,6 +43,7 @@ ROLLUP_TABLES = (
     "flow_control_group_hour",
     "flow_control_member_hour",
     "flow_control_episodes",
+    "member_hosts",
 )
 # the hive partition columns of the history and rollup directories
 PARTITION_GROUP = "group"

@@ -1,6 +1,6 @@
 """`grstats watch`: the member-stats table, refreshed live, with rates per second.
 
-Strategy: every `--interval` seconds read the three tables (daemon API, or the
+Strategy: every `--interval` seconds read the four tables it joins (daemon API, or the
 broker with `--bus`), build the view (`grstats.cli.watchview`: rates since the
 previous refresh, changed cells) and show it: on a terminal redrawn in place
 with rich's `Live`; off a terminal each refresh is printed as a plain
