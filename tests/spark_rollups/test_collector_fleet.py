@@ -49,6 +49,7 @@ START = dt.datetime(2026, 11, 17, 10, 0, tzinfo=dt.UTC)  # Tuesday of ISO week 2
 T0 = int(START.timestamp()) * 1_000_000
 S = 1_000_000
 SECONDS = 300
+PORTS = {A: 3306, B: 3307, C: 3308}  # the report labels members host:port
 
 
 def _message(member: str, k: int) -> bytes:
@@ -62,7 +63,9 @@ def _message(member: str, k: int) -> bytes:
     return encode_envelope(
         Envelope(
             group=GROUP,
-            member=MemberInfo(member, "10.0.0.1", 3306, "ONLINE", "SECONDARY", "8.4.3", "x:1"),
+            member=MemberInfo(
+                member, "10.0.0.1", PORTS[member], "ONLINE", "SECONDARY", "8.4.3", "x:1"
+            ),
             view_id="1:1",
             incarnation=1,
             seq=k + 1,
@@ -102,10 +105,10 @@ def test_a_fleet_rolled_up_from_a_collector_names_the_member_that_held_the_group
     report(spark, str(rollups), "2026-W47", out)
     markdown = (out / GROUP / "report.md").read_text(encoding="utf-8")
     section = markdown.split("## Who held the group back\n", 1)[1].split("\n## ", 1)[0]
-    assert f"Most of it was caused by member {C}" in section
+    assert "Most of it was caused by member **10.0.0.1:3308**" in section
     assert "(100.0% of the throttled time)" in section
     with (out / GROUP / "flow_by_member.csv").open(encoding="utf-8") as handle:
         members = list(csv.DictReader(handle))
-    assert members[0]["member"] == C
+    assert members[0]["member"] == "10.0.0.1:3308"
     assert float(members[0]["share"]) == pytest.approx(1.0)
     assert all(float(m["share"]) == 0 for m in members[1:]), members

@@ -57,5 +57,16 @@ def test_simulated_lag_reaches_the_rollups_and_the_weekly_report(
     text = (out / GROUP / "report.md").read_text(encoding="utf-8")
     section = text.split("## Replication lag", 1)[1].split("\n## ", 1)[0]
     assert "No lag figures" not in section
+    # members are labelled host:port (as the simulated history carries them)
+    hosts = (
+        duckdb.connect()
+        .execute(f"""
+        SELECT DISTINCT member_id, member_host, member_port
+        FROM read_parquet('{history}/*/*/*.parquet', hive_partitioning = false)
+    """)
+        .fetchall()
+    )
+    labels = {m: f"{host}:{port}" for m, host, port in hosts}
+    assert sorted(labels) == sorted(members)
     for member in members:
-        assert member[:8] in section
+        assert labels[member] in section
