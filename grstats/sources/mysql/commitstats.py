@@ -71,25 +71,9 @@ SQL_GR_STATUS: Final = (
     + ")"
 )
 
-_MAX = (1 << 64) - 1
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-def _count(value: Any) -> int | None:
-    text = _text(value).strip()
-    if not text.isascii() or not text.isdigit():
-        return None
-    number = int(text)
-    return number if number <= _MAX else None
-
 
 def _timestamp_us(value: Any) -> int | None:
-    text = _text(value).strip()
+    text = flowstats.status_text(value).strip()
     if not flowstats.TIMESTAMP.fullmatch(text):
         return None
     shown = datetime.fromisoformat(text.replace(" ", "T")).replace(tzinfo=UTC)
@@ -110,7 +94,8 @@ def build_commit_path(rows: Sequence[Mapping[str, Any]]) -> CommitPathCounters:
     Returns:
         The counters (`shown()` False when the server showed none of them).
     """
-    by_name = {_text(r.get(col.VARIABLE_NAME)).lower(): r.get(col.VARIABLE_VALUE) for r in rows}
-    figures = {f: _count(by_name.get(name.lower())) for f, name in VARIABLE_OF.items()}
+    by_name = flowstats.status_by_name(rows)
+    count = flowstats.status_count
+    figures = {f: count(by_name.get(name.lower())) for f, name in VARIABLE_OF.items()}
     last = _timestamp_us(by_name.get(LAST_CONSENSUS_END.lower()))
     return CommitPathCounters(**figures, last_consensus_end_us=last)

@@ -53,18 +53,25 @@ _MAX = (1 << 64) - 1  # SHOW_LONGLONG of an uint64_t
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?")
 
 
-def _text(value: Any) -> str:
+def status_text(value: Any) -> str:
+    """A global_status VARIABLE_VALUE as text (bytes decoded, NULL as "")."""
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "replace")
     return "" if value is None else str(value)
 
 
-def _count(value: Any) -> int | None:
-    text = _text(value).strip()
+def status_count(value: Any) -> int | None:
+    """A global_status counter (an uint64_t as MySQL prints it); None when it is not one."""
+    text = status_text(value).strip()
     if not text.isascii() or not text.isdigit():
         return None
     number = int(text)
     return number if number <= _MAX else None
+
+
+def status_by_name(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """global_status rows as lower-cased VARIABLE_NAME -> VARIABLE_VALUE."""
+    return {status_text(r.get(col.VARIABLE_NAME)).lower(): r.get(col.VARIABLE_VALUE) for r in rows}
 
 
 def build_server_flow_control(rows: Sequence[Mapping[str, Any]]) -> ServerFlowControl | None:
@@ -77,13 +84,13 @@ def build_server_flow_control(rows: Sequence[Mapping[str, Any]]) -> ServerFlowCo
     Returns:
         The figures, or None when any of the three counters is missing or odd.
     """
-    by_name = {_text(r.get(col.VARIABLE_NAME)).lower(): r.get(col.VARIABLE_VALUE) for r in rows}
-    count = _count(by_name.get(COUNT.lower()))
-    time_sum = _count(by_name.get(TIME_SUM.lower()))
-    active = _count(by_name.get(ACTIVE_COUNT.lower()))
+    by_name = status_by_name(rows)
+    count = status_count(by_name.get(COUNT.lower()))
+    time_sum = status_count(by_name.get(TIME_SUM.lower()))
+    active = status_count(by_name.get(ACTIVE_COUNT.lower()))
     if count is None or time_sum is None or active is None:
         return None
-    last = _text(by_name.get(LAST_THROTTLE.lower())).strip()
+    last = status_text(by_name.get(LAST_THROTTLE.lower())).strip()
     return ServerFlowControl(
         count=count,
         time_sum=time_sum,
