@@ -19,7 +19,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
+.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.
@@ -57,6 +57,19 @@ test-latest:
 	$(LATEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall -e .
 	$(LATEST_VENV)/bin/pip freeze --exclude-editable
 	$(LATEST_VENV)/bin/pytest -q -p no:cacheprovider $(TESTS)
+
+# The Spark tests against the lowest pyspark the code supports (3.5, for a Spark
+# 3.5 cluster), in a separate venv: the lock, then pyspark 3.5 over it.
+SPARK_MIN_VENV ?= .venv-spark35
+SPARK_MIN ?= pyspark~=3.5.0
+test-spark-min: sysdeps-test
+	rm -rf $(SPARK_MIN_VENV)
+	$(PYTHON) -m venv $(SPARK_MIN_VENV)
+	$(SPARK_MIN_VENV)/bin/pip install --quiet --require-hashes -r requirements-dev.txt
+	$(SPARK_MIN_VENV)/bin/pip install --quiet '$(SPARK_MIN)'
+	$(SPARK_MIN_VENV)/bin/pip install --quiet --no-deps -e .
+	$(SPARK_MIN_VENV)/bin/python -c 'import pyspark; print("pyspark", pyspark.__version__)'
+	$(SPARK_MIN_VENV)/bin/pytest -q -p no:cacheprovider -m spark $(TESTS)
 
 # A wheel and an sdist in dist/ (the build tools come from the lock: no isolation).
 # The wheel carries config/ and systemd/ as grstats/shipped/ (setup.py).
