@@ -145,5 +145,18 @@ def narrow_table(
             break
         headers.pop()
     hidden = len(NARROW[table]) - len(headers)
+    return text + footer(hidden, "all, as MySQL names them: --wide, -E, --format json") + "\n"
+
+
+def footer(hidden: int, how: str) -> str:
+    """The last line of a narrow view: how many columns it left out and how to see them.
+
+    Args:
+        hidden: the number of columns left out (0: none, the line still says how).
+        how: the options that show every column.
+
+    Returns:
+        The line, without a newline.
+    """
     more = f"{hidden} column(s) left out; " if hidden else ""
-    return text + f"({more}all, as MySQL names them: --wide, -E, --format json)\n"
+    return f"({more}{how})"

@@ -315,6 +315,8 @@ def live_table(
         box=MYSQL_BOX,
         title=render.visible(title),
         title_justify="left",
+        caption=None if wide else _footer(spec),
+        caption_justify="left",
         show_edge=True,
         pad_edge=True,
     )
@@ -353,4 +355,12 @@ def plain_table(rows: Sequence[Mapping[str, object]], title: str, *, wide: bool 
     spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.WIDTH)
     texts = [{h: _cell(c, r.get(c)) for h, c in spec} for r in rows]
     right = {h for h, c in spec if c in _RIGHT}
-    return title + "\n" + render.table(texts, [h for h, _ in spec], right=right)
+    text = title + "\n" + render.table(texts, [h for h, _ in spec], right=right)
+    return text if wide else text + _footer(spec) + "\n"
+
+
+def _footer(spec: Sequence[tuple[str, str]]) -> str:
+    """The narrow view's last line: the columns it left out and `--wide`."""
+    shown = {column for _, column in spec}
+    hidden = sum(1 for column in COLUMNS if column not in shown)
+    return narrow.footer(hidden, "every column and the member UUIDs: --wide")

@@ -408,6 +408,16 @@ def test_watch_fits_80_columns_with_members_as_host_port_role_and_lag(
     assert M1 not in out and M2 not in out, out
     header = next(line for line in lines if "MEMBER" in line and line.startswith("|"))
     assert {"ROLE", "LAG_S", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
+    assert "column(s) left out" in lines[-1] and "--wide" in lines[-1], out
+
+
+def test_watch_off_a_terminal_names_what_it_left_out(cluster: Cluster) -> None:
+    plain = grstats("watch", "--api", cluster.apis[0], "--count", "1")
+    assert plain.returncode == 0, plain.stderr
+    last = [line for line in plain.stdout.splitlines() if line.strip()][-1]
+    assert "column(s) left out" in last and "--wide" in last, plain.stdout
+    wide = grstats("watch", "--api", cluster.apis[0], "--count", "1", "--wide")
+    assert "left out" not in wide.stdout, wide.stdout
 
 
 def test_watch_wide_shows_the_member_uuids(cluster: Cluster) -> None:
