@@ -320,7 +320,8 @@ class HistoryWriter:
             if failure is None and (forced or now >= max(next_flush, segments.retry_at)):
                 next_flush = now + self.flush_interval_s
                 failure = self._attempt(segments, self._journal.rotate)
-            self._housekeeper.run_daily(dt.datetime.now(dt.UTC).date())
+            # the wall clock through time.time(), as every sample's timestamp
+            self._housekeeper.run_daily(dt.datetime.fromtimestamp(time.time(), dt.UTC).date())
             if stopping:
                 self._stop(failure)
             for waiter in waiters:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -172,7 +173,8 @@ class GrstatsSession(Session):
 
     async def _run(self, sql: str, attrs: dict[str, str]) -> Any:
         # mysql-mimic's handle_query, with the parse in a worker thread
-        self.timestamp = datetime.now(tz=self.timezone())
+        # the wall clock through time.time(), as the history's timestamps
+        self.timestamp = datetime.fromtimestamp(time.time(), tz=self.timezone())
         now = self.timestamp.astimezone(dt.UTC)
         parse = functools.partial(self._parse_in_worker, sql, now)
         result = None

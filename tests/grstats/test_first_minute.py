@@ -14,8 +14,8 @@ and history only through `time.time_ns()` (`grstats.daemon.health.now_us`), so
 the test shifts it from outside -- a `sitecustomize` on the daemon's
 PYTHONPATH (tests/fixtures/clockshift), no production hook -- to cross the
 next UTC midnight a few seconds after the start, and checks every surface on
-the new day. The housekeeper's day and SQL sessions' NOW() (C-level
-`datetime.now()`) keep the real clock.
+the new day: the history partitions, the housekeeper's day (retention) and SQL
+NOW() all move to it, as they all read the wall clock through `time.time()`.
 """
 
 from __future__ import annotations
@@ -266,7 +266,16 @@ def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: P
     rollups = tmp_path / "rollups"
     rollups.mkdir()
     config = daemon_config(broker.port, M1, [M1, M2], period=PERIOD)
-    config["history"] = {"dir": str(history), "flush_interval": 0.5, "fsync_interval": 0.1}
+    retention = 3
+    config["history"] = {
+        "dir": str(history),
+        "flush_interval": 0.5,
+        "fsync_interval": 0.1,
+        "retention_days": retention,
+    }
+    # A partition the housekeeper keeps on the old day and expires on the new one:
+    # cutoff = day - retention, expired when older than the cutoff.
+    old_day = time.strftime("%Y-%m-%d", time.gmtime(midnight - 1 - retention * 86_400))
     config["sql"] = _sql_section(tmp_path, history, rollups)
     clockshift = Path(__file__).parents[1] / "fixtures" / "clockshift"
     env = {
@@ -280,11 +289,22 @@ def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: P
         return {p.parent.name.removeprefix("date=") for p in _segments(history)}
 
     wait_for(lambda: before_day in days() or None, 20, "a segment before midnight")
+    expiring = next(iter(_segments(history))).parents[1] / f"date={old_day}"
+    expiring.mkdir()
     wait_for(lambda: after_day in days() or None, 30, "a segment of the new UTC day")
+    wait_for(
+        lambda: not expiring.exists() or None,
+        20,
+        "the housekeeper of the new day expiring the partition",
+    )
     with _connect(_sql_port(daemon)) as conn, conn.cursor() as cur:
         cur.execute("SELECT CAST(date AS VARCHAR), COUNT(*) FROM grstats.history GROUP BY 1")
         counted = {str(day): int(n) for day, n in cur.fetchall()}
+        cur.execute("SELECT CAST(UTC_TIMESTAMP() AS VARCHAR), CAST(NOW() AS VARCHAR)")
+        utc_now, now = cur.fetchone()
     assert set(counted) == {before_day, after_day} and all(counted.values()), counted
+    assert str(utc_now).startswith(after_day), (utc_now, after_day)  # the shifted clock
+    assert str(now)[:10] in {after_day, before_day}, now  # the session's zone may differ
     _check_surfaces(daemon, tmp_path)
     stats = daemon.table("replication_group_member_stats")
     assert stats, "the local member's stats row after midnight"
