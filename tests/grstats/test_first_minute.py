@@ -256,7 +256,7 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
 def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: Path) -> None:
     # The daemon's wall clock is shifted (tests/fixtures/clockshift) to reach the
     # next UTC midnight a few seconds after it starts: samples on both days.
-    lead_s = 8.0
+    lead_s = 15.0
     now = time.time()
     midnight = (int(now) // 86_400 + 1) * 86_400  # the next UTC midnight, by hand
     shift = midnight - lead_s - now
