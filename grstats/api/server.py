@@ -28,8 +28,9 @@ Routes (GET; HEAD answers the same head without the body):
 - `/v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON for
   an unknown table. `/v1/tables`: the table names.
 - `/healthz`: 200 when no fault degrades the daemon, else 503; JSON body
-  with status, reasons (`grstats.api.health.health_reasons`), bus_connected,
-  members, uptime_s, counters and the API's own counters.
+  with status, reasons (the daemon's `core.health` codes, each once), details
+  (each reason's text), bus_connected, members, uptime_s, counters and the
+  API's own counters.
 - `/metrics`: Prometheus text exposition (`grstats.api.metrics`).
 """
 
@@ -47,7 +48,7 @@ import structlog
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats, health_reasons
+from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
 from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
@@ -317,12 +318,12 @@ class ApiServer:
         return _json(404, {"error": "not found", "path": path})
 
     def _health(self, snapshot: DaemonSnapshot) -> Response:
-        reasons = health_reasons(snapshot)
+        reasons = snapshot.health.codes()
         api = self.stats()
         body = {
             "status": "degraded" if reasons else "ok",
             "reasons": list(reasons),
-            "details": list(snapshot.health),
+            "details": list(snapshot.health.details()),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
             "members": len(snapshot.members),
             "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),

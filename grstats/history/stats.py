@@ -2,7 +2,7 @@
 
 Strategy: the writer thread updates one mutable `Counters` under its lock;
 readers (the event loop, /metrics, /healthz, tests) get immutable snapshots
-(`HistoryStats`, `HistoryHealth`), never the live object.  A repeating fault
+(`core.history_figures.HistoryFigures`, `HistoryHealth`), never the live object.  A repeating fault
 is logged at most once per interval per event, with the number suppressed.
 """
 
@@ -10,49 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Counters", "DropCounts", "HistoryHealth", "HistoryStats", "RateLimitedLog"]
+from grstats.core.history_figures import DropCounts, HistoryFigures
 
-
-@dataclass(frozen=True, slots=True)
-class DropCounts:
-    """Rows that were recorded but will never be in the history, by reason."""
-
-    buffer_full: int = 0  # the in-memory buffer was at its bound (oldest dropped)
-    disk_full: int = 0  # still buffered, never fsynced, when the writer closed on a failing disk
-    invalid: int = 0  # a value the history schema cannot store (or not a row at all)
-    duplicate: int = 0  # (group, member, incarnation, seq) already written
-    corrupt: int = 0  # WAL records that failed their checksum (one per damaged stretch)
-
-    @property
-    def total(self) -> int:
-        """All dropped rows."""
-        return self.buffer_full + self.disk_full + self.invalid + self.duplicate + self.corrupt
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryStats:
-    """Counters of one writer since it was created (for /metrics and tests)."""
-
-    rows_recorded: int = 0
-    rows_written: int = 0  # fsynced to the WAL, in the order they were recorded
-    rows_buffered: int = 0  # gauge: recorded, not yet fsynced
-    rows_recovered: int = 0  # valid WAL rows of a previous run found at start
-    dropped: DropCounts = DropCounts()
-    wal_bytes: int = 0  # gauge: WAL files not yet turned into segments
-    wal_bytes_cut: int = 0  # torn or corrupt WAL tails truncated at start
-    segments_written: int = 0
-    fsyncs: int = 0
-    fsync_seconds_last: float = 0.0
-    fsync_seconds_max: float = 0.0
-    fsync_seconds_sum: float = 0.0
-    errors: int = 0  # failed write / segment / housekeeping attempts
-    values_nulled: Mapping[str, int] = field(default_factory=dict)  # by column: stored NULL
-    files_quarantined: int = 0  # unreadable files moved (or damaged WALs copied) aside
-    quarantined_last: str = ""  # the last of them, as kept in the quarantine directory
+__all__ = ["Counters", "DropCounts", "HistoryFigures", "HistoryHealth", "RateLimitedLog"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +83,7 @@ class Counters:
         with self.lock:
             return [text for at, text in self.recent.values() if now - at <= window_s]
 
-    def snapshot(self, rows_buffered: int) -> HistoryStats:
+    def snapshot(self, rows_buffered: int) -> HistoryFigures:
         """An immutable copy (takes the lock).
 
         Args:
@@ -129,7 +93,7 @@ class Counters:
             The counters now.
         """
         with self.lock:
-            return HistoryStats(
+            return HistoryFigures(
                 rows_recorded=self.rows_recorded,
                 rows_written=self.rows_written,
                 rows_buffered=rows_buffered,
