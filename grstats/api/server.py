@@ -51,6 +51,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
+from grstats.core.ratelimit import RateLimit
 from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
 
 __all__ = ["ApiServer"]
@@ -120,7 +121,7 @@ class ApiServer:
         self._open = 0
         self._refusing = 0
         self._transports: set[asyncio.WriteTransport] = set()
-        self._last_drop_log = -_DROP_LOG_EVERY_S
+        self._drop_log = RateLimit(_DROP_LOG_EVERY_S)
         self._accepted = 0
         self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
         self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
@@ -223,12 +224,12 @@ class ApiServer:
     def _count(self, counters: dict[str, int], key: str) -> None:
         """Count a refused or dropped connection; log the totals at most once a minute."""
         counters[key] += 1
-        now = time.monotonic()
-        if now - self._last_drop_log >= _DROP_LOG_EVERY_S:
-            self._last_drop_log = now
+        suppressed = self._drop_log.admit(time.monotonic())
+        if suppressed is not None:
             log.warning(
                 "api.connections_dropped",
                 last=key,
+                suppressed=suppressed,
                 refused=dict(self._refused),
                 timed_out=dict(self._timed_out),
                 open=self._open,

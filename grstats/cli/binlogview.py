@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grstats.cli.binlog_scan import DelayStats, Summary, Transaction, timestamp_text
+from grstats.core.ratelimit import RateLimit
 from protocol import (
     EVENT_TYPE_NAMES,
     DecodedEvent,
@@ -111,15 +112,13 @@ class Progress:
     def __init__(self, stream: TextIO, *, enabled: bool) -> None:
         self._stream = stream
         self._enabled = enabled and stream.isatty()
-        self._last = 0.0
+        self._redraw = RateLimit(0.25)
 
     def __call__(self, path: Path, done: int, size: int) -> None:
         if not self._enabled:
             return
-        now = time.monotonic()
-        if now - self._last < 0.25 and done < size:
+        if self._redraw.admit(time.monotonic()) is None and done < size:
             return
-        self._last = now
         share = f"{100 * done // size}%" if size else ""
         self._stream.write(f"\r\x1b[K{path.name}: {share} ({done >> 20} / {size >> 20} MiB)")
         self._stream.flush()

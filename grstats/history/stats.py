@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grstats.core.history_figures import DropCounts, HistoryFigures
+from grstats.core.ratelimit import RateLimit
 
 __all__ = ["Counters", "DropCounts", "HistoryFigures", "HistoryHealth", "RateLimitedLog"]
 
@@ -128,11 +129,9 @@ class RateLimitedLog:
         self, logger: Any, interval_s: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._log = logger
-        self._interval_s = interval_s
         self._clock = clock
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._limit = RateLimit(interval_s)
+        self._lock = threading.Lock()  # the writer thread and the event loop both log
 
     def emit(self, level: str, event: str, **context: Any) -> None:
         """Log `event` now unless it was logged within the interval (then count it).
@@ -144,13 +143,9 @@ class RateLimitedLog:
         """
         now = self._clock()
         with self._lock:
-            last = self._last.get(event)
-            if last is not None and now - last < self._interval_s:
-                self._suppressed[event] = self._suppressed.get(event, 0) + 1
-                return
-            self._last[event] = now
-            suppressed = self._suppressed.pop(event, 0)
-        getattr(self._log, level)(event, suppressed=suppressed, **context)
+            suppressed = self._limit.admit(now, event)
+        if suppressed is not None:
+            getattr(self._log, level)(event, suppressed=suppressed, **context)
 
     def reset(self, event: str) -> int:
         """Forget `event` (the fault is over): the next one is logged at once.
@@ -162,5 +157,4 @@ class RateLimitedLog:
             How many occurrences were suppressed since it was last logged.
         """
         with self._lock:
-            self._last.pop(event, None)
-            return self._suppressed.pop(event, 0)
+            return self._limit.reset(event)
