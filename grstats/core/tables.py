@@ -40,7 +40,7 @@ from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
 from grstats.core.health import PENDING_GTIDS_FULL, SERVER_ORACLE, UNCHECKED, Health
 from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
-from grstats.core.sample import LocalSample
+from grstats.core.sample import LocalSample, in_group
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from grstats.core.topics import STATS_KIND
@@ -145,7 +145,7 @@ class MemberTables:
         )
         self._local = LocalView(sample, incarnation, seq, commit_path_window(before, report))
         self._local_version += 1
-        if self.flow is not None and sample.member.state in ("ONLINE", "RECOVERING"):
+        if self.flow is not None and in_group(sample.member.state):
             # MySQL steps, then sends its own stats, which come back to it (trap 21)
             self.flow.step(sample.sampled_at_us)
             self._local_state = self._local_state.apply(sample.stats)

@@ -37,7 +37,7 @@ from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.ratelimit import RateLimit
 from grstats.core.rows import applier_history, flow_history, history_row, lag_history
-from grstats.core.sample import LocalSample
+from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
 from grstats.sources.base import Source
@@ -56,8 +56,6 @@ from protocol import (
 T = TypeVar("T")
 
 log = structlog.get_logger("grstats.daemon")
-
-PUBLISHING_STATES = ("ONLINE", "RECOVERING")
 
 
 class Publisher:
@@ -145,11 +143,11 @@ class Publisher:
         sample = await self.source.sample(now_us())
         self.seq += 1
         self.tables.set_local(sample, incarnation=self.incarnation, seq=self.seq)
-        in_group = sample.member.state in PUBLISHING_STATES
+        joined = in_group(sample.member.state)
         connected = bus is not None and bus.connected.is_set()
-        if connected and bus is not None and in_group != self._in_group:
-            await self._announce(bus, in_group=in_group)
-        if not in_group:
+        if connected and bus is not None and joined != self._in_group:
+            await self._announce(bus, in_group=joined)
+        if not joined:
             return
         sent_gtids = await self._publish(sample, bus) if connected and bus else self._send_gtids
         if self.history is not None:
