@@ -10,10 +10,10 @@ half-applied message.
 Invariants (every bound has a counter, see `ApiStats`, exported on /metrics):
 - at most `max_connections` connections are served at once; one more is
   answered 503 with `Retry-After` and closed at once (refused "limit");
-- the request head must arrive within `head_timeout_s` (else the connection is
+- the request head must arrive within `head_timeout` (else the connection is
   dropped, timed out "read") and fit in `max_request_bytes` (else 431,
   refused "too_large");
-- the whole answer must be taken by the client within `write_timeout_s`, else
+- the whole answer must be taken by the client within `write_timeout`, else
   the connection is aborted and its buffers freed (timed out "write");
 - a connection buffers at most `write_buffer_bytes` in user space (the
   answer is written in slices of that size, draining between them) and asks
@@ -50,6 +50,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.metrics import snapshot_registry
+from grstats.api.options import ApiOptions
 from grstats.api.self_metrics import process_registry
 from grstats.core.ratelimit import RateLimit
 from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
@@ -84,36 +85,20 @@ class ApiServer:
     """Serve the snapshot over HTTP, within stated bounds.
 
     Args:
-        host: address to bind (127.0.0.1 by default configuration).
-        port: TCP port; 0 binds an ephemeral port (see `port` after `start()`).
+        options: where to listen and the bounds (`ApiOptions`); port 0 binds
+            an ephemeral port (see `port` after `start()`).
         get_snapshot: returns the current snapshot; never blocks.
-        max_connections: connections served at once; more are refused with 503.
-        head_timeout_s: time a client has to send its whole request head.
-        write_timeout_s: time a client has to take the whole answer.
-        max_request_bytes: bound on the request head (request line + headers).
-        write_buffer_bytes: user-space and kernel send buffer per connection.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        get_snapshot: Callable[[], DaemonSnapshot],
-        *,
-        max_connections: int = 64,
-        head_timeout_s: float = 5.0,
-        write_timeout_s: float = 10.0,
-        max_request_bytes: int = 8192,
-        write_buffer_bytes: int = 65536,
-    ) -> None:
-        self._host = host
-        self._requested_port = port
+    def __init__(self, options: ApiOptions, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
+        self._host = options.host
+        self._requested_port = port = options.port
         self._get_snapshot = get_snapshot
-        self._max_connections = max_connections
-        self._head_timeout_s = head_timeout_s
-        self._write_timeout_s = write_timeout_s
-        self._max_request_bytes = max_request_bytes
-        self._write_buffer_bytes = write_buffer_bytes
+        self._max_connections = options.max_connections
+        self._head_timeout_s = options.head_timeout
+        self._write_timeout_s = options.write_timeout
+        self._max_request_bytes = options.max_request_bytes
+        self._write_buffer_bytes = options.write_buffer_bytes
         self._snapshot_registry = snapshot_registry(get_snapshot)
         self._process_registry = process_registry(self.stats)
         self._server: asyncio.Server | None = None

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "FLOW_CONTROL_BOUNDS",
+    "FLOW_CONTROL_MODES",
     "MAXTPS",
     "MODE_DISABLED",
     "MODE_QUOTA",
@@ -41,6 +43,19 @@ MODE_DISABLED = 0  # PipelineStats.flow_control_mode values (item 12)
 MODE_QUOTA = 1
 EXPIRY_STEPS = 10  # entries not updated for this many steps are purged on a hold
 _U64 = (1 << 64) - 1
+FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")
+# MySQL's range of each integer variable (the config's checks are these too)
+FLOW_CONTROL_BOUNDS = {
+    "period": (1, 60),
+    "certifier_threshold": (0, MAXTPS),
+    "applier_threshold": (0, MAXTPS),
+    "hold_percent": (0, 100),
+    "release_percent": (0, 1000),
+    "member_quota_percent": (0, 100),
+    "min_quota": (0, MAXTPS),
+    "min_recovery_quota": (0, MAXTPS),
+    "max_quota": (0, MAXTPS),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +77,9 @@ class FlowControlSettings:
     max_quota: int = 0
 
     def __post_init__(self) -> None:
-        if self.mode not in ("QUOTA", "DISABLED"):
+        if self.mode not in FLOW_CONTROL_MODES:
             raise ValueError(f"mode: expected QUOTA or DISABLED, got {self.mode!r}")
-        bounds = {
-            "period": (1, 60),
-            "certifier_threshold": (0, MAXTPS),
-            "applier_threshold": (0, MAXTPS),
-            "hold_percent": (0, 100),
-            "release_percent": (0, 1000),
-            "member_quota_percent": (0, 100),
-            "min_quota": (0, MAXTPS),
-            "min_recovery_quota": (0, MAXTPS),
-            "max_quota": (0, MAXTPS),
-        }
-        for name, (lo, hi) in bounds.items():
+        for name, (lo, hi) in FLOW_CONTROL_BOUNDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ValueError(f"{name}: expected an integer {lo}-{hi}, got {value!r}")

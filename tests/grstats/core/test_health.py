@@ -9,6 +9,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
+from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.health import UNCHECKED, Health, HealthReason
 from grstats.core.history_figures import HistoryFigures
@@ -55,7 +56,7 @@ class _History:
 
 
 def _views(health_snapshot: DaemonSnapshot) -> tuple[dict[str, Any], dict[str, float], str]:
-    server = ApiServer("127.0.0.1", 0, lambda: health_snapshot)
+    server = ApiServer(ApiOptions(port=0), lambda: health_snapshot)
     status, _, body = server.route("/healthz")
     healthz = json.loads(b"".join(body))
     text = generate_latest(build_registry(lambda: health_snapshot)).decode()
