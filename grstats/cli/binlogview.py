@@ -1,7 +1,7 @@
 """How `grstats binlog` shows what it found: decoded events, transaction rows, summaries, progress.
 
 The command module (`grstats.cli.commands.binlog`) parses options and calls
-these; the scanning itself is `grstats.cli.binlog_scan`.
+these; the scanning itself is `grstats.offline.binlog_scan`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from grstats.cli.binlog_scan import DelayStats, Summary, Transaction, timestamp_text
 from grstats.core.ratelimit import RateLimit
+from grstats.offline.binlog_scan import DelayStats, Summary, Transaction, timestamp_text
 from protocol import (
     EVENT_TYPE_NAMES,
     DecodedEvent,

@@ -9,6 +9,7 @@ is declared a second time (and so can drift).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def test_a_section_inherits_its_runtime_fields_and_declares_none_again(
     config: type, runtime: type, derived: set[str]
 ) -> None:
     assert issubclass(config, runtime)
-    own = set(config.__dict__.get("__annotations__", {}))
+    own = set(inspect.get_annotations(config))
     assert own & {f.name for f in dataclasses.fields(runtime)} == derived
 
 
