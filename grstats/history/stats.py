@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from grstats.core.history_figures import DropCounts, HistoryFigures
@@ -33,9 +33,23 @@ class HistoryHealth:
     faults: tuple[str, ...] = ()
 
 
+# HistoryFigures' fields a Counters carries under the same name (the rest:
+# rows_buffered is the writer's buffer, dropped the DropCounts fields, by reason)
+_COUNTED = tuple(
+    f.name
+    for f in fields(HistoryFigures)
+    if f.name not in ("rows_buffered", "dropped", "values_nulled")
+)
+_DROPS = tuple(f.name for f in fields(DropCounts))
+
+
 @dataclass(slots=True)
 class Counters:
-    """The live counters; change them only under `lock`."""
+    """The live, mutable twin of `HistoryFigures`; change it only under `lock`.
+
+    Its counters are HistoryFigures' fields (DropCounts' by reason) under the
+    same names, so `snapshot` copies them by name (a test holds them equal).
+    """
 
     rows_recorded: int = 0
     rows_written: int = 0
@@ -94,25 +108,12 @@ class Counters:
             The counters now.
         """
         with self.lock:
+            same = {name: getattr(self, name) for name in _COUNTED}
             return HistoryFigures(
-                rows_recorded=self.rows_recorded,
-                rows_written=self.rows_written,
+                **same,
                 rows_buffered=rows_buffered,
-                rows_recovered=self.rows_recovered,
-                dropped=DropCounts(
-                    self.buffer_full, self.disk_full, self.invalid, self.duplicate, self.corrupt
-                ),
-                wal_bytes=self.wal_bytes,
-                wal_bytes_cut=self.wal_bytes_cut,
-                segments_written=self.segments_written,
-                fsyncs=self.fsyncs,
-                fsync_seconds_last=self.fsync_seconds_last,
-                fsync_seconds_max=self.fsync_seconds_max,
-                fsync_seconds_sum=self.fsync_seconds_sum,
-                errors=self.errors,
+                dropped=DropCounts(**{name: getattr(self, name) for name in _DROPS}),
                 values_nulled=dict(self.values_nulled),
-                files_quarantined=self.files_quarantined,
-                quarantined_last=self.quarantined_last,
             )
 
 
