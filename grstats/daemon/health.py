@@ -74,6 +74,11 @@ def health_gauges(source: Source | None, history: HistorySink | None) -> dict[st
     return gauges
 
 
+def _on(failing: bool, detail: str) -> tuple[str, ...]:
+    """The details of a check: `detail` while failing, none while ok."""
+    return (detail,) if failing else ()
+
+
 def part_health(bus: Bus | None, source: Source | None, history: HistorySink | None) -> Health:
     """How the bus, the source and the history writer are.
 
@@ -89,15 +94,10 @@ def part_health(bus: Bus | None, source: Source | None, history: HistorySink | N
         health = health.check(h.SOURCE_DOWN, *_on(not source_up(source), "source: not connected"))
     if history is not None:
         state = history.health()
-        health = health.check(
-            h.HISTORY_DEGRADED, *(() if state.ok else (f"history: {state.reason or 'degraded'}",))
-        )
+        detail = f"history: {state.reason or 'degraded'}"
+        health = health.check(h.HISTORY_DEGRADED, *_on(not state.ok, detail))
         health = health.check(h.HISTORY_DATA, *(f"history: {fault}" for fault in state.faults))
     return health
-
-
-def _on(failing: bool, detail: str) -> tuple[str, ...]:
-    return (detail,) if failing else ()
 
 
 def daemon_health(
