@@ -1,7 +1,7 @@
 """The history writer's figures: the one shape the writer, the daemon and /metrics share.
 
 Strategy: `grstats.history` fills a `HistoryFigures` under its lock and hands
-out the frozen copy; the daemon puts that same object in its snapshot and
+out the frozen copy (and its `HistoryHealth`); the daemon puts that same object in its snapshot and
 /metrics reads it (DESIGN.md section 6). Core holds the shape because the
 snapshot (core) carries it and history may import core, not the reverse.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["DropCounts", "HistoryFigures"]
+__all__ = ["DropCounts", "HistoryFigures", "HistoryHealth"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +71,16 @@ class HistoryFigures:
     values_nulled: Mapping[str, int] = field(default_factory=dict)
     files_quarantined: int = 0
     quarantined_last: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryHealth:
+    """Whether the history is being written; `reason` says why not.
+
+    `faults` are recent data faults (rows dropped, values stored NULL, files
+    quarantined, rows held in memory): /healthz shows them even while `ok`.
+    """
+
+    ok: bool
+    reason: str = ""
+    faults: tuple[str, ...] = ()

@@ -15,28 +15,11 @@ from typing import Protocol
 from grstats.bus.client import Bus
 from grstats.core import health as h
 from grstats.core.health import Health
-from grstats.core.history_figures import HistoryFigures
+from grstats.core.history_figures import HistoryFigures, HistoryHealth
 from grstats.core.records import HistoryRow
 from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.core.tables import MemberTables
 from grstats.sources.base import Source
-
-
-class PartHealth(Protocol):
-    """How one part is: ok, or not with a reason."""
-
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def reason(self) -> str: ...
-
-
-class HistoryHealthLike(PartHealth, Protocol):
-    """grstats.history's HistoryHealth: also the recent data faults."""
-
-    @property
-    def faults(self) -> tuple[str, ...]: ...
 
 
 class HistorySink(Protocol):
@@ -51,7 +34,7 @@ class HistorySink(Protocol):
 
     async def close(self) -> None: ...
 
-    def health(self) -> HistoryHealthLike: ...
+    def health(self) -> HistoryHealth: ...
 
 
 def now_us() -> int:

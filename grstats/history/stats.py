@@ -14,23 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from grstats.core.history_figures import DropCounts, HistoryFigures
+from grstats.core.history_figures import DropCounts, HistoryFigures, HistoryHealth
 from grstats.core.ratelimit import RateLimit
 
 __all__ = ["Counters", "DropCounts", "HistoryFigures", "HistoryHealth", "RateLimitedLog"]
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryHealth:
-    """Whether the history is being written; `reason` says why not.
-
-    `faults` are recent data faults (rows dropped, values stored NULL, files
-    quarantined, rows held in memory): /healthz shows them even while `ok`.
-    """
-
-    ok: bool
-    reason: str = ""
-    faults: tuple[str, ...] = ()
 
 
 # HistoryFigures' fields a Counters carries under the same name (the rest:

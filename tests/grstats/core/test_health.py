@@ -12,11 +12,10 @@ from grstats.api.metrics import build_registry
 from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.health import UNCHECKED, Health, HealthReason
-from grstats.core.history_figures import HistoryFigures
+from grstats.core.history_figures import HistoryFigures, HistoryHealth
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.daemon.health import EchoWatch, assemble_snapshot
 from grstats.daemon.notify import status_text
-from grstats.history.stats import HistoryHealth
 from tests.grstats.core.test_tables import make_tables
 
 
