@@ -23,7 +23,7 @@ from pathlib import Path
 
 from _common import machine
 
-from grstats.cli.binlog_scan import DEFAULT_CHUNK_SIZE, Summary, scan_files
+from grstats.offline.binlog_scan import DEFAULT_CHUNK_SIZE, Summary, scan_files
 
 ROW_EVENT_SIZE = 8192
 ROWS_PER_TRX = 8

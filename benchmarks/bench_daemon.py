@@ -51,7 +51,7 @@ from _common import machine
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grstats.cli.mosquitto import (  # noqa: E402 - after the sys.path line so a plain checkout works
+from grstats.cli.demo.mosquitto import (  # noqa: E402 - after the sys.path line so a plain checkout works
     find_mosquitto,
     write_loopback_config,
 )

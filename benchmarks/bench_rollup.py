@@ -132,7 +132,7 @@ def simulate(out: Path, members: int, days: int, start: dt.date = START_DAY) -> 
         (rows written, which generator).
     """
     try:
-        from grstats.cli.backfill import member_ids, simulate_history  # noqa: PLC0415
+        from grstats.offline.backfill import member_ids, simulate_history  # noqa: PLC0415
     except ImportError:  # pragma: no cover - benchmark run without grstats
         return generate(out, members, days, start=start), "pyarrow"
     result = simulate_history(

@@ -44,7 +44,7 @@ import pymysql
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 
-from grstats.cli.mosquitto import find_mosquitto, write_loopback_config
+from grstats.cli.demo.mosquitto import find_mosquitto, write_loopback_config
 from grstats.core import columns
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.sql import SqlServer

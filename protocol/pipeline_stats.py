@@ -70,24 +70,6 @@ MALFORMED_PAYLOAD_LENGTH: Final = "Malformed payload length"
 _GTIDS_PRESENT_TRUE: Final = 0x31  # ASCII '1'; every other byte decodes as false
 _GTIDS_PRESENT_FALSE: Final = 0x30  # ASCII '0', what the encoder writes for false
 
-#: P_S column of replication_group_member_stats fed by each field (PROTOCOL.md section 4);
-#: None for fields that P_S does not show.
-PS_COLUMNS: Final[dict[str, str | None]] = {
-    "transactions_waiting_certification": "COUNT_TRANSACTIONS_IN_QUEUE",
-    "transactions_waiting_apply": "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-    "transactions_certified": "COUNT_TRANSACTIONS_CHECKED",
-    "transactions_applied": "COUNT_TRANSACTIONS_REMOTE_APPLIED",
-    "transactions_local": "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
-    "transactions_negative_certified": "COUNT_CONFLICTS_DETECTED",
-    "transactions_rows_validating": "COUNT_TRANSACTIONS_ROWS_VALIDATING",
-    "transaction_gtids_present": None,
-    "transactions_committed_all_members": "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
-    "transaction_last_conflict_free": "LAST_CONFLICT_FREE_TRANSACTION",
-    "transactions_local_rollback": "COUNT_TRANSACTIONS_LOCAL_ROLLBACK",
-    "flow_control_mode": None,
-    "sent_timestamp": None,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class PipelineStats:

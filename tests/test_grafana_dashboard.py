@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.core import columns
+from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.core.snapshot import (
     MEMBER_STATS_COLUMNS,
     MEMBER_STATUS_COLUMNS,
@@ -27,7 +28,6 @@ from grstats.core.snapshot import (
     DaemonCounters,
     DaemonSnapshot,
     Departed,
-    HistoryFigures,
 )
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "config" / "grafana-dashboard.json"
@@ -75,7 +75,7 @@ def _full_snapshot() -> DaemonSnapshot:
         ),
         gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
         history=HistoryFigures(
-            dropped={"invalid": 1, "duplicate": 1}, values_nulled={"x": 1}, files_quarantined=1
+            dropped=DropCounts(invalid=1, duplicate=1), values_nulled={"x": 1}, files_quarantined=1
         ),
         departed=(Departed("g", "99999999-9999-9999-9999-999999999999", "UNREACHABLE", 0),),
     )

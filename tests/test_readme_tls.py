@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grstats.cli.mosquitto import SecureFiles, find_mosquitto
+from grstats.cli.demo.mosquitto import SecureFiles, find_mosquitto
 from tests.fixtures.broker import ACCOUNTS, READER, Broker, free_port
 from tests.fixtures.paths import REPO_ROOT
 

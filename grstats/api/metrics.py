@@ -54,7 +54,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from grstats.api.applier_metrics import applier_families
 from grstats.api.flow_metrics import flow_families
 from grstats.api.gtid_metrics import gtid_families
-from grstats.api.health import ApiStats, health_reasons, tracked_health_reasons
+from grstats.api.health import ApiStats
 from grstats.api.lag_metrics import lag_families
 from grstats.api.self_metrics import register_process_collectors
 from grstats.api.table_metrics import declared_families
@@ -349,7 +349,7 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "grstats_history_rows_dropped",
         "History rows that will never be stored, by reason.",
         "reason",
-        h.dropped,
+        h.dropped.by_reason(),
     )
     yield GaugeMetricFamily(
         "grstats_history_rows_buffered",
@@ -521,9 +521,8 @@ def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "1 while this reason degrades /healthz, else 0 (one series per tracked reason).",
         labels=("reason",),
     )
-    active = set(health_reasons(snapshot))
-    for reason in dict.fromkeys((*tracked_health_reasons(snapshot), *sorted(active))):
-        status.add_metric([reason], 1 if reason in active else 0)
+    for reason, active in snapshot.health.status().items():
+        status.add_metric([reason], active)
     yield status
 
 

@@ -10,10 +10,10 @@ half-applied message.
 Invariants (every bound has a counter, see `ApiStats`, exported on /metrics):
 - at most `max_connections` connections are served at once; one more is
   answered 503 with `Retry-After` and closed at once (refused "limit");
-- the request head must arrive within `head_timeout_s` (else the connection is
+- the request head must arrive within `head_timeout` (else the connection is
   dropped, timed out "read") and fit in `max_request_bytes` (else 431,
   refused "too_large");
-- the whole answer must be taken by the client within `write_timeout_s`, else
+- the whole answer must be taken by the client within `write_timeout`, else
   the connection is aborted and its buffers freed (timed out "write");
 - a connection buffers at most `write_buffer_bytes` in user space (the
   answer is written in slices of that size, draining between them) and asks
@@ -28,8 +28,9 @@ Routes (GET; HEAD answers the same head without the body):
 - `/v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON for
   an unknown table. `/v1/tables`: the table names.
 - `/healthz`: 200 when no fault degrades the daemon, else 503; JSON body
-  with status, reasons (`grstats.api.health.health_reasons`), bus_connected,
-  members, uptime_s, counters and the API's own counters.
+  with status, reasons (the daemon's `core.health` codes, each once), details
+  (each reason's text), bus_connected, members, uptime_s, counters and the
+  API's own counters.
 - `/metrics`: Prometheus text exposition (`grstats.api.metrics`).
 """
 
@@ -47,9 +48,11 @@ import structlog
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats, health_reasons
+from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.metrics import snapshot_registry
+from grstats.api.options import ApiOptions
 from grstats.api.self_metrics import process_registry
+from grstats.core.ratelimit import RateLimit
 from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
 
 __all__ = ["ApiServer"]
@@ -82,36 +85,20 @@ class ApiServer:
     """Serve the snapshot over HTTP, within stated bounds.
 
     Args:
-        host: address to bind (127.0.0.1 by default configuration).
-        port: TCP port; 0 binds an ephemeral port (see `port` after `start()`).
+        options: where to listen and the bounds (`ApiOptions`); port 0 binds
+            an ephemeral port (see `port` after `start()`).
         get_snapshot: returns the current snapshot; never blocks.
-        max_connections: connections served at once; more are refused with 503.
-        head_timeout_s: time a client has to send its whole request head.
-        write_timeout_s: time a client has to take the whole answer.
-        max_request_bytes: bound on the request head (request line + headers).
-        write_buffer_bytes: user-space and kernel send buffer per connection.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        get_snapshot: Callable[[], DaemonSnapshot],
-        *,
-        max_connections: int = 64,
-        head_timeout_s: float = 5.0,
-        write_timeout_s: float = 10.0,
-        max_request_bytes: int = 8192,
-        write_buffer_bytes: int = 65536,
-    ) -> None:
-        self._host = host
-        self._requested_port = port
+    def __init__(self, options: ApiOptions, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
+        self._host = options.host
+        self._requested_port = port = options.port
         self._get_snapshot = get_snapshot
-        self._max_connections = max_connections
-        self._head_timeout_s = head_timeout_s
-        self._write_timeout_s = write_timeout_s
-        self._max_request_bytes = max_request_bytes
-        self._write_buffer_bytes = write_buffer_bytes
+        self._max_connections = options.max_connections
+        self._head_timeout_s = options.head_timeout
+        self._write_timeout_s = options.write_timeout
+        self._max_request_bytes = options.max_request_bytes
+        self._write_buffer_bytes = options.write_buffer_bytes
         self._snapshot_registry = snapshot_registry(get_snapshot)
         self._process_registry = process_registry(self.stats)
         self._server: asyncio.Server | None = None
@@ -119,7 +106,7 @@ class ApiServer:
         self._open = 0
         self._refusing = 0
         self._transports: set[asyncio.WriteTransport] = set()
-        self._last_drop_log = -_DROP_LOG_EVERY_S
+        self._drop_log = RateLimit(_DROP_LOG_EVERY_S)
         self._accepted = 0
         self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
         self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
@@ -222,12 +209,12 @@ class ApiServer:
     def _count(self, counters: dict[str, int], key: str) -> None:
         """Count a refused or dropped connection; log the totals at most once a minute."""
         counters[key] += 1
-        now = time.monotonic()
-        if now - self._last_drop_log >= _DROP_LOG_EVERY_S:
-            self._last_drop_log = now
+        suppressed = self._drop_log.admit(time.monotonic())
+        if suppressed is not None:
             log.warning(
                 "api.connections_dropped",
                 last=key,
+                suppressed=suppressed,
                 refused=dict(self._refused),
                 timed_out=dict(self._timed_out),
                 open=self._open,
@@ -317,12 +304,12 @@ class ApiServer:
         return _json(404, {"error": "not found", "path": path})
 
     def _health(self, snapshot: DaemonSnapshot) -> Response:
-        reasons = health_reasons(snapshot)
+        reasons = snapshot.health.codes()
         api = self.stats()
         body = {
             "status": "degraded" if reasons else "ok",
             "reasons": list(reasons),
-            "details": list(snapshot.health),
+            "details": list(snapshot.health.details()),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
             "members": len(snapshot.members),
             "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),

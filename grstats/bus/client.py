@@ -77,6 +77,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from grstats.bus.options import BusOptions
+from grstats.core.ratelimit import RateLimit
 
 __all__ = ["Bus", "BusOptions", "LastWill", "MessageHandler"]
 
@@ -132,24 +133,6 @@ def _hand_over_to(handler: MessageHandler) -> type[asyncio.Queue[aiomqtt.Message
     # aiomqtt instantiates `queue_type(maxsize=...)` itself, so the handler
     # travels on a class made for this Bus.
     return type("_BusHandOverQueue", (_HandOverQueue,), {"handler": staticmethod(handler)})
-
-
-class _RateLimit:
-    """Admit one event per `interval_s`; count the ones refused in between."""
-
-    def __init__(self, interval_s: float) -> None:
-        self._interval_s = interval_s
-        self._next_at = float("-inf")
-        self._suppressed = 0
-
-    def admit(self, now: float) -> int | None:
-        """None to stay quiet, else how many were suppressed since the last admitted one."""
-        if now < self._next_at:
-            self._suppressed += 1
-            return None
-        suppressed, self._suppressed = self._suppressed, 0
-        self._next_at = now + self._interval_s
-        return suppressed
 
 
 def _describe(exc: BaseException) -> str:
@@ -211,7 +194,7 @@ class Bus:
         self._on_connect = on_connect
         self._client: aiomqtt.Client | None = None
         self._closing = asyncio.Event()
-        self._warnings = _RateLimit(WARN_INTERVAL_S)
+        self._warnings = RateLimit(WARN_INTERVAL_S)
         self.connected = asyncio.Event()
         self.failed = asyncio.Event()
         self.ever_connected = asyncio.Event()

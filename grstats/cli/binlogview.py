@@ -1,7 +1,7 @@
 """How `grstats binlog` shows what it found: decoded events, transaction rows, summaries, progress.
 
 The command module (`grstats.cli.commands.binlog`) parses options and calls
-these; the scanning itself is `grstats.cli.binlog_scan`.
+these; the scanning itself is `grstats.offline.binlog_scan`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from grstats.cli.binlog_scan import DelayStats, Summary, Transaction, timestamp_text
+from grstats.core.ratelimit import RateLimit
+from grstats.offline.binlog_scan import DelayStats, Summary, Transaction, timestamp_text
 from protocol import (
     EVENT_TYPE_NAMES,
     DecodedEvent,
@@ -111,15 +112,13 @@ class Progress:
     def __init__(self, stream: TextIO, *, enabled: bool) -> None:
         self._stream = stream
         self._enabled = enabled and stream.isatty()
-        self._last = 0.0
+        self._redraw = RateLimit(0.25)
 
     def __call__(self, path: Path, done: int, size: int) -> None:
         if not self._enabled:
             return
-        now = time.monotonic()
-        if now - self._last < 0.25 and done < size:
+        if self._redraw.admit(time.monotonic()) is None and done < size:
             return
-        self._last = now
         share = f"{100 * done // size}%" if size else ""
         self._stream.write(f"\r\x1b[K{path.name}: {share} ({done >> 20} / {size >> 20} MiB)")
         self._stream.flush()

@@ -1,25 +1,25 @@
 """`grstats flow --bus`: replay MySQL's flow control over what the broker carries for a while.
 
 Strategy: flow control is a judgement over successive stats, so one look at
-the retained topics (busread.py) is not enough. `replay_flow_async` listens to
-`<prefix>/<group or +>/+/+` for a bounded time, admits every message through a
-collector-mode `core.tables.MemberTables` (the daemon's validation, sequence
-and incarnation rules), feeds each accepted stats message to its group's
-`core.flowreplay.FlowReplay` and steps every replay once per flow-control
-period, as MySQL does. The retained copies come first: each member's last
-message, so a member already over its threshold shows at once; it is fed at
-the time it was sent (the registry's last-seen time), not at its arrival, so
-the first rate after it is not inflated.
+the retained topics (busread.py) is not enough. `replay_flow_async` listens
+(`grstats.cli.buslisten`: one group, or every group) for a bounded time,
+admits every message through a collector-mode `core.tables.MemberTables`
+(the daemon's validation, sequence and incarnation rules), feeds each
+accepted stats message to its group's `core.flowreplay.FlowReplay` and steps
+every replay once per flow-control period, as MySQL does. The retained
+copies come first: each member's last message, so a member already over its
+threshold shows at once; it is fed at the time it was sent (the registry's
+last-seen time), not at its arrival, so the first rate after it is not
+inflated.
 
 The rows are the daemon's grstats_flow_control rows, minus the local
 server's own figures (SERVER_*: NULL, the bus does not carry them), sorted by
 group then member. The thresholds must be the group's (trap 20): they come
 from the config's [flow_control], MySQL's defaults otherwise.
 
-Invariants: the event loop is private to the call (`asyncio.run`); the bus
-task is owned by a TaskGroup and closed before returning; the listening time
-is bounded by `seconds`; a broker that does not accept the connection within
-`deadline_s` is a `ReadError`, never a hang.
+Invariants: the event loop is private to the call (`asyncio.run`); the
+listening time is bounded by `seconds`; a broker that does not accept the
+connection within `deadline_s` is a `ReadError` (`buslisten`), never a hang.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
-from grstats.bus.probe import explain, first_connect
-from grstats.cli.errors import ReadError
+from grstats.cli.buslisten import listen
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.snapshot import Row
@@ -128,39 +126,41 @@ async def replay_flow_async(
     Raises:
         ReadError: the broker did not accept a connection before the deadline.
     """
-    listen = FlowListen(settings, catch_up_limit_s)
+    flow = FlowListen(settings, catch_up_limit_s)
 
     def handle(topic: str, payload: bytes, retained: bool) -> None:
-        listen.receive(topic, payload, _now_us(), retained=retained)
+        flow.receive(topic, payload, _now_us(), retained=retained)
 
-    topic_filter = f"{prefix.rstrip('/')}/{group or '+'}/+/+"
-    bus = Bus(options, subscriptions=[topic_filter], handler=handle)
     loop = asyncio.get_running_loop()
-    async with asyncio.TaskGroup() as tasks:
-        tasks.create_task(bus.run(), name="busflow")
-        error = await first_connect(bus, deadline_s)
-        connected = error is None
-        if connected:
-            start = loop.time()
-            end = start + seconds
-            next_step = start + settings.period
-            while (now := loop.time()) < end:
-                await asyncio.sleep(min(next_step, end) - now)
-                if loop.time() >= next_step:
-                    listen.step(_now_us())
-                    next_step += settings.period
-                    if progress is not None:
-                        progress(
-                            f"listening {min(loop.time() - start, seconds):.1f}/{seconds:g} s:"
-                            f" {listen.messages} stats messages from {listen.members} members,"
-                            f" {listen.steps} flow-control steps"
-                        )
-            if listen.steps == 0:  # shorter than one period: judge once at the end
-                listen.step(_now_us())
-        await bus.close()
-    if error is not None:
-        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
-    return listen.rows()
+
+    async def step_for_a_while() -> None:
+        start = loop.time()
+        end = start + seconds
+        next_step = start + settings.period
+        while (now := loop.time()) < end:
+            await asyncio.sleep(min(next_step, end) - now)
+            if loop.time() >= next_step:
+                flow.step(_now_us())
+                next_step += settings.period
+                if progress is not None:
+                    progress(
+                        f"listening {min(loop.time() - start, seconds):.1f}/{seconds:g} s:"
+                        f" {flow.messages} stats messages from {flow.members} members,"
+                        f" {flow.steps} flow-control steps"
+                    )
+        if flow.steps == 0:  # shorter than one period: judge once at the end
+            flow.step(_now_us())
+
+    await listen(
+        options,
+        prefix=prefix,
+        group=group,
+        handler=handle,
+        body=step_for_a_while,
+        deadline_s=deadline_s,
+        name="busflow",
+    )
+    return flow.rows()
 
 
 def replay_flow(

@@ -2,17 +2,15 @@
 
 Strategy: every member's last stats envelope, its last GTID-bearing envelope
 and its `online`/`offline` status are retained on the broker, so a client that
-subscribes sees the whole group at once. `read_snapshot` connects through
-`grstats.bus.client.Bus` (the only aiomqtt user), subscribes to
-`<prefix>/<group or +>/+/+`, feeds every message to a collector-mode
+subscribes sees the whole group at once. `read_snapshot` listens through
+`grstats.cli.buslisten` (one group, or every group), feeds every message to a collector-mode
 `grstats.core.tables.MemberTables` (the daemon's own validation and mapping, no
 local member), and stops once the broker has been quiet for `quiet_s` after
 the subscribe — retained messages arrive right after it — or at the deadline.
 
 Invariants: the event loop is private to the call (`asyncio.run`); the bus
-task is owned by a TaskGroup and closed before returning; a broker that
-refuses (login, TLS, protocol) is a `ReadError` with its reason as soon as it
-refuses, one that does not answer before the deadline is one then, never a hang.
+is closed before returning; a broker that refuses is a `ReadError`
+(`buslisten`), never a hang.
 """
 
 from __future__ import annotations
@@ -20,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from grstats.bus.client import Bus
 from grstats.bus.options import BusOptions
-from grstats.bus.probe import explain, first_connect
-from grstats.cli.errors import ReadError
+from grstats.cli.buslisten import listen
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
 
@@ -65,26 +61,26 @@ async def read_snapshot_async(
         tables.receive(topic, payload, _now_us(), retained=retained)
         arrived.set()
 
-    topic_filter = f"{prefix.rstrip('/')}/{group or '+'}/+/+"
-    bus = Bus(options, subscriptions=[topic_filter], handler=handle)
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
-    async with asyncio.TaskGroup() as tasks:
-        tasks.create_task(bus.run(), name="busread")
-        error = await first_connect(bus, deadline_s)
-        connected = error is None
-        while connected:
+
+    async def until_quiet() -> None:
+        while (remaining := end - loop.time()) > 0:
             arrived.clear()
-            remaining = end - loop.time()
-            if remaining <= 0:
-                break
             try:
                 await asyncio.wait_for(arrived.wait(), min(quiet_s, remaining))
             except TimeoutError:
-                break
-        await bus.close()
-    if error is not None:  # the broker's (or TLS library's) own words, as soon as known
-        raise ReadError(f"MQTT broker at {options.host}:{options.port}: {explain(error, options)}")
+                return
+
+    await listen(
+        options,
+        prefix=prefix,
+        group=group,
+        handler=handle,
+        body=until_quiet,
+        deadline_s=deadline_s,
+        name="busread",
+    )
     return tables.snapshot(_now_us())
 
 

@@ -29,7 +29,10 @@ from grstats.config._reader import (
     text,
 )
 from grstats.config._settings import (
+    API_SPECS,
     BUS_SPECS,
+    FLOW_CONTROL_SPECS,
+    SQL_SPECS,
     ApiSettings,
     BusSettings,
     FlowControlConfig,
@@ -125,13 +128,11 @@ def _parse_bus(s: Section, *, resolve: bool = True) -> BusSettings:
 def _parse_flow_control(s: Section) -> FlowControlConfig:
     """[flow_control], with the checks across keys of the core settings (min_quota must
     not exceed max_quota, as MySQL refuses) named on their key."""
-    flow = FlowControlConfig(**read_fields(s, FlowControlConfig))
     try:
-        flow.core()
+        return FlowControlConfig(**read_fields(s, FlowControlConfig, FLOW_CONTROL_SPECS))
     except ValueError as exc:
         key, _, problem = str(exc).partition(": ")
         raise s.fail(key, problem) from None
-    return flow
 
 
 def _parse_publish(s: Section) -> PublishSettings:
@@ -152,14 +153,14 @@ def _parse_listen(s: Section) -> ApiSettings:
     host, sep, port_text = listen.rpartition(":")
     if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
         raise s.fail("listen", f'expected "host:port" (port 0-65535), got {show(listen)}')
-    fields = read_fields(s, ApiSettings)
+    fields = read_fields(s, ApiSettings, API_SPECS)
     return ApiSettings(host=host.strip("[]"), port=int(port_text), **fields)
 
 
 def _parse_sql(s: Section, history: HistorySettings) -> SqlSettings:
     """[sql]: off unless `listen`; a password (env or file, never inline) when on."""
     listen = s.string("listen", "")
-    fields = read_fields(s, SqlSettings)
+    fields = read_fields(s, SqlSettings, SQL_SPECS)
     secret = read_secret(s, "password_env", "password_file")
     if "password" in s.data:
         raise s.fail("password", "never inline: use password_env or password_file")
@@ -316,7 +317,5 @@ def load_client_settings(
     return ClientSettings(
         api=_parse_listen(table(name, doc, "api")),
         bus=_parse_bus(Section(name, "bus", {**base, **overrides}), resolve=bus),
-        flow_control=FlowControlConfig(
-            **read_fields(table(name, doc, "flow_control"), FlowControlConfig)
-        ),
+        flow_control=_parse_flow_control(table(name, doc, "flow_control")),
     )

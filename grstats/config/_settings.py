@@ -1,9 +1,15 @@
-"""The typed settings: each key's default and check, stated once, here.
+"""The typed settings: each key's check stated once, here; its default once, below.
 
 A field declared with `setting(default, spec)` is the TOML key of the same
 name in its section; the parser (`grstats.config._load`) reads the fields, so
 adding a key is adding a field. Fields without a spec are derived (`password`
 from password_env / password_file, `[api] host/port` from `listen`).
+
+The runtime owns the defaults: a section whose runtime dataclass lives below
+config inherits it (`BusSettings(BusOptions)`, `ApiSettings(ApiOptions)`,
+`SqlSettings(SqlOptions)`, `FlowControlConfig(FlowControlSettings)`) and
+adds only the checks of the inherited keys (`*_SPECS`); [limits] and
+[publish] take their defaults from core's `Limits` and `RegistryLimits`.
 """
 
 from __future__ import annotations
@@ -12,18 +18,25 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grstats.api.options import ApiOptions
 from grstats.bus.options import BusOptions
 from grstats.config._reader import Spec, flag, integer, number, optional_text, setting, text
-from grstats.core.flowcontrol import FlowControlSettings
+from grstats.core.admission import Limits
+from grstats.core.flowcontrol import FLOW_CONTROL_BOUNDS, FLOW_CONTROL_MODES, FlowControlSettings
+from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
+from grstats.core.registry import RegistryLimits
+from grstats.sql.options import SqlOptions
 
 if TYPE_CHECKING:  # the source modules are imported only for the configured source
     from grstats.sources.mysql import MySQLSettings
     from grstats.sources.simulated.settings import SimulationSettings
-    from grstats.sql.options import SqlOptions
 
 __all__ = [
+    "API_SPECS",
     "BUS_SPECS",
     "DEFAULT_CONFIG_PATH",
+    "FLOW_CONTROL_SPECS",
+    "SQL_SPECS",
     "ApiSettings",
     "BusSettings",
     "HistorySettings",
@@ -38,6 +51,8 @@ __all__ = [
 DEFAULT_CONFIG_PATH = Path("/etc/grstats/grstats.toml")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("auto", "json", "console")
+_ADMISSION = Limits()  # the runtime bounds whose defaults [limits] and [publish] take
+_REGISTRY = RegistryLimits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,27 +89,29 @@ class BusSettings(BusOptions):
 
 @dataclass(frozen=True, slots=True)
 class PublishSettings:
-    period: float = setting(1.0, number(0.05, 3600.0))
+    """[publish]: the timing defaults are core.registry's `RegistryLimits`' (in seconds)."""
+
+    period: float = setting(_REGISTRY.period_s, number(0.05, 3600.0))
     # 30-60 s as MySQL; 0.1 s and up only with allow_short_gtid_interval (tests)
     gtid_interval: float = setting(30.0, number(30.0, 60.0))
-    unreachable_after: int = setting(5, integer(1, 1_000_000))
-    forget_after: float = setting(60.0, number(0.1, 30 * 86400.0))
+    unreachable_after: int = setting(_REGISTRY.unreachable_after, integer(1, 1_000_000))
+    forget_after: float = setting(_REGISTRY.forget_after_s, number(0.1, 30 * 86400.0))
+
+
+# The checks of the fields ApiSettings inherits from grstats.api.options.ApiOptions
+# (whose defaults are the defaults); host/port come from `listen = "host:port"`.
+API_SPECS: dict[str, Spec] = {
+    "max_connections": integer(1, 10_000),
+    "head_timeout": number(0.1, 600.0),
+    "write_timeout": number(0.1, 600.0),
+    "max_request_bytes": integer(1024, 1 << 20),
+    "write_buffer_bytes": integer(4096, 1 << 24),
+}
 
 
 @dataclass(frozen=True, slots=True)
-class ApiSettings:
-    host: str = "127.0.0.1"  # [api] listen = "host:port"
-    port: int = 8437
-    max_connections: int = setting(64, integer(1, 10_000))
-    head_timeout: float = setting(5.0, number(0.1, 600.0))
-    write_timeout: float = setting(10.0, number(0.1, 600.0))
-    max_request_bytes: int = setting(8192, integer(1024, 1 << 20))
-    write_buffer_bytes: int = setting(65536, integer(4096, 1 << 24))
-
-    @property
-    def listen(self) -> str:
-        """The `host:port` text of `[api] listen`."""
-        return f"{self.host}:{self.port}"
+class ApiSettings(ApiOptions):
+    """[api]: the local HTTP API (`listen` gives host and port)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +127,30 @@ class HistorySettings:
     log_interval: float = setting(60.0, number(1.0, 86400.0))
 
 
+# The checks of the fields SqlSettings inherits from grstats.sql.options.SqlOptions
+# (whose defaults are the defaults); host/port come from `listen`, password_hash
+# from password_env / password_file.
+SQL_SPECS: dict[str, Spec] = {
+    "user": text(nonempty=True),
+    "max_connections": integer(1, 1024),
+    "query_timeout": number(0.05, 3600.0),
+    "max_rows": integer(1, 100_000_000),
+    "max_result_bytes": integer(1024, 1 << 34),
+    "history_dir": text(),
+    "rollups_dir": text(),
+    "tls_cert_file": text(),
+    "tls_key_file": text(),
+    "tls_required": flag(),
+    "threads": integer(1, 256),
+    "memory_limit": text(nonempty=True),
+    "handshake_timeout": number(0.1, 3600.0),
+    "idle_timeout": number(1.0, 31536000.0),
+    "max_statement_bytes": integer(256, 1 << 30),
+}
+
+
 @dataclass(frozen=True, slots=True)
-class SqlSettings:
+class SqlSettings(SqlOptions):
     """[sql]: the MySQL-protocol endpoint (off unless `listen` is set).
 
     `host`/`port` come from `listen`; `password_hash` from password_env /
@@ -119,24 +158,9 @@ class SqlSettings:
     hash); an empty `history_dir` means [history] dir.
     """
 
-    host: str = ""  # [sql] listen = "host:port"; "" = off
+    # [sql] listen = "host:port"; "" = off (the endpoint alone defaults to a port)
+    host: str = ""
     port: int = 0
-    user: str = setting("grstats", text(nonempty=True))
-    password_hash: str = ""
-    max_connections: int = setting(16, integer(1, 1024))
-    query_timeout: float = setting(10.0, number(0.05, 3600.0))
-    max_rows: int = setting(100_000, integer(1, 100_000_000))
-    max_result_bytes: int = setting(64 << 20, integer(1024, 1 << 34))
-    history_dir: str = setting("", text())
-    rollups_dir: str = setting("", text())
-    tls_cert_file: str = setting("", text())
-    tls_key_file: str = setting("", text())
-    tls_required: bool = setting(False, flag())
-    threads: int = setting(1, integer(1, 256))
-    memory_limit: str = setting("256MB", text(nonempty=True))
-    handshake_timeout: float = setting(10.0, number(0.1, 3600.0))
-    idle_timeout: float = setting(600.0, number(1.0, 31536000.0))
-    max_statement_bytes: int = setting(64 << 10, integer(256, 1 << 30))
     # the endpoint's own process under `grstats run` / `collect` (0: no limit)
     max_address_space: int = setting(8 << 30, integer(0, 1 << 48))  # RLIMIT_AS, bytes
     max_cpu_seconds: int = setting(3600, integer(0, 1 << 31))  # RLIMIT_CPU, then a restart
@@ -150,38 +174,37 @@ class SqlSettings:
         return bool(self.host)
 
     def options(self) -> SqlOptions:
-        """The endpoint's options (the same fields)."""
-        from grstats.sql.options import SqlOptions  # noqa: PLC0415 - only with [sql]
-
+        """The endpoint's own options (without the process's), as sent to its process."""
         return SqlOptions(**{f.name: getattr(self, f.name) for f in fields(SqlOptions)})
 
 
 @dataclass(frozen=True, slots=True)
 class LimitSettings:
-    max_envelope_size: int = setting(65536, integer(256, 1 << 24))
-    max_status_size: int = setting(64, integer(16, 4096))
-    max_members_per_group: int = setting(64, integer(1, 100_000))
-    max_groups: int = setting(1024, integer(1, 1_000_000))
-    max_clock_skew: float = setting(300.0, number(1.0, 86400.0))
+    """[limits]: core.admission's `Limits` and core.registry's `RegistryLimits` own
+    the defaults (their field names differ: `_s` for seconds), config the checks."""
+
+    max_envelope_size: int = setting(_ADMISSION.max_envelope_size, integer(256, 1 << 24))
+    max_status_size: int = setting(_ADMISSION.max_status_size, integer(16, 4096))
+    max_members_per_group: int = setting(_REGISTRY.max_members_per_group, integer(1, 100_000))
+    max_groups: int = setting(_REGISTRY.max_groups, integer(1, 1_000_000))
+    max_clock_skew: float = setting(_ADMISSION.max_clock_skew_s, number(1.0, 86400.0))
+
+
+# The checks of the fields FlowControlConfig inherits from core.flowcontrol's
+# FlowControlSettings, whose defaults (and ranges) are MySQL's.
+FLOW_CONTROL_SPECS: dict[str, Spec] = {
+    "mode": text(choices=FLOW_CONTROL_MODES),
+    **{name: integer(lo, hi) for name, (lo, hi) in FLOW_CONTROL_BOUNDS.items()},
+}
 
 
 @dataclass(frozen=True, slots=True)
-class FlowControlConfig:
+class FlowControlConfig(FlowControlSettings):
     """[flow_control]: MySQL's group_replication_flow_control_* variables (prefix
     dropped, MySQL's defaults) that the flow-control replay (and the simulated
     group) use, plus grstats' failover catch-up limit."""
 
-    mode: str = setting("QUOTA", text(choices=("QUOTA", "DISABLED")))
-    period: int = setting(1, integer(1, 60))
-    certifier_threshold: int = setting(25000, integer(0, 2147483647))
-    applier_threshold: int = setting(25000, integer(0, 2147483647))
-    hold_percent: int = setting(10, integer(0, 100))
-    release_percent: int = setting(50, integer(0, 1000))
-    member_quota_percent: int = setting(0, integer(0, 100))
-    min_quota: int = setting(0, integer(0, 2147483647))
-    min_recovery_quota: int = setting(0, integer(0, 2147483647))
-    max_quota: int = setting(0, integer(0, 2147483647))
-    failover_catch_up_limit: float = setting(60.0, number(0.0, 86400.0))
+    failover_catch_up_limit: float = setting(DEFAULT_CATCH_UP_LIMIT_S, number(0.0, 86400.0))
 
     def core(self) -> FlowControlSettings:
         """The core settings (everything but failover_catch_up_limit)."""

@@ -17,8 +17,12 @@ two GTID texts after them: the fixed file order of DESIGN.md section 6.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Final, Literal
+
+from protocol import PipelineStats
 
 ColumnKind = Literal["text", "id", "counter", "gauge", "number", "timestamp"]
 
@@ -914,6 +918,16 @@ TABLES: Final = (
 STATS_ITEM_COLUMNS: Final = tuple(
     [c for c in MEMBER_STATS.columns if c.item is not None and c.numeric]
     + [c for c in MEMBER_STATS.columns if c.item is not None and not c.numeric]
+)
+
+
+# Every PipelineStats field -> the replication_group_member_stats column it feeds
+# (None: P_S does not show it), in the message's field order (`grstats decode`).
+PS_COLUMN_OF_FIELD: Final[Mapping[str, str | None]] = MappingProxyType(
+    {
+        f.name: next((c.name for c in MEMBER_STATS.columns if c.item == f.name), None)
+        for f in fields(PipelineStats)
+    }
 )
 
 

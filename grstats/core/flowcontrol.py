@@ -18,8 +18,11 @@ zero; a step with mode DISABLED zeroes quota and used. No clock, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
+    "FLOW_CONTROL_BOUNDS",
+    "FLOW_CONTROL_MODES",
     "MAXTPS",
     "MODE_DISABLED",
     "MODE_QUOTA",
@@ -27,7 +30,12 @@ __all__ = [
     "FlowControlSettings",
     "FlowEntry",
     "StepResult",
+    "capacity_floor",
+    "certifier_bound",
+    "holds",
     "needs_flow_control",
+    "smallest_quota",
+    "writer_quota",
 ]
 
 MAXTPS = 2_147_483_647
@@ -35,6 +43,19 @@ MODE_DISABLED = 0  # PipelineStats.flow_control_mode values (item 12)
 MODE_QUOTA = 1
 EXPIRY_STEPS = 10  # entries not updated for this many steps are purged on a hold
 _U64 = (1 << 64) - 1
+FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")
+# MySQL's range of each integer variable (the config's checks are these too)
+FLOW_CONTROL_BOUNDS = {
+    "period": (1, 60),
+    "certifier_threshold": (0, MAXTPS),
+    "applier_threshold": (0, MAXTPS),
+    "hold_percent": (0, 100),
+    "release_percent": (0, 1000),
+    "member_quota_percent": (0, 100),
+    "min_quota": (0, MAXTPS),
+    "min_recovery_quota": (0, MAXTPS),
+    "max_quota": (0, MAXTPS),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,20 +77,9 @@ class FlowControlSettings:
     max_quota: int = 0
 
     def __post_init__(self) -> None:
-        if self.mode not in ("QUOTA", "DISABLED"):
+        if self.mode not in FLOW_CONTROL_MODES:
             raise ValueError(f"mode: expected QUOTA or DISABLED, got {self.mode!r}")
-        bounds = {
-            "period": (1, 60),
-            "certifier_threshold": (0, MAXTPS),
-            "applier_threshold": (0, MAXTPS),
-            "hold_percent": (0, 100),
-            "release_percent": (0, 1000),
-            "member_quota_percent": (0, 100),
-            "min_quota": (0, MAXTPS),
-            "min_recovery_quota": (0, MAXTPS),
-            "max_quota": (0, MAXTPS),
-        }
-        for name, (lo, hi) in bounds.items():
+        for name, (lo, hi) in FLOW_CONTROL_BOUNDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ValueError(f"{name}: expected an integer {lo}-{hi}, got {value!r}")
@@ -89,12 +99,70 @@ class FlowEntry:
     mode: int = MODE_QUOTA
 
 
+def holds(mode: Any, waiting_certification: Any, waiting_apply: Any, s: FlowControlSettings) -> Any:
+    """Whether a receiver counts a hold: the sender's mode is QUOTA, a queue over *our* threshold.
+
+    Elementwise: ints give a bool, numpy columns a boolean column (the
+    simulator's bulk replay asks for whole days at once).
+    """
+    return (mode == MODE_QUOTA) & (
+        (waiting_certification > s.certifier_threshold) | (waiting_apply > s.applier_threshold)
+    )
+
+
 def needs_flow_control(entry: FlowEntry, settings: FlowControlSettings) -> bool:
     """Whether a receiver counts a hold for this message (sender's mode, our thresholds)."""
-    return entry.mode == MODE_QUOTA and (
-        entry.waiting_certification > settings.certifier_threshold
-        or entry.waiting_apply > settings.applier_threshold
-    )
+    return bool(holds(entry.mode, entry.waiting_certification, entry.waiting_apply, settings))
+
+
+def certifier_bound(certifier_excess: Any, applier_excess: Any) -> Any:
+    """Whether the certifier, not the applier, is a held member's bottleneck (elementwise).
+
+    Args:
+        certifier_excess, applier_excess: each queue less its threshold.
+    """
+    return (certifier_excess > 0) & (certifier_excess >= applier_excess)
+
+
+def capacity_floor(s: FlowControlSettings, *, applier_bound: bool) -> int:
+    """The least capacity a hold grants (PROTOCOL.md section 9).
+
+    5 % of the smaller threshold; min_recovery_quota instead when no member is
+    over the applier threshold (`applier_bound` False); min_quota over both.
+    """
+    floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
+    if s.min_recovery_quota > 0 and not applier_bound:
+        floor = s.min_recovery_quota
+    if s.min_quota > 0:
+        floor = s.min_quota
+    return floor
+
+
+def writer_quota(capacity: int, writers: int, s: FlowControlSettings) -> int:
+    """Each writer's quota from the group's capacity, before the overshoot is taken off.
+
+    The capacity less hold_percent, capped at max_quota, divided among the
+    writers (or member_quota_percent of it, when set) when there are several.
+    """
+    quota = int(capacity * (1 - s.hold_percent / 100))
+    if s.max_quota > 0:
+        quota = min(quota, s.max_quota)
+    if writers > 1:
+        if s.member_quota_percent == 0:
+            quota //= writers
+        else:
+            quota = int(quota * (s.member_quota_percent / 100))
+    return quota
+
+
+def smallest_quota(s: FlowControlSettings, members: int) -> int:
+    """The smallest positive quota per writer a hold can give a group of `members`.
+
+    The lower of the two floors, every member a writer, at least 1; a release
+    only raises a quota, so no period of the group is throttled below this.
+    """
+    floor = min(capacity_floor(s, applier_bound=True), capacity_floor(s, applier_bound=False))
+    return max(writer_quota(floor, members, s), 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,19 +265,8 @@ class FlowControl:
                 writers += 1
         writers = max(1, writers)
         capacity = cert_min if 0 < cert_min < apply_min else apply_min
-        floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
-        if s.min_recovery_quota > 0 and non_recovering == 0:
-            floor = s.min_recovery_quota
-        if s.min_quota > 0:
-            floor = s.min_quota
+        floor = capacity_floor(s, applier_bound=non_recovering > 0)
         capacity = max(min(capacity, safe), floor)
-        quota = int(capacity * (1 - s.hold_percent / 100))
-        if s.max_quota > 0:
-            quota = min(quota, s.max_quota)
-        if writers > 1:
-            if s.member_quota_percent == 0:
-                quota //= writers
-            else:
-                quota = int(quota * (s.member_quota_percent / 100))
+        quota = writer_quota(capacity, writers, s)
         quota = quota - extra if quota - extra > 1 else 1
         return quota, writers, capacity, purged

@@ -33,6 +33,7 @@ from grstats.core.flowcontrol import (
     FlowControl,
     FlowControlSettings,
     FlowEntry,
+    certifier_bound,
     needs_flow_control,
 )
 from grstats.core.lagrows import format_timestamp
@@ -137,11 +138,8 @@ class FlowReplay:
             return ""
         s = self.settings
         cert = m.entry.waiting_certification - s.certifier_threshold
-        return (
-            "certifier"
-            if cert > 0 and cert >= m.entry.waiting_apply - s.applier_threshold
-            else "applier"
-        )
+        apply_ = m.entry.waiting_apply - s.applier_threshold
+        return "certifier" if certifier_bound(cert, apply_) else "applier"
 
     def rows(
         self, local_member_id: str = "", server: ServerFlowControl | None = None

@@ -23,6 +23,7 @@ from grstats.core.flowreplay import FlowReplay
 from grstats.core.lag import APPLIER_CHANNEL, MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, HistoryRow
+from grstats.core.sample import in_group
 from grstats.core.snapshot import Row
 from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
 
@@ -109,7 +110,7 @@ def member_row(
     Returns:
         The row keyed by the P_S column names.
     """
-    shown_role = role if underlying_state in ("ONLINE", "RECOVERING") else ""
+    shown_role = role if in_group(underlying_state) else ""
     return {
         col.CHANNEL_NAME: col.GROUP_REPLICATION_CHANNEL,
         col.MEMBER_ID: member_id,

@@ -17,6 +17,15 @@ MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
 
 
+def in_group(state: str) -> bool:
+    """Whether a member in MEMBER_STATE `state` takes part in the group.
+
+    ONLINE and RECOVERING members have a MEMBER_ROLE, publish their stats and
+    count for flow control; OFFLINE, ERROR and UNREACHABLE ones do not.
+    """
+    return state in ("ONLINE", "RECOVERING")
+
+
 @dataclass(frozen=True, slots=True)
 class LocalMember:
     """The local member's identity and state, as replication_group_members shows it.

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grstats.core import columns
+from grstats.core.health import UNCHECKED, Health
+from grstats.core.history_figures import HistoryFigures
 
 Cell = str | int | float | None
 Row = Mapping[str, Cell]
@@ -126,35 +128,6 @@ class DaemonCounters:
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryFigures:
-    """The history writer's figures (DESIGN.md section 6), for /metrics.
-
-    Attributes:
-        rows_written: rows fsynced to the write-ahead log.
-        rows_buffered: rows recorded, not yet fsynced (a gauge).
-        dropped: rows that will never be in the history, by reason.
-        wal_bytes: write-ahead log bytes not yet turned into segments (a gauge).
-        segments_written: Parquet segments written.
-        fsyncs, fsync_seconds_sum, fsync_seconds_max: write-ahead log fsync latency.
-        errors: failed write, segment or housekeeping attempts.
-        values_nulled: values stored as NULL because the column cannot hold them, by column.
-        files_quarantined: unreadable history files moved (or copied) to the quarantine.
-    """
-
-    rows_written: int = 0
-    rows_buffered: int = 0
-    dropped: Mapping[str, int] = field(default_factory=dict)
-    wal_bytes: int = 0
-    segments_written: int = 0
-    fsyncs: int = 0
-    fsync_seconds_sum: float = 0.0
-    fsync_seconds_max: float = 0.0
-    errors: int = 0
-    values_nulled: Mapping[str, int] = field(default_factory=dict)
-    files_quarantined: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class SqlFigures:
     """The SQL endpoint's figures ([sql]), for /metrics and /healthz.
 
@@ -245,7 +218,7 @@ class DaemonSnapshot:
     type error, not a silent 0).
     `gauges` holds point-in-time values: "bus_connected" (0/1), "members_known",
     "source_up" and "history_healthy" (0/1, when the part exists).
-    `health` lists what is degraded, each with its reason ("bus: disconnected").
+    `health` is what the daemon checks and each reason it is degraded (core.health).
     """
 
     taken_at_us: int
@@ -262,7 +235,7 @@ class DaemonSnapshot:
     commit_path: tuple[Row, ...] = ()
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
-    health: tuple[str, ...] = ()  # why the daemon is degraded; empty when healthy
+    health: Health = UNCHECKED  # what the daemon checks, and why it is degraded
     history: HistoryFigures | None = None  # None when history is off
     sql: SqlFigures | None = None  # None when [sql] is off
     departed: tuple[Departed, ...] = ()  # members gone from the tables, for /metrics

@@ -32,6 +32,7 @@ from grstats.core import columns as col
 from grstats.core.admission import MemberKey
 from grstats.core.applierrows import metrics_rows, worker_rows
 from grstats.core.commitpath import commit_path_row
+from grstats.core.health import UNCHECKED, Health
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.registry import MemberRegistry, Remote
@@ -63,7 +64,7 @@ def build_snapshot(
     registry: MemberRegistry,
     counters: DaemonCounters,
     gauges: Mapping[str, float],
-    health: tuple[str, ...] = (),
+    health: Health = UNCHECKED,
 ) -> DaemonSnapshot:
     """Freeze the all-member tables at `now_us`.
 
@@ -75,7 +76,7 @@ def build_snapshot(
         registry: the remote members.
         counters: the daemon's counters.
         gauges: point-in-time values; "members_known" is filled here.
-        health: why the daemon is degraded (empty when healthy).
+        health: what the daemon checks, and why it is degraded.
 
     Returns:
         A new immutable DaemonSnapshot.

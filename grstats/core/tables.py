@@ -37,9 +37,10 @@ from grstats.core.commitpath import commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
+from grstats.core.health import PENDING_GTIDS_FULL, SERVER_ORACLE, UNCHECKED, Health
 from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
-from grstats.core.sample import LocalSample
+from grstats.core.sample import LocalSample, in_group
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
 from grstats.core.snapshot_builder import LocalView, build_snapshot
 from grstats.core.topics import STATS_KIND
@@ -144,7 +145,7 @@ class MemberTables:
         )
         self._local = LocalView(sample, incarnation, seq, commit_path_window(before, report))
         self._local_version += 1
-        if self.flow is not None and sample.member.state in ("ONLINE", "RECOVERING"):
+        if self.flow is not None and in_group(sample.member.state):
             # MySQL steps, then sends its own stats, which come back to it (trap 21)
             self.flow.step(sample.sampled_at_us)
             self._local_state = self._local_state.apply(sample.stats)
@@ -320,26 +321,28 @@ class MemberTables:
         )
 
     def _pending_gauges(self) -> dict[str, float]:
-        full = self.registry.pending_gtids.full()
-        return {
-            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
-            "degraded_pending_gtids_full": 1.0 if full else 0.0,
-        }
+        return {"pending_gtids_bytes": float(self.registry.pending_gtids.bytes)}
 
-    def _pending_health(self) -> tuple[str, ...]:
-        if not self.registry.pending_gtids.full():
-            return ()
-        held = self.registry.pending_gtids.bytes
-        bound = self.registry.pending_gtids.max_bytes
-        return (f"bus: pending gtids hold {held} of {bound} bytes (newcomers refused)",)
-
-    def _oracle_gauge(self, gauges: Mapping[str, float]) -> dict[str, float]:
-        # /healthz: degraded ("server_oracle") while the server's view of a member
-        # disagrees with its daemon (which members and columns: snapshot.health and
-        # grstats_member_status SERVER_DISAGREEMENTS)
+    def _health(self, health: Health) -> Health:
+        """`health` with the tables' own checks: pending GTID sets, the server oracle."""
+        pending = self.registry.pending_gtids
+        health = health.check(
+            PENDING_GTIDS_FULL,
+            *(
+                (
+                    f"bus: pending gtids hold {pending.bytes} of {pending.max_bytes} bytes "
+                    "(newcomers refused)",
+                )
+                if pending.full()
+                else ()
+            ),
+        )
+        # degraded while the server's view of a member disagrees with its daemon
+        # (which members and columns: the details and grstats_member_status
+        # SERVER_DISAGREEMENTS)
         if self.oracle is None:
-            return dict(gauges)
-        return {**gauges, "degraded_server_oracle": 1.0 if self.oracle.current else 0.0}
+            return health
+        return health.check(SERVER_ORACLE, *self.oracle.reasons())
 
     def snapshot(
         self,
@@ -350,7 +353,7 @@ class MemberTables:
         applier_workers_dropped: int = 0,
         sections_unsendable: Mapping[str, int] | None = None,
         gauges: Mapping[str, float] | None = None,
-        health: tuple[str, ...] = (),
+        health: Health = UNCHECKED,
     ) -> DaemonSnapshot:
         """Freeze the tables (grstats_flow_control included).
 
@@ -359,7 +362,7 @@ class MemberTables:
             bus_reconnects, messages_published, applier_workers_dropped,
                 sections_unsendable: the daemon's own counters.
             gauges: point-in-time values; "members_known" is filled here.
-            health: why the daemon is degraded (empty when healthy).
+            health: the daemon's checks (the tables add their own).
 
         Returns:
             A new immutable DaemonSnapshot.
@@ -377,12 +380,8 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges=self._oracle_gauge({**(gauges or {}), **self._pending_gauges()}),
-            health=(
-                *health,
-                *self._pending_health(),
-                *(() if self.oracle is None else self.oracle.reasons()),
-            ),
+            gauges={**(gauges or {}), **self._pending_gauges()},
+            health=self._health(health),
         )
         if self.oracle is not None and self.oracle.by_member:
             compared = self.oracle.by_member

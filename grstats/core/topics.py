@@ -1,7 +1,8 @@
 """The bus topics, named in one place: `<prefix>/<group>/<member>/<kind>`.
 
 Strategy: the daemon builds topics with `topic()`, subscribes with
-`member_filter()` / `collector_filter()`, and every receiver (daemon,
+`member_filter()` / `collector_filter()` (a `--bus` reader with
+`reader_filter()`), and every receiver (daemon,
 collector, `--bus` readers) splits them with `parse_topic()`. The prefix may
 itself hold '/', so topics are split from the right.
 """
@@ -36,6 +37,15 @@ def member_filter(prefix: str, group: str) -> str:
 def collector_filter(prefix: str) -> str:
     """The subscription of a collector: every group on the bus."""
     return f"{prefix}/+/+/+"
+
+
+def reader_filter(prefix: str, group: str | None) -> str:
+    """The subscription of a `--bus` reader: one group's members, or every group (None).
+
+    A trailing '/' of the prefix (as typed on a command line) is not a level.
+    """
+    prefix = prefix.rstrip("/")
+    return collector_filter(prefix) if group is None else member_filter(prefix, group)
 
 
 def parse_topic(name: str) -> tuple[str, str, str] | None:

@@ -231,16 +231,7 @@ class Daemon:
             except (HistoryError, OSError) as exc:
                 raise StartupError(f"history: {exc}") from exc
         api = self.settings.api
-        self.api = ApiServer(
-            api.host,
-            api.port,
-            self.get_snapshot,
-            max_connections=api.max_connections,
-            head_timeout_s=api.head_timeout,
-            write_timeout_s=api.write_timeout,
-            max_request_bytes=api.max_request_bytes,
-            write_buffer_bytes=api.write_buffer_bytes,
-        )
+        self.api = ApiServer(api, self.get_snapshot)
         try:
             await self.api.start()
         except OSError as exc:

@@ -57,8 +57,8 @@ def status_text(snapshot: DaemonSnapshot) -> str:
     """The one-line STATUS= systemd shows for the daemon."""
     connected = bool(snapshot.gauges.get("bus_connected"))
     text = f"bus={'connected' if connected else 'disconnected'} members={len(snapshot.members)}"
-    if snapshot.health:
-        text += f" degraded: {'; '.join(snapshot.health)}"
+    if not snapshot.health.ok:
+        text += f" degraded: {'; '.join(snapshot.health.details())}"
     return text
 
 

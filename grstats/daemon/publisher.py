@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -34,8 +35,9 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
+from grstats.core.ratelimit import RateLimit
 from grstats.core.rows import applier_history, flow_history, history_row, lag_history
-from grstats.core.sample import LocalSample
+from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
 from grstats.sources.base import Source
@@ -54,8 +56,6 @@ from protocol import (
 T = TypeVar("T")
 
 log = structlog.get_logger("grstats.daemon")
-
-PUBLISHING_STATES = ("ONLINE", "RECOVERING")
 
 
 class Publisher:
@@ -87,6 +87,7 @@ class Publisher:
         # samples whose `ext` section the wire refused (sent without it), by section
         # (ext.gtids: also its sets over protocol.MAX_GTID_STATE_TEXT)
         self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0, "gtids": 0}
+        self._unsendable_log = RateLimit(60.0)  # by section
         # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
         self.applier_workers_dropped = 0
         # the last ext.gtids was refused (over protocol.MAX_GTID_STATE_TEXT): /healthz says so
@@ -142,11 +143,11 @@ class Publisher:
         sample = await self.source.sample(now_us())
         self.seq += 1
         self.tables.set_local(sample, incarnation=self.incarnation, seq=self.seq)
-        in_group = sample.member.state in PUBLISHING_STATES
+        joined = in_group(sample.member.state)
         connected = bus is not None and bus.connected.is_set()
-        if connected and bus is not None and in_group != self._in_group:
-            await self._announce(bus, in_group=in_group)
-        if not in_group:
+        if connected and bus is not None and joined != self._in_group:
+            await self._announce(bus, in_group=joined)
+        if not joined:
             return
         sent_gtids = await self._publish(sample, bus) if connected and bus else self._send_gtids
         if self.history is not None:
@@ -266,8 +267,14 @@ class Publisher:
             return encode(value)
         except ProtocolError as exc:
             count = self.sections_unsendable[section] = self.sections_unsendable.get(section, 0) + 1
-            if count % 60 == 1:  # a lasting fault: once a minute
-                log.warning(f"{section}.unsendable", error=str(exc)[:200], count=count)
+            suppressed = self._unsendable_log.admit(time.monotonic(), section)
+            if suppressed is not None:  # a lasting fault: once a minute, whatever the period
+                log.warning(
+                    f"{section}.unsendable",
+                    error=str(exc)[:200],
+                    count=count,
+                    suppressed=suppressed,
+                )
             return None
 
     def envelope(

@@ -13,6 +13,7 @@ import time
 
 import structlog
 
+from grstats.core.ratelimit import RateLimit
 from grstats.core.records import HistoryRow
 from grstats.core.rows import applier_history, flow_history, history_row, lag_history
 from grstats.core.tables import Accepted, MemberTables, Rejected
@@ -35,8 +36,7 @@ class Receiver:
     def __init__(self, tables: MemberTables, history: HistorySink | None) -> None:
         self.tables = tables
         self.history = history
-        self._last_reject_log = -REJECT_LOG_INTERVAL_S
-        self._suppressed = 0
+        self._reject_log = RateLimit(REJECT_LOG_INTERVAL_S)
 
     def on_message(self, topic: str, payload: bytes, retained: bool) -> None:
         """The bus handler: apply one message (never raises for bad input)."""
@@ -70,16 +70,12 @@ class Receiver:
         return history_row(env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow)
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
-        mono = time.monotonic()
-        if mono - self._last_reject_log < REJECT_LOG_INTERVAL_S:
-            self._suppressed += 1
-            return
-        log.warning(
-            "envelope.rejected",
-            reason=reason,
-            topic=topic[:200],
-            detail=detail[:200],
-            suppressed=self._suppressed,
-        )
-        self._last_reject_log = mono
-        self._suppressed = 0
+        suppressed = self._reject_log.admit(time.monotonic())
+        if suppressed is not None:
+            log.warning(
+                "envelope.rejected",
+                reason=reason,
+                topic=topic[:200],
+                detail=detail[:200],
+                suppressed=suppressed,
+            )

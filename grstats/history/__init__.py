@@ -16,7 +16,7 @@ The daemon imports this package only when history is configured (pyarrow).
 
 from grstats.history.fileops import FileOps
 from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
-from grstats.history.stats import DropCounts, HistoryHealth, HistoryStats
+from grstats.history.stats import DropCounts, HistoryFigures, HistoryHealth
 from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal
 from grstats.history.writer import HistoryError, HistoryWriter
 
@@ -25,8 +25,8 @@ __all__ = [
     "DropCounts",
     "FileOps",
     "HistoryError",
+    "HistoryFigures",
     "HistoryHealth",
-    "HistoryStats",
     "HistoryWriter",
     "WalScan",
     "encode_record",

@@ -2,7 +2,7 @@
 
 Strategy: the writer thread updates one mutable `Counters` under its lock;
 readers (the event loop, /metrics, /healthz, tests) get immutable snapshots
-(`HistoryStats`, `HistoryHealth`), never the live object.  A repeating fault
+(`core.history_figures.HistoryFigures`, `HistoryHealth`), never the live object.  A repeating fault
 is logged at most once per interval per event, with the number suppressed.
 """
 
@@ -10,67 +10,33 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["Counters", "DropCounts", "HistoryHealth", "HistoryStats", "RateLimitedLog"]
+from grstats.core.history_figures import DropCounts, HistoryFigures, HistoryHealth
+from grstats.core.ratelimit import RateLimit
+
+__all__ = ["Counters", "DropCounts", "HistoryFigures", "HistoryHealth", "RateLimitedLog"]
 
 
-@dataclass(frozen=True, slots=True)
-class DropCounts:
-    """Rows that were recorded but will never be in the history, by reason."""
-
-    buffer_full: int = 0  # the in-memory buffer was at its bound (oldest dropped)
-    disk_full: int = 0  # still buffered, never fsynced, when the writer closed on a failing disk
-    invalid: int = 0  # a value the history schema cannot store (or not a row at all)
-    duplicate: int = 0  # (group, member, incarnation, seq) already written
-    corrupt: int = 0  # WAL records that failed their checksum (one per damaged stretch)
-
-    @property
-    def total(self) -> int:
-        """All dropped rows."""
-        return self.buffer_full + self.disk_full + self.invalid + self.duplicate + self.corrupt
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryStats:
-    """Counters of one writer since it was created (for /metrics and tests)."""
-
-    rows_recorded: int = 0
-    rows_written: int = 0  # fsynced to the WAL, in the order they were recorded
-    rows_buffered: int = 0  # gauge: recorded, not yet fsynced
-    rows_recovered: int = 0  # valid WAL rows of a previous run found at start
-    dropped: DropCounts = DropCounts()
-    wal_bytes: int = 0  # gauge: WAL files not yet turned into segments
-    wal_bytes_cut: int = 0  # torn or corrupt WAL tails truncated at start
-    segments_written: int = 0
-    fsyncs: int = 0
-    fsync_seconds_last: float = 0.0
-    fsync_seconds_max: float = 0.0
-    fsync_seconds_sum: float = 0.0
-    errors: int = 0  # failed write / segment / housekeeping attempts
-    values_nulled: Mapping[str, int] = field(default_factory=dict)  # by column: stored NULL
-    files_quarantined: int = 0  # unreadable files moved (or damaged WALs copied) aside
-    quarantined_last: str = ""  # the last of them, as kept in the quarantine directory
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryHealth:
-    """Whether the history is being written; `reason` says why not.
-
-    `faults` are recent data faults (rows dropped, values stored NULL, files
-    quarantined, rows held in memory): /healthz shows them even while `ok`.
-    """
-
-    ok: bool
-    reason: str = ""
-    faults: tuple[str, ...] = ()
+# HistoryFigures' fields a Counters carries under the same name (the rest:
+# rows_buffered is the writer's buffer, dropped the DropCounts fields, by reason)
+_COUNTED = tuple(
+    f.name
+    for f in fields(HistoryFigures)
+    if f.name not in ("rows_buffered", "dropped", "values_nulled")
+)
+_DROPS = tuple(f.name for f in fields(DropCounts))
 
 
 @dataclass(slots=True)
 class Counters:
-    """The live counters; change them only under `lock`."""
+    """The live, mutable twin of `HistoryFigures`; change it only under `lock`.
+
+    Its counters are HistoryFigures' fields (DropCounts' by reason) under the
+    same names, so `snapshot` copies them by name (a test holds them equal).
+    """
 
     rows_recorded: int = 0
     rows_written: int = 0
@@ -119,7 +85,7 @@ class Counters:
         with self.lock:
             return [text for at, text in self.recent.values() if now - at <= window_s]
 
-    def snapshot(self, rows_buffered: int) -> HistoryStats:
+    def snapshot(self, rows_buffered: int) -> HistoryFigures:
         """An immutable copy (takes the lock).
 
         Args:
@@ -129,25 +95,12 @@ class Counters:
             The counters now.
         """
         with self.lock:
-            return HistoryStats(
-                rows_recorded=self.rows_recorded,
-                rows_written=self.rows_written,
+            same = {name: getattr(self, name) for name in _COUNTED}
+            return HistoryFigures(
+                **same,
                 rows_buffered=rows_buffered,
-                rows_recovered=self.rows_recovered,
-                dropped=DropCounts(
-                    self.buffer_full, self.disk_full, self.invalid, self.duplicate, self.corrupt
-                ),
-                wal_bytes=self.wal_bytes,
-                wal_bytes_cut=self.wal_bytes_cut,
-                segments_written=self.segments_written,
-                fsyncs=self.fsyncs,
-                fsync_seconds_last=self.fsync_seconds_last,
-                fsync_seconds_max=self.fsync_seconds_max,
-                fsync_seconds_sum=self.fsync_seconds_sum,
-                errors=self.errors,
+                dropped=DropCounts(**{name: getattr(self, name) for name in _DROPS}),
                 values_nulled=dict(self.values_nulled),
-                files_quarantined=self.files_quarantined,
-                quarantined_last=self.quarantined_last,
             )
 
 
@@ -164,11 +117,9 @@ class RateLimitedLog:
         self, logger: Any, interval_s: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._log = logger
-        self._interval_s = interval_s
         self._clock = clock
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._limit = RateLimit(interval_s)
+        self._lock = threading.Lock()  # the writer thread and the event loop both log
 
     def emit(self, level: str, event: str, **context: Any) -> None:
         """Log `event` now unless it was logged within the interval (then count it).
@@ -180,13 +131,9 @@ class RateLimitedLog:
         """
         now = self._clock()
         with self._lock:
-            last = self._last.get(event)
-            if last is not None and now - last < self._interval_s:
-                self._suppressed[event] = self._suppressed.get(event, 0) + 1
-                return
-            self._last[event] = now
-            suppressed = self._suppressed.pop(event, 0)
-        getattr(self._log, level)(event, suppressed=suppressed, **context)
+            suppressed = self._limit.admit(now, event)
+        if suppressed is not None:
+            getattr(self._log, level)(event, suppressed=suppressed, **context)
 
     def reset(self, event: str) -> int:
         """Forget `event` (the fault is over): the next one is logged at once.
@@ -198,5 +145,4 @@ class RateLimitedLog:
             How many occurrences were suppressed since it was last logged.
         """
         with self._lock:
-            self._last.pop(event, None)
-            return self._suppressed.pop(event, 0)
+            return self._limit.reset(event)

@@ -21,7 +21,7 @@ Invariants:
 - The buffer holds at most `max_buffer_rows` rows; beyond, the oldest is
   dropped and counted (`buffer_full`); past half of it `health()` says so.
   Every row that will never be stored is counted under a reason
-  (`HistoryStats.dropped`); none is lost silently.
+  (`HistoryFigures.dropped`); none is lost silently.
   A row dropped, a value stored NULL or a file quarantined keeps `health()`
   degraded for `fault_window_s` with the reason.
 - At most one WAL file descriptor is open.
@@ -49,7 +49,7 @@ from grstats.history.fileops import FileOps
 from grstats.history.housekeeping import Housekeeper
 from grstats.history.journal import Journal
 from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
-from grstats.history.stats import Counters, HistoryHealth, HistoryStats, RateLimitedLog
+from grstats.history.stats import Counters, HistoryFigures, HistoryHealth, RateLimitedLog
 from grstats.history.wal import (
     WAL_MAGIC,
     LockedError,
@@ -64,8 +64,8 @@ from grstats.history.wal import (
 __all__ = [  # the names the daemon, the CLI and older imports use
     "WAL_MAGIC",
     "HistoryError",
+    "HistoryFigures",
     "HistoryHealth",
-    "HistoryStats",
     "HistoryWriter",
     "WalScan",
     "encode_record",
@@ -177,7 +177,7 @@ class HistoryWriter:
         }
 
     @property
-    def stats(self) -> HistoryStats:
+    def stats(self) -> HistoryFigures:
         """A snapshot of the counters."""
         with self._cond:
             buffered = len(self._pending) + self._in_flight

@@ -55,6 +55,7 @@ from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import ColumnDefinition
 from mysql_mimic.utils import aiterate, cooperative_iterate
 
+from grstats.core.ratelimit import RateLimit
 from grstats.sql.errors import (
     HANDSHAKE_ERROR,
     INSECURE_TRANSPORT,
@@ -130,16 +131,12 @@ class _FailureLog:
     """`sql.login_failed` at most once per interval, with the count held back."""
 
     def __init__(self, interval_s: float = 10.0) -> None:
-        self._interval_s = interval_s
-        self._last = -interval_s
-        self._held = 0
+        self._limit = RateLimit(interval_s)
 
     def emit(self, address: str, failures: int, delay_s: float) -> None:
-        now = time.monotonic()
-        if now - self._last < self._interval_s:
-            self._held += 1
+        held = self._limit.admit(time.monotonic())
+        if held is None:
             return
-        self._last, held, self._held = now, self._held, 0
         log.warning(
             "sql.login_failed", address=address, failures=failures, delay_s=delay_s, suppressed=held
         )

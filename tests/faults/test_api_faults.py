@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.snapshot import DaemonSnapshot
 from tests.grstats.test_metrics import _member_row, _stats_row, _status_row
@@ -114,7 +115,7 @@ def _closing_all(socks: list[socket.socket]) -> Iterator[list[socket.socket]]:
 
 @asynccontextmanager
 async def _server(snapshot: DaemonSnapshot, **limits: Any) -> AsyncIterator[ApiServer]:
-    server = ApiServer("127.0.0.1", 0, lambda: snapshot, **limits)
+    server = ApiServer(ApiOptions(port=0, **limits), lambda: snapshot)
     await server.start()
     try:
         yield server
@@ -131,7 +132,7 @@ def _metric(text: bytes, name: str, **labels: str) -> float:
 
 
 async def test_clients_that_never_read_or_never_send_cost_bounded_memory_and_fds() -> None:
-    async with _server(_big_snapshot(), head_timeout_s=0.5, write_timeout_s=1.0) as server:
+    async with _server(_big_snapshot(), head_timeout=0.5, write_timeout=1.0) as server:
         status, _, body = await _get(server.port, "/metrics")  # warm-up: render once
         assert status == 200
         assert len(body) > 2_000_000  # far more than a socket's kernel buffers absorb
@@ -172,7 +173,7 @@ async def test_connections_over_the_cap_are_refused_with_503_and_counted() -> No
     snapshot = DaemonSnapshot(
         taken_at_us=0, group_name="g", local_member_id="m", gauges={"bus_connected": 1}
     )
-    async with _server(snapshot, max_connections=4, head_timeout_s=DEADLINE_S) as server:
+    async with _server(snapshot, max_connections=4, head_timeout=DEADLINE_S) as server:
         with _closing_all([]) as socks:
             socks += [await _attacker(server.port, b"") for _ in range(4)]
             await _wait_until(lambda: server.stats().open == 4, "the cap is reached")
@@ -199,7 +200,7 @@ async def test_an_oversized_request_head_is_refused_with_431_and_counted() -> No
 
 async def test_close_drops_every_open_connection() -> None:
     snapshot = DaemonSnapshot(taken_at_us=0, group_name="g", local_member_id="m")
-    server = ApiServer("127.0.0.1", 0, lambda: snapshot, head_timeout_s=DEADLINE_S)
+    server = ApiServer(ApiOptions(port=0, head_timeout=DEADLINE_S), lambda: snapshot)
     await server.start()
     base_fds = _open_fds()
     with _closing_all([]) as socks:

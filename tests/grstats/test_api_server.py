@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from grstats.core.health import Health
 from grstats.core.snapshot import DaemonSnapshot
 from tests.faults.test_api_faults import _get, _request, _server
 from tests.grstats.test_metrics import M1, _snapshot
@@ -49,14 +50,22 @@ async def test_healthz_is_503_with_every_active_reason() -> None:
         taken_at_us=0,
         group_name="g",
         local_member_id=M1,
-        gauges={"bus_connected": 1, "history_healthy": 0, "degraded_clock": 1},
+        gauges={"bus_connected": 1, "history_healthy": 0},
+        health=Health(("bus_disconnected", "history_degraded", "clock"))
+        .check("history_degraded", "history: disk full")
+        .check("clock", "clock: stepped back", "clock: stepped again"),
     )
     async with _server(snapshot) as server:
         status, _, body = await _get(server.port, "/healthz")
     health = json.loads(body)
     assert status == 503
     assert health["status"] == "degraded"
-    assert health["reasons"] == ["history_degraded", "clock"]
+    assert health["reasons"] == ["history_degraded", "clock"]  # each code once
+    assert health["details"] == [
+        "history: disk full",
+        "clock: stepped back",
+        "clock: stepped again",
+    ]
 
 
 async def test_healthz_is_200_and_reports_the_api_counters() -> None:

@@ -1,9 +1,10 @@
 """The layering rule of DESIGN.md section 1, enforced on every module of grstats/.
 
-protocol <- core <- {sources, bus, history, api, sql} <- config <- daemon <- cli:
+protocol <- core <- {sources, bus, history, api, sql} <- config <- {daemon, offline} <- cli:
 core imports only the standard library and protocol; a middle package uses
 core plus its own libraries and never a sibling; config and logs sit above
-the middle; daemon above config; nothing imports cli. Each library is owned
+the middle; daemon and offline (work without a daemon) above config, never
+each other; nothing imports cli. Each library is owned
 by one package (aiomqtt: bus; asyncmy: sources; pyarrow: history;
 prometheus_client: api).
 """
@@ -22,7 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 GRSTATS = ROOT / "grstats"
 STDLIB = set(sys.stdlib_module_names)
 MIDDLE = ("sources", "bus", "history", "api", "sql")
-RANK = {"core": 0, **dict.fromkeys(MIDDLE, 1), "config": 2, "logs": 2, "daemon": 3, "cli": 4}
+RANK = {
+    "core": 0,
+    **dict.fromkeys(MIDDLE, 1),
+    "config": 2,
+    "logs": 2,
+    "daemon": 3,
+    "offline": 3,
+    "cli": 4,
+}
 # third-party libraries each layer may use (besides the standard library)
 LIBRARIES: dict[str, set[str]] = {
     "core": set(),
@@ -34,6 +43,7 @@ LIBRARIES: dict[str, set[str]] = {
     "config": set(),
     "logs": {"structlog"},
     "daemon": {"structlog"},
+    "offline": {"numpy", "pyarrow"},
     "cli": {"click", "rich", "structlog", "numpy", "pyarrow"},
 }
 OWNER = {"aiomqtt": "bus", "paho": "bus", "asyncmy": "sources", "prometheus_client": "api"}

@@ -11,12 +11,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.api.self_metrics import BoottimeProcessCollector
+from grstats.core.health import Health
+from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.core.snapshot import (
     REJECT_REASONS,
     DaemonCounters,
     DaemonSnapshot,
     Departed,
-    HistoryFigures,
 )
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -230,7 +231,12 @@ def test_source_up_history_healthy_and_health_reasons_follow_the_gauges() -> Non
         taken_at_us=0,
         group_name=GROUP,
         local_member_id=M1,
-        gauges={"bus_connected": 1, "source_up": 0, "history_healthy": 1, "degraded_disk": 1},
+        gauges={"bus_connected": 1, "source_up": 0, "history_healthy": 1},
+        health=Health()
+        .check("bus_disconnected")
+        .check("source_down", "source: not connected")
+        .check("history_degraded")
+        .check("disk", "disk: full", "disk: still full"),
     )
     samples = _samples(snapshot)
     assert samples[("grstats_source_up", frozenset())] == 0
@@ -324,7 +330,7 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
     figures = HistoryFigures(
         rows_written=1234,
         rows_buffered=7,
-        dropped={"buffer_full": 3, "disk_full": 0, "invalid": 2, "duplicate": 9},
+        dropped=DropCounts(buffer_full=3, invalid=2, duplicate=9),
         wal_bytes=4096,
         segments_written=5,
         fsyncs=10,
@@ -340,7 +346,8 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
         for (name, labels), value in samples.items()
         if name == "grstats_history_rows_dropped_total"
     }
-    assert dropped == {"buffer_full": 3, "disk_full": 0, "invalid": 2, "duplicate": 9}
+    # every reason has its series, 0 or not
+    assert dropped == {"buffer_full": 3, "disk_full": 0, "invalid": 2, "duplicate": 9, "corrupt": 0}
     assert samples[("grstats_history_fsync_seconds_count", frozenset())] == 10
     assert samples[("grstats_history_fsync_seconds_sum", frozenset())] == 0.25
     assert samples[("grstats_history_fsync_seconds_max", frozenset())] == 0.1
@@ -350,7 +357,7 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
 
 def test_history_values_nulled_and_files_quarantined_are_exported() -> None:
     figures = HistoryFigures(
-        dropped={"corrupt": 1}, values_nulled={"apply_lag_seconds": 3}, files_quarantined=2
+        dropped=DropCounts(corrupt=1), values_nulled={"apply_lag_seconds": 3}, files_quarantined=2
     )
     samples = _samples(dataclasses.replace(_snapshot(), history=figures))
     nulled = ("grstats_history_values_nulled_total", frozenset({("column", "apply_lag_seconds")}))

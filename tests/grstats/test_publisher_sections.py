@@ -8,6 +8,7 @@ from pathlib import Path
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
 from grstats.api.metrics import build_registry
 from grstats.core.tables import MemberTables
@@ -108,13 +109,30 @@ def test_an_unsendable_gtid_state_degrades_healthz_until_one_fits(tmp_path: Path
         snap = assemble_snapshot(
             tables, bus=None, source=None, history=None, publisher=publisher, echo=EchoWatch()
         )
-        return snap.health, snap.gauges["degraded_gtids_unsendable"]
+        return snap.health.details(), snap.health.status()["gtids_unsendable"]
 
     asyncio.run(publisher.tick(0, bus))  # type: ignore[arg-type]
     reasons, gauge = health()
-    assert gauge == 1.0
+    assert gauge == 1
     assert "gtids: local GTID state over the ext.gtids bound, not sent" in reasons
     # one gtid_interval (30 ticks of 1 s) later the GTID sets go out again
     asyncio.run(publisher.tick(30, bus))  # type: ignore[arg-type]
     reasons, gauge = health()
-    assert gauge == 0.0 and not any(r.startswith("gtids:") for r in reasons)
+    assert gauge == 0 and not any(r.startswith("gtids:") for r in reasons)
+
+
+def test_a_refused_section_is_logged_once_a_minute_whatever_the_period(tmp_path: Path) -> None:
+    # 61 refusals in far less than a minute (ticks of a short period): one line,
+    # not one per 60 refusals (which is "once a minute" only at period 1 s)
+    sample = dataclasses.replace(local_sample(), sampled_at_us=T0, lag=(UNSENDABLE,))
+    publisher = make_publisher(tmp_path, Sink(), sample)
+    bus = _Bus()
+
+    async def ticks() -> None:
+        for tick in range(61):
+            await publisher.tick(tick, bus)  # type: ignore[arg-type]
+
+    with capture_logs() as events:
+        asyncio.run(ticks())
+    assert publisher.sections_unsendable["lag"] == 61
+    assert [e["event"] for e in events if e["event"] == "lag.unsendable"] == ["lag.unsendable"]

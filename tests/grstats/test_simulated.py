@@ -475,7 +475,7 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
     for member in MEMBERS:
         cols = model.history_columns(member, start, n)
         # the lag figures and applier counters come in bulk from their own methods,
-        # the flow-control figures from the replay over every member (cli.flowbackfill)
+        # the flow-control figures from the replay over every member (offline.flowfill)
         flow = {name for name, _ in FLOW_HISTORY_COLUMNS}
         optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         assert expected_columns - optional <= set(cols) <= expected_columns

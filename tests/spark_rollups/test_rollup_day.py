@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from grstats.cli.backfill import member_ids, simulate_history
+from grstats.offline.backfill import member_ids, simulate_history
 from spark_rollups.rollup import APPLIER_TABLES, TABLES, run_rollup
 from tests.spark_rollups.test_rollup_applier import expected_applier
 

@@ -4,7 +4,7 @@ Strategy: one click group with two commands, `scan` (the default: `grstats
 binlog FILE...` means `grstats binlog scan FILE...`) and `decode` (one event
 from hex or a file). The group rewrites its arguments when the first one is
 not a command name, which is all click needs for a default command. The
-logic lives in `grstats.cli.binlog_scan` and `protocol.binlog`; this module only
+logic lives in `grstats.offline.binlog_scan` and `protocol.binlog`; this module only
 parses options and prints.
 
 Exit status: 0 done; 1 malformed input (MySQL's reason and the byte offset on
@@ -20,12 +20,6 @@ from pathlib import Path
 
 import click
 
-from grstats.cli.binlog_scan import (
-    ScanError,
-    Summary,
-    parse_time,
-    scan_files,
-)
 from grstats.cli.binlogview import (
     CSV_COLUMNS,
     Progress,
@@ -37,6 +31,12 @@ from grstats.cli.binlogview import (
     transaction_row,
 )
 from grstats.cli.rawinput import InputError, raw_input_options, read_input
+from grstats.offline.binlog_scan import (
+    ScanError,
+    Summary,
+    parse_time,
+    scan_files,
+)
 from protocol import (
     ANONYMOUS_GTID_LOG_EVENT,
     FORMAT_DESCRIPTION_EVENT,

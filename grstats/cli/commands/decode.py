@@ -22,10 +22,10 @@ import click
 
 from grstats.cli import render
 from grstats.cli.rawinput import InputError, raw_input_options, read_input
+from grstats.core.columns import PS_COLUMN_OF_FIELD
 from protocol import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
-    PS_COLUMNS,
     FixedHeader,
     PipelineStats,
     ProtocolError,
@@ -67,7 +67,7 @@ def _display_value(name: str, value: Any) -> str:
             return "absent"
         when = _timestamp_text(value)
         return f"{value} ({when})" if when else str(value)
-    if isinstance(value, int) and value < 0 and PS_COLUMNS.get(name):
+    if isinstance(value, int) and value < 0 and PS_COLUMN_OF_FIELD.get(name):
         return f"{value} (P_S shows {as_ps_unsigned(value)})"
     return str(value)
 
@@ -84,8 +84,10 @@ def _table(header: FixedHeader, stats: PipelineStats, size: int) -> str:
         ),
         ("length", "", f"{size} bytes"),
     ]
-    for name in PS_COLUMNS:
-        rows.append((name, PS_COLUMNS[name] or "", _display_value(name, getattr(stats, name))))
+    for name in PS_COLUMN_OF_FIELD:
+        rows.append(
+            (name, PS_COLUMN_OF_FIELD[name] or "", _display_value(name, getattr(stats, name)))
+        )
     field_width = max(len(row[0]) for row in rows)
     column_width = max(len(row[1]) for row in rows)
     indent = " " * (field_width + column_width + 4)
@@ -100,7 +102,7 @@ def _table(header: FixedHeader, stats: PipelineStats, size: int) -> str:
 
 def _json(header: FixedHeader, stats: PipelineStats, size: int) -> str:
     fields: dict[str, Any] = {}
-    for name in PS_COLUMNS:
+    for name in PS_COLUMN_OF_FIELD:
         value = getattr(stats, name)
         if name in _STRING_FIELDS:
             # The golden vectors' convention: text when UTF-8, else a `_hex` key.
@@ -116,7 +118,7 @@ def _json(header: FixedHeader, stats: PipelineStats, size: int) -> str:
             if name not in _STRING_FIELDS
             else _string_value(getattr(stats, name))
         )
-        for name, column in PS_COLUMNS.items()
+        for name, column in PS_COLUMN_OF_FIELD.items()
         if column
     }
     document = {

@@ -1,7 +1,7 @@
 """`grstats demo` (`make demo`): the whole pipeline on loopback, then everything stopped.
 
-The steps are in `grstats.cli.demo`, the process supervisor in
-`grstats.cli.supervisor`; this command owns the run: it stops every child on
+The steps are in `grstats.cli.demo.steps`, the process supervisor in
+`grstats.cli.demo.supervisor`; this command owns the run: it stops every child on
 success, on a failed step, on Ctrl-C and on SIGTERM.
 """
 
@@ -16,7 +16,7 @@ from types import FrameType
 
 import click
 
-from grstats.cli.demo import (
+from grstats.cli.demo.steps import (
     DEFAULT_SECONDS,
     FINDINGS_HEADING,
     DemoError,
@@ -27,7 +27,7 @@ from grstats.cli.demo import (
     say,
     section_headline,
 )
-from grstats.cli.supervisor import Processes
+from grstats.cli.demo.supervisor import Processes
 
 __all__ = ["command"]
 

@@ -1,27 +1,28 @@
 """`grstats simulate`: days of simulated group history, written offline.
 
-The work is `grstats.cli.backfill.simulate_history` (the daemon's own Parquet
+The work is `grstats.offline.backfill.simulate_history` (the daemon's own Parquet
 format and layout); this command chooses the inputs and reports the result.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from grstats.cli.backfill import (
+from grstats.core.flowcontrol import MAXTPS, FlowControlSettings
+from grstats.offline.backfill import (
     SECONDS_PER_DAY,
     SimulateResult,
     default_group,
     default_start,
     member_ids,
-    run_with_progress,
     simulate_history,
 )
-from grstats.core.flowcontrol import MAXTPS, FlowControlSettings
 
 __all__ = ["command"]
 
@@ -122,3 +123,63 @@ def command(
         f"{result.bytes_per_sample:.2f} bytes/sample, {result.seconds:.1f} s, "
         f"{result.rows_per_second:,.0f} rows/s"
     )
+
+
+def run_with_progress(
+    total_rows: int, run: Callable[[Callable[[int], None]], SimulateResult]
+) -> SimulateResult:
+    """Call `run(on_chunk)` showing progress on stderr: a bar on a terminal, else lines.
+
+    Args:
+        total_rows: rows the run will write.
+        run: the work; it calls `on_chunk(rows)` after each member-day.
+
+    Returns:
+        What `run` returned.
+    """
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    if console.is_terminal:
+        columns = (
+            TextColumn("simulate"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("rows"),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("rows", total=total_rows, rate="")
+
+            def advance(n: int) -> None:
+                progress.advance(task, n)
+                speed = progress.tasks[task].speed or 0.0
+                progress.update(task, rate=f"{speed:,.0f} rows/s")
+
+            return run(advance)
+    began, done = time.monotonic(), 0
+
+    def report(n: int) -> None:
+        nonlocal done
+        done += n
+        elapsed = time.monotonic() - began
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (total_rows - done) / rate if rate > 0 else 0.0
+        print(
+            f"simulate progress rows={done}/{total_rows} rows_per_s={rate:.0f} eta_s={eta:.0f}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return run(report)

@@ -22,7 +22,13 @@ import structlog
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from grstats.core.sample import LocalMember, LocalSample, ServerFlowControl, ServerViewMember
+from grstats.core.sample import (
+    LocalMember,
+    LocalSample,
+    ServerFlowControl,
+    ServerViewMember,
+    in_group,
+)
 from grstats.sources.mysql import applier, commitstats, flowstats, gtidstate, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.settings import MySQLSettings
@@ -205,7 +211,7 @@ class MySQLSource:
 
         Never raises; shares the lag queries' deadline, so the stats sample survives.
         """
-        if conn is not self._db.conn or state not in ("ONLINE", "RECOVERING"):
+        if conn is not self._db.conn or not in_group(state):
             return ()
         try:
             async with asyncio.timeout_at(self._lag_deadline):

@@ -33,6 +33,7 @@ import re
 
 import numpy as np
 
+from grstats.core.sample import in_group
 from grstats.sources.simulated.hashing import I64, key, mix_py
 from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.workload import event_second
@@ -100,7 +101,7 @@ class Membership:
 
     def role(self, m: int, state: str) -> str:
         """MEMBER_ROLE of member m in `state` (empty outside ONLINE and RECOVERING)."""
-        if state not in ("ONLINE", "RECOVERING"):
+        if not in_group(state):
             return ""
         if self.settings.mode == "multi-primary" or m == 0:
             return "PRIMARY"

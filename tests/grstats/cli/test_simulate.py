@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from grstats.cli.backfill import default_start, member_ids
 from grstats.cli.commands.simulate import command
 from grstats.core.lag import MemberLag
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
 from grstats.core.rows import applier_history, lag_history
 from grstats.history.writer import read_history
+from grstats.offline.backfill import default_start, member_ids
 from grstats.sources.simulated import GroupModel, SimulationSettings
 
 DAY = dt.date(2026, 11, 20)

@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
-from grstats.cli.backfill import member_ids, simulate_history
 from grstats.cli.commands.simulate import command
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.records import FLOW_HISTORY_COLUMNS
 from grstats.core.rows import flow_history
 from grstats.history.writer import read_history
+from grstats.offline.backfill import member_ids, simulate_history
 from protocol import MemberStatsState
 
 FLOW = [name for name, _ in FLOW_HISTORY_COLUMNS]

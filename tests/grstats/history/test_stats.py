@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.history.stats import Counters, RateLimitedLog
 
 
@@ -59,3 +61,28 @@ def test_a_data_fault_shows_for_its_window_then_clears() -> None:
         "4 value(s) stored as NULL",
     ]
     assert counters.recent_faults(60.0, now=261.0) == []
+
+
+def test_the_live_counters_carry_every_figure_under_its_name() -> None:
+    # Counters is the mutable twin of core.history_figures.HistoryFigures: a
+    # figure added there and not here would never move
+    figures = {f.name for f in dataclasses.fields(HistoryFigures)} - {"rows_buffered", "dropped"}
+    drops = {f.name for f in dataclasses.fields(DropCounts)}
+    live = {f.name for f in dataclasses.fields(Counters)} - {"recent", "lock"}
+    assert live == figures | drops
+
+
+def test_a_snapshot_copies_each_counter() -> None:
+    counters = Counters(rows_written=3, corrupt=2, errors=1, quarantined_last="x")
+    counters.values_nulled["c"] = 4
+    figures = counters.snapshot(rows_buffered=7)
+    assert figures == HistoryFigures(
+        rows_written=3,
+        rows_buffered=7,
+        dropped=DropCounts(corrupt=2),
+        errors=1,
+        values_nulled={"c": 4},
+        quarantined_last="x",
+    )
+    counters.values_nulled["c"] = 5
+    assert figures.values_nulled == {"c": 4}  # a copy, not the live dict

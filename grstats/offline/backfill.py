@@ -6,7 +6,7 @@ lag figures a daemon records from `lag_at`, `lag_history`, NaN is NULL, and the
 applier counters it records from `applier_at`, `applier_history`);
 `simulate_history` walks the requested days; per day it first reads every
 member's flow-control inputs (queues and counters) and replays flow control
-over all of them as a collector would (`cli.flowbackfill`), then builds each
+over all of them as a collector would (`offline.flowfill`), then builds each
 member's day, adds those figures and what only a daemon knows (incarnation: one per
 member, derived from the seed; seq: 1..n per member across the whole run),
 and hands each member-day to
@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -44,7 +43,6 @@ __all__ = [
     "incarnation_of",
     "member_ids",
     "model_group",
-    "run_with_progress",
     "simulate_history",
 ]
 
@@ -161,7 +159,7 @@ def _flow_inputs(model: Any, member: str, start_s: int, n: int) -> dict[str, Any
     """The columns the flow-control replay reads of `member`, as int64 arrays."""
     import numpy as np  # noqa: PLC0415
 
-    from grstats.cli.flowbackfill import FLOW_INPUTS  # noqa: PLC0415
+    from grstats.offline.flowfill import FLOW_INPUTS  # noqa: PLC0415
 
     parts: dict[str, list[Any]] = {name: [] for name in FLOW_INPUTS}
     for s in range(start_s, start_s + n, _CHUNK_S):
@@ -196,15 +194,15 @@ def simulate_history(
         on_chunk: called with the number of rows after each member-day.
         flow_control: the group's flow-control variables: the model throttles its
             writers by them, and the replay that fills the fc_* columns
-            (`cli.flowbackfill`) uses them; None: MySQL's defaults.
+            (`offline.flowfill`) uses them; None: MySQL's defaults.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
     """
     import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
 
-    from grstats.cli.flowbackfill import FlowFill  # noqa: PLC0415
     from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
+    from grstats.offline.flowfill import FlowFill  # noqa: PLC0415
 
     schema = history_schema()
     began = time.monotonic()
@@ -261,63 +259,3 @@ def default_start(days: int, today: dt.date | None = None) -> dt.date:
     today = dt.datetime.now(dt.UTC).date() if today is None else today
     this_monday = today - dt.timedelta(days=today.weekday())
     return this_monday - dt.timedelta(weeks=-(-days // 7))
-
-
-def run_with_progress(
-    total_rows: int, run: Callable[[Callable[[int], None]], SimulateResult]
-) -> SimulateResult:
-    """Call `run(on_chunk)` showing progress on stderr: a bar on a terminal, else lines.
-
-    Args:
-        total_rows: rows the run will write.
-        run: the work; it calls `on_chunk(rows)` after each member-day.
-
-    Returns:
-        What `run` returned.
-    """
-    from rich.console import Console  # noqa: PLC0415
-    from rich.progress import (  # noqa: PLC0415
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    console = Console(stderr=True)
-    if console.is_terminal:
-        columns = (
-            TextColumn("simulate"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("rows"),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("rows", total=total_rows, rate="")
-
-            def advance(n: int) -> None:
-                progress.advance(task, n)
-                speed = progress.tasks[task].speed or 0.0
-                progress.update(task, rate=f"{speed:,.0f} rows/s")
-
-            return run(advance)
-    began, done = time.monotonic(), 0
-
-    def report(n: int) -> None:
-        nonlocal done
-        done += n
-        elapsed = time.monotonic() - began
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (total_rows - done) / rate if rate > 0 else 0.0
-        print(
-            f"simulate progress rows={done}/{total_rows} rows_per_s={rate:.0f} eta_s={eta:.0f}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return run(report)

@@ -30,7 +30,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from grstats.core.flowcontrol import MODE_QUOTA, FlowControl, FlowControlSettings, FlowEntry
+from grstats.core.flowcontrol import (
+    FlowControl,
+    FlowControlSettings,
+    FlowEntry,
+    certifier_bound,
+    holds,
+    needs_flow_control,
+)
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
 
 __all__ = ["FLOW_INPUTS", "FlowFill"]
@@ -97,9 +104,7 @@ class FlowFill:
             cert_ex = c[CERT] - s.certifier_threshold
             apply_ex = c[APPLY] - s.applier_threshold
             kind = np.where(
-                needs[m],
-                np.where((cert_ex > 0) & (cert_ex >= apply_ex), "certifier", "applier"),
-                "",
+                needs[m], np.where(certifier_bound(cert_ex, apply_ex), "certifier", "applier"), ""
             )
             eta = self._eta(m, c, n)
             known = ~np.isnan(eta)
@@ -120,10 +125,7 @@ class FlowFill:
         return out
 
     def _needs(self, c: dict[str, Any]) -> Any:
-        s = self.settings
-        return (c[MODE] == MODE_QUOTA) & (
-            (c[CERT] > s.certifier_threshold) | (c[APPLY] > s.applier_threshold)
-        )
+        return holds(c[MODE], c[CERT], c[APPLY], self.settings)
 
     def _previous(self, m: str, c: dict[str, Any], name: str) -> Any:
         """The previous message's value of `name` per row (the zero state before the first)."""
@@ -157,7 +159,7 @@ class FlowFill:
         for m in members:
             held[1:] |= needs[m][:-1]
         carried = [m for m in members if m in self._last]
-        if n and any(self._needs_entry(self._last[m].entry) for m in carried):
+        if n and any(needs_flow_control(self._last[m].entry, s) for m in carried):
             held[0] = True
         # each member's FlowEntry fields per row, as plain ints (built once, column-wise)
         fields = {m: self._entry_fields(m, cols[m]) for m in members}
@@ -187,13 +189,6 @@ class FlowFill:
             (c[LOCAL] - self._previous(m, c, LOCAL)).tolist(),
             c[MODE].tolist(),
         ]
-
-    def _needs_entry(self, entry: FlowEntry) -> bool:
-        s = self.settings
-        return entry.mode == MODE_QUOTA and (
-            entry.waiting_certification > s.certifier_threshold
-            or entry.waiting_apply > s.applier_threshold
-        )
 
     def _eta(self, m: str, c: dict[str, Any], n: int) -> Any:
         """CATCH_UP_ETA_SECONDS per row (NaN: unknown), by `FlowReplay`'s rules."""

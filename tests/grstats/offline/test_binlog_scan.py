@@ -1,4 +1,4 @@
-"""grstats.cli.binlog_scan without click: grouping, histogram, time parsing."""
+"""grstats.offline.binlog_scan without click: grouping, histogram, time parsing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grstats.cli.binlog_scan import LogHistogram, ScanError, parse_time, scan_file
 from grstats.cli.binlogview import Progress
+from grstats.offline.binlog_scan import LogHistogram, ScanError, parse_time, scan_file
 
 FILES = Path(__file__).resolve().parents[3] / "tests" / "protocol" / "binlog_vectors" / "files"
 

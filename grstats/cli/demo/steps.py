@@ -37,15 +37,15 @@ from pathlib import Path
 import click
 
 from grstats.cli.apiread import fetch_table
-from grstats.cli.errors import ReadError
-from grstats.cli.mosquitto import find_mosquitto, write_loopback_config
-from grstats.cli.supervisor import (
+from grstats.cli.demo.mosquitto import find_mosquitto, write_loopback_config
+from grstats.cli.demo.supervisor import (
     Processes,
     forward_output,
     free_port,
     grstats_argv,
     port_accepts,
 )
+from grstats.cli.errors import ReadError
 
 __all__ = [
     "DEFAULT_SECONDS",
