@@ -1,9 +1,10 @@
-"""GTID divergence rollups equal DuckDB over the same history, and the hand figures.
+"""GTID divergence rollups equal DuckDB over the same history; the week's report section.
 
 The history is tests/spark_rollups/gtid_history.py's scripted week; the
 rollup runs as production runs it (`run_rollup`); the expected tables are
 its DuckDB oracle over the same files (`union_by_name` reads the old file's
-gtid_* as NULL), and the key figures are also worked out by hand.
+gtid_* as NULL), and the key figures are also worked out by hand, as are the
+report's (rendered to Markdown and HTML from the same rollups: one Spark run).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import pytest
 
 from grstats.core.records import GTID_HISTORY_COLUMNS
 from spark_rollups.gtidrollup import GTID_MEMBER_COLUMNS
+from spark_rollups.report import report
 from spark_rollups.rollup import GTID_TABLES, run_rollup
 from spark_rollups.schema import GTID_COLUMNS
 from tests.spark_rollups import gtid_history
-from tests.spark_rollups.gtid_history import TUE
+from tests.spark_rollups.gtid_history import TUE, WEEK
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a JVM on a shared box
 
 HOUR_S, DAY_S = 3600, 86_400
 TUE_S = int(TUE.timestamp())
@@ -109,3 +111,59 @@ def test_the_hand_figures(gtid_rollup: tuple[Path, Path]) -> None:
     assert (b["minutes"], b["errant_minutes"], b["errant_max"]) == (20, 5, 1)
     # the old file (a, Thu 12:00) and the collector's rows (c, Thu 13:00) have no verdict
     assert ("g1", "a", THU_S) not in days and ("g1", "c", THU_S) not in days
+
+
+# -- the weekly report over the same rollups --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gtid_report(spark: Any, gtid_rollup: tuple[Path, Path]) -> Path:
+    _, out = gtid_rollup
+    written = report(spark, str(out), WEEK, out.parent / "report")
+    (files,) = written.values()
+    return next(f for f in files if f.name == "report.md").parent
+
+
+def _section(markdown: str) -> list[str]:
+    after = markdown.split("## GTID divergence this week\n", 1)[1]
+    return after.split("\n## ", 1)[0].strip().splitlines()
+
+
+def test_the_report_section_names_who_was_errant_when_and_who_needed_clone(
+    gtid_report: Path,
+) -> None:
+    lines = _section((gtid_report / "report.md").read_text(encoding="utf-8"))
+    assert lines[0].startswith("2 of 3 members had errant transactions")
+    assert "; 3 would have needed clone" in lines[0]
+    # by hand: a errant 10:06:00 .. 10:39:50 (34 minutes, 3 GTIDs), b Thu 09:05 .. 09:09:50
+    assert "| host-a:3306 | 2026-11-17 10:06 | 2026-11-17 10:39 | 34 | 3 |" in lines
+    assert "| host-b:3306 | 2026-11-19 09:05 | 2026-11-19 09:09 | 5 | 1 |" in lines
+    # clone, most minutes first: a while errant (34 of its 120 minutes), c after the
+    # purge (30 of 120), b while errant (5 of its 140: Tuesday's 120 and Thursday's 20)
+    clone = lines.index(
+        "| member | clone-needed minutes | share of its minutes | most GTIDs missing |"
+    )
+    assert lines[clone + 2 : clone + 5] == [
+        "| host-a:3306 | 34 | 28.33% | 0 |",
+        "| host-c:3306 | 30 | 25.00% | 1,200 |",
+        "| host-b:3306 | 5 | 3.57% | 0 |",
+    ]
+
+
+def test_the_findings_open_with_the_errant_members(gtid_report: Path) -> None:
+    markdown = (gtid_report / "report.md").read_text(encoding="utf-8")
+    findings = markdown.split("## Findings\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    assert findings[0].startswith(
+        "1. **host-a:3306** had errant transactions (up to 3 GTIDs no other member executed) "
+        "from Tue 11-17 10:06 to 10:39 UTC, 34 minutes in all;"
+    )
+    assert findings[1].startswith("2. **host-b:3306** had errant transactions (up to 1 GTID ")
+
+
+def test_the_html_report_has_the_section_and_its_tables(gtid_report: Path) -> None:
+    page = (gtid_report / "report.html").read_text(encoding="utf-8")
+    assert "<h2>GTID divergence this week</h2>" in page
+    assert '<table id="gtid_errant">' in page and '<table id="gtid_clone">' in page
+    assert '<td class="m" title="c">host-c:3306</td><td class="n">30</td>' in page
+    assert "<li><strong>host-a:3306</strong> had errant transactions" in page
+    assert (gtid_report / "gtid_errant.csv").is_file()
