@@ -113,7 +113,8 @@ class GtidDivergenceTable:
         """The history's GTID columns of one member: its row's counts and method now.
 
         The values grstats_member_gtids shows for the member at `now_us` (one
-        rule, `_row`), so the history and the live table never disagree.
+        rule, `_verdict`), so the history and the live table never disagree;
+        without the row's texts, as a daemon records a row per envelope.
 
         Args:
             member_id: the member the history row is of.
@@ -127,8 +128,8 @@ class GtidDivergenceTable:
         m = next((m for m in self._members if m.member_id == member_id), None)
         if m is None:
             return dict.fromkeys(_HISTORY.values(), None)
-        row = self._row(m, now_us, drains or {})
-        return {history: row[name] for name, history in _HISTORY.items()}
+        figures = self._verdict(m, now_us, drains or {})[2]
+        return {history: figures[name] for name, history in _HISTORY.items()}
 
     def _judged(self, m: MemberGtids, errant: GtidSet) -> Divergence:
         """`divergence` of `m`, computed again only when the inputs or its errant set change."""
@@ -139,20 +140,34 @@ class GtidDivergenceTable:
         self._verdicts[m.member_id] = (errant, d)
         return d
 
-    def _row(self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]) -> Row:
+    def _verdict(
+        self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]
+    ) -> tuple[GtidSet, Divergence, Row]:
+        """The member's errant set, its divergence, and the counts and method of its row."""
         grace = self.grace_us(v for k, v in drains.items() if k != m.member_id)
         errant, since = self.tracker.errant(m.member_id, now_us, grace)
         d = self._judged(m, errant)
+        judged = d.recovery is not None
+        figures: Row = {
+            col.ERRANT_COUNT: _count(errant) if judged else None,
+            col.ERRANT_SINCE: None if since is None else format_timestamp(since),
+            col.MISSING_COUNT: _count(d.missing) if judged else None,
+            col.RECOVERY_METHOD: d.recovery,
+        }
+        return errant, d, figures
+
+    def _row(self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]) -> Row:
+        errant, d, figures = self._verdict(m, now_us, drains)
         return {
             col.MEMBER_ID: m.member_id,
             col.GTID_EXECUTED: str(m.executed),
             col.GTID_PURGED: str(m.purged),
             col.GTIDS_READ_AT: format_timestamp(self._read_at.get(m.member_id)),
             col.ERRANT_TRANSACTIONS: str(errant),
-            col.ERRANT_COUNT: None if d.recovery is None else _count(errant),
-            col.ERRANT_SINCE: None if since is None else format_timestamp(since),
-            col.MISSING_COUNT: None if d.recovery is None else _count(d.missing),
+            col.ERRANT_COUNT: figures[col.ERRANT_COUNT],
+            col.ERRANT_SINCE: figures[col.ERRANT_SINCE],
+            col.MISSING_COUNT: figures[col.MISSING_COUNT],
             col.MISSING_FIRST_UUID: d.missing_uuid or None,
-            col.RECOVERY_METHOD: d.recovery,
+            col.RECOVERY_METHOD: figures[col.RECOVERY_METHOD],
             col.DONORS: None if d.recovery is None else ",".join(d.donors),
         }
