@@ -61,6 +61,13 @@ _MAX_DIGITS: Final = {16: 16, 8: 21, 10: 19}
 # Anything else goes through the general, token-by-token path.
 _PLAIN_INTERVAL = re.compile(r":([1-9][0-9]{0,17})(?:-([1-9][0-9]{0,17}))?(?=[:,]|\Z)")
 
+# Fast path for a set as MySQL prints it: blocks joined by "," or ",\n", each a
+# lowercase UUID and ":"-separated items, a plain interval as above or a
+# lowercase tag. Checked item by item while splitting; any other text (and
+# any item that does not fit) takes the general path, so what is accepted
+# and how it reads are unchanged.
+_PRINTED_ITEM = re.compile(r"([1-9][0-9]{0,17})(?:-([1-9][0-9]{0,17}))?|[a-z_][a-z0-9_]{0,31}")
+
 Key = tuple[str, str]
 """A TSID: (lowercase dashed UUID, lowercase tag or "" when untagged)."""
 Interval = tuple[int, int]
@@ -133,6 +140,30 @@ def _scan_tag(s: str, pos: int) -> tuple[int, str]:
     return end - pos, (m.group(1) or "").lower()
 
 
+def _parse_printed(s: str) -> dict[Key, list[Interval]] | None:
+    """`_parse_set` of a set in MySQL's printed form; None: not in that form."""
+    pending: dict[Key, list[Interval]] = {}
+    uuid_form, item_form = _CANONICAL_UUID.fullmatch, _PRINTED_ITEM.fullmatch
+    for block in s.split(","):
+        uuid, *items = block[1:].split(":") if block[:1] == "\n" else block.split(":")
+        if uuid_form(uuid) is None or not items:
+            return None
+        bucket = pending.setdefault((uuid, ""), [])
+        for item in items:
+            m = item_form(item)
+            if m is None:
+                return None
+            first_text, last_text = m.groups()
+            if first_text is None:  # a tag: the intervals after it are tagged
+                bucket = pending.setdefault((uuid, item), [])
+                continue
+            first = int(first_text)
+            last = first if last_text is None else int(last_text)
+            if last >= first:  # MySQL drops a reversed interval
+                bucket.append((first, last))
+    return pending
+
+
 def _parse_set(s: str) -> dict[Key, list[Interval]]:
     """Transcription of ``Gtid_set::add_gtid_text`` (with ``Tsid::from_cstring``).
 
@@ -142,6 +173,9 @@ def _parse_set(s: str) -> dict[Key, list[Interval]]:
     Raises:
         ProtocolError: at the offset of the first character MySQL rejects.
     """
+    printed = _parse_printed(s)
+    if printed is not None:
+        return printed
     n = len(s)
     pending: dict[Key, list[Interval]] = {}
     pos = _skip_ws(s, 0)

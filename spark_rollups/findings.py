@@ -2,10 +2,13 @@
 
 Strategy: a pure function of the collected week (no Spark): each source
 turns one section's own verdict into sentences, and the sources are ranked
-in a fixed order of urgency -- what held the whole group back first, then
-why a member is slow, then where it lags, then the week-over-week change of
-the conflict rate, then gaps in the data that qualify everything above:
+in a fixed order of urgency -- a member no failover may safely promote
+first, then what held the whole group back, then why a member is slow, then
+where it lags, then the week-over-week change of the conflict rate, then gaps
+in the data that qualify everything above:
 
+0. GTID divergence: each member that had errant transactions, how many and
+   from when to when, and what to do (gtidreport.py);
 1. flow control: the member that caused most of the throttled time, its
    share, its longest sustained period (flowperiods.py) and what to change;
 2. applier: each member whose applier is bound by one wait (or busy), the
@@ -30,6 +33,7 @@ from typing import Any
 from protocol.applier_verdict import BOTTLENECKS
 from spark_rollups.applierreport import verdict
 from spark_rollups.flowreport import culprits
+from spark_rollups.gtidreport import errant_findings
 from spark_rollups.render import Bullets, Item
 from spark_rollups.week import WeekData, member
 
@@ -222,7 +226,12 @@ def _gaps(data: WeekData, labels: Mapping[str, str]) -> list[str]:
     return sentences
 
 
+def _gtids(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    return errant_findings(data.gtids, labels)
+
+
 _SOURCES: tuple[Callable[[WeekData, Mapping[str, str]], list[str]], ...] = (
+    _gtids,
     _flow,
     _applier,
     _lag,

@@ -39,6 +39,7 @@ from spark_rollups import conflictreport as C
 from spark_rollups.applierreport import applier_section, collect_applier
 from spark_rollups.findings import findings_section
 from spark_rollups.flowreport import collect_flow, flow_section
+from spark_rollups.gtidreport import collect_gtids, gtid_section
 from spark_rollups.lagreport import collect_lag, lag_section
 from spark_rollups.memberdim import MEMBER_HOSTS, address, collect_member_hosts
 from spark_rollups.render import Item, Report, Table, write_report
@@ -239,6 +240,9 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, flow in collect_flow(spark, rollups, start, end, group).items():
         if name in result:
             result[name].flow = flow
+    for name, gtids in collect_gtids(spark, rollups, start, end, group).items():
+        if name in result:
+            result[name].gtids = gtids
     for name in groups:
         result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]
@@ -319,6 +323,7 @@ def build_report(data: WeekData) -> Report:
         lag_section(data.lag, data.start, labels),
         applier_section(data.applier, labels),
         flow_section(data.flow, labels),
+        gtid_section(data.gtids, labels),
     ]
 
     # data quality

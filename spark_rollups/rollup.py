@@ -43,6 +43,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups import flowrollup as FR
+from spark_rollups import gtidrollup as GR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
 from spark_rollups.applier import APPLIER_TABLES, applier_tables
@@ -65,6 +66,7 @@ __all__ = [
     "APPLIER_TABLES",
     "FLOW_TABLES",
     "GROUP_TABLES",
+    "GTID_TABLES",
     "MEMBER_TABLES",
     "TABLES",
     "WRITTEN_TABLES",
@@ -83,7 +85,8 @@ MEMBER_TABLES = ("member_minute", "member_hour", "member_day")
 GROUP_TABLES = ("group_hour", "group_day")
 TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
-ALL_TABLES = (*TABLES, *FLOW_TABLES)
+GTID_TABLES = GR.GTID_TABLES  # GTID divergence (gtidrollup.py): straight from the history
+ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES)
 # every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
 WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
 
@@ -213,7 +216,7 @@ def run_rollup(
     progress: Callable[[str], None] = lambda line: None,
     strict: bool = False,
 ) -> dict[str, int]:
-    """Roll the history up into the seven tables, the three flow-control tables and member_hosts.
+    """Roll the history up into the seven tables, the flow-control and GTID tables, member_hosts.
 
     Args:
         spark: the session (`build_session`).
@@ -282,6 +285,8 @@ def run_rollup(
     tables.update(applier_tables(samples, baseline))
     # flow control: its own (pruned) scan of the same dates, per-day figures only
     tables.update(FR.flow_tables(_read_flow(spark, screened.paths)))
+    # GTID divergence: its own (pruned) scan, per-day figures only
+    tables.update(GR.gtid_tables(GR.read_gtid_columns(spark, screened.paths)))
     # the members dimension (memberdim.py): host:port labels for the report
     tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
     counts: dict[str, int] = {}
@@ -340,7 +345,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "Roll grstats history up into member_minute, member_hour, member_day, "
         "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
-        "flow_control_member_hour and flow_control_episodes, and the members dimension "
+        "flow_control_member_hour and flow_control_episodes, the GTID divergence tables "
+        "gtid_member_hour and gtid_member_day, and the members dimension "
         "member_hosts (Parquet)."
     )
     parser.epilog = (

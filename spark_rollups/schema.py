@@ -40,6 +40,9 @@ __all__ = [
     "GAUGES",
     "GROUP_COLUMNS",
     "GROUP_NAME",
+    "GTID_COLUMNS",
+    "GTID_INPUT_COLUMNS",
+    "GTID_SCHEMA",
     "HISTORY_INPUT_COLUMNS",
     "HISTORY_SCHEMA",
     "INCARNATION",
@@ -161,6 +164,23 @@ FLOW_INPUT_COLUMNS: tuple[str, ...] = (
 )
 FLOW_SCHEMA = StructType(
     [StructField(name, _TYPES.get(name) or dict(FLOW_COLUMNS)[name]) for name in FLOW_INPUT_COLUMNS]
+)
+
+# The GTID divergence verdict of the recording daemon (appended after the flow
+# columns, issue 26): read on their own scan by gtidrollup.py, NULL in older files.
+GTID_COLUMNS: tuple[tuple[str, DataType], ...] = (
+    ("gtid_errant_count", LongType()),
+    ("gtid_missing_count", LongType()),
+    ("gtid_recovery_method", StringType()),
+)
+GTID_INPUT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    SAMPLED_AT,
+    *(name for name, _ in GTID_COLUMNS),
+)
+GTID_SCHEMA = StructType(
+    [StructField(name, _TYPES.get(name) or dict(GTID_COLUMNS)[name]) for name in GTID_INPUT_COLUMNS]
 )
 
 

@@ -24,6 +24,7 @@ from spark_rollups.render import Member
 
 if TYPE_CHECKING:  # the section modules import this one
     from spark_rollups.flowreport import FlowWeek
+    from spark_rollups.gtidreport import GtidWeek
     from spark_rollups.lagreport import LagWeek
 
 __all__ = ["ReportError", "WeekData", "iso_week", "member"]
@@ -74,6 +75,7 @@ class WeekData:
     lag: LagWeek | None = None  # the lag section's rows (None: no lag figures)
     applier: list[dict[str, Any]] | None = None  # each member's applier week (None: none)
     flow: FlowWeek | None = None  # "who held the group back" (None: no flow tables)
+    gtids: GtidWeek | None = None  # "GTID divergence this week" (None: no GTID tables)
     hosts: list[dict[str, Any]] = field(default_factory=list)  # member_hosts of the week
     skipped: list[dict[str, Any]] = field(default_factory=list)  # history files not read
 

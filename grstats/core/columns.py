@@ -766,7 +766,8 @@ NANOSECOND_COLUMNS: Final = frozenset(
 # rule of `core.gtid_divergence`: errant GTIDs (executed there and on no other
 # ONLINE member for longer than the grace window), missing ones, and whether it
 # could rejoin by incremental recovery today (and from which donors) or needs
-# clone. A member whose daemon sends no ext.gtids has no row.
+# clone. A member whose daemon sends no ext.gtids has no row. The history keeps
+# the counts and the method (`gtid_<name>`, appended last), never the sets.
 GTID_EXECUTED: Final = "GTID_EXECUTED"
 GTID_PURGED: Final = "GTID_PURGED"
 GTIDS_READ_AT: Final = "GTIDS_READ_AT"
@@ -792,6 +793,7 @@ MEMBER_GTIDS = TableDef(
             ERRANT_COUNT,
             "bigint unsigned",
             "gauge",
+            history="gtid_errant_count",
             metric="grstats_member_errant_transactions",
             help="GTIDs the member executed that no other ONLINE member has, for longer "
             "than the grace window (errant transactions).",
@@ -802,6 +804,7 @@ MEMBER_GTIDS = TableDef(
             MISSING_COUNT,
             "bigint unsigned",
             "gauge",
+            history="gtid_missing_count",
             metric="grstats_member_missing_transactions",
             help="GTIDs every other ONLINE member executed and this member has not.",
             nullable=True,
@@ -810,6 +813,7 @@ MEMBER_GTIDS = TableDef(
         Column(
             RECOVERY_METHOD,
             "varchar(16)",
+            history="gtid_recovery_method",
             metric="grstats_member_recovery_method",
             help="1 for the method the member would rejoin with today (INCREMENTAL: a "
             "donor still holds every GTID it lacks; CLONE: none does, or it has errant "

@@ -13,6 +13,10 @@ flow-control replay.
 Members that send no `ext.gtids` (an older daemon, a source that cannot read
 the variables) take no part: they have no row and are not compared with.
 
+The history keeps each member's counts and recovery method of its row at
+the history row's time (`history`); the verdict of a member is cached until
+the inputs or its errant set change, as a daemon records a row per envelope.
+
 Invariants: pure (time is an argument); a count past bigint is NULL.
 """
 
@@ -20,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.gtid_divergence import (
+    Divergence,
     ErrantTracker,
     MemberGtids,
     candidates,
@@ -36,6 +42,8 @@ from protocol import GtidSet, GtidState
 __all__ = ["GtidDivergenceTable", "MemberGtidInput"]
 
 _MAX_BIGINT = (1 << 63) - 1
+# column -> history column of what the history keeps (counts and method, not sets)
+_HISTORY = {c.name: str(c.history) for c in col.MEMBER_GTIDS.columns if c.history}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,8 @@ class GtidDivergenceTable:
         self._key: tuple[tuple[str, str, int], ...] = ()
         self._members: tuple[MemberGtids, ...] = ()
         self._read_at: dict[str, int] = {}
+        # member id -> (its errant set, its verdict) for the current inputs
+        self._verdicts: dict[str, tuple[GtidSet, Divergence]] = {}
 
     def observe(self, inputs: Iterable[MemberGtidInput], now_us: int) -> None:
         """Take every member's current state; re-judge only when something changed."""
@@ -77,6 +87,7 @@ class GtidDivergenceTable:
             MemberGtids(i.member_id, i.state, i.gtids.executed, i.gtids.purged) for i in items
         )
         self._read_at = {i.member_id: i.gtids.at_us for i in items}
+        self._verdicts.clear()
         for m in self._members:
             self.tracker.update(m.member_id, candidates(m, self._members), now_us)
         self.tracker.forget(m.member_id for m in self._members)
@@ -94,25 +105,69 @@ class GtidDivergenceTable:
             now_us: the snapshot's time.
             drains: member id -> (applier queue, apply rate per second).
         """
-        drains = drains or {}
-        out: list[Row] = []
-        for m in self._members:
-            grace = self.grace_us(v for k, v in drains.items() if k != m.member_id)
-            errant, since = self.tracker.errant(m.member_id, now_us, grace)
-            d = divergence(m, self._members, errant=errant)
-            out.append(
-                {
-                    col.MEMBER_ID: m.member_id,
-                    col.GTID_EXECUTED: str(m.executed),
-                    col.GTID_PURGED: str(m.purged),
-                    col.GTIDS_READ_AT: format_timestamp(self._read_at.get(m.member_id)),
-                    col.ERRANT_TRANSACTIONS: str(errant),
-                    col.ERRANT_COUNT: None if d.recovery is None else _count(errant),
-                    col.ERRANT_SINCE: None if since is None else format_timestamp(since),
-                    col.MISSING_COUNT: None if d.recovery is None else _count(d.missing),
-                    col.MISSING_FIRST_UUID: d.missing_uuid or None,
-                    col.RECOVERY_METHOD: d.recovery,
-                    col.DONORS: None if d.recovery is None else ",".join(d.donors),
-                }
-            )
-        return tuple(out)
+        return tuple(self._row(m, now_us, drains or {}) for m in self._members)
+
+    def history(
+        self, member_id: str, now_us: int, drains: Mapping[str, tuple[int, float]] | None = None
+    ) -> dict[str, Any]:
+        """The history's GTID columns of one member: its row's counts and method now.
+
+        The values grstats_member_gtids shows for the member at `now_us` (one
+        rule, `_verdict`), so the history and the live table never disagree;
+        without the row's texts, as a daemon records a row per envelope.
+
+        Args:
+            member_id: the member the history row is of.
+            now_us: the row's time.
+            drains: as for `rows`.
+
+        Returns:
+            History column name -> value; every one None for a member without a
+            GTID state.
+        """
+        m = next((m for m in self._members if m.member_id == member_id), None)
+        if m is None:
+            return dict.fromkeys(_HISTORY.values(), None)
+        figures = self._verdict(m, now_us, drains or {})[2]
+        return {history: figures[name] for name, history in _HISTORY.items()}
+
+    def _judged(self, m: MemberGtids, errant: GtidSet) -> Divergence:
+        """`divergence` of `m`, computed again only when the inputs or its errant set change."""
+        cached = self._verdicts.get(m.member_id)
+        if cached is not None and cached[0] == errant:
+            return cached[1]
+        d = divergence(m, self._members, errant=errant)
+        self._verdicts[m.member_id] = (errant, d)
+        return d
+
+    def _verdict(
+        self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]
+    ) -> tuple[GtidSet, Divergence, Row]:
+        """The member's errant set, its divergence, and the counts and method of its row."""
+        grace = self.grace_us(v for k, v in drains.items() if k != m.member_id)
+        errant, since = self.tracker.errant(m.member_id, now_us, grace)
+        d = self._judged(m, errant)
+        judged = d.recovery is not None
+        figures: Row = {
+            col.ERRANT_COUNT: _count(errant) if judged else None,
+            col.ERRANT_SINCE: None if since is None else format_timestamp(since),
+            col.MISSING_COUNT: _count(d.missing) if judged else None,
+            col.RECOVERY_METHOD: d.recovery,
+        }
+        return errant, d, figures
+
+    def _row(self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]) -> Row:
+        errant, d, figures = self._verdict(m, now_us, drains)
+        return {
+            col.MEMBER_ID: m.member_id,
+            col.GTID_EXECUTED: str(m.executed),
+            col.GTID_PURGED: str(m.purged),
+            col.GTIDS_READ_AT: format_timestamp(self._read_at.get(m.member_id)),
+            col.ERRANT_TRANSACTIONS: str(errant),
+            col.ERRANT_COUNT: figures[col.ERRANT_COUNT],
+            col.ERRANT_SINCE: figures[col.ERRANT_SINCE],
+            col.MISSING_COUNT: figures[col.MISSING_COUNT],
+            col.MISSING_FIRST_UUID: d.missing_uuid or None,
+            col.RECOVERY_METHOD: figures[col.RECOVERY_METHOD],
+            col.DONORS: None if d.recovery is None else ",".join(d.donors),
+        }

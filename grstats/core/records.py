@@ -5,8 +5,9 @@ the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
 flow_control_mode, the applier counters after the lag figures, the
-flow-control figures last), so the schema of an older file is a prefix of this
-one and its rows read with NULLs in the newer columns.
+flow-control figures after those, the GTID divergence counts last), so the
+schema of an older file is a prefix of this one and its rows read with NULLs
+in the newer columns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from grstats.core.columns import (
     APPLIER_METRICS,
     FLOW_CONTROL,
     FLOW_HISTORY,
+    MEMBER_GTIDS,
     MEMBER_LAG,
     STATS_ITEM_COLUMNS,
 )
@@ -43,6 +45,12 @@ FLOW_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
     for c in FLOW_CONTROL.columns
     if c.name in FLOW_HISTORY
 )
+# The daemon's GTID divergence verdict for the row's member at recording time
+# (core.gtidrows): counts and the recovery method, never the sets. NULL: no
+# verdict (a collector, a member without ext.gtids, or a file written before them).
+GTID_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (str(c.history), _FLOW_ARROW[c.sql_type]) for c in MEMBER_GTIDS.columns if c.history
+)
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
 # The stats part is derived from the column registry (numbers, then GTID texts).
@@ -65,8 +73,10 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     # read with NULLs
     *((name, "double") for name in LAG_HISTORY_COLUMNS),
     *((name, "int64") for name in APPLIER_HISTORY_COLUMNS),
-    # flow control: appended last, as one block (older files read it as NULL)
+    # flow control: appended as one block (older files read it as NULL)
     *FLOW_HISTORY_COLUMNS,
+    # GTID divergence: appended after flow control (older files read it as NULL)
+    *GTID_HISTORY_COLUMNS,
 )
 
 # The non-finite doubles a history column stores as they are (declared in the
@@ -139,3 +149,7 @@ class HistoryRow:
     fc_throttling: int | None = None  # 1 while the quota limits writers
     fc_catch_up_eta_seconds: float | None = None  # +inf: never at this rate
     fc_failover_ready: int | None = None
+    # the daemon's GTID divergence verdict for this member (None: no verdict)
+    gtid_errant_count: int | None = None  # GTIDs errant past the grace window
+    gtid_missing_count: int | None = None  # GTIDs every other ONLINE member has
+    gtid_recovery_method: str | None = None  # "INCREMENTAL" or "CLONE"

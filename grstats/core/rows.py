@@ -215,6 +215,7 @@ def history_row(
     lag: dict[str, float | None] | None = None,
     applier: dict[str, int | None] | None = None,
     flow: dict[str, Any] | None = None,
+    gtids: dict[str, Any] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -225,6 +226,7 @@ def history_row(
         lag: its lag columns (`lag_history`); None: all NULL.
         applier: its applier columns (`applier_history`); None: all NULL.
         flow: its flow-control columns (`flow_history`); None: all NULL.
+        gtids: its GTID divergence columns (`MemberTables.gtid_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -238,6 +240,7 @@ def history_row(
     figures: dict[str, Any] = dict(lag or {})
     figures.update(applier or {})
     figures.update(flow or {})
+    figures.update(gtids or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

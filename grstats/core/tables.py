@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.admission import (
@@ -281,6 +282,17 @@ class MemberTables:
             if self.group is None:
                 replay.step(now_us)  # a member steps on its local samples (set_local)
         return removed
+
+    def gtid_history(self, member_id: str, now_us: int) -> dict[str, Any] | None:
+        """The history's GTID columns of `member_id` now (None: no verdict, a collector).
+
+        The grace uses the flow-control replay's queues and rates, as the snapshot does.
+        """
+        if self.gtids is None or self.flow is None:
+            return None
+        flow = self.flow
+        rows = (flow.row(m) for m in flow.members())
+        return self.gtids.history(member_id, now_us, _drains(tuple(r for r in rows if r)))
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""

@@ -160,9 +160,11 @@ class Publisher:
             # the replay has just stepped and taken our own message (set_local, same key)
             own = sample.member.member_id or self.tables.local_member_id or ""
             flow = flow_history(self.tables.flow, own)
+            at = sample.sampled_at_us
+            gtids = self.tables.gtid_history(own, at)
             self.history.record(
                 history_row(
-                    envelope, stats, sample.sampled_at_us, lag=figures, applier=applier, flow=flow
+                    envelope, stats, at, lag=figures, applier=applier, flow=flow, gtids=gtids
                 )
             )
 

@@ -56,7 +56,7 @@ class Receiver:
 
     def _history_row(self, result: Accepted, received_us: int) -> HistoryRow:
         """The remote member's row: this very envelope's lag and applier metrics, the replay's
-        flow-control figures."""
+        flow-control figures, the GTID divergence verdict."""
         env = result.envelope
         remote = self.tables.registry.get((env.group, env.member.id))
         figures = None
@@ -67,7 +67,11 @@ class Receiver:
         # the replay of its group has just taken this message (MemberTables.receive)
         flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
-        return history_row(env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow)
+        # the GTID verdict of the member as our snapshot would show it then
+        gtids = self.tables.gtid_history(env.member.id, sampled_at)
+        return history_row(
+            env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow, gtids=gtids
+        )
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         suppressed = self._reject_log.admit(time.monotonic())

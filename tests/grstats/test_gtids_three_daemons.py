@@ -16,6 +16,9 @@ its apply rate, well under a second for members that keep up).
   model test covers 20 minutes of a hot hour). Meanwhile both other members
   purge their binary logs: the slow member's RECOVERY_METHOD turns from
   INCREMENTAL to CLONE on every daemon, with no donor left.
+* Each daemon's history (scope local) keeps its member's verdict per sample:
+  M2's rows count its errant GTID from the flag to the injection, the
+  others' never do.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grstats.history.parquet import read_history
 from tests.fixtures.broker import Broker
 from tests.grstats.cli.test_tables import grstats
 from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
@@ -59,7 +63,10 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
             {"at": s_inj, "member": M2, "action": "inject_errant"},
         ],
     }
-    with daemons(tmp_path, _configs(broker, simulated)) as ds:
+    configs = _configs(broker, simulated)
+    for index, config in enumerate(configs):  # each records its own member's samples
+        config["history"] = {"dir": str(tmp_path / f"history-{index}"), "flush_interval": 0.5}
+    with daemons(tmp_path, configs) as ds:
         for d in ds:
             wait_for(lambda d=d: set(_rows(d)) == set(MEMBERS) or None, 20, "3 gtid rows")
         assert time.time() < s_err, "the daemons started too late for the scripted write"
@@ -98,6 +105,32 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
                 f"{d.member_id} to clear M2's errant GTID after the injection",
             )
             assert _rows(d)[M2]["RECOVERY_METHOD"] == "INCREMENTAL"
+        for d in ds:
+            assert d.terminate() == 0
+    _assert_history(tmp_path / "history-1", s_err, flagged[M2])
+    for index in (0, 2):  # M1 and M3 never had errant transactions
+        rows = read_history(tmp_path / f"history-{index}").to_pylist()
+        assert rows and {r["gtid_errant_count"] for r in rows} <= {0, None}
+
+
+def _assert_history(directory: Path, s_err: int, flagged_at: float) -> None:
+    """M2's own history: its verdict as its daemon's table showed it, sample by sample."""
+    rows = sorted(read_history(directory).to_pylist(), key=lambda r: r["sampled_at"])
+    assert {r["member_id"] for r in rows} == {M2}  # scope local
+    verdicts = [
+        (r["sampled_at"].timestamp(), r["gtid_errant_count"], r["gtid_recovery_method"])
+        for r in rows
+    ]
+    errant = [at for at, count, _ in verdicts if count]
+    assert errant, "no history row with M2's errant GTID"
+    # flagged no earlier than the grace after the write, and as the live table was
+    assert min(errant) >= s_err + GRACE_S
+    assert min(errant) <= flagged_at + 1.0
+    assert {(c, m) for at, c, m in verdicts if c} == {(1, "CLONE")}
+    # before the write: nothing errant (NULL before the rule had the others' sets)
+    assert {c for at, c, _ in verdicts if at < s_err} <= {0, None}
+    # cleared after the injection: the last rows are clean again
+    assert verdicts[-1][1:] == (0, "INCREMENTAL")
 
 
 def test_busy_group_with_a_slow_member_flags_nothing_and_purges_make_it_need_clone(

@@ -190,9 +190,10 @@ FLOW = {
 }
 
 
-def test_flow_columns_are_the_last_block_of_the_history() -> None:
+def test_flow_columns_are_one_block_right_after_the_applier_counters() -> None:
     names = [n for n, _ in HISTORY_COLUMNS]
-    assert names[-len(FLOW) :] == list(FLOW)
+    first = names.index(APPLIER_HISTORY_COLUMNS[-1]) + 1
+    assert names[first : first + len(FLOW)] == list(FLOW)
     assert dict(FLOW_HISTORY_COLUMNS) == {
         "fc_bottleneck": "string",
         "fc_excess_over_threshold": "int64",

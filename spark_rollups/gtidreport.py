@@ -1,0 +1,206 @@
+"""The weekly report's "GTID divergence this week": errant transactions and clone-needed members.
+
+Strategy: Spark sums `gtid_member_hour` of the week per member (minutes with
+a verdict, errant and clone-needed minutes; the largest errant and missing
+counts; the first and last errant sample); at most one row per member,
+collected once into a `GtidWeek`.  `gtid_section` and `errant_findings` are
+pure functions of it: which member had errant transactions, from when to
+when and how many, and which members would have needed clone to rejoin (no
+donor left with what they lacked, or errant GTIDs of their own).
+
+Invariants: rollups written before the GTID tables, and histories without
+any verdict (collectors, daemons without ext.gtids), have no partition: the
+section then says so in one line.  "From when to when" is the first and last
+errant sample of the week; the errant minutes say how long of it was errant.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_rollups.gtidrollup import GTID_TABLES
+from spark_rollups.render import Item, Table
+from spark_rollups.storage import list_partitions
+from spark_rollups.week import member
+
+__all__ = ["HEADING", "GtidWeek", "collect_gtids", "errant_findings", "gtid_section"]
+
+HEADING = "GTID divergence this week"
+_ADVICE = (
+    "Errant GTIDs: inject an empty transaction for each on the primary so every member "
+    "has them (`grstats gtids --explain` prints the statements) if the data is to stay, "
+    "or rebuild the member with clone; a member that would need clone has no donor left "
+    "holding the GTIDs it lacks: keep binary logs longer (binlog_expire_logs_seconds) "
+    "or plan for a clone-based rejoin."
+)
+
+
+@dataclass
+class GtidWeek:
+    """Collected GTID divergence rows of one group and week."""
+
+    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
+
+
+def collect_gtids(
+    spark: SparkSession, rollups: str, start: dt.date, end: dt.date, group: str | None
+) -> dict[str, GtidWeek]:
+    """The GTID divergence rows of every group for the week [start, end).
+
+    Args:
+        spark: the session.
+        rollups: the rollup root.
+        start: the Monday of the week.
+        end: the Monday after.
+        group: only this group; None = all.
+
+    Returns:
+        Group -> its GtidWeek; empty when the rollups have no GTID tables.
+    """
+    path = f"{rollups}/{GTID_TABLES[0]}"
+    if not list_partitions(spark, path):
+        return {}  # rollups from before issue 26, or a history without verdicts
+    hours = spark.read.parquet(path).where(
+        (F.col("date") >= start.isoformat()) & (F.col("date") < end.isoformat())
+    )
+    if group is not None:
+        hours = hours.where(F.col("group_name") == group)
+    members = hours.groupBy("group_name", "member_id").agg(
+        *(F.sum(c).alias(c) for c in ("minutes", "errant_minutes", "clone_minutes")),
+        F.max("errant_max").alias("errant_max"),
+        F.max("missing_max").alias("missing_max"),
+        F.unix_seconds(F.min("first_errant")).alias("first_errant_s"),
+        F.unix_seconds(F.max("last_errant")).alias("last_errant_s"),
+    )
+    result: dict[str, GtidWeek] = {}
+    for row in members.orderBy("member_id").toArrow().to_pylist():
+        result.setdefault(row["group_name"], GtidWeek()).members.append(row)
+    return result
+
+
+def _minute_text(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _errant(gtids: GtidWeek) -> list[dict[str, Any]]:
+    found = [m for m in gtids.members if (m["errant_minutes"] or 0) > 0]
+    return sorted(found, key=lambda m: (m["first_errant_s"] or 0, m["member_id"]))
+
+
+def _clone(gtids: GtidWeek) -> list[dict[str, Any]]:
+    found = [m for m in gtids.members if (m["clone_minutes"] or 0) > 0]
+    return sorted(found, key=lambda m: (-(m["clone_minutes"] or 0), m["member_id"]))
+
+
+def errant_findings(gtids: GtidWeek | None, labels: Mapping[str, str]) -> list[str]:
+    """One finding per member that had errant transactions, the earliest first.
+
+    Args:
+        gtids: the collected week (None: no GTID figures).
+        labels: member id -> `host:port`.
+
+    Returns:
+        Sentences (Markdown bold around the member).
+    """
+    sentences = []
+    for m in _errant(gtids) if gtids is not None else []:
+        first = dt.datetime.fromtimestamp(m["first_errant_s"], dt.UTC)
+        last = dt.datetime.fromtimestamp(m["last_errant_s"], dt.UTC)
+        until = last.strftime("%H:%M" if last.date() == first.date() else "%a %m-%d %H:%M")
+        sentences.append(
+            f"**{member(labels, m['member_id'])}** had errant transactions (up to "
+            f"{m['errant_max']:,} GTID{'' if m['errant_max'] == 1 else 's'} no other member "
+            "executed) from "
+            f"{first.strftime('%a %m-%d %H:%M')} to {until} UTC, {m['errant_minutes']:,} "
+            "minutes in all; inject empty transactions for them on the primary "
+            "(`grstats gtids --explain`) or rebuild it with clone before it is promoted "
+            "or rejoins."
+        )
+    return sentences
+
+
+def gtid_section(
+    gtids: GtidWeek | None, labels: Mapping[str, str] | None = None
+) -> tuple[str, list[Item]]:
+    """The report section of one group's week.
+
+    Args:
+        gtids: its collected rows (None: no GTID divergence figures).
+        labels: member id -> `host:port` (absent: the short id).
+
+    Returns:
+        (heading, items): a summary line, the members with errant transactions
+        (first and last errant sample, errant minutes, most errant GTIDs) and
+        the members that would have needed clone; one line for a clean week.
+    """
+    names = labels or {}
+    if gtids is None or not gtids.members:
+        return HEADING, [
+            "No GTID divergence figures this week (the history predates them, was "
+            "recorded by a collector, or no daemon sent its GTID sets)."
+        ]
+    errant, clone = _errant(gtids), _clone(gtids)
+    judged = len(gtids.members)
+    if not errant and not clone:
+        return HEADING, [
+            f"No errant transactions and no member that would have needed clone this week "
+            f"({judged} members judged by their daemons)."
+        ]
+    items: list[Item] = [
+        f"{len(errant)} of {judged} members had errant transactions (GTIDs executed there "
+        "and on no other ONLINE member past the grace window); "
+        f"{len(clone)} would have needed clone to rejoin at some point. {_ADVICE}"
+    ]
+    if errant:
+        items.append(
+            Table(
+                "gtid_errant",
+                "Members with errant transactions",
+                [
+                    "member",
+                    "first errant (UTC)",
+                    "last errant (UTC)",
+                    "errant minutes",
+                    "most errant GTIDs",
+                ],
+                [
+                    [
+                        member(names, m["member_id"]),
+                        _minute_text(m["first_errant_s"]),
+                        _minute_text(m["last_errant_s"]),
+                        m["errant_minutes"],
+                        m["errant_max"],
+                    ]
+                    for m in errant
+                ],
+            )
+        )
+    if clone:
+        items.append(
+            Table(
+                "gtid_clone",
+                "Members that would have needed clone",
+                ["member", "clone-needed minutes", "share of its minutes", "most GTIDs missing"],
+                [
+                    [
+                        member(names, m["member_id"]),
+                        m["clone_minutes"],
+                        m["clone_minutes"] / m["minutes"] if m["minutes"] else None,
+                        m["missing_max"],
+                    ]
+                    for m in clone
+                ],
+                note="A member needs clone when no ONLINE donor still holds every GTID it "
+                "lacks (they were purged), or when it has errant GTIDs of its own.",
+                percent=frozenset({"share of its minutes"}),
+            )
+        )
+    return HEADING, items
