@@ -46,7 +46,7 @@ def flow_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Iterat
             family = CounterMetricFamily(name.removesuffix("_total"), column.help, labels=_LABELS)
         else:
             family = GaugeMetricFamily(name, column.help, labels=_LABELS)
-        for row in snapshot.flow_control:
+        for row in snapshot.table(col.FLOW_CONTROL.name):
             member_id = str(row.get(col.MEMBER_ID) or "")
             if not member_id:
                 continue

@@ -42,7 +42,7 @@ def gtid_families(snapshot: DaemonSnapshot, groups: Mapping[str, str]) -> Iterat
         text = column.name == col.RECOVERY_METHOD
         labels = (*_LABELS, "method") if text else _LABELS
         family = GaugeMetricFamily(name, column.help, labels=labels)
-        for row in snapshot.member_gtids:
+        for row in snapshot.table(col.MEMBER_GTIDS.name):
             member_id = str(row.get(col.MEMBER_ID) or "")
             cell = row.get(column.name)
             if not member_id or cell is None:

@@ -143,7 +143,7 @@ def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
     # grstats_member_status carries the group per member (collector mode may
     # see several groups); fall back to the daemon's own group.
     groups: dict[str, str] = {}
-    for row in snapshot.member_status:
+    for row in snapshot.table(col.MEMBER_STATUS.name):
         member_id = _text(row.get(col.MEMBER_ID))
         group = _text(row.get(col.GROUP_NAME))
         if member_id and group:
@@ -164,7 +164,7 @@ def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     # its counters do not fall to 0 and come back as a bogus reset.
     offline = {
         _text(r.get(col.MEMBER_ID))
-        for r in snapshot.members
+        for r in snapshot.table(col.MEMBERS.name)
         if r.get(col.MEMBER_STATE) == "OFFLINE"
     }
     for column, name, kind, help_text in MEMBER_STATS_METRICS:
@@ -173,7 +173,7 @@ def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             family = CounterMetricFamily(_strip_total(name), help_text, labels=_MEMBER_LABELS)
         else:
             family = GaugeMetricFamily(name, help_text, labels=_MEMBER_LABELS)
-        for row in snapshot.member_stats:
+        for row in snapshot.table(col.MEMBER_STATS.name):
             if _text(row.get(col.MEMBER_ID)) in offline:
                 continue
             labels = _labels(row, groups, snapshot.group_name)
@@ -202,7 +202,7 @@ def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "The member this daemon speaks for (publishes for); 1.",
         labels=_MEMBER_LABELS,
     )
-    for row in snapshot.members:
+    for row in snapshot.table(col.MEMBERS.name):
         labels = _labels(row, groups, snapshot.group_name)
         if labels is None:
             continue
@@ -261,7 +261,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "grstats_members_known",
         "Members in the daemon's tables, the local one included.",
-        value=gauges.get("members_known", len(snapshot.members)),
+        value=gauges.get("members_known", len(snapshot.table(col.MEMBERS.name))),
     )
     yield CounterMetricFamily(
         "grstats_envelopes_clamped",
@@ -550,7 +550,7 @@ def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "daemon publishes for it), 0 when from its daemon.",
         labels=_MEMBER_LABELS,
     )
-    for row in snapshot.member_status:
+    for row in snapshot.table(col.MEMBER_STATUS.name):
         labels = _labels(row, {}, _text(row.get(col.GROUP_NAME)) or snapshot.group_name)
         if labels is None:
             continue

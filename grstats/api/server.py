@@ -50,7 +50,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats, health_reasons
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
-from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
+from grstats.core.snapshot import MEMBERS_TABLE, TABLE_NAMES, DaemonSnapshot
 
 __all__ = ["ApiServer"]
 
@@ -324,7 +324,7 @@ class ApiServer:
             "reasons": list(reasons),
             "details": list(snapshot.health),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
-            "members": len(snapshot.members),
+            "members": len(snapshot.table(MEMBERS_TABLE)),
             "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
             "uptime_s": round(time.monotonic() - self._started, 3),
             "group": snapshot.group_name,
