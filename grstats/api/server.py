@@ -50,7 +50,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats, health_reasons
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
-from grstats.core.snapshot import MEMBERS_TABLE, TABLE_NAMES, DaemonSnapshot
+from grstats.core.columns import table_names
+from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
 
 __all__ = ["ApiServer"]
 
@@ -307,13 +308,14 @@ class ApiServer:
         snapshot = self._get_snapshot()
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
-            if name not in TABLE_NAMES:
-                return _json(404, {"error": "unknown table", "table": name, "tables": TABLE_NAMES})
+            names = table_names()
+            if name not in names:
+                return _json(404, {"error": "unknown table", "table": name, "tables": names})
             return _json(200, [dict(row) for row in snapshot.table(name)])
         if path in ("/healthz", "/health"):
             return self._health(snapshot)
         if path == "/v1/tables":
-            return _json(200, list(TABLE_NAMES))
+            return _json(200, list(table_names()))
         return _json(404, {"error": "not found", "path": path})
 
     def _health(self, snapshot: DaemonSnapshot) -> Response:

@@ -955,6 +955,11 @@ STATS_ITEM_COLUMNS: Final = tuple(
 )
 
 
+def table_names() -> tuple[str, ...]:
+    """The names of every declared table, in declaration order (read at call time)."""
+    return tuple(t.name for t in TABLES)
+
+
 def table(name: str) -> TableDef:
     """The declaration of table `name`; KeyError for an unknown table."""
     for t in TABLES:
