@@ -138,3 +138,9 @@ def test_a_new_table_is_in_the_sql_endpoint(sql: int) -> None:
         )
         cur.execute("SELECT MEMBER_ID, PROBE_WIDGETS, PROBE_NOTE FROM grstats.pipeline_probe")
         assert cur.fetchall() == ((LOCAL, WIDGETS, NOTE),)
+
+
+def test_an_undeclared_table_name_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["table", "no_such_table", "--api", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert "no_such_table: not a table" in result.output
