@@ -89,7 +89,9 @@ def snapshot(members: int) -> DaemonSnapshot:
         taken_at_us=0,
         group_name=GROUP,
         local_member_id=member(0),
-        member_stats=tuple(rows),  # type: ignore[arg-type]
+        tables={
+            "replication_group_member_stats": tuple(rows),  # type: ignore[arg-type]
+        },
     )
 
 
@@ -145,7 +147,9 @@ def compare(
     conn = pymysql.connect(host="127.0.0.1", port=port, user="grstats", password=PASSWORD)
     direct = duckdb.connect()
     direct.execute("SET threads = 1")  # the endpoint runs each query on one DuckDB thread
-    stats_arrow = pa.Table.from_pylist([dict(r) for r in snap.member_stats])
+    stats_arrow = pa.Table.from_pylist(
+        [dict(r) for r in snap.table("replication_group_member_stats")]
+    )
     direct.register("member_stats", stats_arrow)
     parquet = f"read_parquet('{history}/*/*/*.parquet', hive_partitioning = true)"
     rows = []
@@ -278,7 +282,10 @@ def jitter(history: Path, work: Path, clients: int, period: float, queries: int)
         ) as answer:
             live = json.loads(answer.read())
         snap = DaemonSnapshot(
-            taken_at_us=0, group_name=GROUP, local_member_id=me, member_stats=tuple(live)
+            taken_at_us=0,
+            group_name=GROUP,
+            local_member_id=me,
+            tables={"replication_group_member_stats": tuple(live)},
         )
         rows = compare(sql_port, history, snap, me, queries)
         print_latency("(b) latency, the daemon's endpoint process vs DuckDB directly", rows)

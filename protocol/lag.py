@@ -80,7 +80,7 @@ class LagStage:
 class LagChannel:
     """One channel's stages; see `grstats.core.lag.ChannelLag` for the meaning."""
 
-    channel: str
+    channel: str = "group_replication_applier"
     receiver_on: bool | None = None
     applier_on: bool | None = None
     workers: int = 0

@@ -62,14 +62,18 @@ def _full_snapshot() -> DaemonSnapshot:
         taken_at_us=0,
         group_name="g",
         local_member_id=member,
-        member_stats=(stats,),
-        members=(members,),
-        member_status=(status,),
-        member_lag=(full_row(columns.MEMBER_LAG),),
-        flow_control=(flow,),
-        applier_metrics=(full_row(columns.APPLIER_METRICS),),
-        applier_workers=(full_row(columns.APPLIER_PROGRESS_BY_WORKER),),
-        member_gtids=(full_row(columns.MEMBER_GTIDS),),
+        tables={
+            "replication_group_member_stats": (stats,),
+            "replication_group_members": (members,),
+            "grstats_member_status": (status,),
+            "replication_group_member_lag": (full_row(columns.MEMBER_LAG),),
+            "grstats_flow_control": (flow,),
+            "replication_applier_metrics": (full_row(columns.APPLIER_METRICS),),
+            "replication_applier_progress_by_worker": (
+                full_row(columns.APPLIER_PROGRESS_BY_WORKER),
+            ),
+            "grstats_member_gtids": (full_row(columns.MEMBER_GTIDS),),
+        },
         counters=DaemonCounters(
             envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
         ),

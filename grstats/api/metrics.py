@@ -18,22 +18,8 @@ wrong). Every per-member series carries `group` and `member_id` labels, because
 unlike mysqld_exporter (which scrapes only `@@server_uuid`'s row) every grstats
 daemon knows every member.
 
-Member state is the gauge `mysql_perf_schema_replication_group_member_state`
-with the mapping of Percona's group-replication queries for mysqld_exporter
-(see MEMBER_STATE_VALUES): 0 unknown/empty, 1 ONLINE, 2 RECOVERING, 3 OFFLINE,
-4 ERROR, 5 UNREACHABLE. `mysql_perf_schema_replication_group_member_info` is
-exactly mysqld_exporter's (perf_schema.replication_group_members): a gauge of
-value 1 per row whose labels are every column of replication_group_members,
-lower-cased, the state included (so it changes series when the state
-changes, as there) and NULL as "". Like mysqld_exporter's it has no `group`
-label; join on `member_id` (a server UUID) for it.
-
-The daemon's own member is marked by `grstats_local_member_info{group,
-member_id}` (one series, value 1), because every daemon exports every member:
-a dashboard or a recording rule uses it to pick the daemon that speaks for a
-member. When a member was last heard of is the Unix time
-`grstats_member_last_seen_timestamp_seconds` (snapshot time minus the age),
-so it does not move while nothing is heard and `time() - x` is the age.
+Every declared table's families come from its declaration, one path
+(`api.table_metrics`; the member tables' info series in `api.member_metrics`).
 
 Invariants: a cell that is None or not a number is skipped (no series), never
 reported as 0; a row without MEMBER_ID is skipped.
@@ -51,55 +37,19 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from grstats.api.applier_metrics import applier_families
-from grstats.api.flow_metrics import flow_families
-from grstats.api.gtid_metrics import gtid_families
 from grstats.api.health import ApiStats
-from grstats.api.lag_metrics import lag_families
+from grstats.api.member_metrics import MEMBER_STATE_VALUES
 from grstats.api.self_metrics import register_process_collectors
-from grstats.api.table_metrics import declared_families
+from grstats.api.table_metrics import table_families
 from grstats.core import columns as col
-from grstats.core.snapshot import MEMBERS_COLUMNS, REJECT_REASONS, DaemonSnapshot, Row
+from grstats.core.snapshot import MEMBER_STATUS_TABLE, MEMBERS_TABLE, REJECT_REASONS, DaemonSnapshot
 
 __all__ = [
     "MEMBER_STATE_VALUES",
-    "MEMBER_STATS_METRICS",
     "SnapshotCollector",
     "build_registry",
     "snapshot_registry",
 ]
-
-# Percona mysqld_exporter (queries-mysqld-group-replication.yml) member_state mapping.
-MEMBER_STATE_VALUES: Mapping[str, int] = {
-    "ONLINE": 1,
-    "RECOVERING": 2,
-    "OFFLINE": 3,
-    "ERROR": 4,
-    "UNREACHABLE": 5,
-}
-
-# column -> (metric name as exposed, kind, help), from the column registry;
-# kind is "counter" or "gauge".
-MEMBER_STATS_METRICS: tuple[tuple[str, str, str, str], ...] = tuple(
-    (c.name, c.metric, c.kind, c.help) for c in col.MEMBER_STATS.columns if c.metric is not None
-)
-
-_MEMBER_LABELS = ("group", "member_id")
-# mysqld_exporter: every replication_group_members column, lower-cased, in table order.
-_INFO_LABELS = tuple(column.lower() for column in MEMBERS_COLUMNS)
-
-
-def _strip_total(name: str) -> str:
-    # prometheus_client appends "_total" to counter samples itself.
-    return name.removesuffix("_total")
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    return None
 
 
 def _text(value: object) -> str:
@@ -119,13 +69,9 @@ class SnapshotCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._get_snapshot()
-        yield from _member_stats_families(snapshot)
-        yield from _member_families(snapshot)
-        yield from lag_families(snapshot, _group_of(snapshot))
-        yield from flow_families(snapshot, _group_of(snapshot))
-        yield from applier_families(snapshot, _group_of(snapshot))
-        yield from gtid_families(snapshot, _group_of(snapshot))
-        yield from declared_families(snapshot, _group_of(snapshot), col.COMMIT_PATH)
+        groups = _group_of(snapshot)
+        for table in col.TABLES:
+            yield from table_families(snapshot, groups, table)
         yield from _health_families(snapshot)
 
 
@@ -143,87 +89,12 @@ def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
     # grstats_member_status carries the group per member (collector mode may
     # see several groups); fall back to the daemon's own group.
     groups: dict[str, str] = {}
-    for row in snapshot.member_status:
+    for row in snapshot.table(MEMBER_STATUS_TABLE):
         member_id = _text(row.get(col.MEMBER_ID))
         group = _text(row.get(col.GROUP_NAME))
         if member_id and group:
             groups[member_id] = group
     return groups
-
-
-def _labels(row: Row, groups: Mapping[str, str], default_group: str) -> list[str] | None:
-    member_id = _text(row.get(col.MEMBER_ID))
-    if not member_id:
-        return None
-    return [groups.get(member_id, default_group), member_id]
-
-
-def _member_stats_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
-    groups = _group_of(snapshot)
-    # An OFFLINE member is not in the group (MySQL shows it zeroed): no series, so
-    # its counters do not fall to 0 and come back as a bogus reset.
-    offline = {
-        _text(r.get(col.MEMBER_ID))
-        for r in snapshot.members
-        if r.get(col.MEMBER_STATE) == "OFFLINE"
-    }
-    for column, name, kind, help_text in MEMBER_STATS_METRICS:
-        family: CounterMetricFamily | GaugeMetricFamily
-        if kind == "counter":
-            family = CounterMetricFamily(_strip_total(name), help_text, labels=_MEMBER_LABELS)
-        else:
-            family = GaugeMetricFamily(name, help_text, labels=_MEMBER_LABELS)
-        for row in snapshot.member_stats:
-            if _text(row.get(col.MEMBER_ID)) in offline:
-                continue
-            labels = _labels(row, groups, snapshot.group_name)
-            value = _number(row.get(column))
-            if labels is not None and value is not None:
-                family.add_metric(labels, value)
-        yield family
-
-
-def _member_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
-    groups = _group_of(snapshot)
-    state = GaugeMetricFamily(
-        "mysql_perf_schema_replication_group_member_state",
-        "Member state: 0 unknown, 1 ONLINE, 2 RECOVERING, 3 OFFLINE, 4 ERROR, 5 UNREACHABLE.",
-        labels=_MEMBER_LABELS,
-    )
-    info = GaugeMetricFamily(
-        "mysql_perf_schema_replication_group_member_info",
-        "Information about the replication group member: channel_name, member_id, "
-        "member_host, member_port, member_state. (member_role and member_version "
-        "where available)",
-        labels=_INFO_LABELS,
-    )
-    local = GaugeMetricFamily(
-        "grstats_local_member_info",
-        "The member this daemon speaks for (publishes for); 1.",
-        labels=_MEMBER_LABELS,
-    )
-    for row in snapshot.members:
-        labels = _labels(row, groups, snapshot.group_name)
-        if labels is None:
-            continue
-        state.add_metric(labels, MEMBER_STATE_VALUES.get(_text(row.get(col.MEMBER_STATE)), 0))
-        info.add_metric([_text(row.get(column)) for column in MEMBERS_COLUMNS], 1)
-    if snapshot.local_member_id:
-        group = groups.get(snapshot.local_member_id, snapshot.group_name)
-        local.add_metric([group, snapshot.local_member_id], 1)
-    departed = GaugeMetricFamily(
-        "grstats_member_departed",
-        "1 for a member that departed (state: OFFLINE or ERROR, it left; UNREACHABLE, it was "
-        "silent for forget_after) and has not come back; it is in no table and no other "
-        "per-member series.",
-        labels=(*_MEMBER_LABELS, "state"),
-    )
-    for gone in snapshot.departed:
-        departed.add_metric([gone.group, gone.member_id, gone.state], 1)
-    yield state
-    yield info
-    yield local
-    yield departed
 
 
 def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -261,7 +132,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "grstats_members_known",
         "Members in the daemon's tables, the local one included.",
-        value=gauges.get("members_known", len(snapshot.members)),
+        value=gauges.get("members_known", len(snapshot.table(MEMBERS_TABLE))),
     )
     yield CounterMetricFamily(
         "grstats_envelopes_clamped",
@@ -333,7 +204,6 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     yield from _source_families(snapshot)
     yield from _history_families(snapshot)
     yield from _sql_families(snapshot)
-    yield from _member_status_families(snapshot)
 
 
 def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -524,50 +394,6 @@ def _source_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
     for reason, active in snapshot.health.status().items():
         status.add_metric([reason], active)
     yield status
-
-
-def _member_status_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
-    last_seen = GaugeMetricFamily(
-        "grstats_member_last_seen_timestamp_seconds",
-        "Unix time of the last accepted envelope (or sample, for the local member).",
-        labels=_MEMBER_LABELS,
-    )
-    taken_at_s = snapshot.taken_at_us / 1e6
-    member_accepted = CounterMetricFamily(
-        "grstats_member_envelopes_accepted",
-        "Envelopes accepted from this member.",
-        labels=_MEMBER_LABELS,
-    )
-    member_rejected = CounterMetricFamily(
-        "grstats_member_envelopes_rejected",
-        "Envelopes refused on this member's topics, by reason.",
-        labels=(*_MEMBER_LABELS, "reason"),
-    )
-    from_server = GaugeMetricFamily(
-        "grstats_member_from_server",
-        "1 when the member's rows come from the local server's view only (no grstats "
-        "daemon publishes for it), 0 when from its daemon.",
-        labels=_MEMBER_LABELS,
-    )
-    for row in snapshot.member_status:
-        labels = _labels(row, {}, _text(row.get(col.GROUP_NAME)) or snapshot.group_name)
-        if labels is None:
-            continue
-        from_server.add_metric(labels, 1 if row.get(col.ROW_ORIGIN) == col.ORIGIN_SERVER else 0)
-        age = _number(row.get(col.LAST_SEEN_AGE_SECONDS))
-        if age is not None:
-            last_seen.add_metric(labels, taken_at_s - age)
-        count = _number(row.get(col.ACCEPTED))
-        if count is not None:
-            member_accepted.add_metric(labels, count)
-        for reason in REJECT_REASONS:
-            count = _number(row.get(col.rejected_column(reason)))
-            if count is not None:
-                member_rejected.add_metric([*labels, reason], count)
-    yield last_seen
-    yield member_accepted
-    yield member_rejected
-    yield from_server
 
 
 def snapshot_registry(get_snapshot: Callable[[], DaemonSnapshot]) -> CollectorRegistry:

@@ -52,8 +52,9 @@ from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.metrics import snapshot_registry
 from grstats.api.options import ApiOptions
 from grstats.api.self_metrics import process_registry
+from grstats.core.columns import table_names
 from grstats.core.ratelimit import RateLimit
-from grstats.core.snapshot import TABLE_NAMES, DaemonSnapshot
+from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
 
 __all__ = ["ApiServer"]
 
@@ -294,13 +295,14 @@ class ApiServer:
         snapshot = self._get_snapshot()
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
-            if name not in TABLE_NAMES:
-                return _json(404, {"error": "unknown table", "table": name, "tables": TABLE_NAMES})
+            names = table_names()
+            if name not in names:
+                return _json(404, {"error": "unknown table", "table": name, "tables": names})
             return _json(200, [dict(row) for row in snapshot.table(name)])
         if path in ("/healthz", "/health"):
             return self._health(snapshot)
         if path == "/v1/tables":
-            return _json(200, list(TABLE_NAMES))
+            return _json(200, list(table_names()))
         return _json(404, {"error": "not found", "path": path})
 
     def _health(self, snapshot: DaemonSnapshot) -> Response:
@@ -311,7 +313,7 @@ class ApiServer:
             "reasons": list(reasons),
             "details": list(snapshot.health.details()),
             "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
-            "members": len(snapshot.members),
+            "members": len(snapshot.table(MEMBERS_TABLE)),
             "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
             "uptime_s": round(time.monotonic() - self._started, 3),
             "group": snapshot.group_name,

@@ -20,7 +20,8 @@ import urllib.request
 
 from grstats.cli.errors import ReadError
 from grstats.config import ApiSettings
-from grstats.core.snapshot import TABLE_NAMES, Row
+from grstats.core.columns import table_names
+from grstats.core.snapshot import Row
 
 __all__ = ["ReadError", "api_url", "fetch_table", "normalize_api_url"]
 
@@ -76,7 +77,7 @@ def fetch_table(api: str, table: str, *, timeout: float = 5.0) -> list[Row]:
 
     Args:
         api: base URL as returned by `normalize_api_url`.
-        table: one of TABLE_NAMES.
+        table: a declared table (`columns.table_names()`).
         timeout: seconds for connect and read.
 
     Returns:
@@ -86,7 +87,7 @@ def fetch_table(api: str, table: str, *, timeout: float = 5.0) -> list[Row]:
         ReadError: the daemon cannot be reached, answers an error, or does not
             answer with a JSON array of objects.
     """
-    if table not in TABLE_NAMES:
+    if table not in table_names():
         raise ValueError(table)
     url = f"{api}/v1/tables/{table}"
     try:

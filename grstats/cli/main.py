@@ -26,6 +26,7 @@ _COMMANDS: dict[str, str] = {
     "status": "tables",
     "lag": "tables",
     "flow": "tables",
+    "table": "tables",
     "applier": "applier",
     "gtids": "gtids",
     "commit-path": "commit_path",

@@ -26,7 +26,7 @@ from grstats.core.snapshot import (
     MEMBERS_TABLE,
 )
 
-__all__ = ["NARROW", "WIDTH", "member_labels", "narrow_table"]
+__all__ = ["NARROW", "WIDTH", "member_labels", "narrow_columns", "narrow_table"]
 
 WIDTH = 80
 MEMBER = "MEMBER"
@@ -89,6 +89,22 @@ NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
 }
 
 
+def narrow_columns(table: str) -> Sequence[tuple[str, str]]:
+    """(short header, column) of `table`'s default view, in display order.
+
+    A table without a NARROW selection shows its member as MEMBER, then its
+    other declared columns under their own names (as many as fit).
+
+    Raises:
+        KeyError: `table` is not a declared table.
+    """
+    if table in NARROW:
+        return NARROW[table]
+    names = col.table(table).names
+    rest = [(c, c) for c in names if c != col.MEMBER_ID]
+    return [(MEMBER, col.MEMBER_ID), *rest] if col.MEMBER_ID in names else rest
+
+
 def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
     """MEMBER_ID -> `host:port`, with the UUID's first 8 digits where a host:port repeats.
 
@@ -119,14 +135,14 @@ def narrow_table(
     """The default (narrow) table text of `table`'s rows.
 
     Args:
-        table: the table's name (a key of NARROW).
+        table: a declared table's name.
         rows: its rows.
         labels: member_labels() of the group.
 
     Returns:
         The text, at most WIDTH columns wide, with a last line naming what was left out.
     """
-    wanted = list(NARROW[table])
+    wanted = list(narrow_columns(table))
     if not rows:
         return render.table(rows, [h for h, _ in wanted])
     shown_rows = [
@@ -144,7 +160,7 @@ def narrow_table(
         if len(headers) == 1 or max(len(line) for line in text.splitlines()) <= WIDTH:
             break
         headers.pop()
-    hidden = len(NARROW[table]) - len(headers)
+    hidden = len(wanted) - len(headers)
     return text + footer(hidden, "all, as MySQL names them: --wide, -E, --format json") + "\n"
 
 

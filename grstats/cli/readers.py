@@ -144,7 +144,7 @@ class TableReader:
         """Read the named tables (one consistent broker read, or one GET each).
 
         Args:
-            tables: names from grstats.core.snapshot.TABLE_NAMES.
+            tables: declared table names (`columns.table_names()`).
 
         Returns:
             Rows per table name.

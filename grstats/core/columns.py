@@ -169,6 +169,8 @@ class Column:
             that several columns share (told apart by these labels).
         history_keeps: the non-finite doubles that mean something in this
             column and are stored as they are (any other one is stored NULL).
+        metric_enum: for a text column with a metric, (label, values): one 0/1
+            series per value, 1 for the value the cell holds (a NULL cell: none).
     """
 
     name: str
@@ -181,6 +183,7 @@ class Column:
     nullable: bool = False
     metric_labels: tuple[tuple[str, str], ...] = ()
     history_keeps: tuple[float, ...] = ()
+    metric_enum: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def numeric(self) -> bool:
@@ -189,12 +192,39 @@ class Column:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricPolicy:
+    """How /metrics shows a table's rows (api.table_metrics; the label policy).
+
+    Every series is labelled `group` and `member_id` (a row without MEMBER_ID
+    has none), then `keys` lower-cased, then its column's `metric_labels`;
+    counters are counters, the other numbers gauges.
+
+    Attributes:
+        keys: the key columns that label each series beside the member.
+        skip_member_states: members in these states (replication_group_members)
+            have no series of this table (an OFFLINE member's zeroed stats are
+            no counter reset).
+        hook: the name of the table's own extra families in `api.table_metrics`
+            ("" for none): what a column declaration cannot say (info series,
+            ages as Unix times).
+    """
+
+    keys: tuple[str, ...] = (CHANNEL_NAME,)
+    skip_member_states: tuple[str, ...] = ()
+    hook: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TableDef:
-    """A table: its name, the schema the SQL endpoint shows it in, its columns in order."""
+    """A table: its name, the schema the SQL endpoint shows it in, its columns in order.
+
+    `metrics` is how /metrics shows its rows (`MetricPolicy`).
+    """
 
     name: str
     schema: str
     columns: tuple[Column, ...]
+    metrics: MetricPolicy = MetricPolicy()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -230,6 +260,7 @@ def _count(
 MEMBER_STATS = TableDef(
     name="replication_group_member_stats",
     schema="performance_schema",
+    metrics=MetricPolicy(keys=(), skip_member_states=("OFFLINE",)),
     columns=(
         Column(CHANNEL_NAME, "char(64)", "id"),
         Column(VIEW_ID, "char(60)", "id"),
@@ -310,6 +341,7 @@ MEMBER_STATS = TableDef(
 MEMBERS = TableDef(
     name="replication_group_members",
     schema="performance_schema",
+    metrics=MetricPolicy(keys=(), hook="members"),
     columns=(
         Column(CHANNEL_NAME, "char(64)", "id"),
         Column(MEMBER_ID, "char(36)", "id"),
@@ -325,6 +357,7 @@ MEMBERS = TableDef(
 MEMBER_STATUS = TableDef(
     name="grstats_member_status",
     schema="grstats",
+    metrics=MetricPolicy(keys=(), hook="member_status"),
     columns=(
         Column(GROUP_NAME, "char(36)", "id"),
         Column(MEMBER_ID, "char(36)", "id"),
@@ -524,6 +557,7 @@ def _flow(
 FLOW_CONTROL = TableDef(
     name="grstats_flow_control",
     schema="grstats",
+    metrics=MetricPolicy(keys=()),
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(
@@ -533,6 +567,7 @@ FLOW_CONTROL = TableDef(
             metric="grstats_flow_control_bottleneck",
             help="1 while the member counts as a certifier or applier bottleneck "
             "(its queue over the threshold, MySQL's QUOTA flow control).",
+            metric_enum=("kind", BOTTLENECK_KINDS),
         ),
         _flow(
             EXCESS_OVER_THRESHOLD,
@@ -734,6 +769,7 @@ APPLIER_METRICS = TableDef(
 APPLIER_PROGRESS_BY_WORKER = TableDef(
     name="replication_applier_progress_by_worker",
     schema="performance_schema",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME, WORKER_ID)),
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
@@ -783,6 +819,7 @@ RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE")
 MEMBER_GTIDS = TableDef(
     name="grstats_member_gtids",
     schema="grstats",
+    metrics=MetricPolicy(keys=()),
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(GTID_EXECUTED, "longtext"),
@@ -819,6 +856,7 @@ MEMBER_GTIDS = TableDef(
             "donor still holds every GTID it lacks; CLONE: none does, or it has errant "
             "transactions).",
             nullable=True,
+            metric_enum=("method", RECOVERY_METHODS),
         ),
         Column(DONORS, "text", nullable=True),
     ),
@@ -933,6 +971,11 @@ PS_COLUMN_OF_FIELD: Final[Mapping[str, str | None]] = MappingProxyType(
         for f in fields(PipelineStats)
     }
 )
+
+
+def table_names() -> tuple[str, ...]:
+    """The names of every declared table, in declaration order (read at call time)."""
+    return tuple(t.name for t in TABLES)
 
 
 def table(name: str) -> TableDef:

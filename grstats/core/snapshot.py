@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from grstats.core import columns
 from grstats.core.health import UNCHECKED, Health
@@ -32,7 +31,6 @@ APPLIER_METRICS_TABLE = columns.APPLIER_METRICS.name
 APPLIER_WORKERS_TABLE = columns.APPLIER_PROGRESS_BY_WORKER.name
 MEMBER_GTIDS_TABLE = columns.MEMBER_GTIDS.name
 COMMIT_PATH_TABLE = columns.COMMIT_PATH.name
-TABLE_NAMES = tuple(t.name for t in columns.TABLES)
 
 MEMBER_STATS_COLUMNS = columns.MEMBER_STATS.names
 MEMBERS_COLUMNS = columns.MEMBERS.names
@@ -219,20 +217,15 @@ class DaemonSnapshot:
     `gauges` holds point-in-time values: "bus_connected" (0/1), "members_known",
     "source_up" and "history_healthy" (0/1, when the part exists).
     `health` is what the daemon checks and each reason it is degraded (core.health).
+    `tables` holds the rows of every declared table by name; read them with
+    `table(name)`.
     """
 
     taken_at_us: int
     group_name: str
     local_member_id: str
-    member_stats: tuple[Row, ...] = ()
-    members: tuple[Row, ...] = ()
-    member_status: tuple[Row, ...] = ()
-    member_lag: tuple[Row, ...] = ()
-    flow_control: tuple[Row, ...] = ()
-    applier_metrics: tuple[Row, ...] = ()
-    applier_workers: tuple[Row, ...] = ()
-    member_gtids: tuple[Row, ...] = ()
-    commit_path: tuple[Row, ...] = ()
+    # table name -> rows, every table of columns.TABLES (core.snapshot_builder.BUILDERS)
+    tables: Mapping[str, tuple[Row, ...]] = field(default_factory=dict)
     counters: DaemonCounters = field(default_factory=DaemonCounters)
     gauges: Mapping[str, float] = field(default_factory=dict)
     health: Health = UNCHECKED  # what the daemon checks, and why it is degraded
@@ -241,26 +234,20 @@ class DaemonSnapshot:
     departed: tuple[Departed, ...] = ()  # members gone from the tables, for /metrics
 
     def table(self, name: str) -> tuple[Row, ...]:
-        """Rows of one of TABLE_NAMES; KeyError for any other name."""
-        rows: tuple[Row, ...] = getattr(self, _TABLE_FIELDS[name])
+        """Rows of the declared table `name` (none when not built); KeyError for any other name."""
+        rows = self.tables.get(name)
+        if rows is None:
+            columns.table(name)  # KeyError for an undeclared table
+            return ()
         return rows
 
 
-# table name -> the DaemonSnapshot field holding its rows
-_TABLE_FIELDS: Mapping[str, str] = {
-    MEMBER_STATS_TABLE: "member_stats",
-    MEMBERS_TABLE: "members",
-    MEMBER_STATUS_TABLE: "member_status",
-    MEMBER_LAG_TABLE: "member_lag",
-    FLOW_CONTROL_TABLE: "flow_control",
-    APPLIER_METRICS_TABLE: "applier_metrics",
-    APPLIER_WORKERS_TABLE: "applier_workers",
-    MEMBER_GTIDS_TABLE: "member_gtids",
-    COMMIT_PATH_TABLE: "commit_path",
-}
-
-
 def with_tables(snapshot: DaemonSnapshot, tables: Mapping[str, tuple[Row, ...]]) -> DaemonSnapshot:
-    """`snapshot` with the rows of the named tables (names of TABLE_NAMES) replaced."""
-    changes: dict[str, Any] = {_TABLE_FIELDS[name]: rows for name, rows in tables.items()}
-    return replace(snapshot, **changes)
+    """`snapshot` with the rows of the named tables replaced (declared names only).
+
+    Raises:
+        KeyError: a name that is not a declared table.
+    """
+    for name in tables:
+        columns.table(name)
+    return replace(snapshot, tables={**snapshot.tables, **tables})

@@ -23,7 +23,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from grstats.core import columns as col
 from grstats.core.admission import (
     Admitted,
     Ignored,
@@ -33,17 +32,18 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.columns import MEMBER_ID, REJECT_REASONS, SERVER_DISAGREEMENTS
+from grstats.core.columns import REJECT_REASONS
 from grstats.core.commitpath import commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
 from grstats.core.health import PENDING_GTIDS_FULL, SERVER_ORACLE, UNCHECKED, Health
+from grstats.core.member_builders import drains
 from grstats.core.oracle import ServerOracle
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample, in_group
-from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, Row
-from grstats.core.snapshot_builder import LocalView, build_snapshot
+from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
+from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
 from grstats.core.topics import STATS_KIND
 from protocol import CommitPathReport, GtidState, MemberStatsState
 
@@ -292,7 +292,7 @@ class MemberTables:
             return None
         flow = self.flow
         rows = (flow.row(m) for m in flow.members())
-        return self.gtids.history(member_id, now_us, _drains(tuple(r for r in rows if r)))
+        return self.gtids.history(member_id, now_us, drains(tuple(r for r in rows if r)))
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""
@@ -379,12 +379,18 @@ class MemberTables:
         Returns:
             A new immutable DaemonSnapshot.
         """
-        snap = build_snapshot(
+        inputs = SnapshotInputs(
             now_us,
             group=self.group,
             local_member_id=self.local_member_id,
             local=self._local,
             registry=self.registry,
+            flow=self.flow,
+            gtids=self.gtids,
+            disagreements={} if self.oracle is None else dict(self.oracle.by_member),
+        )
+        return build_snapshot(
+            inputs,
             counters=dataclasses.replace(
                 self.counters(),
                 bus_reconnects=bus_reconnects,
@@ -395,31 +401,6 @@ class MemberTables:
             gauges={**(gauges or {}), **self._pending_gauges()},
             health=self._health(health),
         )
-        if self.oracle is not None and self.oracle.by_member:
-            compared = self.oracle.by_member
-            status = tuple(
-                {**r, SERVER_DISAGREEMENTS: compared.get(str(r[MEMBER_ID]))}
-                for r in snap.member_status
-            )
-            snap = dataclasses.replace(snap, member_status=status)
-        if self.flow is None:
-            return snap
-        sample = self._local.sample if self._local is not None else None
-        flow_rows = self.flow.rows(
-            self.local_member_id or "", None if sample is None else sample.flow_control
-        )
-        gtid_rows = () if self.gtids is None else self.gtids.rows(now_us, _drains(flow_rows))
-        return dataclasses.replace(snap, flow_control=flow_rows, member_gtids=gtid_rows)
-
-
-def _drains(flow_rows: tuple[Row, ...]) -> dict[str, tuple[int, float]]:
-    """member id -> (applier queue, apply rate) from grstats_flow_control rows."""
-    out: dict[str, tuple[int, float]] = {}
-    for row in flow_rows:
-        queue, rate = row.get(col.APPLIER_QUEUE), row.get(col.APPLY_RATE)
-        if isinstance(queue, int) and isinstance(rate, int | float):
-            out[str(row.get(col.MEMBER_ID))] = (queue, float(rate))
-    return out
 
 
 def count_dropped_ext(counts: dict[str, int], name: str) -> None:

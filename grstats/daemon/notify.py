@@ -14,7 +14,7 @@ import socket
 
 import structlog
 
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -56,7 +56,8 @@ def watchdog_interval_s() -> float | None:
 def status_text(snapshot: DaemonSnapshot) -> str:
     """The one-line STATUS= systemd shows for the daemon."""
     connected = bool(snapshot.gauges.get("bus_connected"))
-    text = f"bus={'connected' if connected else 'disconnected'} members={len(snapshot.members)}"
+    members = len(snapshot.table(MEMBERS_TABLE))
+    text = f"bus={'connected' if connected else 'disconnected'} members={members}"
     if not snapshot.health.ok:
         text += f" degraded: {'; '.join(snapshot.health.details())}"
     return text

@@ -36,7 +36,13 @@ HEADER = struct.Struct(">I")
 # frame of this format, a value msgpack cannot carry (sender side)
 REFUSALS = ("too_large", "version", "malformed", "unencodable")
 _SKIP_CHUNK = 1 << 16
-_TABLES = {t.name: t.names for t in columns.TABLES}
+
+
+def _declared() -> dict[str, tuple[str, ...]]:
+    """table name -> its column names, every declared table (read at call time)."""
+    return {t.name: t.names for t in columns.TABLES}
+
+
 _CELL = (str, int, float, type(None))
 
 
@@ -116,7 +122,7 @@ def snapshot_message(snapshot: DaemonSnapshot) -> dict[str, Any]:
     """The live tables of `snapshot` as a "snapshot" message (declared columns, in order)."""
     tables = {
         name: [[row.get(c) for c in names] for row in snapshot.table(name)]
-        for name, names in _TABLES.items()
+        for name, names in _declared().items()
     }
     return {
         "kind": "snapshot",
@@ -143,7 +149,7 @@ def snapshot_from(message: Mapping[str, Any]) -> DaemonSnapshot:
     if not isinstance(tables, dict):
         raise ChannelError("malformed", "snapshot tables")
     out: dict[str, tuple[Row, ...]] = {}
-    for name, names in _TABLES.items():
+    for name, names in _declared().items():
         rows = tables.get(name, [])
         if not isinstance(rows, list):
             raise ChannelError("malformed", f"table {name}")

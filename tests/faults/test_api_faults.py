@@ -43,9 +43,13 @@ def _big_snapshot() -> DaemonSnapshot:
         taken_at_us=1_700_000_000_000_000,
         group_name="aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
         local_member_id=ids[0],
-        member_stats=tuple(_stats_row(m, i) for i, m in enumerate(ids)),
-        members=tuple(_member_row(m, 3306, "ONLINE", "SECONDARY") for m in ids),
-        member_status=tuple(_status_row(m, 1.5, i, 0) for i, m in enumerate(ids)),
+        tables={
+            "replication_group_member_stats": tuple(_stats_row(m, i) for i, m in enumerate(ids)),
+            "replication_group_members": tuple(
+                _member_row(m, 3306, "ONLINE", "SECONDARY") for m in ids
+            ),
+            "grstats_member_status": tuple(_status_row(m, 1.5, i, 0) for i, m in enumerate(ids)),
+        },
         gauges={"bus_connected": 1},
     )
 

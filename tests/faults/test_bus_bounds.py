@@ -114,7 +114,7 @@ def test_max_members_per_group_counts_the_local_member() -> None:
         member = str(uuid.UUID(int=i + 500))
         tables.receive(topic(member), envelope(member=member), T0)
     snap = tables.snapshot(T0)
-    assert len(snap.members) == 4  # the local member and 3 remotes
+    assert len(snap.table("replication_group_members")) == 4  # the local member and 3 remotes
     assert tables.rejected_total["over_limit"] == 10 - 3
 
 
@@ -123,7 +123,7 @@ def test_a_collector_has_every_seat_for_remote_members() -> None:
     for i in range(10):
         member = str(uuid.UUID(int=i + 500))
         tables.receive(topic(member), envelope(member=member), T0)
-    assert len(tables.snapshot(T0).members) == 4
+    assert len(tables.snapshot(T0).table("replication_group_members")) == 4
     assert tables.rejected_total["over_limit"] == 10 - 4
 
 
@@ -192,7 +192,9 @@ def test_a_forgotten_member_leaves_the_tables_and_its_series_together_and_stays_
     forgotten = T0 + 60_000_001
     tables.expire(forgotten)
     text = _series(tables, forgotten)
-    assert REMOTE not in {row["MEMBER_ID"] for row in tables.snapshot(forgotten).members}
+    assert REMOTE not in {
+        row["MEMBER_ID"] for row in tables.snapshot(forgotten).table("replication_group_members")
+    }
     # no member series outlives the tables' row ...
     assert state not in text
     assert f"grstats_member_last_seen_timestamp_seconds{{{member}}}" not in text

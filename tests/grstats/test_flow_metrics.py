@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from grstats.core import columns as col
+from grstats.core.snapshot import with_tables
 from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 
@@ -28,7 +28,7 @@ def _row(member: str, bottleneck: str, eta: float | None, throttled: float) -> d
 
 def _flow_snapshot():  # type: ignore[no-untyped-def]
     rows = (_row(M1, "", 0.0, 0.0), _row(M2, "applier", math.inf, 42.5))
-    return dataclasses.replace(_snapshot(), flow_control=rows)  # type: ignore[arg-type]
+    return with_tables(_snapshot(), {"grstats_flow_control": rows})
 
 
 def _labels(member: str, **extra: str) -> frozenset[tuple[str, str]]:
@@ -54,6 +54,6 @@ def test_quota_excess_eta_and_throttled_seconds() -> None:
 
 def test_null_cells_are_no_series() -> None:
     rows = (_row(M1, "", None, 0.0),)
-    snap = dataclasses.replace(_snapshot(), flow_control=rows)  # type: ignore[arg-type]
+    snap = with_tables(_snapshot(), {"grstats_flow_control": rows})
     got = _samples(snap)
     assert ("grstats_member_catch_up_eta_seconds", _labels(M1)) not in got

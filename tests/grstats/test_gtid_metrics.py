@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from grstats.core import columns as col
+from grstats.core.snapshot import with_tables
 from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 
@@ -29,7 +28,7 @@ def _labels(member: str, **extra: str) -> frozenset[tuple[str, str]]:
 
 def _gtid_snapshot():  # type: ignore[no-untyped-def]
     rows = (_row(M1, 3, 0, "CLONE"), _row(M2, 0, 120, "INCREMENTAL"))
-    return dataclasses.replace(_snapshot(), member_gtids=rows)  # type: ignore[arg-type]
+    return with_tables(_snapshot(), {"grstats_member_gtids": rows})
 
 
 def test_errant_and_missing_counts_per_member() -> None:
@@ -48,7 +47,7 @@ def test_recovery_method_is_one_series_per_method() -> None:
 
 
 def test_null_cells_are_no_series() -> None:
-    snap = dataclasses.replace(_snapshot(), member_gtids=(_row(M1, None, None, None),))  # type: ignore[arg-type]
+    snap = with_tables(_snapshot(), {"grstats_member_gtids": (_row(M1, None, None, None),)})
     got = _samples(snap)
     assert not any(name.startswith("grstats_member_errant") for name, _ in got)
     assert not any(name == "grstats_member_recovery_method" for name, _ in got)

@@ -6,7 +6,7 @@ import dataclasses
 
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx
 from grstats.core.lagrows import lag_rows
-from grstats.core.snapshot import DaemonCounters
+from grstats.core.snapshot import DaemonCounters, with_tables
 from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot
 
 T = 1_700_000_000_000_000
@@ -25,8 +25,9 @@ def _lag_snapshot() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         *lag_rows(M1, MemberLag(T + 2_000_000, (BUSY,)), offset_s=0.0, spread_s=0.25),
         *lag_rows(M2, MemberLag(T + 2_000_000, (OFF,)), offset_s=-0.25, spread_s=0.25),
     )
-    snapshot = dataclasses.replace(
-        _snapshot(), member_lag=rows, counters=DaemonCounters(envelopes_lag_malformed=3)
+    snapshot = with_tables(
+        dataclasses.replace(_snapshot(), counters=DaemonCounters(envelopes_lag_malformed=3)),
+        {"replication_group_member_lag": rows},
     )
     return _samples(snapshot)
 

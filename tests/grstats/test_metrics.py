@@ -80,12 +80,14 @@ def _snapshot() -> DaemonSnapshot:
         taken_at_us=1_700_000_000_000_000,
         group_name=GROUP,
         local_member_id=M1,
-        member_stats=(_stats_row(M1, 100), _stats_row(M2, 200)),
-        members=(
-            _member_row(M1, 3306, "ONLINE", "PRIMARY"),
-            _member_row(M2, 3307, "UNREACHABLE", "SECONDARY"),
-        ),
-        member_status=(_status_row(M1, None, 0, 0), _status_row(M2, 2.5, 90, 3)),
+        tables={
+            "replication_group_member_stats": (_stats_row(M1, 100), _stats_row(M2, 200)),
+            "replication_group_members": (
+                _member_row(M1, 3306, "ONLINE", "PRIMARY"),
+                _member_row(M2, 3307, "UNREACHABLE", "SECONDARY"),
+            ),
+            "grstats_member_status": (_status_row(M1, None, 0, 0), _status_row(M2, 2.5, 90, 3)),
+        },
         counters=DaemonCounters(
             envelopes_accepted=90,
             rejected={
@@ -175,7 +177,12 @@ def test_member_info_is_mysqld_exporters_every_column_lower_cased_value_one() ->
 def test_member_info_reports_a_null_cell_as_an_empty_label() -> None:
     row: dict[str, str | int | None] = {**_member_row(M2, 3307, "ONLINE", "SECONDARY")}
     row["MEMBER_COMMUNICATION_STACK"] = None
-    snapshot = DaemonSnapshot(taken_at_us=0, group_name=GROUP, local_member_id=M1, members=(row,))
+    snapshot = DaemonSnapshot(
+        taken_at_us=0,
+        group_name=GROUP,
+        local_member_id=M1,
+        tables={"replication_group_members": (row,)},
+    )
     infos = [
         dict(labels)
         for (name, labels), _ in _samples(snapshot).items()
@@ -290,7 +297,10 @@ def test_null_cell_gives_no_series_rather_than_zero() -> None:
     row = _stats_row(M2, 0)
     row["COUNT_TRANSACTIONS_IN_QUEUE"] = None
     snapshot = DaemonSnapshot(
-        taken_at_us=0, group_name=GROUP, local_member_id=M1, member_stats=(row,)
+        taken_at_us=0,
+        group_name=GROUP,
+        local_member_id=M1,
+        tables={"replication_group_member_stats": (row,)},
     )
     samples = _samples(snapshot)
     assert ("mysql_perf_schema_transactions_in_queue", _member(M2)) not in samples

@@ -545,9 +545,15 @@ async def test_local_member_and_rows_are_exactly_what_the_server_shows(
     tables.set_local(sample, incarnation=1, seq=1)
     snap = tables.snapshot(T0)
     # the other member is shown too (from the server's view) unless ours is alone
-    ours = [dict(r) for r in snap.member_stats if r["MEMBER_ID"] != OTHER_UUID]
+    ours = [
+        dict(r)
+        for r in snap.table("replication_group_member_stats")
+        if r["MEMBER_ID"] != OTHER_UUID
+    ]
     assert ours == [want_stats]
-    assert [dict(r) for r in snap.members if r["MEMBER_ID"] != OTHER_UUID] == [want_member]
+    assert [
+        dict(r) for r in snap.table("replication_group_members") if r["MEMBER_ID"] != OTHER_UUID
+    ] == [want_member]
 
 
 async def test_unsigned_counters_wrap_to_int64_and_queue_sizes_clamp_to_int32(

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import click
 
-from grstats.cli import narrow, render
+from grstats.cli import narrow
 from grstats.cli.applierwindow import WINDOW_CHANNEL, earlier_readings, parse_since
-from grstats.cli.commands.tables import COLUMNS, wide_option
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
@@ -168,9 +168,7 @@ def applier_command(
         else:
             click.echo(explain_text(reader_rows(rows), earlier), nl=False)
         return
-    if vertical and fmt == "table":
-        fmt = "vertical"
-    click.echo(render.render(fmt, rows, COLUMNS[table]), nl=False)
+    show_table(reader, table, fmt=fmt, vertical=vertical, wide=wide, rows=rows)
 
 
 def reader_rows(rows: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:

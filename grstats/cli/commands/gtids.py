@@ -22,9 +22,10 @@ from typing import Final
 import click
 
 from grstats.cli import render
+from grstats.cli.commands.tables import show_table
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
-from grstats.core.snapshot import MEMBER_GTIDS_COLUMNS, MEMBER_GTIDS_TABLE
+from grstats.core.snapshot import MEMBER_GTIDS_TABLE
 from protocol import GtidSet, ProtocolError
 
 __all__ = ["MAX_STATEMENTS", "explain_text", "gtids_command", "inject_statements"]
@@ -133,6 +134,5 @@ def gtids_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bo
     if explain_:
         click.echo(explain_text(rows), nl=False)
         return
-    if vertical and fmt == "table":
-        fmt = "vertical"
-    click.echo(render.render(fmt, rows, MEMBER_GTIDS_COLUMNS), nl=False)
+    # every column in the table form too (no narrow view: the GTID sets are the point)
+    show_table(reader, MEMBER_GTIDS_TABLE, fmt=fmt, vertical=vertical, wide=True, rows=rows)

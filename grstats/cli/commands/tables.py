@@ -1,4 +1,4 @@
-"""`grstats stats|members|status|lag|flow`: the tables, as the mysql client shows them.
+"""`grstats stats|members|status|lag|flow|table`: the tables, as the mysql client shows them.
 
 Strategy: each command reads one table, either from the local daemon's HTTP
 API (default) or straight from the broker's retained topics (`--bus`), and
@@ -19,41 +19,24 @@ import click
 from grstats.cli import narrow, render
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
+from grstats.core import columns
 from grstats.core.snapshot import (
-    APPLIER_METRICS_COLUMNS,
-    APPLIER_METRICS_TABLE,
-    APPLIER_WORKERS_COLUMNS,
-    APPLIER_WORKERS_TABLE,
-    FLOW_CONTROL_COLUMNS,
     FLOW_CONTROL_TABLE,
-    MEMBER_LAG_COLUMNS,
     MEMBER_LAG_TABLE,
-    MEMBER_STATS_COLUMNS,
     MEMBER_STATS_TABLE,
-    MEMBER_STATUS_COLUMNS,
     MEMBER_STATUS_TABLE,
-    MEMBERS_COLUMNS,
     MEMBERS_TABLE,
 )
 
 __all__ = [
-    "COLUMNS",
     "flow_command",
     "lag_command",
     "members_command",
+    "show_table",
     "stats_command",
     "status_command",
+    "table_command",
 ]
-
-COLUMNS: Mapping[str, Sequence[str]] = {
-    MEMBER_STATS_TABLE: MEMBER_STATS_COLUMNS,
-    MEMBERS_TABLE: MEMBERS_COLUMNS,
-    MEMBER_STATUS_TABLE: MEMBER_STATUS_COLUMNS,
-    MEMBER_LAG_TABLE: MEMBER_LAG_COLUMNS,
-    FLOW_CONTROL_TABLE: FLOW_CONTROL_COLUMNS,
-    APPLIER_METRICS_TABLE: APPLIER_METRICS_COLUMNS,
-    APPLIER_WORKERS_TABLE: APPLIER_WORKERS_COLUMNS,
-}
 
 
 def wide_option(func: Callable[..., None]) -> Callable[..., None]:
@@ -66,6 +49,37 @@ def wide_option(func: Callable[..., None]) -> Callable[..., None]:
     )(func)
 
 
+def show_table(
+    reader: TableReader,
+    table: str,
+    *,
+    fmt: str,
+    vertical: bool,
+    wide: bool,
+    rows: Sequence[Mapping[str, object]] | None = None,
+) -> None:
+    """Print one declared table as the table commands do (the one CLI path of a table).
+
+    Args:
+        reader: where the rows come from (daemon API or broker).
+        table: a declared table's name.
+        fmt, vertical, wide: the output options.
+        rows: the rows when the caller has them (`flow --bus`); read otherwise.
+    """
+    if fmt == "table" and not vertical and not wide:
+        wanted = [table] if rows is None else []
+        both = reader.read(list(dict.fromkeys([*wanted, MEMBERS_TABLE])))
+        labels = narrow.member_labels(both[MEMBERS_TABLE])
+        shown = both[table] if rows is None else rows
+        click.echo(narrow.narrow_table(table, shown, labels), nl=False)
+        return
+    if rows is None:
+        rows = reader.read([table])[table]
+    if vertical and fmt == "table":
+        fmt = "vertical"
+    click.echo(render.render(fmt, rows, columns.table(table).names), nl=False)
+
+
 def _make_command(name: str, table: str, summary: str, example: str) -> click.Command:
     @click.command(
         name=name,
@@ -76,15 +90,7 @@ def _make_command(name: str, table: str, summary: str, example: str) -> click.Co
     @output_options
     @wide_option
     def command(*, reader: TableReader, fmt: str, vertical: bool, wide: bool) -> None:
-        if fmt == "table" and not vertical and not wide:
-            both = reader.read(list(dict.fromkeys([table, MEMBERS_TABLE])))
-            labels = narrow.member_labels(both[MEMBERS_TABLE])
-            click.echo(narrow.narrow_table(table, both[table], labels), nl=False)
-            return
-        rows = reader.read([table])[table]
-        if vertical and fmt == "table":
-            fmt = "vertical"
-        click.echo(render.render(fmt, rows, COLUMNS[table]), nl=False)
+        show_table(reader, table, fmt=fmt, vertical=vertical, wide=wide)
 
     return command
 
@@ -172,11 +178,30 @@ def flow_command(
         rows = reader.replay_flow(seconds, progress)
         if tty:
             click.echo("", err=True)
-    if fmt == "table" and not vertical and not wide:
-        members = reader.read([MEMBERS_TABLE])[MEMBERS_TABLE]
-        labels = narrow.member_labels(members)
-        click.echo(narrow.narrow_table(FLOW_CONTROL_TABLE, rows, labels), nl=False)
+    show_table(reader, FLOW_CONTROL_TABLE, fmt=fmt, vertical=vertical, wide=wide, rows=rows)
+
+
+@click.command(
+    name="table",
+    help="Show any table the daemon declares, by name, as the table commands show theirs "
+    "(`grstats table` alone lists the names)."
+    "\n\n\b\nExamples:\n"
+    "  grstats table                           # the table names\n"
+    "  grstats table grstats_member_commit_path --vertical\n"
+    "  grstats table replication_group_members --bus 127.0.0.1:1883",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.argument("name", required=False)
+@read_options
+@output_options
+@wide_option
+def table_command(
+    *, name: str | None, reader: TableReader, fmt: str, vertical: bool, wide: bool
+) -> None:
+    names = columns.table_names()
+    if name is None:
+        click.echo("\n".join(names))
         return
-    if vertical and fmt == "table":
-        fmt = "vertical"
-    click.echo(render.render(fmt, rows, COLUMNS[FLOW_CONTROL_TABLE]), nl=False)
+    if name not in names:
+        raise BadArgument(f"{name}: not a table (one of: {', '.join(names)})")
+    show_table(reader, name, fmt=fmt, vertical=vertical, wide=wide)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from grstats.cli.commands.commit_path import explain_rows, explain_text
 from grstats.core import columns as col
+from grstats.core.snapshot import with_tables
 from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 M3 = "33333333-3333-3333-3333-333333333333"
@@ -66,7 +65,7 @@ def test_a_member_id_with_control_characters_is_escaped() -> None:
 
 
 def test_metrics_are_seconds_with_counters_as_counters() -> None:
-    snap = dataclasses.replace(_snapshot(), commit_path=tuple(ROWS[:1]))
+    snap = with_tables(_snapshot(), {"grstats_member_commit_path": tuple(ROWS[:1])})
     labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
     got = _samples(snap)
     assert got[("grstats_commit_path_consensus_seconds_total", labels)] == 12.5

@@ -31,7 +31,9 @@ def test_member_id_that_is_not_a_uuid_is_rejected_and_creates_no_row(member: str
     result = tables.receive(topic(member), envelope(member=member), T0)
     assert isinstance(result, Rejected)
     assert result.reason == "invalid_id"
-    assert len(tables.snapshot(T0).member_stats) == 1  # the local row only
+    assert (
+        len(tables.snapshot(T0).table("replication_group_member_stats")) == 1
+    )  # the local row only
 
 
 def test_thousands_of_fake_members_stop_at_the_cap_and_are_counted() -> None:
@@ -41,7 +43,9 @@ def test_thousands_of_fake_members_stop_at_the_cap_and_are_counted() -> None:
     for member in ids:
         tables.receive(topic(member), envelope(member=member), T0)
     snap = tables.snapshot(T0)
-    assert len(snap.member_stats) == 64  # the local member has one of the 64 seats
+    assert (
+        len(snap.table("replication_group_member_stats")) == 64
+    )  # the local member has one of the 64 seats
     assert tables.rejected_total["over_limit"] == 5_000 - 63
 
 
@@ -50,7 +54,7 @@ def test_collector_caps_the_number_of_groups() -> None:
     groups = [str(uuid.UUID(int=i + 77)) for i in range(5)]
     for g in groups:
         tables.receive(topic(REMOTE, group=g), envelope(group=g), T0)
-    assert len(tables.snapshot(T0).member_stats) == 3
+    assert len(tables.snapshot(T0).table("replication_group_member_stats")) == 3
     assert tables.rejected_total["over_limit"] == 2
 
 
@@ -138,8 +142,8 @@ def test_member_that_says_it_left_is_dropped_at_once(state: str) -> None:
     result = tables.receive(topic(), envelope(seq=2, state=state), T0 + PERIOD_US)
     assert isinstance(result, Ignored)
     snap = tables.snapshot(T0 + PERIOD_US)
-    assert REMOTE not in [r["MEMBER_ID"] for r in snap.members]
-    assert THIRD in [r["MEMBER_ID"] for r in snap.members]
+    assert REMOTE not in [r["MEMBER_ID"] for r in snap.table("replication_group_members")]
+    assert THIRD in [r["MEMBER_ID"] for r in snap.table("replication_group_members")]
 
 
 def test_member_that_left_comes_back_when_it_rejoins() -> None:
@@ -149,7 +153,7 @@ def test_member_that_left_comes_back_when_it_rejoins() -> None:
     back = tables.receive(topic(), envelope(seq=3, state="RECOVERING"), T0 + 2 * PERIOD_US)
     assert isinstance(back, Accepted)
     snap = tables.snapshot(T0 + 2 * PERIOD_US)
-    assert row_of(snap, REMOTE, "members")["MEMBER_STATE"] == "RECOVERING"
+    assert row_of(snap, REMOTE, "replication_group_members")["MEMBER_STATE"] == "RECOVERING"
 
 
 def test_group_in_topic_must_be_a_uuid() -> None:

@@ -68,7 +68,7 @@ def _three_members() -> Any:
 
 def test_every_member_has_its_rows_in_both_tables() -> None:
     _, snapshot, model = _three_members()
-    metrics = {r[col.MEMBER_ID]: r for r in snapshot.applier_metrics}
+    metrics = {r[col.MEMBER_ID]: r for r in snapshot.table("replication_applier_metrics")}
     assert sorted(metrics) == sorted([LOCAL, REMOTE, THIRD])
     t = HOUR_END * 1_000_000
     for member, row in metrics.items():
@@ -77,9 +77,15 @@ def test_every_member_has_its_rows_in_both_tables() -> None:
             row[col.TRANSACTIONS_COMMITTED_COUNT] == model.stats_at(member, t).transactions_applied
         )
         assert list(row) == list(col.APPLIER_METRICS.names)
-    workers = [(r[col.MEMBER_ID], r[col.WORKER_ID]) for r in snapshot.applier_workers]
+    workers = [
+        (r[col.MEMBER_ID], r[col.WORKER_ID])
+        for r in snapshot.table("replication_applier_progress_by_worker")
+    ]
     assert len(workers) == 12  # 4 workers x 3 members
-    sources = {r[col.MEMBER_ID]: r[col.APPLIER_METRICS_SOURCE] for r in snapshot.member_status}
+    sources = {
+        r[col.MEMBER_ID]: r[col.APPLIER_METRICS_SOURCE]
+        for r in snapshot.table("grstats_member_status")
+    }
     assert sources == {LOCAL: "native", REMOTE: "native", THIRD: "native"}
 
 
@@ -89,15 +95,15 @@ def test_a_malformed_section_is_counted_and_the_stats_still_apply() -> None:
     assert isinstance(result, Accepted)
     snapshot = tables.snapshot(HOUR_END * 1_000_000)
     assert snapshot.counters.envelopes_applier_malformed == 1
-    assert snapshot.applier_metrics == ()
-    assert any(r[col.MEMBER_ID] == REMOTE for r in snapshot.member_stats)
+    assert snapshot.table("replication_applier_metrics") == ()
+    assert any(r[col.MEMBER_ID] == REMOTE for r in snapshot.table("replication_group_member_stats"))
 
 
 def test_an_envelope_without_the_section_clears_the_members_rows() -> None:
     tables, _, _ = _three_members()
     tables.receive(topic(REMOTE), _envelope(REMOTE, None, seq=2), HOUR_END * 1_000_000 + 1)
     snapshot = tables.snapshot(HOUR_END * 1_000_000 + 2)
-    assert REMOTE not in {r[col.MEMBER_ID] for r in snapshot.applier_metrics}
+    assert REMOTE not in {r[col.MEMBER_ID] for r in snapshot.table("replication_applier_metrics")}
 
 
 def test_metrics_are_counters_in_seconds_with_member_and_channel_labels() -> None:
@@ -107,7 +113,9 @@ def test_metrics_are_counters_in_seconds_with_member_and_channel_labels() -> Non
     assert families["grstats_applier_transactions_committed"].type == "counter"
     assert families["grstats_applier_wait_seconds"].type == "counter"
     assert families["grstats_applier_transactions_pending"].type == "gauge"
-    row = next(r for r in snapshot.applier_metrics if r[col.MEMBER_ID] == THIRD)
+    row = next(
+        r for r in snapshot.table("replication_applier_metrics") if r[col.MEMBER_ID] == THIRD
+    )
     samples = {
         (s.name, frozenset(s.labels.items())): s.value for f in families.values() for s in f.samples
     }
@@ -124,7 +132,9 @@ def test_metrics_are_counters_in_seconds_with_member_and_channel_labels() -> Non
 
 def test_explain_gives_the_slow_member_a_different_verdict() -> None:
     _, snapshot, _ = _three_members()
-    text = explain_text(sorted(snapshot.applier_metrics, key=lambda r: str(r[col.MEMBER_ID])))
+    text = explain_text(
+        sorted(snapshot.table("replication_applier_metrics"), key=lambda r: str(r[col.MEMBER_ID]))
+    )
     lines = [line for line in text.splitlines() if line.endswith(("starved", "commit_order"))]
     assert lines == [
         f"{LOCAL} group_replication_applier: starved",

@@ -68,7 +68,7 @@ def local(t: MemberTables, at_us: int, executed: str, purged: str = "") -> None:
 
 
 def rows(t: MemberTables, at_us: int) -> dict[str, dict[str, Any]]:
-    return {str(r["MEMBER_ID"]): dict(r) for r in t.snapshot(at_us).member_gtids}
+    return {str(r["MEMBER_ID"]): dict(r) for r in t.snapshot(at_us).table("grstats_member_gtids")}
 
 
 def test_a_local_write_is_errant_only_after_the_grace_then_clears() -> None:

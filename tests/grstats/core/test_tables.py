@@ -97,8 +97,10 @@ def local_sample(state: str = "ONLINE", **stats: Any) -> LocalSample:
     )
 
 
-def row_of(snapshot: DaemonSnapshot, member: str, table: str = "member_stats") -> dict[str, Any]:
-    rows = getattr(snapshot, table)
+def row_of(
+    snapshot: DaemonSnapshot, member: str, table: str = "replication_group_member_stats"
+) -> dict[str, Any]:
+    rows = snapshot.table(table)
     matches = [dict(r) for r in rows if r["MEMBER_ID"] == member]
     assert len(matches) == 1, rows
     return matches[0]
@@ -205,7 +207,7 @@ def test_new_incarnation_is_a_reset_not_a_negative_delta() -> None:
     assert state is not None
     assert state.transactions_certified == 3
     assert state.delta_transactions_certified == 3  # from a fresh entry, not 3 - 1000
-    status = row_of(tables.snapshot(T0 + 1), REMOTE, "member_status")
+    status = row_of(tables.snapshot(T0 + 1), REMOTE, "grstats_member_status")
     assert status["INCARNATION"] == 8
     assert status["SEQ"] == 1
 
@@ -215,10 +217,10 @@ def test_member_role_is_empty_unless_online_or_recovering() -> None:
     tables.receive(topic(THIRD), envelope(member=THIRD, state="RECOVERING", role="SECONDARY"), T0)
     tables.receive(topic(REMOTE), envelope(member=REMOTE, role="PRIMARY"), T0)
     snap = tables.snapshot(T0 + 6 * PERIOD_US)  # REMOTE and THIRD silent: UNREACHABLE
-    assert row_of(snap, THIRD, "members")["MEMBER_ROLE"] == "SECONDARY"
-    assert row_of(snap, THIRD, "members")["MEMBER_VERSION"] == "8.4.3"
-    assert row_of(snap, REMOTE, "members")["MEMBER_STATE"] == "UNREACHABLE"
-    assert row_of(snap, REMOTE, "members")["MEMBER_ROLE"] == "PRIMARY"
+    assert row_of(snap, THIRD, "replication_group_members")["MEMBER_ROLE"] == "SECONDARY"
+    assert row_of(snap, THIRD, "replication_group_members")["MEMBER_VERSION"] == "8.4.3"
+    assert row_of(snap, REMOTE, "replication_group_members")["MEMBER_STATE"] == "UNREACHABLE"
+    assert row_of(snap, REMOTE, "replication_group_members")["MEMBER_ROLE"] == "PRIMARY"
 
 
 # -- rejections ------------------------------------------------------------------
@@ -235,13 +237,13 @@ def test_oversized_payload_is_rejected_unread() -> None:
     tables.set_local(local_sample(), incarnation=1, seq=1)
     result = tables.receive(topic(), b"\x00" * 301, T0)
     assert_rejected(tables, result, "oversized")
-    assert len(tables.snapshot(T0).member_stats) == 1
+    assert len(tables.snapshot(T0).table("replication_group_member_stats")) == 1
 
 
 def test_garbage_is_malformed() -> None:
     tables = online_tables()
     assert_rejected(tables, tables.receive(topic(), b"\xc1garbage", T0), "malformed")
-    assert len(tables.snapshot(T0).member_stats) == 1
+    assert len(tables.snapshot(T0).table("replication_group_member_stats")) == 1
 
 
 def test_truncated_envelope_is_malformed() -> None:
@@ -272,7 +274,7 @@ def test_envelope_naming_another_member_than_its_topic_is_spoofed() -> None:
     tables = online_tables()
     result = tables.receive(topic(REMOTE), envelope(member=THIRD), T0)
     assert_rejected(tables, result, "spoofed")
-    assert len(tables.snapshot(T0).member_stats) == 1
+    assert len(tables.snapshot(T0).table("replication_group_member_stats")) == 1
 
 
 def test_envelope_of_another_group_is_rejected() -> None:
@@ -323,7 +325,7 @@ def test_rejections_are_counted_per_member_in_member_status() -> None:
     tables.receive(topic(), envelope(seq=1), T0)
     tables.receive(topic(), envelope(seq=1), T0)
     tables.receive(topic(), b"junk", T0)
-    status = row_of(tables.snapshot(T0), REMOTE, "member_status")
+    status = row_of(tables.snapshot(T0), REMOTE, "grstats_member_status")
     assert status["ACCEPTED"] == 1
     assert status["REJECTED_STALE"] == 1
     assert status["REJECTED_MALFORMED"] == 1
@@ -346,9 +348,9 @@ def test_member_is_unreachable_only_after_unreachable_after_periods() -> None:
     tables = online_tables()
     tables.receive(topic(), envelope(), T0)
     at_limit = tables.snapshot(T0 + 5 * PERIOD_US)
-    assert row_of(at_limit, REMOTE, "members")["MEMBER_STATE"] == "ONLINE"
+    assert row_of(at_limit, REMOTE, "replication_group_members")["MEMBER_STATE"] == "ONLINE"
     past = tables.snapshot(T0 + 5 * PERIOD_US + 1)
-    row = row_of(past, REMOTE, "members")
+    row = row_of(past, REMOTE, "replication_group_members")
     assert row["MEMBER_STATE"] == "UNREACHABLE"
     assert row["MEMBER_ROLE"] == "PRIMARY"  # the role follows the state underneath
 
@@ -358,14 +360,16 @@ def test_member_is_forgotten_after_forget_after_seconds() -> None:
     tables.receive(topic(), envelope(), T0)
     assert tables.expire(T0 + 60 * 1_000_000) == []
     assert tables.expire(T0 + 60 * 1_000_000 + 1) == [(GROUP, REMOTE)]
-    assert len(tables.snapshot(T0 + 61 * 1_000_000).members) == 1
+    assert len(tables.snapshot(T0 + 61 * 1_000_000).table("replication_group_members")) == 1
 
 
 def test_offline_status_removes_member() -> None:
     tables = online_tables()
     tables.receive(topic(), envelope(), T0)
     tables.receive(topic(kind="status"), b"offline", T0 + 1)
-    assert [r["MEMBER_ID"] for r in tables.snapshot(T0 + 1).members] == [LOCAL]
+    assert [r["MEMBER_ID"] for r in tables.snapshot(T0 + 1).table("replication_group_members")] == [
+        LOCAL
+    ]
 
 
 def test_retained_stats_after_offline_do_not_resurrect_but_live_ones_do() -> None:
@@ -380,7 +384,7 @@ def test_retained_message_is_aged_from_its_send_time() -> None:
     tables = online_tables()
     sent = T0 - 10 * PERIOD_US
     tables.receive(topic(), envelope(sent_us=sent), T0, retained=True)
-    row = row_of(tables.snapshot(T0), REMOTE, "members")
+    row = row_of(tables.snapshot(T0), REMOTE, "replication_group_members")
     assert row["MEMBER_STATE"] == "UNREACHABLE"  # silent for 10 periods > 5
 
 
@@ -423,8 +427,8 @@ def test_older_gtids_message_does_not_override_newer_flag_one() -> None:
 def test_before_first_sample_one_local_row_with_empty_identifiers_and_zero_counters() -> None:
     tables = make_tables()
     snap = tables.snapshot(T0)
-    assert len(snap.member_stats) == 1
-    row = dict(snap.member_stats[0])
+    assert len(snap.table("replication_group_member_stats")) == 1
+    row = dict(snap.table("replication_group_member_stats")[0])
     # MySQL (ps_information.cc, plugin never initialised): only CHANNEL_NAME is set.
     assert row["CHANNEL_NAME"] == "group_replication_applier"
     assert row["MEMBER_ID"] == ""
@@ -432,7 +436,7 @@ def test_before_first_sample_one_local_row_with_empty_identifiers_and_zero_count
     assert row["TRANSACTIONS_COMMITTED_ALL_MEMBERS"] == ""
     counters = [c for c in MEMBER_STATS_COLUMNS if c.startswith("COUNT_")]
     assert all(row[c] == 0 for c in counters)
-    assert dict(snap.members[0]) == {
+    assert dict(snap.table("replication_group_members")[0]) == {
         "CHANNEL_NAME": "group_replication_applier",
         "MEMBER_ID": "",
         "MEMBER_HOST": "",
@@ -449,9 +453,9 @@ def test_local_offline_hides_remote_rows() -> None:
     tables.receive(topic(), envelope(), T0)
     tables.set_local(local_sample(state="OFFLINE", transactions_certified=5), incarnation=1, seq=1)
     snap = tables.snapshot(T0)
-    assert [r["MEMBER_ID"] for r in snap.member_stats] == [LOCAL]
-    assert snap.member_stats[0]["COUNT_TRANSACTIONS_CHECKED"] == 0
-    assert [r["MEMBER_ID"] for r in snap.members] == [LOCAL]
+    assert [r["MEMBER_ID"] for r in snap.table("replication_group_member_stats")] == [LOCAL]
+    assert snap.table("replication_group_member_stats")[0]["COUNT_TRANSACTIONS_CHECKED"] == 0
+    assert [r["MEMBER_ID"] for r in snap.table("replication_group_members")] == [LOCAL]
 
 
 def test_local_row_is_live_from_the_sample_with_gtids() -> None:
@@ -470,7 +474,7 @@ def test_local_row_is_live_from_the_sample_with_gtids() -> None:
     assert row["COUNT_TRANSACTIONS_CHECKED"] == 12
     assert row["COUNT_TRANSACTIONS_LOCAL_ROLLBACK"] == 2
     assert row["TRANSACTIONS_COMMITTED_ALL_MEMBERS"] == "g:1-12"
-    status = row_of(snap, LOCAL, "member_status")
+    status = row_of(snap, LOCAL, "grstats_member_status")
     assert status["IS_LOCAL"] == 1
     assert status["SEQ"] == 3
     assert status["LAST_SEEN_AGE_SECONDS"] == 0.5
@@ -484,8 +488,11 @@ def test_collector_keys_rows_by_group_and_member() -> None:
     tables.receive(topic(REMOTE, group=GROUP), envelope(group=GROUP), T0)
     tables.receive(topic(REMOTE, group=OTHER_GROUP), envelope(group=OTHER_GROUP), T0)
     snap = tables.snapshot(T0)
-    assert len(snap.member_stats) == 2
-    assert sorted(r["GROUP_NAME"] for r in snap.member_status) == [GROUP, OTHER_GROUP]
+    assert len(snap.table("replication_group_member_stats")) == 2
+    assert sorted(r["GROUP_NAME"] for r in snap.table("grstats_member_status")) == [
+        GROUP,
+        OTHER_GROUP,
+    ]
 
 
 def test_collector_rejects_envelope_whose_group_differs_from_topic() -> None:

@@ -68,8 +68,13 @@ def snapshot() -> DaemonSnapshot:
         taken_at_us=0,
         group_name="g",
         local_member_id=LOCAL,
-        member_stats=(stats(LOCAL, 5), stats(REMOTE, 7)),
-        members=(member(LOCAL, "db1", 3306, "ONLINE"), member(REMOTE, "db2", 3307, "UNREACHABLE")),
+        tables={
+            "replication_group_member_stats": (stats(LOCAL, 5), stats(REMOTE, 7)),
+            "replication_group_members": (
+                member(LOCAL, "db1", 3306, "ONLINE"),
+                member(REMOTE, "db2", 3307, "UNREACHABLE"),
+            ),
+        },
     )
 
 

@@ -106,11 +106,16 @@ def test_a_stream_cut_inside_a_frame_ends_without_a_message() -> None:
 
 def test_a_snapshot_carries_each_declared_table_and_the_identity() -> None:
     rows = (_members_row(M1, "ONLINE"),)
-    snapshot = DaemonSnapshot(taken_at_us=7, group_name="g", local_member_id=M1, members=rows)
+    snapshot = DaemonSnapshot(
+        taken_at_us=7,
+        group_name="g",
+        local_member_id=M1,
+        tables={"replication_group_members": rows},
+    )
     back = snapshot_from(decode_body(encode_frame(snapshot_message(snapshot), 1 << 20)[4:]))
     assert (back.taken_at_us, back.group_name, back.local_member_id) == (7, "g", M1)
-    assert [dict(r) for r in back.members] == [rows[0]]
-    assert back.member_stats == ()
+    assert [dict(r) for r in back.table("replication_group_members")] == [rows[0]]
+    assert back.table("replication_group_member_stats") == ()
 
 
 def test_a_snapshot_row_with_a_cell_of_another_kind_is_malformed() -> None:

@@ -5,14 +5,13 @@ The multi-line GTID sets arrive exact; the counts are numbers SQL can sum.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import pymysql
 import pytest
 
 from grstats.core import columns as col
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, with_tables
 from grstats.sql import SqlOptions, native_password_hash
 from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
 
@@ -43,7 +42,7 @@ def _with_gtids() -> DaemonSnapshot:
         row(LOCAL, EXECUTED, f"{LOCAL}:1", 1, "CLONE"),
         row(REMOTE, f"{GROUP}:1-100:maint:1-2", "", 0, "INCREMENTAL"),
     )
-    return dataclasses.replace(snapshot(), member_gtids=rows)
+    return with_tables(snapshot(), {"grstats_member_gtids": rows})
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ PyMySQL's raw field descriptors and the mariadb client's --column-type-info.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from pymysql.protocol import FieldDescriptorPacket
 from grstats.core import columns
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx
 from grstats.core.lagrows import lag_rows
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, with_tables
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures import mysql_definitions as defs
 from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
@@ -34,9 +33,11 @@ PAST_SIGNED = 2**63 + 5  # one past what a signed BIGINT holds, and then some
 def _big_snapshot() -> DaemonSnapshot:
     base = snapshot()
     stats = []
-    for row, value in zip(base.member_stats, (BIG, PAST_SIGNED), strict=True):
+    for row, value in zip(
+        base.table("replication_group_member_stats"), (BIG, PAST_SIGNED), strict=True
+    ):
         stats.append({**row, columns.COUNT_TRANSACTIONS_CHECKED: value})
-    return dataclasses.replace(base, member_stats=tuple(stats))
+    return with_tables(base, {"replication_group_member_stats": tuple(stats)})
 
 
 @pytest.fixture
@@ -153,7 +154,7 @@ def _lag_snapshot() -> DaemonSnapshot:
     lag = MemberLag(4_000_000, (ChannelLag("group_replication_applier", True, True,
                                            last_applied=applied),))  # fmt: skip
     rows = tuple(lag_rows(LOCAL, lag, offset_s=0.0, spread_s=0.0))
-    return dataclasses.replace(snapshot(), member_lag=rows)
+    return with_tables(snapshot(), {"replication_group_member_lag": rows})
 
 
 def test_the_zero_timestamp_comes_back_as_mysql_prints_it() -> None:

@@ -1,0 +1,93 @@
+"""What a table's row builder reads: the daemon's state at one instant.
+
+Strategy: every all-member table of a `DaemonSnapshot` is made by one row
+builder (`core.snapshot_builder.BUILDERS`, one per declaration of
+`core.columns.TABLES`). A builder is a pure function of a `SnapshotInputs`
+(the local member's view, the member registry, the flow replay, the GTID
+divergence table, the server oracle's verdicts) and of the tables built
+before it (grstats_member_gtids reads grstats_flow_control's drains), so a
+new table needs no field here unless it has a new kind of source.
+
+Invariants: nothing here is mutated by a builder; `members_heard` lists the
+members a daemon speaks for in the order the registry keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from grstats.core.flowreplay import FlowReplay
+from grstats.core.gtidrows import GtidDivergenceTable
+from grstats.core.registry import MemberRegistry
+from grstats.core.sample import LocalSample
+from grstats.core.snapshot import Row
+from protocol import CommitPathReport
+
+__all__ = ["ALONE_STATES", "LocalView", "RowBuilder", "SnapshotInputs", "Tables"]
+
+ALONE_STATES = ("OFFLINE", "ERROR")  # the local member is not in a group
+
+
+@dataclass(frozen=True, slots=True)
+class LocalView:
+    """The local member as the daemon last saw and published it."""
+
+    sample: LocalSample | None = None
+    incarnation: int | None = None
+    seq: int | None = None
+    # the local member's last two commit-path reports (core.commitpath), older first
+    commit_path: tuple[CommitPathReport, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInputs:
+    """Everything a row builder may read, at `now_us`.
+
+    Attributes:
+        now_us: wall clock, microseconds (for ages and UNREACHABLE).
+        group: our group; None for a collector.
+        local_member_id: our configured server UUID; None for a collector.
+        local: the local member's view; None for a collector.
+        registry: the remote members.
+        flow: the flow-control replay (a daemon's; None for a collector).
+        gtids: the GTID divergence table (a daemon's; None for a collector).
+        disagreements: member id -> columns on which the server oracle disagreed (its count).
+    """
+
+    now_us: int
+    group: str | None
+    local_member_id: str | None
+    local: LocalView | None
+    registry: MemberRegistry
+    flow: FlowReplay | None = None
+    gtids: GtidDivergenceTable | None = None
+    disagreements: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def sample(self) -> LocalSample | None:
+        """The local member's latest sample (None for a collector or before the first)."""
+        return None if self.local is None else self.local.sample
+
+    @property
+    def alone(self) -> bool:
+        """True while the local member is in no group (OFFLINE, ERROR, not yet read).
+
+        MySQL then shows only the local member: no remote rows.
+        """
+        if self.local is None:
+            return False
+        sample = self.local.sample
+        return sample is None or sample.member.state in ALONE_STATES
+
+    @property
+    def view_id(self) -> str:
+        """The local member's VIEW_ID ("" for a collector or before the first sample)."""
+        sample = self.sample
+        return sample.member.view_id if sample is not None else ""
+
+
+#: table name -> rows, the tables built so far
+Tables = Mapping[str, tuple[Row, ...]]
+#: one table's rows from the inputs and the tables built before it
+RowBuilder = Callable[[SnapshotInputs, Tables], tuple[Row, ...]]
