@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
 from grstats.core import columns
+from grstats.core.health import BUS_DISCONNECTED, SOURCE_DOWN, Health
 from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.core.snapshot import (
     MEMBER_STATS_COLUMNS,
@@ -78,6 +79,8 @@ def _full_snapshot() -> DaemonSnapshot:
             envelopes_accepted=1, bus_reconnects=1, rejected=dict.fromkeys(REJECT_REASONS, 1)
         ),
         gauges={"bus_connected": 1, "source_up": 1, "history_healthy": 1},
+        # a running daemon checks its bus and source (one degraded, for the series' value)
+        health=Health().check(BUS_DISCONNECTED).check(SOURCE_DOWN, "no server"),
         history=HistoryFigures(
             dropped=DropCounts(invalid=1, duplicate=1), values_nulled={"x": 1}, files_quarantined=1
         ),

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
+from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.cli.main import main
 from grstats.core import columns as col
@@ -66,7 +67,7 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> DaemonSnapshot:
 
 @pytest.fixture
 async def api(probe: DaemonSnapshot) -> AsyncIterator[ApiServer]:
-    server = ApiServer("127.0.0.1", 0, lambda: probe)
+    server = ApiServer(ApiOptions(host="127.0.0.1", port=0), lambda: probe)
     await server.start()
     try:
         yield server
