@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from protocol.applier_verdict import ADVICE, BOTTLENECKS, UNKNOWN, WORK, judge
+from spark_rollups import frames
 from spark_rollups.render import Item, Table
 from spark_rollups.schema import ACTIVE, APPLIER_COUNTERS
 from spark_rollups.week import member
@@ -67,7 +68,7 @@ def collect_applier(applier_day: DataFrame) -> dict[str, list[dict[str, Any]]]:
         F.countDistinct("date").alias("days"),
     )
     result: dict[str, list[dict[str, Any]]] = {}
-    for row in weekly.orderBy("group_name", "member_id").toArrow().to_pylist():
+    for row in frames.rows(weekly.orderBy("group_name", "member_id")):
         result.setdefault(row.pop("group_name"), []).append(row)
     return result
 

@@ -27,6 +27,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from spark_rollups import frames
 from spark_rollups.flowperiods import SUSTAINED_GAP_S, sustained_periods
 from spark_rollups.flowrollup import CATCH_UP_BUCKETS, FLOW_TABLES
 from spark_rollups.render import Item, Table, bar_chart
@@ -138,11 +139,11 @@ def _collect(
     totals: DataFrame, members: DataFrame, periods: DataFrame | None
 ) -> dict[str, FlowWeek]:
     result: dict[str, FlowWeek] = {}
-    for row in totals.toArrow().to_pylist():
+    for row in frames.rows(totals):
         result.setdefault(row["group_name"], FlowWeek()).totals = row
-    for row in members.orderBy("member_id").toArrow().to_pylist():
+    for row in frames.rows(members.orderBy("member_id")):
         result.setdefault(row["group_name"], FlowWeek()).members.append(row)
-    for row in [] if periods is None else periods.toArrow().to_pylist():
+    for row in [] if periods is None else frames.rows(periods):
         result.setdefault(row["group_name"], FlowWeek()).periods.append(row)
     return result
 

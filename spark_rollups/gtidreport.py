@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import frames
 from spark_rollups.gtidrollup import GTID_TABLES
 from spark_rollups.render import Item, Table
 from spark_rollups.storage import list_partitions
@@ -79,7 +80,7 @@ def collect_gtids(
         F.unix_seconds(F.max("last_errant")).alias("last_errant_s"),
     )
     result: dict[str, GtidWeek] = {}
-    for row in members.orderBy("member_id").toArrow().to_pylist():
+    for row in frames.rows(members.orderBy("member_id")):
         result.setdefault(row["group_name"], GtidWeek()).members.append(row)
     return result
 

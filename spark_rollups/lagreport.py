@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_rollups import frames
 from spark_rollups.render import Item, Table, heatmap_chart
 from spark_rollups.week import member
 
@@ -87,9 +88,9 @@ def collect_lag(member_hour: DataFrame) -> dict[str, LagWeek]:
     )
     worst = periods.withColumn("rank", F.row_number().over(order)).where(F.col("rank") <= WORST)
     result: dict[str, LagWeek] = {}
-    for row in heat.orderBy("member_id", "date", "hour_of_day").toArrow().to_pylist():
+    for row in frames.rows(heat.orderBy("member_id", "date", "hour_of_day")):
         result.setdefault(row["group_name"], LagWeek()).hours.append(row)
-    for row in worst.orderBy("rank").toArrow().to_pylist():
+    for row in frames.rows(worst.orderBy("rank")):
         result.setdefault(row["group_name"], LagWeek()).worst.append(row)
     return result
 

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType, TimestampType
 
+from spark_rollups import frames
 from spark_rollups.schema import DAY, GROUP_NAME, MEMBER_ID, SAMPLED_AT
 
 __all__ = [
@@ -94,7 +95,7 @@ def collect_member_hosts(week: DataFrame) -> dict[str, list[dict[str, Any]]]:
     )
     result: dict[str, list[dict[str, Any]]] = {}
     ordered = weekly.orderBy(GROUP_NAME, MEMBER_ID, "first_seen", "member_host", "member_port")
-    for row in ordered.toArrow().to_pylist():
+    for row in frames.rows(ordered):
         result.setdefault(row.pop(GROUP_NAME), []).append(row)
     return result
 

@@ -36,6 +36,7 @@ from pyspark.sql import DataFrame, GroupedData, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups import conflictreport as C
+from spark_rollups import frames
 from spark_rollups.applierreport import applier_section, collect_applier
 from spark_rollups.findings import findings_section
 from spark_rollups.flowreport import collect_flow, flow_section
@@ -68,13 +69,6 @@ def _table(spark: SparkSession, rollups: str, name: str) -> DataFrame:
 def _in_range(frame: DataFrame, start: dt.date, end: dt.date) -> DataFrame:
     # `date` is the (string) partition column: this filter prunes directories.
     return frame.where((F.col("date") >= start.isoformat()) & (F.col("date") < end.isoformat()))
-
-
-def _rows(frame: DataFrame) -> list[dict[str, Any]]:
-    # Arrow batches instead of pickled Row objects (the same Python values: the
-    # timestamps reach here already formatted as UTC text).
-    rows: list[dict[str, Any]] = frame.toArrow().to_pylist()
-    return rows
 
 
 def _utc_text(column: str) -> Any:
@@ -194,7 +188,7 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         ),
     )
     totals_now, totals_before = (
-        {r["group_name"]: r for r in _rows(_weekly_totals(frame.groupBy("group_name")))}
+        {r["group_name"]: r for r in frames.rows(_weekly_totals(frame.groupBy("group_name")))}
         for frame in (days, previous)
     )
     result = {
@@ -203,15 +197,15 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         )
         for g in groups
     }
-    for row in _rows(day_rows.orderBy("date")):
+    for row in frames.rows(day_rows.orderBy("date")):
         result[row["group_name"]].days.append(row)
-    for row in _rows(hour_rows.orderBy("hour")):
+    for row in frames.rows(hour_rows.orderBy("hour")):
         result[row["group_name"]].hours.append(row)
-    for row in _rows(member_rows.orderBy(F.desc("transactions_local_rollback"), "member_id")):
+    for row in frames.rows(member_rows.orderBy(F.desc("transactions_local_rollback"), "member_id")):
         result[row["group_name"]].members.append(row)
-    for row in _rows(queue_rows.orderBy("date")):
+    for row in frames.rows(queue_rows.orderBy("date")):
         result[row["group_name"]].queues.append(row)
-    for row in _rows(previous_members.orderBy("member_id")):
+    for row in frames.rows(previous_members.orderBy("member_id")):
         if row["group_name"] in result:
             result[row["group_name"]].previous_members.append(row)
     # the members dimension (memberdim.py); none in rollups written before it
