@@ -34,7 +34,13 @@ from grstats.config import Settings
 from grstats.core import topics
 from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
-from grstats.core.rows import applier_history, flow_history, history_row, lag_history
+from grstats.core.rows import (
+    applier_history,
+    commit_path_history,
+    flow_history,
+    history_row,
+    lag_history,
+)
 from grstats.core.sample import LocalSample
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -161,7 +167,13 @@ class Publisher:
             flow = flow_history(self.tables.flow, own)
             self.history.record(
                 history_row(
-                    envelope, stats, sample.sampled_at_us, lag=figures, applier=applier, flow=flow
+                    envelope,
+                    stats,
+                    sample.sampled_at_us,
+                    lag=figures,
+                    applier=applier,
+                    flow=flow,
+                    commit_path=commit_path_history(sample.commit_path),
                 )
             )
 

@@ -14,7 +14,13 @@ import time
 import structlog
 
 from grstats.core.records import HistoryRow
-from grstats.core.rows import applier_history, flow_history, history_row, lag_history
+from grstats.core.rows import (
+    applier_history,
+    commit_path_history,
+    flow_history,
+    history_row,
+    lag_history,
+)
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -67,7 +73,18 @@ class Receiver:
         # the replay of its group has just taken this message (MemberTables.receive)
         flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
-        return history_row(env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow)
+        # its ext.commit_path is the newest of its window (none in this envelope: no window)
+        reports = remote.commit_path if remote is not None else ()
+        commit = commit_path_history(reports[-1].counters if reports else None)
+        return history_row(
+            env,
+            result.stats,
+            sampled_at,
+            lag=figures,
+            applier=applier,
+            flow=flow,
+            commit_path=commit,
+        )
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         mono = time.monotonic()

@@ -11,6 +11,7 @@ import pytest
 
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
+    COMMIT_PATH_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
@@ -190,9 +191,14 @@ FLOW = {
 }
 
 
-def test_flow_columns_are_the_last_block_of_the_history() -> None:
+def test_flow_columns_are_one_block_then_the_commit_path() -> None:
     names = [n for n, _ in HISTORY_COLUMNS]
-    assert names[-len(FLOW) :] == list(FLOW)
+    start = names.index(next(iter(FLOW)))
+    assert names[start : start + len(FLOW)] == list(FLOW)
+    # appended after them (issue 27): the commit path's counters, 14 int64
+    tail = HISTORY_COLUMNS[start + len(FLOW) :]
+    assert [n for n, _ in tail] == list(COMMIT_PATH_HISTORY_COLUMNS)
+    assert {kind for _, kind in tail} == {"int64"}
     assert dict(FLOW_HISTORY_COLUMNS) == {
         "fc_bottleneck": "string",
         "fc_excess_over_threshold": "int64",
