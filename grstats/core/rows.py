@@ -237,6 +237,24 @@ def commit_path_history(counters: CommitPathCounters | None) -> dict[str, int | 
     return figures
 
 
+def commit_path_due(previous_us: int | None, at_us: int) -> bool:
+    """Whether a sample keeps the commit path in the history: the first of its bucket.
+
+    Buckets are `columns.COMMIT_PATH_HISTORY_EVERY_S` seconds of the member's own
+    clock, so a sample is kept whatever the period (every one when the period is
+    longer than a bucket).
+
+    Args:
+        previous_us: when the member's previous sample (report) was read; None: none.
+        at_us: when this one was.
+
+    Returns:
+        True when the row carries the cp_* columns.
+    """
+    every_us = col.COMMIT_PATH_HISTORY_EVERY_S * 1_000_000
+    return previous_us is None or previous_us // every_us != at_us // every_us
+
+
 def history_row(
     envelope: Envelope,
     stats: PipelineStats,

@@ -36,6 +36,7 @@ from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.rows import (
     applier_history,
+    commit_path_due,
     commit_path_history,
     flow_history,
     history_row,
@@ -100,6 +101,7 @@ class Publisher:
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
+        self._history_previous_us: int | None = None  # the last history row's sample
         self._in_group: bool | None = None  # what we last announced on the status topic
 
     def topic(self, kind: str) -> str:
@@ -165,6 +167,9 @@ class Publisher:
             # the replay has just stepped and taken our own message (set_local, same key)
             own = sample.member.member_id or self.tables.local_member_id or ""
             flow = flow_history(self.tables.flow, own)
+            at = sample.sampled_at_us
+            due = commit_path_due(self._history_previous_us, at)
+            self._history_previous_us = at
             self.history.record(
                 history_row(
                     envelope,
@@ -173,7 +178,7 @@ class Publisher:
                     lag=figures,
                     applier=applier,
                     flow=flow,
-                    commit_path=commit_path_history(sample.commit_path),
+                    commit_path=commit_path_history(sample.commit_path) if due else None,
                 )
             )
 

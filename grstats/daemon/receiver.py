@@ -16,6 +16,7 @@ import structlog
 from grstats.core.records import HistoryRow
 from grstats.core.rows import (
     applier_history,
+    commit_path_due,
     commit_path_history,
     flow_history,
     history_row,
@@ -73,9 +74,14 @@ class Receiver:
         # the replay of its group has just taken this message (MemberTables.receive)
         flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
-        # its ext.commit_path is the newest of its window (none in this envelope: no window)
+        # its ext.commit_path is the newest of its window (none in this envelope: no
+        # window), kept once per bucket of the sender's clock (commit_path_due)
         reports = remote.commit_path if remote is not None else ()
-        commit = commit_path_history(reports[-1].counters if reports else None)
+        commit = None
+        if reports and commit_path_due(
+            reports[-2].at_us if len(reports) > 1 else None, reports[-1].at_us
+        ):
+            commit = commit_path_history(reports[-1].counters)
         return history_row(
             env,
             result.stats,

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from grstats.core.records import COMMIT_PATH_HISTORY_COLUMNS
-from grstats.core.rows import commit_path_history
+from grstats.core.rows import commit_path_due, commit_path_history
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.receiver import Receiver
 from grstats.history.parquet import read_history, rows_to_table, storable_row
@@ -110,6 +110,27 @@ def _sample_row(tmp_path: Path) -> Any:
     return sink.rows[0]
 
 
+def test_a_sample_keeps_the_counters_when_it_is_the_first_of_its_ten_seconds() -> None:
+    assert commit_path_due(None, T0 + 3_000_000)  # the member's first
+    assert not commit_path_due(T0 + 5_200_000, T0 + 9_900_000)  # same bucket
+    assert commit_path_due(T0 + 9_900_000, T0 + 10_100_000)  # a new bucket
+    assert commit_path_due(T0 + 3_000_000, T0 + 27_000_000)  # a period past 10 s: all
+    assert commit_path_due(T0 - 100_000, T0)  # T0 starts one (µs since the epoch)
+
+
+def test_publisher_keeps_the_counters_once_per_ten_seconds(tmp_path: Path) -> None:
+    sink = Sink()
+    base = dataclasses.replace(local_sample(), commit_path=COUNTERS)
+    times = (T0 + 9_500_000, T0 + 10_500_000, T0 + 11_500_000, T0 + 19_999_999, T0 + 20_000_000)
+    samples = [dataclasses.replace(base, sampled_at_us=at) for at in times]
+    publisher = make_publisher(tmp_path, sink, *samples)
+    for tick in range(len(times)):
+        asyncio.run(publisher.tick(tick, None))
+    kept = [row.cp_consensus_count is not None for row in sink.rows]
+    assert kept == [True, True, False, False, True]
+    assert _columns(sink.rows[1]) == EXPECTED
+
+
 def test_publisher_records_the_local_counters(tmp_path: Path) -> None:
     sink = Sink()
     sample = dataclasses.replace(local_sample(), commit_path=COUNTERS)
@@ -125,8 +146,8 @@ def test_publisher_records_null_when_the_source_has_none(tmp_path: Path) -> None
     assert set(_columns(row).values()) == {None}
 
 
-def _envelope(counters: CommitPathCounters | None, seq: int) -> bytes:
-    sent = T0 + seq * 1_000_000
+def _envelope(counters: CommitPathCounters | None, seq: int, step_s: int = 1) -> bytes:
+    sent = T0 + seq * step_s * 1_000_000
     ext: dict[str, Any] = {"communication_stack": "MySQL"}
     if counters is not None:
         ext["commit_path"] = encode_commit_path(CommitPathReport(sent, counters))
@@ -156,6 +177,18 @@ def test_receiver_records_the_counters_the_remote_member_sent(
     assert _columns(first) == EXPECTED
     # no ext.commit_path in this envelope: no figures (never the previous envelope's)
     assert set(_columns(second).values()) == {None}
+
+
+def test_receiver_keeps_the_remote_counters_once_per_ten_seconds_of_its_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(receiver_module, "now_us", lambda: T0 + 100_000_000)
+    sink = Sink()
+    receiver = Receiver(online_tables(), sink)  # type: ignore[arg-type]
+    for seq in range(1, 9):  # sent every 3 s: T0 + 3, 6, 9 | 12, 15, 18 | 21, 24
+        receiver.on_message(topic(REMOTE), _envelope(COUNTERS, seq, 3), retained=False)
+    kept = [row.cp_consensus_us is not None for row in sink.rows]
+    assert kept == [True, False, False, True, False, False, True, False]
 
 
 def test_a_file_written_before_the_columns_reads_them_as_null(tmp_path: Path) -> None:
