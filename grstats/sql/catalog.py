@@ -43,6 +43,8 @@ ROLLUP_TABLES = (
     "flow_control_group_hour",
     "flow_control_member_hour",
     "flow_control_episodes",
+    "commit_member_hour",
+    "commit_member_day",
     "member_hosts",
 )
 # the hive partition columns of the history and rollup directories
