@@ -8,6 +8,8 @@ the conflict rate, then gaps in the data that qualify everything above:
 
 1. flow control: the member that caused most of the throttled time, its
    share, its longest sustained period (flowperiods.py) and what to change;
+1b. commit path: each member whose consensus rounds took most of the group's
+   commit time in some hours, at a slower round than the others (a slow link);
 2. applier: each member whose applier is bound by one wait (or busy), the
    share behind the verdict and the advice for it (one GR allows);
 3. lag: the member with the highest p95 apply lag, and the hours of the day
@@ -29,6 +31,7 @@ from typing import Any
 
 from protocol.applier_verdict import BOTTLENECKS
 from spark_rollups.applierreport import verdict
+from spark_rollups.commitreport import commit_findings
 from spark_rollups.flowreport import culprits
 from spark_rollups.render import Bullets, Item
 from spark_rollups.week import WeekData, member
@@ -224,6 +227,7 @@ def _gaps(data: WeekData, labels: Mapping[str, str]) -> list[str]:
 
 _SOURCES: tuple[Callable[[WeekData, Mapping[str, str]], list[str]], ...] = (
     _flow,
+    commit_findings,  # a member's slow link (commitreport.py)
     _applier,
     _lag,
     _conflicts,

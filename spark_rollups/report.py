@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 
 from spark_rollups import conflictreport as C
 from spark_rollups.applierreport import applier_section, collect_applier
+from spark_rollups.commitreport import collect_commit, commit_section
 from spark_rollups.findings import findings_section
 from spark_rollups.flowreport import collect_flow, flow_section
 from spark_rollups.lagreport import collect_lag, lag_section
@@ -239,6 +240,9 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, flow in collect_flow(spark, rollups, start, end, group).items():
         if name in result:
             result[name].flow = flow
+    for name, commit in collect_commit(spark, rollups, start, end, group).items():
+        if name in result:
+            result[name].commit = commit
     for name in groups:
         result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]
@@ -319,6 +323,7 @@ def build_report(data: WeekData) -> Report:
         lag_section(data.lag, data.start, labels),
         applier_section(data.applier, labels),
         flow_section(data.flow, labels),
+        commit_section(data.commit, data.start, labels),
     ]
 
     # data quality
