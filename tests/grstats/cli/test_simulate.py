@@ -213,3 +213,22 @@ def test_a_slow_link_outside_the_day_is_refused_naming_the_option(
     assert result.exit_code == 2
     assert "--slow-link" in result.output and "0 <= FROM < TO <= 24" in result.output
     assert not (tmp_path / "h").exists()
+
+
+def test_slow_link_hours_slow_the_last_members_rounds_in_those_hours(tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    args = ["--members", "1", "--days", "1", "--start", "2026-11-20", "--slow-link", "10-13"]
+    result = CliRunner().invoke(command, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = read_history(out)
+    at = {r["sampled_at"].strftime("%H:%M:%S"): r for r in table.to_pylist()}
+
+    def per_round(first: str, second: str) -> float:
+        a, b = at[first], at[second]
+        rounds = b["cp_consensus_count"] - a["cp_consensus_count"]
+        return float((b["cp_consensus_us"] - a["cp_consensus_us"]) / rounds)
+
+    # a member alone: a round is its own loop, 2 x 0.5 ms; with its slow link 2 x 25 ms
+    assert per_round("09:00:00", "09:00:10") == 1_000
+    assert per_round("11:00:00", "11:00:10") == 50_000
+    assert per_round("13:00:10", "13:00:20") == 1_000
