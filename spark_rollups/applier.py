@@ -59,7 +59,11 @@ def _step(value: Column, previous: Column) -> Column:
     return F.when(diff < 0, value).otherwise(diff)
 
 
-def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> DataFrame:
+def applier_steps(
+    samples: DataFrame,
+    baseline: DataFrame | None = None,
+    counters: tuple[tuple[str, str], ...] = APPLIER_COUNTERS,
+) -> DataFrame:
     """Each applier sample's steps (baseline days only feed the first steps).
 
     Only samples with applier figures take part: the step of one is taken from
@@ -72,6 +76,9 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
         samples: `select_samples` of the dates to roll up.
         baseline: `select_samples` of the days before them that are not rolled
             up; None = none.
+        counters: (history column, step column) of the counters that step
+            together (default the applier's; commitrollup.py passes the commit
+            path's).
 
     Returns:
         One row per sample of `samples` with applier figures: group_name,
@@ -79,12 +86,12 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
         and the steps named like the rollup columns (NULL: no step).
     """
     columns = [GROUP_NAME, MEMBER_ID, DAY, SAMPLED_AT, INCARNATION, SEQ]
-    columns += [src for src, _ in APPLIER_COUNTERS]
+    columns += [src for src, _ in counters]
     frame = samples.select(*columns, F.lit(True).alias(_ROLLED))
     if baseline is not None:
         frame = frame.unionByName(baseline.select(*columns, F.lit(False).alias(_ROLLED)))
     has_figures = F.lit(False)
-    for src, _ in APPLIER_COUNTERS:
+    for src, _ in counters:
         has_figures = has_figures | F.col(src).isNotNull()
     window = Window.partitionBy(GROUP_NAME, MEMBER_ID).orderBy(SAMPLED_AT, INCARNATION, SEQ)
     lagged = frame.where(has_figures).select(
@@ -92,13 +99,13 @@ def applier_steps(samples: DataFrame, baseline: DataFrame | None = None) -> Data
         F.lag(INCARNATION).over(window).alias("_prev_inc"),
         F.lag(SEQ).over(window).alias("_prev_seq"),
         F.lag(DAY).over(window).alias("_prev_day"),
-        *(F.lag(src).over(window).alias(f"_prev_{out}") for src, out in APPLIER_COUNTERS),
+        *(F.lag(src).over(window).alias(f"_prev_{out}") for src, out in counters),
     )
     duplicate = (F.col("_prev_seq") == F.col(SEQ)) & (F.col("_prev_inc") == F.col(INCARNATION))
     recent = F.col("_prev_day") >= F.date_sub(F.col(DAY), 1)
     steps: dict[str, Column] = {}
     reset = F.lit(False)
-    for src, out in APPLIER_COUNTERS:
+    for src, out in counters:
         prev = F.col(f"_prev_{out}")
         usable = F.col(src).isNotNull() & prev.isNotNull() & recent
         steps[out] = F.when(usable, _step(F.col(src), prev))

@@ -11,6 +11,8 @@ in the data that qualify everything above:
    from when to when, and what to do (gtidreport.py);
 1. flow control: the member that caused most of the throttled time, its
    share, its longest sustained period (flowperiods.py) and what to change;
+1b. commit path: each member whose consensus rounds took most of the group's
+   commit time in some hours, at a slower round than the others (a slow link);
 2. applier: each member whose applier is bound by one wait (or busy), the
    share behind the verdict and the advice for it (one GR allows);
 3. lag: the member with the highest p95 apply lag, and the hours of the day
@@ -32,6 +34,7 @@ from typing import Any
 
 from protocol.applier_verdict import BOTTLENECKS
 from spark_rollups.applierreport import verdict
+from spark_rollups.commitreport import commit_findings
 from spark_rollups.flowreport import culprits
 from spark_rollups.gtidreport import errant_findings
 from spark_rollups.render import Bullets, Item
@@ -233,6 +236,7 @@ def _gtids(data: WeekData, labels: Mapping[str, str]) -> list[str]:
 _SOURCES: tuple[Callable[[WeekData, Mapping[str, str]], list[str]], ...] = (
     _gtids,
     _flow,
+    commit_findings,  # a member's slow link (commitreport.py)
     _applier,
     _lag,
     _conflicts,

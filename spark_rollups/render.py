@@ -24,7 +24,7 @@ import html
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "bar_chart",
     "format_value",
     "heatmap_chart",
+    "stacked_chart",
     "twin_chart",
     "write_report",
 ]
@@ -245,6 +246,41 @@ def twin_chart(
     handles = ax.get_legend_handles_labels()
     more = other.get_legend_handles_labels()
     ax.legend(handles[0] + more[0], handles[1] + more[1], loc="upper left", fontsize=8)
+    return Chart(name, title, _png(fig))
+
+
+def stacked_chart(
+    name: str,
+    title: str,
+    series: Mapping[str, Sequence[float]],
+    *,
+    ticks: Sequence[tuple[int, str]],
+    ylabel: str,
+) -> Chart:
+    """Stacked bars: one bar per x position, one coloured part per series.
+
+    Args:
+        name: file stem.
+        title: chart title.
+        series: legend label -> one value per x position (all the same length).
+        ticks: (x position, label) pairs.
+        ylabel: y axis label.
+
+    Returns:
+        The chart.
+    """
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    colors = ("#c0392b", "#2980b9", "#27ae60", "#8e44ad", "#f39c12", "#7f8c8d")
+    bottom: list[float] = []
+    for (label, values), color in zip(series.items(), colors * len(series), strict=False):
+        bottom = bottom or [0.0] * len(values)
+        ax.bar(range(len(values)), values, bottom=bottom, width=1.0, color=color, label=label)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_xticks([t for t, _ in ticks], labels=[label for _, label in ticks])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
     return Chart(name, title, _png(fig))
 
 

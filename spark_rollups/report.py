@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from spark_rollups import conflictreport as C
 from spark_rollups import frames
 from spark_rollups.applierreport import applier_section, collect_applier
+from spark_rollups.commitreport import collect_commit, commit_section
 from spark_rollups.findings import findings_section
 from spark_rollups.flowreport import collect_flow, flow_section
 from spark_rollups.gtidreport import collect_gtids, gtid_section
@@ -237,6 +238,9 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for name, gtids in collect_gtids(spark, rollups, start, end, group).items():
         if name in result:
             result[name].gtids = gtids
+    for name, commit in collect_commit(spark, rollups, start, end, group).items():
+        if name in result:
+            result[name].commit = commit
     for name in groups:
         result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]
@@ -318,6 +322,7 @@ def build_report(data: WeekData) -> Report:
         applier_section(data.applier, labels),
         flow_section(data.flow, labels),
         gtid_section(data.gtids, labels),
+        commit_section(data.commit, data.start, labels),
     ]
 
     # data quality

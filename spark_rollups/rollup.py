@@ -47,6 +47,7 @@ from spark_rollups import gtidrollup as GR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
 from spark_rollups.applier import APPLIER_TABLES, applier_tables
+from spark_rollups.commitrollup import COMMIT_TABLES, commit_tables
 from spark_rollups.manifest import plan_run
 from spark_rollups.memberdim import MEMBER_HOSTS, MEMBER_HOSTS_SCHEMA, member_hosts
 from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
@@ -64,6 +65,7 @@ from spark_rollups.storage import (
 __all__ = [
     "ALL_TABLES",
     "APPLIER_TABLES",
+    "COMMIT_TABLES",
     "FLOW_TABLES",
     "GROUP_TABLES",
     "GTID_TABLES",
@@ -86,7 +88,7 @@ GROUP_TABLES = ("group_hour", "group_day")
 TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
 GTID_TABLES = GR.GTID_TABLES  # GTID divergence (gtidrollup.py): straight from the history
-ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES)
+ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES, *COMMIT_TABLES)  # commit path: commitrollup.py
 # every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
 WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
 
@@ -216,7 +218,8 @@ def run_rollup(
     progress: Callable[[str], None] = lambda line: None,
     strict: bool = False,
 ) -> dict[str, int]:
-    """Roll the history up into the seven tables, the flow-control and GTID tables, member_hosts.
+    """Roll the history up into the seven tables, the flow-control, GTID and commit-path
+    tables and member_hosts.
 
     Args:
         spark: the session (`build_session`).
@@ -283,6 +286,7 @@ def run_rollup(
     # The applier tables order the samples once more, per member and with the
     # baseline days in the same window (applier.py); only their columns are read.
     tables.update(applier_tables(samples, baseline))
+    tables.update(commit_tables(samples, baseline))  # the commit path, the same way
     # flow control: its own (pruned) scan of the same dates, per-day figures only
     tables.update(FR.flow_tables(_read_flow(spark, screened.paths)))
     # GTID divergence: its own (pruned) scan, per-day figures only
@@ -301,7 +305,7 @@ def run_rollup(
     # The tables are small: their jobs wait on scheduling and file commits more
     # than on the cores, so they run side by side (the group tables read the
     # persisted member tables, hence two waves).
-    first = (*MEMBER_TABLES, APPLIER_TABLES[0])
+    first = (*MEMBER_TABLES, APPLIER_TABLES[0], COMMIT_TABLES[0])
     # the group and applier-day tables read the persisted tables of the first wave
     second = tuple(t for t in WRITTEN_TABLES if t not in first)
     workers = max(len(first), len(second))
@@ -346,7 +350,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
         "flow_control_member_hour and flow_control_episodes, the GTID divergence tables "
-        "gtid_member_hour and gtid_member_day, and the members dimension "
+        "gtid_member_hour and gtid_member_day, the commit-path tables "
+        "commit_member_hour and commit_member_day, and the members dimension "
         "member_hosts (Parquet)."
     )
     parser.epilog = (

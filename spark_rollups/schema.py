@@ -32,6 +32,10 @@ __all__ = [
     "APPLIER_COUNTERS",
     "APPLIER_SHARES",
     "BUCKET",
+    "COMMIT_COLUMNS",
+    "COMMIT_COUNTERS",
+    "COMMIT_OPS",
+    "COMMIT_SHARED",
     "COUNTERS",
     "DAY",
     "FLOW_COLUMNS",
@@ -119,6 +123,25 @@ APPLIER_SHARES: tuple[tuple[str, str], ...] = tuple(
     if out.endswith("_wait_ns")
 )
 
+# The commit path's cumulative Gr_* counters per operation (history columns
+# cp_<op>_count and cp_<op>_us, nullable int64, appended after flow control in
+# issue 27; kept on one sample per 10 s) and their rollup columns: increases per
+# bucket like APPLIER_COUNTERS. The message round trip contains the consensus
+# round, so it is shown but not shared out (COMMIT_SHARED).
+COMMIT_OPS: tuple[str, ...] = (
+    "consensus",
+    "round_trip",
+    "certification_gc",
+    "before_begin",
+    "after_termination",
+    "after_sync",
+    "flow_control",
+)
+COMMIT_SHARED: tuple[str, ...] = tuple(op for op in COMMIT_OPS if op != "round_trip")
+COMMIT_COUNTERS: tuple[tuple[str, str], ...] = tuple(
+    (f"cp_{op}_{unit}", f"{op}_{unit}") for op in COMMIT_OPS for unit in ("count", "us")
+)
+
 HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
     GROUP_NAME,
     MEMBER_ID,
@@ -129,6 +152,7 @@ HISTORY_INPUT_COLUMNS: tuple[str, ...] = (
     *(src for src, _, _ in GAUGES),
     *LAGS,
     *(src for src, _ in APPLIER_COUNTERS),
+    *(src for src, _ in COMMIT_COUNTERS),
 )
 
 _TYPES: dict[str, DataType] = {
@@ -141,6 +165,7 @@ _TYPES: dict[str, DataType] = {
     **{src: LongType() for src, _, _ in GAUGES},
     **{lag: DoubleType() for lag in LAGS},
     **{src: LongType() for src, _ in APPLIER_COUNTERS},
+    **{src: LongType() for src, _ in COMMIT_COUNTERS},
 }
 HISTORY_SCHEMA = StructType([StructField(name, _TYPES[name]) for name in HISTORY_INPUT_COLUMNS])
 
@@ -232,6 +257,21 @@ APPLIER_COLUMNS: tuple[str, ...] = (
     BUCKET,
     *(out for _, out in APPLIER_COUNTERS),
     *(share for share, _ in APPLIER_SHARES),
+    "samples",
+    "resets",
+)
+# Column order of the commit-path tables (commit_member_hour, commit_member_day):
+# per operation its count and time (µs) increases, mean time of one (seconds),
+# share of the member's commit path (COMMIT_SHARED only); the operation with the
+# largest share; kept samples with figures and counter resets.
+COMMIT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    BUCKET,
+    *(out for _, out in COMMIT_COUNTERS),
+    *(f"{op}_mean_seconds" for op in COMMIT_OPS),
+    *(f"{op}_share" for op in COMMIT_SHARED),
+    "dominant",
     "samples",
     "resets",
 )

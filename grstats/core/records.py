@@ -4,10 +4,10 @@ Shared by the daemon (which produces rows), `grstats simulate` (which writes
 the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
-flow_control_mode, the applier counters after the lag figures, the
-flow-control figures after those, the GTID divergence counts last), so the
-schema of an older file is a prefix of this one and its rows read with NULLs
-in the newer columns.
+flow_control_mode, the applier counters after the lag figures, then the
+flow-control figures, then the GTID divergence counts, then the commit path),
+so the schema of an older file is a prefix of this one and its rows read with
+NULLs in the newer columns.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from grstats.core.columns import (
     APPLIER_METRICS,
+    COMMIT_PATH_HISTORY,
     FLOW_CONTROL,
     FLOW_HISTORY,
     MEMBER_GTIDS,
@@ -51,6 +52,12 @@ FLOW_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
 GTID_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
     (str(c.history), _FLOW_ARROW[c.sql_type]) for c in MEMBER_GTIDS.columns if c.history
 )
+# The commit path's cumulative Gr_* counters per operation (columns.COMMIT_PATH_HISTORY:
+# count, then time in µs), nullable int64: NULL on a server without them (8.0), from a
+# member that did not send the section, and in files written before them.
+COMMIT_PATH_HISTORY_COLUMNS: tuple[str, ...] = tuple(
+    name for _, count, time_us in COMMIT_PATH_HISTORY for name in (count, time_us)
+)
 
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
 # The stats part is derived from the column registry (numbers, then GTID texts).
@@ -77,6 +84,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     *FLOW_HISTORY_COLUMNS,
     # GTID divergence: appended after flow control (older files read it as NULL)
     *GTID_HISTORY_COLUMNS,
+    # the commit path: appended after the GTID counts, as one block (older files: NULL)
+    *((name, "int64") for name in COMMIT_PATH_HISTORY_COLUMNS),
 )
 
 # The non-finite doubles a history column stores as they are (declared in the
@@ -153,3 +162,18 @@ class HistoryRow:
     gtid_errant_count: int | None = None  # GTIDs errant past the grace window
     gtid_missing_count: int | None = None  # GTIDs every other ONLINE member has
     gtid_recovery_method: str | None = None  # "INCREMENTAL" or "CLONE"
+    # the commit path's counters as the member's server showed them (None: unknown)
+    cp_consensus_count: int | None = None
+    cp_consensus_us: int | None = None
+    cp_round_trip_count: int | None = None
+    cp_round_trip_us: int | None = None
+    cp_certification_gc_count: int | None = None
+    cp_certification_gc_us: int | None = None
+    cp_before_begin_count: int | None = None
+    cp_before_begin_us: int | None = None
+    cp_after_termination_count: int | None = None
+    cp_after_termination_us: int | None = None
+    cp_after_sync_count: int | None = None
+    cp_after_sync_us: int | None = None
+    cp_flow_control_count: int | None = None
+    cp_flow_control_us: int | None = None

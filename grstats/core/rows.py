@@ -19,13 +19,20 @@ from typing import Any
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.applierrows import CHANNEL_COLUMNS
+from grstats.core.commitpath import OP_FIELDS
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.lag import APPLIER_CHANNEL, MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, HistoryRow
 from grstats.core.sample import in_group
 from grstats.core.snapshot import Row
-from protocol import Envelope, MemberStatsState, PipelineStats, as_ps_unsigned
+from protocol import (
+    CommitPathCounters,
+    Envelope,
+    MemberStatsState,
+    PipelineStats,
+    as_ps_unsigned,
+)
 
 _NUMERIC_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if c.numeric)
 _TEXT_ITEMS = tuple((c.name, c.item) for c in col.STATS_ITEM_COLUMNS if not c.numeric)
@@ -207,6 +214,48 @@ def flow_history(replay: FlowReplay | None, member_id: str) -> dict[str, Any]:
     return {history: row[name] for name, history in _HISTORY_FLOW}
 
 
+def commit_path_history(counters: CommitPathCounters | None) -> dict[str, int | None]:
+    """The history's commit-path columns: each operation's count and time (µs) so far.
+
+    An operation's count and time are the sums of its server counters
+    (`core.commitpath.OP_FIELDS`: the message round trip adds the data and the
+    control messages), so the rollups derive exactly what grstats_member_commit_path
+    shows for a period.
+
+    Args:
+        counters: the member's Gr_* counters as its server showed them; None: no
+            commit-path figures (every column None).
+
+    Returns:
+        History column name -> value or None (None where a summed counter is None;
+        a sum past int64 is stored NULL and counted by the history writer).
+    """
+    figures: dict[str, int | None] = {}
+    for op, count, time_us in col.COMMIT_PATH_HISTORY:
+        for name, fields in zip((count, time_us), OP_FIELDS[op], strict=True):
+            values = [None if counters is None else getattr(counters, f) for f in fields]
+            figures[name] = None if None in values else sum(v for v in values if v is not None)
+    return figures
+
+
+def commit_path_due(previous_us: int | None, at_us: int) -> bool:
+    """Whether a sample keeps the commit path in the history: the first of its bucket.
+
+    Buckets are `columns.COMMIT_PATH_HISTORY_EVERY_S` seconds of the member's own
+    clock, so a sample is kept whatever the period (every one when the period is
+    longer than a bucket).
+
+    Args:
+        previous_us: when the member's previous sample (report) was read; None: none.
+        at_us: when this one was.
+
+    Returns:
+        True when the row carries the cp_* columns.
+    """
+    every_us = col.COMMIT_PATH_HISTORY_EVERY_S * 1_000_000
+    return previous_us is None or previous_us // every_us != at_us // every_us
+
+
 def history_row(
     envelope: Envelope,
     stats: PipelineStats,
@@ -216,6 +265,7 @@ def history_row(
     applier: dict[str, int | None] | None = None,
     flow: dict[str, Any] | None = None,
     gtids: dict[str, Any] | None = None,
+    commit_path: dict[str, int | None] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -227,6 +277,7 @@ def history_row(
         applier: its applier columns (`applier_history`); None: all NULL.
         flow: its flow-control columns (`flow_history`); None: all NULL.
         gtids: its GTID divergence columns (`MemberTables.gtid_history`); None: all NULL.
+        commit_path: its commit-path columns (`commit_path_history`); None: all NULL.
 
     Returns:
         The HistoryRow.
@@ -241,6 +292,7 @@ def history_row(
     figures.update(applier or {})
     figures.update(flow or {})
     figures.update(gtids or {})
+    figures.update(commit_path or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,

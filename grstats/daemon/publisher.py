@@ -36,7 +36,14 @@ from grstats.core import topics
 from grstats.core.applier import bounded, encode_member_applier
 from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.ratelimit import RateLimit
-from grstats.core.rows import applier_history, flow_history, history_row, lag_history
+from grstats.core.rows import (
+    applier_history,
+    commit_path_due,
+    commit_path_history,
+    flow_history,
+    history_row,
+    lag_history,
+)
 from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -95,6 +102,7 @@ class Publisher:
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
+        self._history_previous_us: int | None = None  # the last history row's sample
         self._in_group: bool | None = None  # what we last announced on the status topic
 
     def topic(self, kind: str) -> str:
@@ -162,9 +170,18 @@ class Publisher:
             flow = flow_history(self.tables.flow, own)
             at = sample.sampled_at_us
             gtids = self.tables.gtid_history(own, at)
+            due = commit_path_due(self._history_previous_us, at)
+            self._history_previous_us = at
             self.history.record(
                 history_row(
-                    envelope, stats, at, lag=figures, applier=applier, flow=flow, gtids=gtids
+                    envelope,
+                    stats,
+                    at,
+                    lag=figures,
+                    applier=applier,
+                    flow=flow,
+                    gtids=gtids,
+                    commit_path=commit_path_history(sample.commit_path) if due else None,
                 )
             )
 

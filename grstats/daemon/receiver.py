@@ -15,7 +15,14 @@ import structlog
 
 from grstats.core.ratelimit import RateLimit
 from grstats.core.records import HistoryRow
-from grstats.core.rows import applier_history, flow_history, history_row, lag_history
+from grstats.core.rows import (
+    applier_history,
+    commit_path_due,
+    commit_path_history,
+    flow_history,
+    history_row,
+    lag_history,
+)
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -67,10 +74,25 @@ class Receiver:
         # the replay of its group has just taken this message (MemberTables.receive)
         flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
+        # its ext.commit_path is the newest of its window (none in this envelope: no
+        # window), kept once per bucket of the sender's clock (commit_path_due)
+        reports = remote.commit_path if remote is not None else ()
+        commit = None
+        if reports and commit_path_due(
+            reports[-2].at_us if len(reports) > 1 else None, reports[-1].at_us
+        ):
+            commit = commit_path_history(reports[-1].counters)
         # the GTID verdict of the member as our snapshot would show it then
         gtids = self.tables.gtid_history(env.member.id, sampled_at)
         return history_row(
-            env, result.stats, sampled_at, lag=figures, applier=applier, flow=flow, gtids=gtids
+            env,
+            result.stats,
+            sampled_at,
+            lag=figures,
+            applier=applier,
+            flow=flow,
+            gtids=gtids,
+            commit_path=commit,
         )
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:

@@ -14,7 +14,7 @@ and hands each member-day to
 writer uses -- so the output has exactly the daemon's format and layout.
 
 Invariants: the output is a function of (group, members, seed, start, days,
-slow member): member UUIDs and incarnations derive from the seed, and each
+slow member, slow-link hours): member UUIDs and incarnations derive from the seed, and each
 member-day's segment name derives from those inputs, so re-running into the
 same directory replaces the files instead of duplicating rows.  Days are whole
 UTC days; the default start makes the run end with the last full UTC day
@@ -111,6 +111,8 @@ def _build_model(
     seed: int,
     slow_member: bool,
     flow_control: FlowControlSettings,
+    *,
+    slow_link: bool = False,
 ) -> Any:
     from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
@@ -119,15 +121,18 @@ def _build_model(
         members=tuple(members),
         seed=seed,
         slow_member=members[-1] if slow_member else None,
+        slow_link_member=members[-1] if slow_link else None,
         # the group throttles its writers with the very settings the replay uses
         flow_control=flow_control,
     )
     return GroupModel(settings)
 
 
-def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
-    """The model's columns of `member` for n seconds: counts, lag figures (NaN: NULL)
-    and the applier counters.
+def _model_columns(
+    model: Any, member: str, start_s: int, n: int, slow_link: tuple[tuple[int, int], ...] | None
+) -> dict[str, Any]:
+    """The model's columns of `member` for n seconds: counts, lag figures (NaN: NULL),
+    the applier counters and the commit path's counters (slow link in `slow_link`).
 
     An hour at a time, counts then lag then applier: all read the same hours of the
     workload, which the model caches only a few of (a day of counts, then a day
@@ -152,7 +157,37 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
         columns[name] = pa.array(figures, pa.float64(), from_pandas=True)
     for name in appliers[0]:
         columns[name] = pa.array(np.concatenate([a[name] for a in appliers]), pa.int64())
+    columns.update(_commit_columns(model, member, start_s, columns, slow_link))
     return columns
+
+
+def _commit_columns(
+    model: Any,
+    member: str,
+    start_s: int,
+    columns: dict[str, Any],
+    slow_link: tuple[tuple[int, int], ...] | None,
+) -> dict[str, Any]:
+    """The commit path's cp_* columns of the member's rows (the model's Gr_* counters)."""
+    import numpy as np  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415
+
+    from grstats.sources.simulated.commithistory import (  # noqa: PLC0415
+        commit_path_columns,
+        kept_rows,
+    )
+
+    local = np.asarray(columns["count_transactions_local_proposed"], dtype=np.int64)
+    secs = np.arange(start_s, start_s + len(local), dtype=np.int64)
+
+    def local_at(s: int) -> int:
+        return int(model.stats_at(member, s * 1_000_000).transactions_local)
+
+    figures = commit_path_columns(
+        model.settings, member, secs, local, windows=slow_link, local_at=local_at
+    )
+    dropped = ~kept_rows(secs)  # as a daemon records them: once per bucket
+    return {name: pa.array(values, pa.int64(), mask=dropped) for name, values in figures.items()}
 
 
 def _flow_inputs(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
@@ -180,6 +215,7 @@ def simulate_history(
     slow_member: bool = False,
     on_chunk: Callable[[int], None] | None = None,
     flow_control: FlowControlSettings | None = None,
+    slow_link_hours: tuple[int, int] | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -195,6 +231,9 @@ def simulate_history(
         flow_control: the group's flow-control variables: the model throttles its
             writers by them, and the replay that fills the fc_* columns
             (`offline.flowfill`) uses them; None: MySQL's defaults.
+        slow_link_hours: (first, end) UTC hours, 0..24: every day the last member's
+            link is slow from `first`:00 to `end`:00 (its consensus rounds and
+            message round trips take longer; the cp_* columns); None: never.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
@@ -207,7 +246,19 @@ def simulate_history(
     schema = history_schema()
     began = time.monotonic()
     flow_control = flow_control or FlowControlSettings()
-    model = _build_model(group, members, seed, slow_member, flow_control)
+    model = _build_model(
+        group, members, seed, slow_member, flow_control, slow_link=slow_link_hours is not None
+    )
+    slow_link: tuple[tuple[int, int], ...] | None = None
+    if slow_link_hours is not None:
+        first_s = int(dt.datetime(start.year, start.month, start.day, tzinfo=dt.UTC).timestamp())
+        slow_link = tuple(
+            (
+                first_s + d * SECONDS_PER_DAY + 3600 * slow_link_hours[0],
+                first_s + d * SECONDS_PER_DAY + 3600 * slow_link_hours[1],
+            )
+            for d in range(days)
+        )
     flow = FlowFill(flow_control)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -222,7 +273,7 @@ def simulate_history(
         figures = flow.day(inputs)
         del inputs
         for member in members:
-            columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
+            columns = _model_columns(model, member, start_s, SECONDS_PER_DAY, slow_link)
             columns.update(figures.pop(member))
             first_seq = day_index * SECONDS_PER_DAY + 1
             columns["group_name"] = [group] * SECONDS_PER_DAY
@@ -234,6 +285,8 @@ def simulate_history(
                     columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
             table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
             segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
+            if slow_link_hours is not None:  # names of runs without it stay as they were
+                segment += f"|slow-link={slow_link_hours[0]}-{slow_link_hours[1]}"
             paths.extend(write_segments(out, table, segment_id=segment))
             rows += table.num_rows
             if on_chunk is not None:

@@ -45,6 +45,8 @@ ROLLUP_TABLES = (
     "flow_control_episodes",
     "gtid_member_hour",
     "gtid_member_day",
+    "commit_member_hour",
+    "commit_member_day",
     "member_hosts",
 )
 # the hive partition columns of the history and rollup directories

@@ -8,9 +8,10 @@ existed, member c with a day missing between its samples (its next day's
 first sample is only a baseline).  The rollup runs as production runs it
 (`run_rollup`, once over every date and once incrementally from day 2); the
 expected values come from DuckDB over the same Parquet files, written from
-the definitions (DESIGN.md section 7 steps): each sample's predecessor is the
-member's latest earlier sample with applier figures, found with an ASOF join,
-not with a window; a counter NULL in either of the two has no step there.
+the definitions (DESIGN.md section 7 steps, `oracles.counter_steps`): each
+sample's predecessor is the member's latest earlier sample with applier figures,
+found with an ASOF join, not with a window; a counter NULL in either of the two
+has no step there.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -27,6 +27,7 @@ import pytest
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from spark_rollups.rollup import run_rollup
 from tests.spark_rollups.history_rows import SCHEMA, row
+from tests.spark_rollups.oracles import assert_rows_equal, counter_steps, rollup_rows
 
 pytestmark = pytest.mark.slow
 
@@ -149,40 +150,7 @@ def applier_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
     """The applier table from DuckDB: (member, bucket start in µs) -> columns."""
-    bucket = BUCKET_US[table]
-    joins, steps = [], []
-    figures = " OR ".join(f"{src} IS NOT NULL" for src in INCREASES)
-    for n, (src, out) in enumerate(INCREASES.items()):
-        # the latest earlier sample of the member with applier figures
-        joins.append(f"""
-            ASOF LEFT JOIN (SELECT member_id, sampled_at AS at_{n}, {src} AS v_{n},
-                                   epoch_us(sampled_at) // 86400000000 AS d_{n}
-                            FROM samples WHERE {figures}) p{n}
-              ON p{n}.member_id = s.member_id AND s.sampled_at > p{n}.at_{n}""")
-        known = f"s.{src} IS NOT NULL AND v_{n} IS NOT NULL AND s.day - d_{n} <= 1"
-        steps.append(f"""CASE WHEN NOT ({known}) THEN NULL
-                              WHEN s.{src} >= v_{n} THEN s.{src} - v_{n}
-                              ELSE s.{src} END AS {out}""")
-        steps.append(f"coalesce({known} AND s.{src} < v_{n}, false) AS reset_{n}")
-    resets = " OR ".join(f"reset_{n}" for n in range(len(INCREASES)))
-    sums = ", ".join(f"sum({out})::BIGINT AS {out}" for out in INCREASES.values())
-    sql = f"""
-        WITH samples AS (
-            SELECT DISTINCT * FROM read_parquet('{history}/*/*/part-*.parquet',
-                                                union_by_name = true, hive_partitioning = false)
-        ),
-        stepped AS (
-            SELECT s.member_id, s.sampled_at, ({figures}) AS has_figures, {", ".join(steps)}
-            FROM (SELECT *, epoch_us(sampled_at) // 86400000000 AS day FROM samples) s
-            {" ".join(joins)}
-        )
-        SELECT member_id, epoch_us(sampled_at) // {bucket} * {bucket} AS bucket, {sums},
-               count(*) FILTER (WHERE has_figures) AS samples,
-               count(*) FILTER (WHERE has_figures AND ({resets})) AS resets
-        FROM stepped GROUP BY ALL HAVING count(*) FILTER (WHERE has_figures) > 0
-    """
-    result = duckdb.sql(sql).to_arrow_table().to_pylist()
-    expected = {(r.pop("member_id"), r.pop("bucket")): r for r in result}
+    expected = counter_steps(history, INCREASES, BUCKET_US[table])
     for r in expected.values():
         for share, wait in SHARES.items():
             active = r["active_ns"]
@@ -191,30 +159,13 @@ def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[st
 
 
 def _actual(out: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
-    columns = ", ".join([*INCREASES.values(), *SHARES, "samples", "resets"])
-    sql = f"""
-        SELECT member_id, epoch_us(bucket_start) AS bucket, {columns}
-        FROM read_parquet('{out}/{table}/*/*/*.parquet', hive_partitioning = false)
-    """
-    result = duckdb.sql(sql).to_arrow_table().to_pylist()
-    return {(r.pop("member_id"), r.pop("bucket")): r for r in result}
-
-
-def _assert_equal(actual: dict[Any, Any], expected: dict[Any, Any]) -> None:
-    assert set(actual) == set(expected)
-    for key, want in expected.items():
-        for column, value in want.items():
-            got = actual[key][column]
-            if value is None or isinstance(value, int):
-                assert got == value, (key, column)
-            else:
-                assert got == pytest.approx(value, rel=1e-12), (key, column)
+    return rollup_rows(out, table, [*INCREASES.values(), *SHARES, "samples", "resets"])
 
 
 @pytest.mark.parametrize("table", ["applier_member_hour", "applier_member_day"])
 def test_applier_rollups_equal_duckdb(applier_rollup: tuple[Path, Path, Path], table: str) -> None:
     history, out, _ = applier_rollup
-    _assert_equal(_actual(out, table), expected_applier(history, table))
+    assert_rows_equal(_actual(out, table), expected_applier(history, table))
 
 
 def test_an_incremental_run_takes_the_first_steps_from_the_day_before(
@@ -224,7 +175,7 @@ def test_an_incremental_run_takes_the_first_steps_from_the_day_before(
     for table in BUCKET_US:
         day2 = int(DAY2.timestamp()) * 1_000_000
         expected = {k: v for k, v in expected_applier(history, table).items() if k[1] >= day2}
-        _assert_equal(_actual(incremental, table), expected)
+        assert_rows_equal(_actual(incremental, table), expected)
 
 
 def test_the_data_has_the_cases_the_rules_are_about(

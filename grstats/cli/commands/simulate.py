@@ -53,6 +53,15 @@ __all__ = ["command"]
 )
 @click.option("--slow-member", is_flag=True, help="Give the last member a slow applier.")
 @click.option(
+    "--slow-link",
+    "slow_link",
+    default=None,
+    metavar="FROM-TO",
+    help="UTC hours (e.g. 10-13: 10:00 to 13:00) in which the last member's network "
+    "link is slow every day: its consensus rounds take longer (the cp_* columns, the "
+    "report's 'Where commit time went').",
+)
+@click.option(
     "--certifier-threshold",
     type=click.IntRange(0, MAXTPS),
     default=FlowControlSettings().certifier_threshold,
@@ -82,6 +91,7 @@ def command(
     seed: int,
     start: dt.datetime | None,
     slow_member: bool,
+    slow_link: str | None,
     certifier_threshold: int,
     applier_threshold: int,
     out: Path,
@@ -96,6 +106,7 @@ def command(
     ids = member_ids(seed, members)
     first_day = default_start(days) if start is None else start.date()
     total = members * days * SECONDS_PER_DAY
+    slow_link_hours = None if slow_link is None else _hours(slow_link)
     flow_control = FlowControlSettings(
         certifier_threshold=certifier_threshold, applier_threshold=applier_threshold
     )
@@ -111,6 +122,7 @@ def command(
             slow_member=slow_member,
             on_chunk=on_chunk,
             flow_control=flow_control,
+            slow_link_hours=slow_link_hours,
         )
 
     try:
@@ -183,3 +195,16 @@ def run_with_progress(
         )
 
     return run(report)
+
+
+def _hours(text: str) -> tuple[int, int]:
+    """`--slow-link FROM-TO` as (from, to) hours, 0 <= from < to <= 24."""
+    first, sep, end = text.partition("-")
+    if sep and first.strip().isdigit() and end.strip().isdigit():
+        hours = int(first), int(end)
+        if 0 <= hours[0] < hours[1] <= 24:
+            return hours
+    raise click.BadParameter(
+        f"expected UTC hours FROM-TO with 0 <= FROM < TO <= 24, got {text!r}",
+        param_hint="'--slow-link'",
+    )

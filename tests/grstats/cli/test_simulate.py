@@ -15,11 +15,17 @@ from click.testing import CliRunner
 
 from grstats.cli.commands.simulate import command
 from grstats.core.lag import MemberLag
-from grstats.core.records import APPLIER_HISTORY_COLUMNS, HISTORY_COLUMNS, LAG_HISTORY_COLUMNS
-from grstats.core.rows import applier_history, lag_history
+from grstats.core.records import (
+    APPLIER_HISTORY_COLUMNS,
+    COMMIT_PATH_HISTORY_COLUMNS,
+    HISTORY_COLUMNS,
+    LAG_HISTORY_COLUMNS,
+)
+from grstats.core.rows import applier_history, commit_path_history, lag_history
 from grstats.history.writer import read_history
 from grstats.offline.backfill import default_start, member_ids
 from grstats.sources.simulated import GroupModel, SimulationSettings
+from grstats.sources.simulated.commitpath import commit_path_at
 
 DAY = dt.date(2026, 11, 20)
 DAY_START_S = 20_777 * 86_400  # 2026-11-20T00:00:00Z, by hand
@@ -175,3 +181,54 @@ def test_member_ids_are_deterministic_per_seed() -> None:
     assert member_ids(1, 9) == member_ids(1, 9)
     assert len(set(member_ids(1, 9))) == 9
     assert set(member_ids(1, 3)).isdisjoint(member_ids(2, 3))
+
+
+def test_commit_path_counters_every_ten_seconds_as_the_live_model(day_of_three: Path) -> None:
+    table = read_history(day_of_three)
+    settings = SimulationSettings(members=tuple(member_ids(SEED, 3)))  # only the links matter
+    kept = pc.is_valid(table["cp_consensus_us"]).to_pylist()
+    seconds = pc.divide(table["sampled_at"].cast(pa.int64()), 1_000_000).to_pylist()
+    assert kept == [s % 10 == 0 for s in seconds]
+    rows = table.filter(pc.is_valid(table["cp_consensus_us"])).to_pylist()
+    for r in random.Random(SEED).sample(rows, 20):
+        s = r["sampled_at"].timestamp()
+        live = commit_path_at(
+            settings, r["member_id"], int(s), r["count_transactions_local_proposed"]
+        )
+        assert {c: r[c] for c in COMMIT_PATH_HISTORY_COLUMNS} == commit_path_history(live)
+
+
+def test_commit_path_counters_cost_under_one_byte_per_sample(day_of_three: Path) -> None:
+    sizes = _column_bytes(day_of_three)
+    cp = sum(sizes[name] for name in COMMIT_PATH_HISTORY_COLUMNS)
+    assert cp / (3 * 86_400) <= 1.0
+
+
+@pytest.mark.parametrize("hours", ["13-10", "10", "a-b", "0-25"])
+def test_a_slow_link_outside_the_day_is_refused_naming_the_option(
+    hours: str, tmp_path: Path
+) -> None:
+    args = ["--days", "1", "--slow-link", hours, "--out", str(tmp_path / "h")]
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 2
+    assert "--slow-link" in result.output and "0 <= FROM < TO <= 24" in result.output
+    assert not (tmp_path / "h").exists()
+
+
+def test_slow_link_hours_slow_the_last_members_rounds_in_those_hours(tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    args = ["--members", "1", "--days", "1", "--start", "2026-11-20", "--slow-link", "10-13"]
+    result = CliRunner().invoke(command, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = read_history(out)
+    at = {r["sampled_at"].strftime("%H:%M:%S"): r for r in table.to_pylist()}
+
+    def per_round(first: str, second: str) -> float:
+        a, b = at[first], at[second]
+        rounds = b["cp_consensus_count"] - a["cp_consensus_count"]
+        return float((b["cp_consensus_us"] - a["cp_consensus_us"]) / rounds)
+
+    # a member alone: a round is its own loop, 2 x 0.5 ms; with its slow link 2 x 25 ms
+    assert per_round("09:00:00", "09:00:10") == 1_000
+    assert per_round("11:00:00", "11:00:10") == 50_000
+    assert per_round("13:00:10", "13:00:20") == 1_000

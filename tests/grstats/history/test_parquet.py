@@ -11,6 +11,7 @@ import pytest
 
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
+    COMMIT_PATH_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
@@ -194,6 +195,13 @@ def test_flow_columns_are_one_block_right_after_the_applier_counters() -> None:
     names = [n for n, _ in HISTORY_COLUMNS]
     first = names.index(APPLIER_HISTORY_COLUMNS[-1]) + 1
     assert names[first : first + len(FLOW)] == list(FLOW)
+
+
+def test_the_commit_path_is_the_last_block() -> None:
+    # appended last (issue 27, after the GTID counts): the commit path's counters, 14 int64
+    tail = HISTORY_COLUMNS[-len(COMMIT_PATH_HISTORY_COLUMNS) :]
+    assert [n for n, _ in tail] == list(COMMIT_PATH_HISTORY_COLUMNS)
+    assert {kind for _, kind in tail} == {"int64"}
     assert dict(FLOW_HISTORY_COLUMNS) == {
         "fc_bottleneck": "string",
         "fc_excess_over_threshold": "int64",
