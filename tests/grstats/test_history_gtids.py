@@ -73,13 +73,16 @@ def _payload(member: str, seq: int, executed: str, purged: str = "") -> bytes:
     )
 
 
-def test_gtid_columns_are_counts_and_the_method_appended_last() -> None:
+def test_gtid_columns_are_counts_and_the_method_appended_after_flow_control() -> None:
     assert GTID_HISTORY_COLUMNS == (
         ("gtid_errant_count", "int64"),
         ("gtid_missing_count", "int64"),
         ("gtid_recovery_method", "string"),
     )
-    assert HISTORY_COLUMNS[-3:] == GTID_HISTORY_COLUMNS
+    names = [n for n, _ in HISTORY_COLUMNS]
+    start = names.index("gtid_errant_count")
+    assert HISTORY_COLUMNS[start : start + 3] == GTID_HISTORY_COLUMNS
+    assert names[start - 1].startswith("fc_")  # right after the flow-control block
 
 
 def test_publisher_records_the_local_errant_count_once_past_the_grace(tmp_path: Path) -> None:

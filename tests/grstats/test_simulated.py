@@ -16,6 +16,7 @@ import pytest
 
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
+    COMMIT_PATH_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     GTID_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
@@ -480,6 +481,7 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
         flow = {name for name, _ in FLOW_HISTORY_COLUMNS}
         optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         optional |= {name for name, _ in GTID_HISTORY_COLUMNS}  # a daemon's verdict only
+        optional |= set(COMMIT_PATH_HISTORY_COLUMNS)  # in bulk from simulated.commithistory
         assert expected_columns - optional <= set(cols) <= expected_columns
         assert all(len(values) == n for values in cols.values())
         for i in range(n):
