@@ -75,9 +75,15 @@ def envelope_bytes(
     )
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int, *, waited_children: bool = False) -> float:
+    """CPU seconds of `pid`; with `waited_children`, plus those of its children it waited for.
+
+    A member daemon's history steps run in short-lived children (cutime, cstime).
+    """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    own = int(fields[11]) + int(fields[12])  # utime, stime
+    kids = int(fields[13]) + int(fields[14]) if waited_children else 0  # cutime, cstime
+    return (own + kids) / CLK_TCK
 
 
 def rss_mb(pid: int) -> float:

@@ -349,6 +349,8 @@ class HistoryWriter:
             if stopping:
                 self._stop(failure)
             for waiter in waiters:
+                if not waiter.set_running_or_notify_cancel():
+                    continue  # its caller stopped waiting (the daemon's close timeout)
                 if failure is None:
                     waiter.set_result(None)
                 else:

@@ -9,11 +9,14 @@ and that children did the work (`offload.runs`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
+import threading
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from grstats.history.parquet import read_history, rows_to_table, write_segments
 from grstats.history.wal import encode_record
@@ -113,3 +116,21 @@ async def test_housekeeping_in_a_child_compacts_a_finished_day(tmp_path: Path) -
     writer.offload.housekeep(36500, day + dt.timedelta(days=1))
     (merged,) = parts(tmp_path)
     assert pq.read_table(merged).column("seq").to_pylist() == [1, 2, 3, 4]
+
+
+async def test_a_close_the_daemon_stops_waiting_for_ends_the_thread_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the daemon bounds history.close() (3 s); a slow child must not kill the thread
+    errors: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    writer = _writer(tmp_path)
+    await writer.start()
+    writer.record(sample_row(1))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(writer.close(), 0.001)
+    thread = writer._thread
+    assert thread is not None
+    await asyncio.to_thread(thread.join, 60)
+    assert errors == []
+    assert read_history(tmp_path).column("seq").to_pylist() == [1]
