@@ -185,4 +185,4 @@ def api_port_of(log: Path, timeout: float = 60.0) -> int:
             if '"daemon.started"' in line:
                 return int(json.loads(line)["api_port"])
         time.sleep(0.05)
-    raise RuntimeError(f"no daemon.started in {log}")
+    raise RuntimeError(f"no daemon.started in {log}: {log.read_text(errors='replace')[-2000:]}")

@@ -150,17 +150,17 @@ format = "json"
 
 
 def start_mimic(procs: Procs, workdir: Path, servers: int) -> list[dict[str, Any]]:
-    ready = workdir / "mimic.json"
-    procs.start(
-        [sys.executable, MIMIC, "--servers", str(servers), "--ready", str(ready)],
-        workdir / "mimic.log",
-    )
+    """One fake server per process, all of one group; their ports and member ids."""
+    readies = [workdir / f"mimic-{i}.json" for i in range(servers)]
+    for i, ready in enumerate(readies):
+        argv = [sys.executable, MIMIC, "--servers", str(servers), "--only", str(i)]
+        procs.start([*argv, "--ready", str(ready)], workdir / f"mimic-{i}.log")
     deadline = time.monotonic() + 60
-    while not ready.exists():
+    while not all(ready.exists() for ready in readies):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the mimic servers never started: {workdir / 'mimic.log'}")
+            raise RuntimeError(f"the mimic servers never started: {workdir}/mimic-*.log")
         time.sleep(0.05)
-    return list(json.loads(ready.read_text()))
+    return [entry for ready in readies for entry in json.loads(ready.read_text())]
 
 
 def production(seconds: float, per_set: int) -> None:
