@@ -42,21 +42,18 @@ def start_bare(procs: Procs, workdir: Path, broker: int, seconds: float) -> subp
     return procs.start(argv, workdir / "bare.log")
 
 
-def children(pid: int) -> list[int]:
-    """Every descendant of `pid` (the SQL endpoint's process and what it started)."""
-    parents: dict[int, int] = {}
+def children(pid: int, module: str = "grstats.daemon.sqlmain") -> list[int]:
+    """The children of `pid` running `module` (the SQL endpoint's process; the
+    short-lived history children come and go and are read through cutime/cstime)."""
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
             continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        kids = [c for c, p in parents.items() if p == parent]
-        found += kids
-        frontier += kids
+        if ppid == pid and module.encode() in cmdline:
+            found.append(int(stat.parent.name))
     return found
 
 
