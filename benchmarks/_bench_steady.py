@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,18 +78,27 @@ class Window:
         return sum(self.rss[p] for p in pids) / len(pids)
 
 
+def _read(reading: Callable[[], float]) -> float:
+    try:
+        return reading()
+    except OSError:  # the process ended (a restarted SQL endpoint): no figure
+        return float("nan")
+
+
 def measure(pids: list[int], seconds: float) -> Window:
     time.sleep(WARMUP_S)
-    cpu0 = {pid: cpu_seconds(pid) for pid in pids}
-    all0 = {pid: cpu_seconds(pid, waited_children=True) for pid in pids}
+    cpu0 = {pid: _read(lambda p=pid: cpu_seconds(p)) for pid in pids}
+    all0 = {pid: _read(lambda p=pid: cpu_seconds(p, waited_children=True)) for pid in pids}
     t0 = time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - t0
-    cpu = {pid: 100 * (cpu_seconds(pid) - cpu0[pid]) / elapsed for pid in pids}
+    cpu = {pid: 100 * (_read(lambda p=pid: cpu_seconds(p)) - cpu0[pid]) / elapsed for pid in pids}
     cpu_all = {
-        pid: 100 * (cpu_seconds(pid, waited_children=True) - all0[pid]) / elapsed for pid in pids
+        pid: 100 * (_read(lambda p=pid: cpu_seconds(p, waited_children=True)) - all0[pid]) / elapsed
+        for pid in pids
     }
-    return Window(elapsed, cpu, {pid: rss_mb(pid) for pid in pids}, cpu_all)
+    rss = {pid: _read(lambda p=pid: rss_mb(p)) for pid in pids}
+    return Window(elapsed, cpu, rss, cpu_all)
 
 
 def steady(seconds: float) -> None:
