@@ -52,6 +52,9 @@ def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
         retry_max_s=h.retry_max,
         log_interval_s=h.log_interval,
         instance=history_instance(settings, collector=collector),
+        # a member daemon writes Parquet in short-lived children and never holds pyarrow;
+        # a collector's rows make Parquet a steady job, done in its own writer thread
+        offload=not collector,
     )
 
 

@@ -11,11 +11,13 @@ and `grstats.core`):
 - `stats`: typed counters, health, rate-limited logging.
 - `fileops`: the OS-call boundary (where tests inject ENOSPC).
 
-The daemon imports this package only when history is configured (pyarrow).
+The daemon imports this package only when history is configured; pyarrow is
+loaded only where Parquet is read or written (`offload`: in a child process).
 """
 
+from typing import Any
+
 from grstats.history.fileops import FileOps
-from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
 from grstats.history.stats import DropCounts, HistoryFigures, HistoryHealth
 from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal
 from grstats.history.writer import HistoryError, HistoryWriter
@@ -37,3 +39,12 @@ __all__ = [
     "scan_wal",
     "write_segments",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the Parquet names load pyarrow: only when asked for
+    if name in ("history_schema", "read_history", "rows_to_table", "write_segments"):
+        from grstats.history import parquet  # noqa: PLC0415 - pyarrow when used
+
+        return getattr(parquet, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

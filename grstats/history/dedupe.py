@@ -32,15 +32,15 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, TypeAlias
 
 from grstats.core.records import HistoryRow
-from grstats.history.parquet import is_corrupt, partition_dir
+from grstats.history.rowcheck import partition_dir
 
-__all__ = ["SeenIndex"]
+if TYPE_CHECKING:  # pyarrow only where marks are read (grstats.history.offload)
+    import pyarrow as pa
+
+__all__ = ["MarksReader", "SeenIndex", "read_marks"]
 
 _US_PER_DAY = 86_400_000_000
 _COLUMNS = ["member_id", "incarnation", "seq"]
@@ -50,6 +50,8 @@ _WRITER_TAG = re.compile(r"part-\d{16}-(w[0-9a-f]{10})-")  # as parquet/housekee
 _Partition: TypeAlias = tuple[str, int]
 _Marks: TypeAlias = dict[tuple[str, int], int]
 _OnCorrupt: TypeAlias = Callable[[Path, str], None] | None
+# reads the marks of several partition directories at once (in a child process)
+MarksReader: TypeAlias = Callable[[list[Path]], dict[Path, _Marks]]
 
 
 class SeenIndex:
@@ -61,6 +63,8 @@ class SeenIndex:
         writer: the writer id whose files hold the marks ("" reads every file).
         on_corrupt: called with a file that cannot be read and why; it must
             move the file out of the partition (quarantine).  None: raise.
+        reader: reads the marks of partitions that have files of this writer
+            (the offloaded writer's child process); None: read here.
     """
 
     def __init__(
@@ -69,8 +73,10 @@ class SeenIndex:
         max_partitions: int = 16,
         writer: str = "",
         on_corrupt: Callable[[Path, str], None] | None = None,
+        reader: MarksReader | None = None,
     ) -> None:
         self.directory = directory
+        self.reader = reader
         self.on_corrupt = on_corrupt
         self.writer = writer
         self.max_partitions = max_partitions
@@ -126,14 +132,37 @@ class SeenIndex:
         while len(self._marks) > self.max_partitions:
             self._marks.popitem(last=False)
 
+    def preload(self, rows: list[HistoryRow]) -> None:
+        """Read the marks of every partition of `rows` not known yet, in one go.
+
+        Raises:
+            OSError: a partition's files could not be read.
+        """
+        if self.reader is None:
+            return
+        parts = {(r.group_name, r.sampled_at // _US_PER_DAY) for r in rows} - self._marks.keys()
+        paths = {self._path(part): part for part in parts}
+        with_files = [path for path in paths if _files(path, self.writer)]
+        read = self.reader(with_files) if with_files else {}
+        for path, part in paths.items():
+            self._marks[part] = read.get(path, {})
+
+    def _path(self, part: _Partition) -> Path:
+        group, day_number = part
+        return partition_dir(
+            self.directory, group, dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
+        )
+
     def _load(self, part: _Partition) -> _Marks:
         marks = self._marks.get(part)
         if marks is not None:
             self._marks.move_to_end(part)
             return marks
-        group, day_number = part
-        day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        marks = _read_marks(partition_dir(self.directory, group, day), self.writer, self.on_corrupt)
+        path = self._path(part)
+        if self.reader is None:
+            marks = read_marks(path, self.writer, self.on_corrupt)
+        else:  # a partition `preload` did not see (a replayed WAL's rows)
+            marks = self.reader([path]).get(path, {}) if _files(path, self.writer) else {}
         self._marks[part] = marks
         return marks
 
@@ -146,6 +175,11 @@ def _files(partition: Path, writer: str) -> list[Path]:
 
 
 def _read(path: Path, on_corrupt: _OnCorrupt) -> pa.Table | None:
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only where marks are read
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from grstats.history.parquet import is_corrupt  # noqa: PLC0415
+
     try:
         return pq.read_table(path, columns=_COLUMNS)
     except (pa.ArrowException, OSError) as exc:
@@ -168,11 +202,14 @@ def _read_columns(partition: Path, writer: str, on_corrupt: _OnCorrupt) -> list[
     raise AssertionError("unreachable")
 
 
-def _read_marks(partition: Path, writer: str, on_corrupt: _OnCorrupt) -> _Marks:
+def read_marks(partition: Path, writer: str, on_corrupt: _OnCorrupt) -> _Marks:
+    """The highest seq per (member, incarnation) in `writer`'s files of one partition."""
     # inputs replaced by a compaction hold the same rows as their compacted file: harmless
     tables = _read_columns(partition, writer, on_corrupt)
     if not tables:
         return {}
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only where marks are read
+
     table = pa.concat_tables(tables)
     grouped = table.group_by(["member_id", "incarnation"]).aggregate([("seq", "max")])
     return {

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from grstats.history.parquet import write_segments
+if TYPE_CHECKING:  # pyarrow only where segments are written (grstats.history.offload)
+    import pyarrow as pa
 
 __all__ = ["FileOps"]
 
@@ -46,4 +46,6 @@ class FileOps:
         self, directory: Path, table: pa.Table, *, segment_id: str, writer: str = ""
     ) -> list[Path]:
         """`grstats.history.parquet.write_segments` (pyarrow's own writes)."""
+        from grstats.history.parquet import write_segments  # noqa: PLC0415 - pyarrow when used
+
         return write_segments(directory, table, segment_id=segment_id, writer=writer)

@@ -31,24 +31,14 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import structlog
 
-from grstats.history.parquet import (
-    META_REPLACES,
-    META_SEGMENT,
-    NAMESPACE,
-    conform,
-    fsync_path,
-    is_corrupt,
-    name_key,
-    partitions,
-    replaced_by_compaction,
-    write_file,
-)
+from grstats.history.rowcheck import fsync_path
+
+if TYPE_CHECKING:  # pyarrow is imported by the functions that read and write files
+    import pyarrow as pa
 
 __all__ = ["Housekeeper", "housekeep"]
 
@@ -72,6 +62,11 @@ def _raise(path: Path, reason: str) -> None:
 
 def _readable(files: list[Path], on_corrupt: OnCorrupt) -> list[Path]:
     """The files whose footer reads; each other one goes to `on_corrupt` (quarantine)."""
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only where files are read
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from grstats.history.parquet import is_corrupt  # noqa: PLC0415
+
     good: list[Path] = []
     for path in files:
         try:
@@ -87,6 +82,8 @@ def _readable(files: list[Path], on_corrupt: OnCorrupt) -> list[Path]:
 
 def _compact_partition(partition: Path, writer: str, on_corrupt: OnCorrupt = _raise) -> int:
     """Merge a finished day's files into files of up to _COMPACT_MAX_ROWS rows."""
+    from grstats.history.parquet import replaced_by_compaction  # noqa: PLC0415 - pyarrow
+
     files = _readable(sorted(partition.glob("part-*.parquet")), on_corrupt)
     for name in replaced_by_compaction(files):  # a crash left the inputs behind
         (partition / name).unlink(missing_ok=True)
@@ -101,6 +98,11 @@ def _compact_partition(partition: Path, writer: str, on_corrupt: OnCorrupt = _ra
 
 def _read_batch(batch: list[Path], on_corrupt: OnCorrupt) -> tuple[list[Path], list[pa.Table]]:
     """The batch's files whose rows read, and their rows (the others go to `on_corrupt`)."""
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only where files are read
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from grstats.history.parquet import conform, is_corrupt  # noqa: PLC0415
+
     read: list[Path] = []
     tables: list[pa.Table] = []
     for path in batch:
@@ -118,6 +120,18 @@ def _read_batch(batch: list[Path], on_corrupt: OnCorrupt) -> tuple[list[Path], l
 def _compact_files(partition: Path, files: list[Path], writer: str, on_corrupt: OnCorrupt) -> int:
     # Another writer's files are its own to compact: two writers never write
     # the same file.  Older files (no writer id) get a writer-independent name.
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only where files are written
+    import pyarrow.compute as pc  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from grstats.history.parquet import (  # noqa: PLC0415
+        META_REPLACES,
+        META_SEGMENT,
+        NAMESPACE,
+        name_key,
+        write_file,
+    )
+
     batches: list[list[Path]] = [[]]
     rows = 0
     for path in files:
@@ -174,6 +188,8 @@ def housekeep(
         on_corrupt: called with an unreadable file and why; must move it out
             of the partition.  Default: raise ValueError.
     """
+    from grstats.history.parquet import partitions  # noqa: PLC0415 - pyarrow when used
+
     cutoff = today - dt.timedelta(days=retention_days)
     for partition in list(partitions(directory)):
         try:
@@ -203,6 +219,8 @@ class Housekeeper:
         on_error: called (from the housekeeping thread) when a run fails.
         writer: the writer id whose files this housekeeper compacts.
         on_corrupt: called with a file that cannot be read (quarantines it).
+        job: what a run does (default `housekeep` here; the offloaded writer's
+            runs it in a child process).
     """
 
     def __init__(
@@ -212,8 +230,11 @@ class Housekeeper:
         on_error: Callable[[Exception], None],
         writer: str = "",
         on_corrupt: OnCorrupt = _raise,
+        *,
+        job: Callable[[dt.date], None] | None = None,
     ) -> None:
         self.directory = directory
+        self._job = job
         self.writer = writer
         self._on_corrupt = on_corrupt
         self.retention_days = retention_days
@@ -242,7 +263,10 @@ class Housekeeper:
 
     def _run(self, today: dt.date) -> None:
         try:
-            housekeep(self.directory, self.retention_days, today, self.writer, self._on_corrupt)
+            if self._job is not None:
+                self._job(today)
+            else:
+                housekeep(self.directory, self.retention_days, today, self.writer, self._on_corrupt)
         except Exception as exc:  # thread boundary: counted and logged, retried tomorrow
             self._on_error(exc)
             log.error("history.housekeeping_failed", error=str(exc), directory=str(self.directory))

@@ -26,14 +26,15 @@ Invariants:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from grstats.core.records import HistoryRow
 from grstats.history.dedupe import SeenIndex
 from grstats.history.fileops import FileOps
-from grstats.history.parquet import fsync_path, remove_temporaries, rows_to_table, storable_row
 from grstats.history.quarantine import quarantine_file
+from grstats.history.rowcheck import fsync_path, remove_temporaries, storable_row
 from grstats.history.stats import Counters, RateLimitedLog
 from grstats.history.wal import (
     WalFile,
@@ -44,6 +45,9 @@ from grstats.history.wal import (
     wal_id,
     writer_wals,
 )
+
+if TYPE_CHECKING:
+    from grstats.history.offload import Offload
 
 __all__ = ["Journal"]
 
@@ -59,6 +63,8 @@ class Journal:
         ops: the OS-call boundary.
         counters: the writer's counters.
         limiter: rate-limited logging of repeating events.
+        offload: run the Parquet steps (segments, marks) in child processes;
+            None: here (the writer's thread loads pyarrow).
     """
 
     def __init__(
@@ -68,8 +74,11 @@ class Journal:
         ops: FileOps,
         counters: Counters,
         limiter: RateLimitedLog,
+        *,
+        offload: Offload | None = None,
     ) -> None:
         self.directory = directory
+        self._offload = offload
         self.writer = writer
         self.wal_dir = directory / "wal"
         self._ops = ops
@@ -79,7 +88,12 @@ class Journal:
         self._closed: list[Path] = []
         self._closed_bytes = 0
         self._next = 1
-        self.index = SeenIndex(directory, writer=writer, on_corrupt=self.quarantine)
+        self.index = SeenIndex(
+            directory,
+            writer=writer,
+            on_corrupt=self.quarantine,
+            reader=offload.marks if offload is not None else None,
+        )
 
     def recover(self) -> None:
         """Prepare the directory and replay this writer's WAL files of a previous run.
@@ -185,8 +199,10 @@ class Journal:
         """
         keep: list[HistoryRow] = []
         duplicate = 0
+        rows = self._storable(batch)
         try:
-            for row in self._storable(batch):
+            self.index.preload(rows)
+            for row in rows:
                 if not self.index.admit(row):
                     duplicate += 1
                 else:
@@ -294,7 +310,33 @@ class Journal:
             self._closed.append(wal.path)
             self._closed_bytes += wal.size
 
+    def segment_files(self, paths: list[Path], *, recovering: bool, sizes: list[int]) -> None:
+        """Turn the given closed WAL files into segments here (the offload child's step).
+
+        Args:
+            paths: this writer's closed WAL files, oldest first.
+            recovering: they are a previous run's.
+            sizes: receives the size of each file done, in order.
+
+        Raises:
+            OSError: a segment could not be written; that file and the later ones are kept.
+        """
+        self._closed = list(paths)
+        while self._closed:
+            sizes.append(self._segment(self._closed[0], recovering=recovering))
+            self._closed.pop(0)
+
     def _segment_closed(self, *, recovering: bool) -> None:
+        if self._offload is not None and self._closed:
+            done, error = self._offload.segment(list(self._closed), recovering=recovering)
+            for size in done:
+                self._closed.pop(0)
+                self._closed_bytes -= size
+            with self._counters.lock:
+                self._counters.wal_bytes = self._closed_bytes + (self._wal.size if self._wal else 0)
+            if error is not None:
+                raise OSError(error)
+            return
         while self._closed:
             path = self._closed[0]
             size = self._segment(path, recovering=recovering)
@@ -316,6 +358,8 @@ class Journal:
                     "corrupt",
                     f"{self._counters.corrupt} damaged write-ahead log record(s) lost",
                 )
+        from grstats.history.parquet import rows_to_table  # noqa: PLC0415 - pyarrow when used
+
         table = rows_to_table(self._storable(scan.rows))
         # an older version's WAL file gets the names that version would have given
         owner = self.writer if path.name.startswith(f"wal-{self.writer}-") else ""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from grstats.history.parquet import fsync_path
+from grstats.history.rowcheck import fsync_path
 
 __all__ = ["QUARANTINE_DIR", "quarantine_file"]
 

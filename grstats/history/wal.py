@@ -45,7 +45,7 @@ import structlog
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.fileops import FileOps
-from grstats.history.parquet import fsync_path, row_values
+from grstats.history.rowcheck import fsync_path, row_values
 
 __all__ = [
     "WAL_MAGIC",

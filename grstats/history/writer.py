@@ -36,11 +36,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
+import functools
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -48,7 +50,7 @@ from grstats.core.records import HistoryRow
 from grstats.history.fileops import FileOps
 from grstats.history.housekeeping import Housekeeper
 from grstats.history.journal import Journal
-from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
+from grstats.history.offload import Offload
 from grstats.history.stats import Counters, HistoryFigures, HistoryHealth, RateLimitedLog
 from grstats.history.wal import (
     WAL_MAGIC,
@@ -61,7 +63,7 @@ from grstats.history.wal import (
     writer_id,
 )
 
-__all__ = [  # the names the daemon, the CLI and older imports use
+__all__ = [  # the names the daemon, the CLI and older imports use (+ _PARQUET_NAMES)
     "WAL_MAGIC",
     "HistoryError",
     "HistoryFigures",
@@ -69,15 +71,23 @@ __all__ = [  # the names the daemon, the CLI and older imports use
     "HistoryWriter",
     "WalScan",
     "encode_record",
-    "history_schema",
-    "read_history",
     "repair_wal",
-    "rows_to_table",
     "scan_wal",
-    "write_segments",
 ]
 
 log = structlog.get_logger("grstats.history")
+
+_PARQUET_NAMES = ("history_schema", "read_history", "rows_to_table", "write_segments")
+
+
+def __getattr__(name: str) -> Any:
+    # the Parquet names, kept importable from here without loading pyarrow with the writer
+    if name in _PARQUET_NAMES:
+        from grstats.history import parquet  # noqa: PLC0415 - pyarrow when used
+
+        return getattr(parquet, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # ~2.5 h of a 9-member collector at one sample a second (81 000 rows/h), ~500
 # bytes a row: ~100 MB at the bound.  Longer outages are the WAL's job.
@@ -126,6 +136,9 @@ class HistoryWriter:
         fault_window_s: `/healthz` stays degraded this long after a row was
             dropped, a value stored NULL or a file quarantined (the counters
             in /metrics keep them for good).
+        offload: the Parquet steps (segments, de-duplication marks,
+            housekeeping) run in short-lived child processes
+            (`grstats.history.offload`), so this process never loads pyarrow.
     """
 
     def __init__(
@@ -142,6 +155,7 @@ class HistoryWriter:
         instance: str = "",
         file_ops: FileOps | None = None,
         fault_window_s: float = 3600.0,
+        offload: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.scope = scope
@@ -161,8 +175,14 @@ class HistoryWriter:
         self._writer_lock: WriterLock | None = None
         self._counters = Counters()
         self._limiter = RateLimitedLog(log, log_interval_s)
+        self.offload = Offload(self.directory, self.writer_id, self._counters) if offload else None
         self._journal = Journal(
-            self.directory, self.writer_id, file_ops or FileOps(), self._counters, self._limiter
+            self.directory,
+            self.writer_id,
+            file_ops or FileOps(),
+            self._counters,
+            self._limiter,
+            offload=self.offload,
         )
         self._housekeeper = Housekeeper(
             self.directory,
@@ -170,6 +190,11 @@ class HistoryWriter:
             self._count_error,
             self.writer_id,
             on_corrupt=self._journal.quarantine,
+            job=(
+                None
+                if self.offload is None
+                else functools.partial(self.offload.housekeep, retention_days)
+            ),
         )
         # faults and backoff per phase: appending to the WAL, writing segments
         self._phases = {
@@ -325,6 +350,8 @@ class HistoryWriter:
             if stopping:
                 self._stop(failure)
             for waiter in waiters:
+                if not waiter.set_running_or_notify_cancel():
+                    continue  # its caller stopped waiting (the daemon's close timeout)
                 if failure is None:
                     waiter.set_result(None)
                 else:

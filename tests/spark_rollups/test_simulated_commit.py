@@ -20,8 +20,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from grstats.cli.backfill import member_ids, simulate_history
 
+from grstats.offline.backfill import member_ids, simulate_history
 from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
 

@@ -1,0 +1,138 @@
+"""bench_daemon's child roles: the bare aiomqtt references, the Bus floor, the publishers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from _bench_procs import GROUP, PREFIX, envelope_bytes, member_uuid
+
+
+async def role_bare_steady(port: int, member: str, seconds: float) -> None:
+    import aiomqtt  # noqa: PLC0415 - benchmark child process only
+
+    topic = f"{PREFIX}/{GROUP}/{member}/stats"
+    received = 0
+    async with aiomqtt.Client("127.0.0.1", port) as client:
+        await client.subscribe(f"{PREFIX}/{GROUP}/+/+")
+
+        async def drain() -> None:
+            nonlocal received
+            async for _ in client.messages:
+                received += 1
+
+        task = asyncio.create_task(drain())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        seq = 0
+        while loop.time() - start < seconds:
+            seq += 1
+            await client.publish(topic, envelope_bytes(member, seq), qos=0, retain=True)
+            await asyncio.sleep(start + seq - loop.time())
+        task.cancel()
+    print(json.dumps({"received": received}))
+
+
+async def role_bare_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
+    import aiomqtt  # noqa: PLC0415 - benchmark child process only
+
+    count = 0
+    first = last = 0.0
+    v5 = os.environ.get("BENCH_BARE_V5") == "1"
+    protocol = aiomqtt.ProtocolVersion.V5 if v5 else aiomqtt.ProtocolVersion.V311
+    async with aiomqtt.Client("127.0.0.1", port, protocol=protocol) as client:
+        await client.subscribe(f"{PREFIX}/{GROUP}/+/+", qos=1 if v5 else 0)
+        Path(ready).touch()  # noqa: ASYNC240 - one tiny file before the measurement starts
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline_s
+        iterator = client.messages.__aiter__()
+        while loop.time() < end:
+            try:
+                await asyncio.wait_for(iterator.__anext__(), idle_s if count else end - loop.time())
+            except TimeoutError:
+                break
+            now = time.monotonic()
+            if count == 0:
+                first = now
+            last = now
+            count += 1
+    print(json.dumps({"count": count, "seconds": last - first}))
+
+
+async def role_bus_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
+    """grstats' own Bus (MQTT 5, hand-over to a handler) that only counts: the MQTT floor."""
+    from grstats.bus.client import Bus, BusOptions  # noqa: PLC0415 - benchmark child only
+
+    count = 0
+    first = last = 0.0
+
+    def handler(topic: str, payload: bytes, retained: bool) -> None:
+        nonlocal count, first, last
+        last = time.monotonic()
+        if not count:
+            first = last
+        count += 1
+
+    bus = Bus(BusOptions(port=port), subscriptions=[f"{PREFIX}/{GROUP}/+/+"], handler=handler)
+    task = asyncio.create_task(bus.run())
+    await bus.connected.wait()
+    Path(ready).touch()  # noqa: ASYNC240 - one tiny file before the measurement starts
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    # idle is "no message for idle_s": a deadline, not an event; 0.1 s polls are cheap
+    while loop.time() < end and not (count and time.monotonic() - last > idle_s):  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
+    cpu = time.process_time()
+    await bus.close()
+    await task
+    print(json.dumps({"count": count, "seconds": last - first, "cpu": cpu}))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _publish_packet(topic: str, payload: bytes) -> bytes:
+    name = topic.encode()
+    body = len(name).to_bytes(2, "big") + name + payload
+    return b"\x30" + _varint(len(body)) + body  # PUBLISH, QoS 0, no retain
+
+
+def role_publisher(port: int, family: int, members: int, per_member: int, seconds: float) -> None:
+    """Blast pre-built MQTT 3.1.1 QoS 0 PUBLISH packets over a raw socket.
+
+    A raw socket publishes far faster than any Python MQTT client can receive,
+    so the subscriber under test (not the publisher) sets the pace.
+    """
+    ids = [member_uuid(i, family) for i in range(members)]
+    now_us = time.time_ns() // 1000 - per_member  # today's partition, within the clock-skew limit
+    packets = [
+        _publish_packet(f"{PREFIX}/{GROUP}/{m}/stats", envelope_bytes(m, seq, sent_us=now_us))
+        for seq in range(1, per_member + 1)
+        for m in ids
+    ]
+    client_id = f"bench-pub-{family}".encode()
+    connect_body = b"\x00\x04MQTT\x04\x02\x00\x3c" + len(client_id).to_bytes(2, "big") + client_id
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"\x10" + _varint(len(connect_body)) + connect_body)
+        if sock.recv(4)[:1] != b"\x20":
+            raise RuntimeError("no CONNACK")
+        deadline = time.monotonic() + seconds
+        for start in range(0, len(packets), 500):
+            chunk = packets[start : start + 500]
+            sock.sendall(b"".join(chunk))
+            sent += len(chunk)
+            if time.monotonic() > deadline:
+                break
+        sock.sendall(b"\xe0\x00")  # DISCONNECT
+    print(json.dumps({"sent": sent}))

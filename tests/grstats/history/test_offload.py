@@ -1,0 +1,136 @@
+"""The offloaded writer: the WAL here, every Parquet step in a short-lived child process.
+
+The daemon's writer (`HistoryWriter(offload=True)`) must behave exactly like
+the in-process one -- same files, same replay, same de-duplication, same
+counters and faults -- only the Parquet work runs in `grstats.history.offloadmain`
+children. Each test checks the outcome on disk (read back with pyarrow here)
+and that children did the work (`offload.runs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from grstats.history.parquet import read_history, rows_to_table, write_segments
+from grstats.history.wal import encode_record
+from grstats.history.writer import HistoryWriter
+from tests.grstats.history.rows import US, as_dict, parts, sample_row, wal_file
+
+
+def _writer(directory: Path, flush_interval_s: float = 60.0) -> HistoryWriter:
+    return HistoryWriter(
+        directory, retention_days=36500, flush_interval_s=flush_interval_s, offload=True
+    )
+
+
+async def test_rows_round_trip_through_the_wal_and_a_child_written_segment(tmp_path: Path) -> None:
+    rows = [sample_row(seq) for seq in range(1, 6)]
+    writer = _writer(tmp_path)
+    await writer.start()
+    for row in rows:
+        writer.record(row)
+    await writer.close()
+    assert read_history(tmp_path).to_pylist() == [as_dict(r) for r in rows]
+    assert writer.stats.rows_written == 5
+    assert writer.stats.segments_written == 1  # counted by the child, added here
+    assert list((tmp_path / "wal").iterdir()) == []
+    assert writer.offload is not None and writer.offload.runs >= 1
+
+
+async def test_flush_while_running_writes_the_segment_in_a_child(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, flush_interval_s=3600.0)
+    await writer.start()
+    writer.record(sample_row(1))
+    await writer.flush()
+    assert read_history(tmp_path).column("seq").to_pylist() == [1]
+    writer.record(sample_row(2))
+    await writer.flush()
+    assert read_history(tmp_path).column("seq").to_pylist() == [1, 2]
+    await writer.close()
+
+
+async def _replay_damaged(directory: Path, *, offload: bool) -> tuple[HistoryWriter, list[str]]:
+    records = [encode_record(sample_row(seq)) for seq in range(1, 8)]
+    damaged = bytearray(records[3])
+    damaged[len(damaged) // 2] ^= 0x10  # one flipped bit in record 4's payload
+    records[3] = bytes(damaged)
+    wal_file(directory, "000000000003-cc", b"".join(records) + b"\xff\x00\x00\x00garbage")
+    writer = HistoryWriter(directory, retention_days=36500, offload=offload)
+    await writer.start()
+    faults = list(writer.health().faults)
+    await writer.close()
+    return writer, faults
+
+
+async def test_a_previous_runs_wal_is_replayed_by_a_child_counted_as_in_process(
+    tmp_path: Path,
+) -> None:
+    here, here_faults = await _replay_damaged(tmp_path / "here", offload=False)
+    child, child_faults = await _replay_damaged(tmp_path / "child", offload=True)
+    assert read_history(tmp_path / "child").column("seq").to_pylist() == [1, 2, 3, 5, 6, 7]
+    assert child.stats.rows_recovered == 6
+    assert child.stats.dropped.corrupt >= 1
+    assert child.stats.files_quarantined == 1  # the damaged file, copied aside whole
+    assert dataclasses.replace(child.stats, fsync_seconds_last=0, fsync_seconds_max=0,
+        fsync_seconds_sum=0) == dataclasses.replace(here.stats, fsync_seconds_last=0,
+        fsync_seconds_max=0, fsync_seconds_sum=0)  # fmt: skip
+    assert [f.replace(f"{tmp_path}/child", "D") for f in child_faults] == [
+        f.replace(f"{tmp_path}/here", "D") for f in here_faults
+    ]
+    assert any("damaged write-ahead log record" in fault for fault in child_faults)
+
+
+async def test_a_restarted_writer_reads_its_marks_in_a_child_and_writes_no_row_twice(
+    tmp_path: Path,
+) -> None:
+    first = _writer(tmp_path)
+    await first.start()
+    for seq in (1, 2, 3):
+        first.record(sample_row(seq))
+    await first.close()
+    second = _writer(tmp_path)
+    await second.start()
+    for seq in (2, 3, 4, 5):  # redelivered 2 and 3 (retained / QoS 1 again)
+        second.record(sample_row(seq))
+    await second.close()
+    assert sorted(read_history(tmp_path).column("seq").to_pylist()) == [1, 2, 3, 4, 5]
+    assert second.stats.dropped.duplicate == 2
+
+
+async def test_housekeeping_in_a_child_compacts_a_finished_day(tmp_path: Path) -> None:
+    day = dt.date(2026, 1, 5)
+    at = int(dt.datetime(2026, 1, 5, 10, tzinfo=dt.UTC).timestamp()) * US
+    rows = [sample_row(seq, at_us=at + seq * US) for seq in range(1, 5)]
+    write_segments(tmp_path, rows_to_table(rows[:2]), segment_id="a")
+    write_segments(tmp_path, rows_to_table(rows[2:]), segment_id="b")
+    assert len(parts(tmp_path)) == 2
+    writer = _writer(tmp_path)
+    assert writer.offload is not None
+    writer.offload.housekeep(36500, day + dt.timedelta(days=1))
+    (merged,) = parts(tmp_path)
+    assert pq.read_table(merged).column("seq").to_pylist() == [1, 2, 3, 4]
+
+
+async def test_a_close_the_daemon_stops_waiting_for_ends_the_thread_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the daemon bounds history.close() (3 s); a slow child must not kill the thread
+    errors: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    writer = _writer(tmp_path)
+    await writer.start()
+    writer.record(sample_row(1))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(writer.close(), 0.001)
+    thread = writer._thread
+    assert thread is not None
+    await asyncio.to_thread(thread.join, 60)
+    assert errors == []
+    assert read_history(tmp_path).column("seq").to_pylist() == [1]
