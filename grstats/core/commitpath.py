@@ -14,6 +14,9 @@ difference of the reports' own `at_us`.
   of all operations in COMMIT_PATH_SHARED (the message round trip contains the
   consensus round, so it is not shared out). DOMINANT names the largest share
   ("" when the period spent no time; NULL before two reports).
+- The communication columns are the member's own
+  replication_group_communication_information (ext.commit_path_comm), the
+  leaders' UUIDs joined by ",", as MySQL shows them; NULL when not shown.
 - A counter that went backwards (Group Replication restarted on the member,
   which resets them) or is None in either report gives NULL for that
   operation's period figures, never a negative or invented rate.
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grstats.core import columns as col
-from protocol import CommitPathCounters, CommitPathReport
+from protocol import CommitPathCounters, CommitPathReport, GroupCommunication
 
 __all__ = ["OP_FIELDS", "commit_path_row", "commit_path_window"]
 
@@ -83,19 +86,41 @@ def _growth(old: int | None, new: int | None) -> int | None:
     return new - old
 
 
-def commit_path_row(member_id: str, window: tuple[CommitPathReport, ...]) -> dict[str, Cell]:
+def _communication(row: dict[str, Cell], comm: GroupCommunication) -> None:
+    preferred, actual, single = (
+        comm.leaders_preferred,
+        comm.leaders_actual,
+        comm.single_leader_capable,
+    )
+    row[col.COMMIT_PATH_WRITE_CONCURRENCY] = comm.write_concurrency
+    row[col.COMMIT_PATH_PROTOCOL_VERSION] = comm.protocol_version
+    row[col.COMMIT_PATH_LEADERS_PREFERRED] = None if preferred is None else ",".join(preferred)
+    row[col.COMMIT_PATH_LEADERS_ACTUAL] = None if actual is None else ",".join(actual)
+    row[col.COMMIT_PATH_SINGLE_LEADER] = None if single is None else int(single)
+
+
+def commit_path_row(
+    member_id: str,
+    window: tuple[CommitPathReport, ...],
+    communication: GroupCommunication | None = None,
+) -> dict[str, Cell]:
     """The member's grstats_member_commit_path row.
 
     Args:
         member_id: its server UUID.
-        window: its reports, older first (`commit_path_window`); not empty. The
-            period runs from the first to the last.
+        window: its reports, older first (`commit_path_window`); () when its server
+            shows no Gr_* figures. The period runs from the first to the last.
+        communication: its server's replication_group_communication_information.
 
     Returns:
         Column -> cell, every column of `columns.COMMIT_PATH`.
     """
     row: dict[str, Cell] = dict.fromkeys(col.COMMIT_PATH.names)
     row[col.MEMBER_ID] = member_id
+    if communication is not None:
+        _communication(row, communication)
+    if not window:
+        return row
     latest = window[-1].counters
     for op, (_, times) in OP_FIELDS.items():
         total = _sum(latest, times)

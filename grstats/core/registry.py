@@ -71,7 +71,14 @@ from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
-from protocol import CommitPathReport, Envelope, GtidState, MemberStatsState, PipelineStats
+from protocol import (
+    CommitPathReport,
+    Envelope,
+    GroupCommunication,
+    GtidState,
+    MemberStatsState,
+    PipelineStats,
+)
 
 _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
@@ -133,6 +140,7 @@ class Remote:
     gtid_state: GtidState | None = None  # its last good ext.gtids
     # its last two ext.commit_path reports (older first): the rates of its last period
     commit_path: tuple[CommitPathReport, ...] = ()
+    communication: GroupCommunication | None = None  # its last ext.commit_path_comm
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -256,6 +264,7 @@ class MemberRegistry:
         if msg.gtid_state is not None:
             remote.gtid_state = msg.gtid_state
         remote.commit_path = commit_path_window(remote.commit_path, msg.commit_path)
+        remote.communication = msg.communication
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.

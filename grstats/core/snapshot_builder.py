@@ -100,8 +100,10 @@ def build_snapshot(
         if sample is not None and sample.applier is not None:
             applier_rows.extend(metrics_rows(sample.member.member_id, sample.applier))
             workers_rows.extend(worker_rows(sample.member.member_id, sample.applier))
-        if sample is not None and local.commit_path:
-            commit_rows.append(commit_path_row(sample.member.member_id, local.commit_path))
+        if sample is not None and (local.commit_path or sample.communication is not None):
+            commit_rows.append(
+                commit_path_row(sample.member.member_id, local.commit_path, sample.communication)
+            )
         clocks[group or ""] = [0]
         if sample is not None and sample.lag:
             local_lag = MemberLag(sample.sampled_at_us, sample.lag)
@@ -116,8 +118,10 @@ def build_snapshot(
             if remote.applier is not None:
                 applier_rows.extend(metrics_rows(env.member.id, remote.applier))
                 workers_rows.extend(worker_rows(env.member.id, remote.applier))
-            if remote.commit_path:
-                commit_rows.append(commit_path_row(env.member.id, remote.commit_path))
+            if remote.commit_path or remote.communication is not None:
+                commit_rows.append(
+                    commit_path_row(env.member.id, remote.commit_path, remote.communication)
+                )
             offset = remote.clock_offset_us()
             if offset is not None:
                 clocks.setdefault(key[0], []).append(offset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.sources.simulated.commitpath import commit_path_at, round_us
+from grstats.sources.simulated.commitpath import commit_path_at, communication_of, round_us
 from grstats.sources.simulated.settings import SimulationSettings
 
 M1, M2, M3 = (f"{d * 8}-{d * 4}-{d * 4}-{d * 4}-{d * 12}" for d in "123")
@@ -34,3 +34,13 @@ def test_the_counters_follow_the_proposals_and_the_seconds() -> None:
 def test_a_slow_link_must_be_a_member() -> None:
     with pytest.raises(ValueError, match="slow_link_member"):
         SimulationSettings(members=(M1, M2), slow_link_member=M3)
+
+
+def test_every_member_leads_the_consensus_rounds_by_default() -> None:
+    got = communication_of(SLOW)
+    assert got.leaders_actual == got.leaders_preferred == (M1, M2, M3)
+    assert (got.write_concurrency, got.protocol_version, got.single_leader_capable) == (
+        10,
+        "8.0.27",
+        False,
+    )

@@ -18,19 +18,24 @@ model's epoch (Group Replication's start); every counter only grows.
   its round's time.
 - Certification GC: one run every `GC_EVERY_S` seconds taking `GC_RUN_US`.
 - Consistency waits and flow-control holds: 0 (no scripted consistency level).
+- Communication information: a multi-primary-style XCom (every member a
+  consensus leader, no single leader), the default write concurrency and the
+  8.0.27 protocol, as a group of 8.0.27+ servers shows them by default.
 """
 
 from __future__ import annotations
 
 from grstats.sources.simulated.settings import SimulationSettings
-from protocol import CommitPathCounters
+from protocol import CommitPathCounters, GroupCommunication
 
-__all__ = ["GC_EVERY_S", "GC_RUN_US", "commit_path_at", "round_us"]
+__all__ = ["GC_EVERY_S", "GC_RUN_US", "commit_path_at", "communication_of", "round_us"]
 
 GC_EVERY_S = 60
 GC_RUN_US = 20_000
 _MESSAGE_BYTES = 600  # a data message on the wire, bytes (transaction + GCS header)
 _CONTROL_BYTES = 100
+_WRITE_CONCURRENCY = 10  # group_replication_get_write_concurrency()'s default
+_PROTOCOL = "8.0.27"  # the newest communication protocol version (8.0.27+ servers)
 
 
 def _link_us(settings: SimulationSettings, member: str) -> int:
@@ -95,3 +100,9 @@ def commit_path_at(
         throttled_us=0,
         last_consensus_end_us=s * 1_000_000 if rounds else None,
     )
+
+
+def communication_of(settings: SimulationSettings) -> GroupCommunication:
+    """replication_group_communication_information as every member of the group shows it."""
+    leaders = tuple(sorted(settings.members))
+    return GroupCommunication(_WRITE_CONCURRENCY, _PROTOCOL, leaders, leaders, False)

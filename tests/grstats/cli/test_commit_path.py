@@ -74,3 +74,30 @@ def test_metrics_are_seconds_with_counters_as_counters() -> None:
     assert got[("grstats_commit_path_consensus_mean_seconds", labels)] == 0.004
     assert ("grstats_commit_path_before_begin_share", labels) not in got  # NULL: no series
     assert _types(snap)["grstats_commit_path_consensus_seconds"] == "counter"
+
+
+def _leading(single: int, actual: str) -> list[dict[str, object]]:
+    cells = {col.COMMIT_PATH_LEADERS_ACTUAL: actual, col.COMMIT_PATH_SINGLE_LEADER: single}
+    return [{**ROWS[0], **cells}, *ROWS[1:]]
+
+
+def test_explain_names_the_single_consensus_leader_for_consensus() -> None:
+    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(1, M3))}
+    assert f"single consensus leader {M3} proposes every round" in str(got[M1]["check"])
+    # the leaders matter only where consensus dominates
+    assert "leader" not in str(got[M2]["check"])
+
+
+def test_explain_says_every_member_proposes_without_a_single_leader() -> None:
+    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(0, f"{M1},{M2},{M3}"))}
+    assert "every member proposes its own rounds (3 consensus leaders)" in str(got[M1]["check"])
+
+
+def test_communication_metrics_are_gauges() -> None:
+    cells = {col.COMMIT_PATH_WRITE_CONCURRENCY: 10, col.COMMIT_PATH_SINGLE_LEADER: 1}
+    snap = dataclasses.replace(_snapshot(), commit_path=({**ROWS[0], **cells},))
+    labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
+    got = _samples(snap)
+    assert got[("grstats_commit_path_write_concurrency", labels)] == 10
+    assert got[("grstats_commit_path_single_leader_capable", labels)] == 1
+    assert _types(snap)["grstats_commit_path_write_concurrency"] == "gauge"
