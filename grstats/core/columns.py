@@ -892,7 +892,28 @@ def _commit_path_columns() -> tuple[Column, ...]:
             )
         )
     out.extend(_COMMUNICATION_COLUMNS)
+    out.extend(_minute_columns())
     return tuple(out)
+
+
+# The same rates, means and shares over the last minute (60-65 s: from the
+# member's report about a minute old to its latest), for the table and SQL
+# (no metrics: Prometheus takes its own rates of the _seconds_total counters).
+COMMIT_PATH_MINUTE_SUFFIX: Final = "_1M"
+
+
+def _minute_columns() -> list[Column]:
+    out = [
+        Column(COMMIT_PATH_PERIOD + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True)
+    ]
+    for op, _ in COMMIT_PATH_OPS:
+        names = [f"{op}_PER_SECOND", f"{op}_MEAN_SECONDS"]
+        if op in COMMIT_PATH_SHARED:
+            names.append(f"{op}_SHARE")
+        out.extend(
+            Column(n + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True) for n in names
+        )
+    return out
 
 
 # replication_group_communication_information as the member's server shows it

@@ -52,6 +52,8 @@ class LocalView:
     seq: int | None = None
     # the local member's last two commit-path reports (core.commitpath), older first
     commit_path: tuple[CommitPathReport, ...] = ()
+    # its anchors of the last minute (core.commitpath), older first
+    commit_path_minute: tuple[CommitPathReport, ...] = ()
 
 
 def build_snapshot(
@@ -102,7 +104,12 @@ def build_snapshot(
             workers_rows.extend(worker_rows(sample.member.member_id, sample.applier))
         if sample is not None and (local.commit_path or sample.communication is not None):
             commit_rows.append(
-                commit_path_row(sample.member.member_id, local.commit_path, sample.communication)
+                commit_path_row(
+                    sample.member.member_id,
+                    local.commit_path,
+                    sample.communication,
+                    local.commit_path_minute,
+                )
             )
         clocks[group or ""] = [0]
         if sample is not None and sample.lag:
@@ -120,7 +127,12 @@ def build_snapshot(
                 workers_rows.extend(worker_rows(env.member.id, remote.applier))
             if remote.commit_path or remote.communication is not None:
                 commit_rows.append(
-                    commit_path_row(env.member.id, remote.commit_path, remote.communication)
+                    commit_path_row(
+                        env.member.id,
+                        remote.commit_path,
+                        remote.communication,
+                        remote.commit_path_minute,
+                    )
                 )
             offset = remote.clock_offset_us()
             if offset is not None:
