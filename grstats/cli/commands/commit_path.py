@@ -79,6 +79,16 @@ def _leaders(row: Mapping[str, object]) -> str:
     return ""
 
 
+def _level(row: Mapping[str, object]) -> str:
+    """The group_replication_consistency level the member's own waits point at."""
+    before = (_number(row.get("BEFORE_BEGIN_SHARE")) or 0.0) > 0
+    after = (_number(row.get("AFTER_TERMINATION_SHARE")) or 0.0) > 0
+    if not before and not after:
+        return ""  # after-sync waits alone: the AFTER transactions are another member's
+    level = "BEFORE_AND_AFTER" if before and after else "BEFORE" if before else "AFTER"
+    return f"; this member's sessions wait as with group_replication_consistency = {level}"
+
+
 def explain_rows(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """Per member: its dominant cost, the shares behind it and what to check.
 
@@ -101,6 +111,8 @@ def explain_rows(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]
             check = _CHECK[dominant].format(slowest=slowest)
             if dominant == "consensus":
                 check += _leaders(row)
+            elif dominant in ("before_begin", "after_termination", "after_sync"):
+                check += _level(row)
         elif dominant == "":
             check = "no commit-path time in the last period"
         else:

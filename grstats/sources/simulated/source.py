@@ -65,7 +65,11 @@ class SimulatedSource:
                 applier=model.applier_at(member, now_us),
                 gtid_state=model.gtid_state_at(member, now_us),
                 commit_path=commit_path_at(
-                    model.settings, member, now_us // 1_000_000, stats.transactions_local
+                    model.settings,
+                    member,
+                    now_us // 1_000_000,
+                    stats.transactions_local,
+                    lambda s: model.stats_at(member, s * 1_000_000).transactions_local,
                 ),
                 communication=communication_of(model.settings),
             )

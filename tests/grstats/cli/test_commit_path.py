@@ -101,3 +101,13 @@ def test_communication_metrics_are_gauges() -> None:
     assert got[("grstats_commit_path_write_concurrency", labels)] == 10
     assert got[("grstats_commit_path_single_leader_capable", labels)] == 1
     assert _types(snap)["grstats_commit_path_write_concurrency"] == "gauge"
+
+
+def test_explain_names_the_consistency_level_from_the_members_waits() -> None:
+    both = _row(M1, "after_termination", AFTER_TERMINATION_SHARE=0.5, BEFORE_BEGIN_SHARE=0.3)
+    after = _row(M2, "after_termination", AFTER_TERMINATION_SHARE=0.7, BEFORE_BEGIN_SHARE=0.0)
+    sync = _row(M3, "after_sync", AFTER_SYNC_SHARE=0.9)
+    got = {v[col.MEMBER_ID]: str(v["check"]) for v in explain_rows([both, after, sync])}
+    assert got[M1].endswith("group_replication_consistency = BEFORE_AND_AFTER")
+    assert got[M2].endswith("group_replication_consistency = AFTER")
+    assert "sessions wait as" not in got[M3]  # the AFTER transactions are another member's
