@@ -146,46 +146,77 @@ def commit_path_row(
     Returns:
         Column -> cell, every column of `columns.COMMIT_PATH`.
     """
-    row: dict[str, Cell] = dict.fromkeys(col.COMMIT_PATH.names)
+    row: dict[str, Cell] = dict.fromkeys(_COLUMNS)
     row[col.MEMBER_ID] = member_id
     if communication is not None:
         _communication(row, communication)
     if not window:
         return row
-    latest = window[-1].counters
-    for op, (_, times) in OP_FIELDS.items():
-        total = _sum(latest, times)
-        row[f"{op}_SECONDS_TOTAL"] = None if total is None else total / 1e6
+    latest = _sums(window[-1].counters)
+    for op, (_, total) in latest.items():
+        row[_TOTAL[op]] = None if total is None else total / 1e6
     if minute:
-        _figures(row, minute[0], window[-1], col.COMMIT_PATH_MINUTE_SUFFIX)
-    spent = _figures(row, window[0], window[-1], "")
+        _figures(row, minute[0], window[-1], latest, _MINUTE)
+    spent = _figures(row, window[0], window[-1], latest, _PERIOD)
     if spent is not None:
         whole = sum(spent.values())
         row[col.COMMIT_PATH_DOMINANT] = max(spent, key=spent.__getitem__).lower() if whole else ""
     return row
 
 
+def _sums(counters: CommitPathCounters) -> dict[str, tuple[int | None, int | None]]:
+    """Per operation: (its count, its time in µs) in `counters`, None where not shown."""
+    return {op: (_sum(counters, counts), _sum(counters, times)) for op, (counts, times) in _OPS}
+
+
 def _figures(
-    row: dict[str, Cell], old: CommitPathReport, new: CommitPathReport, suffix: str
+    row: dict[str, Cell],
+    old: CommitPathReport,
+    new: CommitPathReport,
+    new_sums: dict[str, tuple[int | None, int | None]],
+    names: dict[str, tuple[str, str, str]],
 ) -> dict[str, int] | None:
-    """Rates, means and shares from `old` to `new` into the columns ending in `suffix`;
-    the time each shared operation spent (µs), None when the span is under a second.
+    """Rates, means and shares from `old` to `new` (`new_sums`: its `_sums`) into the
+    columns `names` gives; the time each shared operation spent (µs), None when the
+    span is under a second.
     """
     if new.at_us - old.at_us < MIN_PERIOD_US:
         return None
     period_s = (new.at_us - old.at_us) / 1e6
-    row[col.COMMIT_PATH_PERIOD + suffix] = period_s
+    row[names[""][0]] = period_s
     spent: dict[str, int] = {}
-    for op, (counts, times) in OP_FIELDS.items():
-        count = _growth(_sum(old.counters, counts), _sum(new.counters, counts))
-        time_us = _growth(_sum(old.counters, times), _sum(new.counters, times))
+    for op, (old_count, old_time) in _sums(old.counters).items():
+        new_count, new_time = new_sums[op]
+        count = _growth(old_count, new_count)
+        time_us = _growth(old_time, new_time)
         if count is None or time_us is None:
             continue
-        row[f"{op}_PER_SECOND{suffix}"] = count / period_s
-        row[f"{op}_MEAN_SECONDS{suffix}"] = time_us / count / 1e6 if count else None
-        if op in col.COMMIT_PATH_SHARED:
+        per_second, mean, _ = names[op]
+        row[per_second] = count / period_s
+        row[mean] = time_us / count / 1e6 if count else None
+        if op in _SHARED:
             spent[op] = time_us
     whole = sum(spent.values())
     for op, time_us in spent.items():
-        row[f"{op}_SHARE{suffix}"] = time_us / whole if whole else None
+        row[names[op][2]] = time_us / whole if whole else None
     return spent
+
+
+# Column names by operation, built once (a row is built per member per snapshot).
+_COLUMNS = col.COMMIT_PATH.names
+_OPS = tuple(OP_FIELDS.items())
+_SHARED = frozenset(col.COMMIT_PATH_SHARED)
+_TOTAL = {op: f"{op}_SECONDS_TOTAL" for op in OP_FIELDS}
+
+
+def _names(suffix: str) -> dict[str, tuple[str, str, str]]:
+    out = {
+        op: (f"{op}_PER_SECOND{suffix}", f"{op}_MEAN_SECONDS{suffix}", f"{op}_SHARE{suffix}")
+        for op in OP_FIELDS
+    }
+    out[""] = (col.COMMIT_PATH_PERIOD + suffix, "", "")
+    return out
+
+
+_PERIOD = _names("")
+_MINUTE = _names(col.COMMIT_PATH_MINUTE_SUFFIX)
