@@ -18,7 +18,9 @@ loops of about 20 ms, reported in microseconds per message):
   unknown `ext` section (~64 KiB), decoded as admission decodes it (unknown
   sections skipped), beside `unpackb` of the same bytes and, for the cost
   before, `unpackb` with the duplicate-key hook on every map (what the
-  decoder ran over the whole buffer until then).
+  decoder ran over the whole buffer until then);
+- the envelope with `ext.commit_path` (a 9.x member: every counter shown) and
+  `ext.commit_path_comm` (three consensus leaders), both codecs included.
 Beside each, `msgpack.packb`/`unpackb` of the same data as a plain dict (the
 13 fields; for the envelope, the envelope map with the stats as a nested
 dict) measured in the same run, and the ratio grstats / msgpack. Goal:
@@ -46,7 +48,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
+    CommitPathCounters,
+    CommitPathReport,
     Envelope,
+    GroupCommunication,
     GtidSet,
     GtidState,
     LagChannel,
@@ -54,11 +59,15 @@ from protocol import (  # noqa: E402 - after the sys.path line so a plain checko
     LagStage,
     MemberInfo,
     PipelineStats,
+    decode_commit_path,
+    decode_commit_path_comm,
     decode_envelope,
     decode_envelope_sections,
     decode_gtid_state,
     decode_lag,
     decode_pipeline_stats,
+    encode_commit_path,
+    encode_commit_path_comm,
     encode_envelope,
     encode_gtid_state,
     encode_lag,
@@ -151,11 +160,21 @@ def gtid_state() -> GtidState:
     return GtidState(1781234570000001, executed, GtidSet.parse(",".join(lines[::2])))
 
 
+def commit_path() -> tuple[CommitPathReport, GroupCommunication]:
+    """A 9.x member's ext.commit_path (every counter shown, a busy day's sizes) and
+    ext.commit_path_comm of a three-member group where every member leads."""
+    t = 1781234570000001
+    counters = CommitPathCounters(*(10**9 + 7919 * i for i in range(23)), t - 1000)
+    leaders = tuple(f"{d * 8}-{d * 4}-{d * 4}-{d * 4}-{d * 12}" for d in "123")
+    return CommitPathReport(t, counters), GroupCommunication(10, "8.0.27", leaders, leaders, False)
+
+
 def envelope_case(
     stats: PipelineStats,
     repeat: int,
     lag: LagReport | None = None,
     gtids: GtidState | None = None,
+    commit: tuple[CommitPathReport, GroupCommunication] | None = None,
 ) -> dict[str, float]:
     member = MemberInfo(
         id="8a94f357-aab4-11df-86ab-c80aa9429562",
@@ -185,6 +204,9 @@ def envelope_case(
             out["lag"] = encode_lag(lag)
         if gtids is not None:
             out["gtids"] = encode_gtid_state(gtids)
+        if commit is not None:
+            out["commit_path"] = encode_commit_path(commit[0])
+            out["commit_path_comm"] = encode_commit_path_comm(commit[1])
         return out
 
     def round_trip() -> PipelineStats:
@@ -194,6 +216,9 @@ def envelope_case(
             decode_lag(decoded.ext["lag"])
         if gtids is not None:
             decode_gtid_state(decoded.ext["gtids"])
+        if commit is not None:
+            decode_commit_path(decoded.ext["commit_path"])
+            decode_commit_path_comm(decoded.ext["commit_path_comm"])
         return decode_pipeline_stats(decoded.stats)
 
     plain = asdict(envelope(b""))
@@ -208,6 +233,9 @@ def envelope_case(
                 "purged": str(gtids.purged),
             }
         }
+
+    if commit is not None:  # the same figures as named maps
+        plain["ext"] = {"commit_path": asdict(commit[0]), "commit_path_comm": asdict(commit[1])}
 
     def plain_round_trip() -> object:
         return msgpack.unpackb(msgpack.packb(plain, use_bin_type=True))
@@ -282,14 +310,15 @@ def main(argv: list[str] | None = None) -> int:
             name = ""
         if stats is flag0:
             goal_ratio = r["decode"] / r["unpackb"]
-    cases: list[tuple[str, PipelineStats, LagReport | None, GtidState | None]] = [
-        ("envelope round trip", flag0, None, None),
-        ("envelope + ext.lag", flag0, busy_lag(), None),
-        ("envelope flag '1', 100-UUID set", with_set, None, None),
-        ("  the same + ext.gtids", with_set, None, gtid_state()),
+    cases: list[tuple[str, PipelineStats, LagReport | None, GtidState | None, bool]] = [
+        ("envelope round trip", flag0, None, None, False),
+        ("envelope + ext.lag", flag0, busy_lag(), None, False),
+        ("envelope + ext.commit_path(+_comm)", flag0, None, None, True),
+        ("envelope flag '1', 100-UUID set", with_set, None, None, False),
+        ("  the same + ext.gtids", with_set, None, gtid_state(), False),
     ]
-    for label, case_stats, lag, gtids in cases:
-        e = envelope_case(case_stats, args.repeat, lag, gtids)
+    for label, case_stats, lag, gtids, commit in cases:
+        e = envelope_case(case_stats, args.repeat, lag, gtids, commit_path() if commit else None)
         name = f"{label} ({e['size']:.0f} B)"
         ratio = e["round_trip"] / e["msgpack_round_trip"]
         print(

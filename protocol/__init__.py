@@ -43,6 +43,12 @@ from protocol.commit_path import (
     decode_commit_path,
     encode_commit_path,
 )
+from protocol.commit_path_comm import (
+    COMMIT_PATH_COMM_VERSION,
+    GroupCommunication,
+    decode_commit_path_comm,
+    encode_commit_path_comm,
+)
 from protocol.envelope import (
     DEFAULT_MAX_ENVELOPE_SIZE,
     ENVELOPE_VERSION,
@@ -90,6 +96,7 @@ __all__ = [
     "ANONYMOUS_GTID_LOG_EVENT",
     "APPLIER_VERSION",
     "BINLOG_MAGIC",
+    "COMMIT_PATH_COMM_VERSION",
     "COMMIT_PATH_VERSION",
     "DEFAULT_MAX_ENVELOPE_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",
@@ -122,6 +129,7 @@ __all__ = [
     "EventHeader",
     "FixedHeader",
     "FormatDescription",
+    "GroupCommunication",
     "Gtid",
     "GtidEvent",
     "GtidSet",
@@ -140,6 +148,7 @@ __all__ = [
     "decode_applier",
     "decode_body",
     "decode_commit_path",
+    "decode_commit_path_comm",
     "decode_envelope",
     "decode_envelope_sections",
     "decode_event",
@@ -153,6 +162,7 @@ __all__ = [
     "decode_previous_gtids",
     "encode_applier",
     "encode_commit_path",
+    "encode_commit_path_comm",
     "encode_envelope",
     "encode_gtid_state",
     "encode_lag",

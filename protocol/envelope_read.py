@@ -41,9 +41,11 @@ MAX_SECTION_SIZE: Final = 4096
 #: Envelopes up to this size are first tried whole in C (`_read_canonical`).
 FAST_PATH_SIZE: Final = 4096
 #: Sections with a strict positional codec of their own (protocol/lag.py, applier.py,
-#: gtid_state.py, commit_path.py): lists, no maps, so no key can repeat; bounded by
-#: their own codecs.
-SELF_CHECKED_SECTIONS: Final = frozenset({"lag", "applier", "gtids", "commit_path"})
+#: gtid_state.py, commit_path.py, commit_path_comm.py): lists, no maps, so no key can
+#: repeat; bounded by their own codecs.
+SELF_CHECKED_SECTIONS: Final = frozenset(
+    {"lag", "applier", "gtids", "commit_path", "commit_path_comm"}
+)
 _MEMBER: Final = "member"
 _EXT: Final = "ext"
 _TOP_KEYS: Final = frozenset(

@@ -140,6 +140,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
                 count=item.integer("count", 1, 1, 1_000_000_000),
                 duration_s=item.number("duration", 0.0, 0.0, 86400.0 * 365),
                 state=item.string("state", "ONLINE"),
+                level=item.string("level", "").upper(),
             )
         )
         item.check_unknown()

@@ -66,10 +66,12 @@ from protocol import (
     DEFAULT_MAX_ENVELOPE_SIZE,
     CommitPathReport,
     Envelope,
+    GroupCommunication,
     GtidState,
     PipelineStats,
     ProtocolError,
     decode_commit_path,
+    decode_commit_path_comm,
     decode_envelope_sections,
     decode_gtid_state,
     decode_pipeline_stats,
@@ -87,7 +89,9 @@ _SIZE_ITEMS = (
 _sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
 #: The `ext` sections a receiver reads (core/rows.py, core/lag.py, core/applier.py).
-EXT_SECTIONS = frozenset({"communication_stack", "lag", "applier", "gtids", "commit_path"})
+EXT_SECTIONS = frozenset(
+    {"communication_stack", "lag", "applier", "gtids", "commit_path", "commit_path_comm"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,9 @@ class Admitted:
         gtid_state: the decoded `ext.gtids` section; None when absent or malformed.
         gtid_state_error: why `ext.gtids` was refused ("" when absent or good).
         commit_path: the decoded `ext.commit_path` section; None when absent or malformed.
-        commit_path_error: why `ext.commit_path` was refused ("" when absent or good).
+        commit_path_error: why `ext.commit_path` or `ext.commit_path_comm` was refused
+            ("" when absent or good); one counter for the two halves of the commit path.
+        communication: the decoded `ext.commit_path_comm`; None when absent or malformed.
     """
 
     key: MemberKey
@@ -140,6 +146,7 @@ class Admitted:
     gtid_state_error: str = ""
     commit_path: CommitPathReport | None = None
     commit_path_error: str = ""
+    communication: GroupCommunication | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +248,7 @@ def admit(
     applier, applier_error = _applier(envelope)
     gtid_state, gtid_state_error = _gtid_state(envelope)
     commit_path, commit_path_error = _commit_path(envelope)
+    communication, communication_error = _communication(envelope)
     return Admitted(
         key,
         kind,
@@ -255,7 +263,8 @@ def admit(
         gtid_state,
         gtid_state_error,
         commit_path,
-        commit_path_error,
+        commit_path_error or communication_error,
+        communication,
     )
 
 
@@ -291,6 +300,15 @@ def _commit_path(envelope: Envelope) -> tuple[CommitPathReport | None, str]:
         return None, ""
     try:
         return decode_commit_path(envelope.ext["commit_path"]), ""
+    except ProtocolError as exc:
+        return None, str(exc)
+
+
+def _communication(envelope: Envelope) -> tuple[GroupCommunication | None, str]:
+    if "commit_path_comm" not in envelope.ext:
+        return None, ""
+    try:
+        return decode_commit_path_comm(envelope.ext["commit_path_comm"]), ""
     except ProtocolError as exc:
         return None, str(exc)
 

@@ -937,7 +937,61 @@ def _commit_path_columns() -> tuple[Column, ...]:
                 nullable=True,
             )
         )
+    out.extend(_COMMUNICATION_COLUMNS)
+    out.extend(_minute_columns())
     return tuple(out)
+
+
+# The same rates, means and shares over the last minute (60-65 s: from the
+# member's report about a minute old to its latest), for the table and SQL
+# (no metrics: Prometheus takes its own rates of the _seconds_total counters).
+COMMIT_PATH_MINUTE_SUFFIX: Final = "_1M"
+
+
+def _minute_columns() -> list[Column]:
+    out = [
+        Column(COMMIT_PATH_PERIOD + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True)
+    ]
+    for op, _ in COMMIT_PATH_OPS:
+        names = [f"{op}_PER_SECOND", f"{op}_MEAN_SECONDS"]
+        if op in COMMIT_PATH_SHARED:
+            names.append(f"{op}_SHARE")
+        out.extend(
+            Column(n + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True) for n in names
+        )
+    return out
+
+
+# replication_group_communication_information as the member's server shows it
+# (8.0.23+; ext.commit_path_comm): who proposes the consensus rounds.
+COMMIT_PATH_WRITE_CONCURRENCY: Final = "WRITE_CONCURRENCY"
+COMMIT_PATH_PROTOCOL_VERSION: Final = "PROTOCOL_VERSION"
+COMMIT_PATH_LEADERS_PREFERRED: Final = "WRITE_CONSENSUS_LEADERS_PREFERRED"
+COMMIT_PATH_LEADERS_ACTUAL: Final = "WRITE_CONSENSUS_LEADERS_ACTUAL"
+COMMIT_PATH_SINGLE_LEADER: Final = "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE"
+_COMMUNICATION_COLUMNS: Final = (
+    Column(
+        COMMIT_PATH_WRITE_CONCURRENCY,
+        "bigint unsigned",
+        "gauge",
+        metric="grstats_commit_path_write_concurrency",
+        help="Consensus instances the group may run in parallel "
+        "(replication_group_communication_information).",
+        nullable=True,
+    ),
+    Column(COMMIT_PATH_PROTOCOL_VERSION, "varchar(16)", nullable=True),
+    Column(COMMIT_PATH_LEADERS_PREFERRED, "text", nullable=True),
+    Column(COMMIT_PATH_LEADERS_ACTUAL, "text", nullable=True),
+    Column(
+        COMMIT_PATH_SINGLE_LEADER,
+        "tinyint",
+        "gauge",
+        metric="grstats_commit_path_single_leader_capable",
+        help="1 when the group runs with a single consensus leader "
+        "(group_replication_paxos_single_leader when the member joined).",
+        nullable=True,
+    ),
+)
 
 
 COMMIT_PATH = TableDef(

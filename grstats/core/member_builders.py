@@ -212,15 +212,33 @@ def applier_worker_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, .
 
 
 def commit_path_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
-    """grstats_member_commit_path: one row per member with two commit-path reports."""
+    """grstats_member_commit_path: a row per member with commit-path reports or communication."""
     rows: list[Row] = []
     sample, local = inputs.sample, inputs.local
-    if sample is not None and local is not None and local.commit_path:
-        rows.append(commit_path_row(sample.member.member_id, local.commit_path))
+    if (
+        sample is not None
+        and local is not None
+        and (local.commit_path or sample.communication is not None)
+    ):
+        rows.append(
+            commit_path_row(
+                sample.member.member_id,
+                local.commit_path,
+                sample.communication,
+                local.commit_path_minute,
+            )
+        )
     if not inputs.alone:
         for _key, remote in inputs.registry.items():
-            if remote.commit_path:
-                rows.append(commit_path_row(remote.envelope.member.id, remote.commit_path))
+            if remote.commit_path or remote.communication is not None:
+                rows.append(
+                    commit_path_row(
+                        remote.envelope.member.id,
+                        remote.commit_path,
+                        remote.communication,
+                        remote.commit_path_minute,
+                    )
+                )
     return _sorted(rows)
 
 

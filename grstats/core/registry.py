@@ -66,12 +66,19 @@ from typing import Any
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
-from grstats.core.commitpath import commit_path_window
+from grstats.core.commitpath import commit_path_minute, commit_path_window
 from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
-from protocol import CommitPathReport, Envelope, GtidState, MemberStatsState, PipelineStats
+from protocol import (
+    CommitPathReport,
+    Envelope,
+    GroupCommunication,
+    GtidState,
+    MemberStatsState,
+    PipelineStats,
+)
 
 _KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
@@ -133,6 +140,9 @@ class Remote:
     gtid_state: GtidState | None = None  # its last good ext.gtids
     # its last two ext.commit_path reports (older first): the rates of its last period
     commit_path: tuple[CommitPathReport, ...] = ()
+    communication: GroupCommunication | None = None  # its last ext.commit_path_comm
+    # its ext.commit_path anchors of the last minute (core.commitpath), older first
+    commit_path_minute: tuple[CommitPathReport, ...] = ()
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -244,6 +254,7 @@ class MemberRegistry:
                 remote.retired.append((remote.envelope.incarnation, remote.envelope.seq))
                 remote.gtid_seq = 0
                 remote.commit_path = ()
+                remote.commit_path_minute = ()
                 state = MemberStatsState().apply(stats)
             remote.envelope = envelope
         if stats.transaction_gtids_present:
@@ -256,6 +267,8 @@ class MemberRegistry:
         if msg.gtid_state is not None:
             remote.gtid_state = msg.gtid_state
         remote.commit_path = commit_path_window(remote.commit_path, msg.commit_path)
+        remote.commit_path_minute = commit_path_minute(remote.commit_path_minute, msg.commit_path)
+        remote.communication = msg.communication
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import CommitPathCounters, GtidState, PipelineStats
+from protocol import CommitPathCounters, GroupCommunication, GtidState, PipelineStats
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -106,3 +106,5 @@ class LocalSample:
     gtid_state: GtidState | None = None
     # the server's Gr_* commit-path counters (MySQL 8.1.0+); None when it shows none
     commit_path: CommitPathCounters | None = None
+    # replication_group_communication_information (8.0.23+); None when not shown
+    communication: GroupCommunication | None = None

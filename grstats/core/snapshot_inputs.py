@@ -38,6 +38,8 @@ class LocalView:
     seq: int | None = None
     # the local member's last two commit-path reports (core.commitpath), older first
     commit_path: tuple[CommitPathReport, ...] = ()
+    # its anchors of the last minute (core.commitpath), older first
+    commit_path_minute: tuple[CommitPathReport, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from grstats.core.admission import (
     admit,
 )
 from grstats.core.columns import REJECT_REASONS
-from grstats.core.commitpath import commit_path_window
+from grstats.core.commitpath import commit_path_minute, commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
@@ -139,12 +139,19 @@ class MemberTables:
             seq: the seq of the last envelope we published (0 before the first).
         """
         before = () if self._local is None else self._local.commit_path
+        minute = () if self._local is None else self._local.commit_path_minute
         report = (
             None
             if sample.commit_path is None
             else CommitPathReport(sample.sampled_at_us, sample.commit_path)
         )
-        self._local = LocalView(sample, incarnation, seq, commit_path_window(before, report))
+        self._local = LocalView(
+            sample,
+            incarnation,
+            seq,
+            commit_path_window(before, report),
+            commit_path_minute(minute, report),
+        )
         self._local_version += 1
         if self.flow is not None and in_group(sample.member.state):
             # MySQL steps, then sends its own stats, which come back to it (trap 21)

@@ -55,6 +55,7 @@ from protocol import (
     MemberInfo,
     ProtocolError,
     encode_commit_path,
+    encode_commit_path_comm,
     encode_envelope,
     encode_gtid_state,
     encode_pipeline_stats,
@@ -238,6 +239,10 @@ class Publisher:
             commit_path = self._encoded("commit_path", encode_commit_path, report)
             if commit_path is not None:
                 ext["commit_path"] = commit_path
+        if sample.communication is not None:
+            comm = self._encoded("commit_path_comm", encode_commit_path_comm, sample.communication)
+            if comm is not None:
+                ext["commit_path_comm"] = comm
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )

@@ -52,7 +52,13 @@ def test_the_slow_link_members_consensus_is_dominant_everywhere(
             assert rows[M3]["DOMINANT"] == "consensus", rows[M3]
             assert rows[M3]["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.051)
             assert rows[M1]["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.002)
+            # the last minute (so far: since the first report) agrees
+            assert rows[M3]["CONSENSUS_MEAN_SECONDS_1M"] == pytest.approx(0.051)
             assert rows[M3]["CONSENSUS_SHARE"] > 0.5
+            # every member leads its own rounds (no single consensus leader)
+            leaders = ",".join(sorted(MEMBERS))
+            assert rows[M3]["WRITE_CONSENSUS_LEADERS_ACTUAL"] == leaders
+            assert rows[M1]["WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE"] == 0
         for d in ds:
             result = grstats(
                 "commit-path",
@@ -66,6 +72,7 @@ def test_the_slow_link_members_consensus_is_dominant_everywhere(
             verdicts = {v["MEMBER_ID"]: v for v in json.loads(result.stdout)}
             assert verdicts[M3]["dominant"] == "consensus"
             assert f"{M3}: rounds 51.0 ms" in verdicts[M3]["check"]
+            assert "every member proposes its own rounds (3" in verdicts[M3]["check"]
         # the SQL endpoint serves the same live table (schema grstats drops the prefix)
         port = next(
             int(e["sql_port"]) for e in ds[0].events() if e.get("event") == "daemon.started"

@@ -170,6 +170,25 @@ def test_script_times_accept_offset_date_times(tmp_path: Path) -> None:
     assert event.action == "conflict"
 
 
+def test_a_scripted_consistency_level_is_read(tmp_path: Path) -> None:
+    text = (
+        MINIMAL
+        + "[[simulated.script]]\nat = 100\nmember = '11111111-1111-1111-1111-111111111111'\n"
+        + "action = 'consistency'\nlevel = 'before_and_after'\nduration = 600\n"
+    )
+    event = load_config(write(tmp_path, text)).source_settings.script[0]
+    assert (event.action, event.level, event.duration_s) == ("consistency", "BEFORE_AND_AFTER", 600)
+
+
+def test_a_scripted_consistency_level_must_be_mysqls(tmp_path: Path) -> None:
+    text = (
+        MINIMAL
+        + "[[simulated.script]]\nat = 100\nmember = '11111111-1111-1111-1111-111111111111'\n"
+        + "action = 'consistency'\nlevel = 'EVENTUAL'\n"
+    )
+    assert "simulated.script: level 'EVENTUAL' not in BEFORE, AFTER" in error_of(tmp_path, text)
+
+
 def test_bus_password_comes_from_the_named_environment_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

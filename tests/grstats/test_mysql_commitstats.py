@@ -15,19 +15,20 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from grstats.sources.mysql.commitstats import build_commit_path
-from protocol import CommitPathCounters
+from grstats.sources.mysql.commitstats import build_commit_path, build_communication
+from protocol import CommitPathCounters, GroupCommunication
 from tests.fixtures import mysql_definitions as defs
 from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
     GLOBAL_STATUS_COLUMNS,
     GLOBAL_STATUS_TABLE,
     T0,
     FakeMySQL,
+    fake,
     make_source,
     online_84,
 )
 
-__all__ = ["make_source"]  # fixture used by name
+__all__ = ["fake", "make_source"]  # fixtures used by name
 
 # what a server shows, by hand (text, as global_status's VARCHAR(1024) does)
 SHOWN = {
@@ -172,3 +173,89 @@ def test_an_odd_cell_is_none_alone() -> None:
 
 def test_no_rows_shows_nothing() -> None:
     assert not build_commit_path([]).shown()
+
+
+# -- replication_group_communication_information (8.0.23+) --------------------
+COMM_TABLE = "replication_group_communication_information"
+LEADER = "cccccccc-cccc-cccc-cccc-cccccccccccc"
+OTHER = "dddddddd-dddd-dddd-dddd-dddddddddddd"
+
+
+def _communication(fake: FakeMySQL, columns: list[str] | None = None, **row: Any) -> None:
+    names = columns or defs.names(COMM_TABLE, fake.version)
+    shown = {
+        "WRITE_CONCURRENCY": 10,
+        "PROTOCOL_VERSION": "8.0.27",
+        "WRITE_CONSENSUS_LEADERS_PREFERRED": LEADER,
+        "WRITE_CONSENSUS_LEADERS_ACTUAL": f"{LEADER},{OTHER}",
+        "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE": 1,
+        "MEMBER_FAILURE_SUSPICIONS_COUNT": f'{{"{LEADER}":0,"{OTHER}":2}}',
+        **row,
+    }
+    fake.tables[COMM_TABLE] = (names, [{c: shown[c] for c in names}])
+
+
+def test_the_definitions_have_the_table_in_every_version_shape() -> None:
+    first = [
+        "WRITE_CONCURRENCY",
+        "PROTOCOL_VERSION",
+        "WRITE_CONSENSUS_LEADERS_PREFERRED",
+        "WRITE_CONSENSUS_LEADERS_ACTUAL",
+        "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE",
+    ]
+    assert defs.names(COMM_TABLE, "8.0") == first
+    assert defs.names(COMM_TABLE, "8.4") == [*first, "MEMBER_FAILURE_SUSPICIONS_COUNT"]
+    assert defs.names(COMM_TABLE, "9.x") == defs.names(COMM_TABLE, "8.4")
+
+
+async def test_each_version_shape_gives_the_communication_information(
+    versioned: tuple[FakeMySQL, str], make_source: Any
+) -> None:
+    fake, _ = versioned
+    online_84(fake)
+    _communication(fake)
+    with capture_logs() as logs:
+        sample = await make_source(fake.port).sample(T0)
+    assert sample.communication == GroupCommunication(
+        10, "8.0.27", (LEADER,), (LEADER, OTHER), True
+    )
+    assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+
+
+async def test_an_8_0_23_table_has_no_single_leader_column(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    _communication(fake, defs.names(COMM_TABLE, "8.0")[:4], WRITE_CONSENSUS_LEADERS_ACTUAL="")
+    sample = await make_source(fake.port).sample(T0)
+    assert sample.communication == GroupCommunication(10, "8.0.27", (LEADER,), (), None)
+
+
+async def test_no_table_or_no_row_is_none_without_a_fault(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    source = make_source(fake.port)
+    fake.tables[COMM_TABLE] = (defs.names(COMM_TABLE, "8.4"), [])  # GR plugin not running
+    with capture_logs() as logs:
+        assert (await source.sample(T0)).communication is None
+        del fake.tables[COMM_TABLE]  # no GR plugin, or before 8.0.23
+        sample = await source.sample(T0 + 1_000_000)
+    assert sample.communication is None
+    assert sample.stats.transactions_certified == 12345
+    assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+
+
+def test_an_odd_communication_cell_is_none_alone() -> None:
+    got = build_communication(
+        [
+            {
+                "WRITE_CONCURRENCY": "ten",
+                "PROTOCOL_VERSION": "8.0.27\x1b[31m",
+                "WRITE_CONSENSUS_LEADERS_PREFERRED": "db1:3306",
+                "WRITE_CONSENSUS_LEADERS_ACTUAL": LEADER.upper(),
+                "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE": 2,
+            }
+        ]
+    )
+    assert got == GroupCommunication(None, None, None, (LEADER,), None)

@@ -29,7 +29,7 @@ from grstats.sources.simulated import (
     SimulatedSource,
     SimulationSettings,
 )
-from grstats.sources.simulated.commitpath import commit_path_at
+from grstats.sources.simulated.commitpath import commit_path_at, communication_of
 from protocol import FLOW_CONTROL_QUOTA, GtidSet, PipelineStats
 from protocol.gtid import Gtid
 
@@ -605,6 +605,7 @@ async def test_source_samples_the_model() -> None:
         commit_path=commit_path_at(
             model.settings, B, T0, model.stats_at(B, T0 * US).transactions_local
         ),
+        communication=communication_of(model.settings),
     )
     assert sample.gtid_state is not None and sample.gtid_state.executed
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions

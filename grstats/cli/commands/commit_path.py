@@ -6,7 +6,10 @@ grstats_member_commit_path from the local daemon's API or the broker
 member's dominant cost over its last period (the table's DOMINANT and shares)
 and what an operator would check for it; for consensus rounds it also names
 the member whose rounds and message round trips are slowest, which is where
-the slow link is.
+the slow link is, and who proposes the rounds: with a single consensus leader
+(group_replication_paxos_single_leader, the member's
+WRITE_CONSENSUS_LEADERS_ACTUAL is one member) every round goes through that
+leader, so its link matters for every member's writes.
 
 Invariants: reads only the rows; a failure the user can cause prints one line
 on stderr and exits non-zero -- never a traceback.
@@ -59,6 +62,33 @@ def _slowest(rows: Sequence[Mapping[str, object]]) -> str:
     return f"{member}: rounds {1000 * mean:.1f} ms, round trips {shown_trip}"
 
 
+def _leaders(row: Mapping[str, object]) -> str:
+    """Who proposes the consensus rounds, as the member's server shows it."""
+    actual = row.get(col.COMMIT_PATH_LEADERS_ACTUAL)
+    if not isinstance(actual, str):
+        return ""
+    leaders = [u for u in actual.split(",") if u]
+    if len(leaders) == 1 and row.get(col.COMMIT_PATH_SINGLE_LEADER) == 1:
+        leader = render.visible(leaders[0])
+        return (
+            f"; single consensus leader {leader} proposes every round "
+            "(group_replication_paxos_single_leader): its link counts for every member"
+        )
+    if leaders:
+        return f"; every member proposes its own rounds ({len(leaders)} consensus leaders)"
+    return ""
+
+
+def _level(row: Mapping[str, object]) -> str:
+    """The group_replication_consistency level the member's own waits point at."""
+    before = (_number(row.get("BEFORE_BEGIN_SHARE")) or 0.0) > 0
+    after = (_number(row.get("AFTER_TERMINATION_SHARE")) or 0.0) > 0
+    if not before and not after:
+        return ""  # after-sync waits alone: the AFTER transactions are another member's
+    level = "BEFORE_AND_AFTER" if before and after else "BEFORE" if before else "AFTER"
+    return f"; this member's sessions wait as with group_replication_consistency = {level}"
+
+
 def explain_rows(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """Per member: its dominant cost, the shares behind it and what to check.
 
@@ -79,6 +109,10 @@ def explain_rows(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]
         }
         if isinstance(dominant, str) and dominant in _CHECK:
             check = _CHECK[dominant].format(slowest=slowest)
+            if dominant == "consensus":
+                check += _leaders(row)
+            elif dominant in ("before_begin", "after_termination", "after_sync"):
+                check += _level(row)
         elif dominant == "":
             check = "no commit-path time in the last period"
         else:

@@ -17,6 +17,14 @@ Pure: the SQL text and rows -> `CommitPathCounters`, no driver, no I/O.
 - A server without them (8.0, GR plugin not loaded) shows no rows: every
   figure None, no error. An odd cell (not a non-negative integer below 2^64)
   is None on its own; the other figures stay.
+- performance_schema.replication_group_communication_information (the GR
+  plugin's own table, 8.0.23+: plugin/group_replication/src/perfschema/
+  table_communication_information.cc) is read with SELECT * and its columns
+  taken by name, as its shape grew: 4 columns in 8.0.23-8.0.26,
+  WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE from 8.0.27, a sixth (member failure
+  suspicions, not read) later. No table (GR not loaded, before 8.0.23) or no
+  row (the plugin not running: its rnd_next ends the scan) -> None, no error.
+  The leaders are member UUIDs joined by ","; an odd cell is None on its own.
 - The last consensus end timestamp is 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC
   (as the flow-control one), "" before the first round: kept as µs since the
   epoch, None when empty or odd.
@@ -24,15 +32,23 @@ Pure: the SQL text and rows -> `CommitPathCounters`, no driver, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from grstats.core import columns as col
 from grstats.sources.mysql import flowstats
-from protocol import CommitPathCounters
+from protocol import CommitPathCounters, GroupCommunication
+from protocol.commit_path_comm import MAX_LEADERS, MAX_VERSION_CHARS, MAX_WRITE_CONCURRENCY
 
-__all__ = ["SQL_GR_STATUS", "VARIABLES", "build_commit_path"]
+__all__ = [
+    "SQL_COMMUNICATION",
+    "SQL_GR_STATUS",
+    "VARIABLES",
+    "build_commit_path",
+    "build_communication",
+]
 
 #: CommitPathCounters field -> MySQL's status variable (in the dataclass's order).
 VARIABLE_OF: Final = {
@@ -99,3 +115,55 @@ def build_commit_path(rows: Sequence[Mapping[str, Any]]) -> CommitPathCounters:
     figures = {f: count(by_name.get(name.lower())) for f, name in VARIABLE_OF.items()}
     last = _timestamp_us(by_name.get(LAST_CONSENSUS_END.lower()))
     return CommitPathCounters(**figures, last_consensus_end_us=last)
+
+
+SQL_COMMUNICATION: Final = (
+    "SELECT * FROM performance_schema.replication_group_communication_information"
+)
+_UUID: Final = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_VERSION: Final = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){1,2}")
+
+
+def _leaders(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    text = flowstats.status_text(value).strip()
+    if not text:
+        return ()  # no leader found in the member list (a view change in flight)
+    leaders = tuple(u.strip().lower() for u in text.split(","))
+    if len(leaders) > MAX_LEADERS or not all(_UUID.fullmatch(u) for u in leaders):
+        return None
+    return leaders
+
+
+def _protocol(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = flowstats.status_text(value).strip()
+    return text if len(text) <= MAX_VERSION_CHARS and _VERSION.fullmatch(text) else None
+
+
+def build_communication(rows: Sequence[Mapping[str, Any]]) -> GroupCommunication | None:
+    """replication_group_communication_information's one row -> `GroupCommunication`.
+
+    Args:
+        rows: its rows (SELECT *: every column of the server's version, by name).
+
+    Returns:
+        The row's values, a column the server does not have or an odd cell None;
+        None when there is no row.
+    """
+    if not rows:
+        return None
+    row = {str(k).upper(): v for k, v in rows[0].items()}
+    concurrency = flowstats.status_count(row.get("WRITE_CONCURRENCY"))
+    if concurrency is not None and concurrency > MAX_WRITE_CONCURRENCY:
+        concurrency = None
+    single = flowstats.status_count(row.get("WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE"))
+    return GroupCommunication(
+        write_concurrency=concurrency,
+        protocol_version=_protocol(row.get("PROTOCOL_VERSION")),
+        leaders_preferred=_leaders(row.get("WRITE_CONSENSUS_LEADERS_PREFERRED")),
+        leaders_actual=_leaders(row.get("WRITE_CONSENSUS_LEADERS_ACTUAL")),
+        single_leader_capable=None if single not in (0, 1) else bool(single),
+    )

@@ -41,7 +41,13 @@ from grstats.sources.mysql.values import (
     member_and_stats,
     server_view,
 )
-from protocol import FLOW_CONTROL_QUOTA, CommitPathCounters, GtidState, PipelineStats
+from protocol import (
+    FLOW_CONTROL_QUOTA,
+    CommitPathCounters,
+    GroupCommunication,
+    GtidState,
+    PipelineStats,
+)
 
 log = structlog.get_logger("grstats.sources.mysql")
 
@@ -202,6 +208,7 @@ class MySQLSource:
             gtid_state=await self._read_gtid_state(conn, now_us),
             server_view=view,
             commit_path=commit_path,
+            communication=await self._read_communication(conn),
         )
 
     async def _read_server_view(
@@ -268,6 +275,26 @@ class MySQLSource:
             flowstats.build_server_flow_control(rows),
             commit_path if commit_path.shown() else None,
         )
+
+    async def _read_communication(self, conn: asyncmy.Connection) -> GroupCommunication | None:
+        """replication_group_communication_information (commitstats.py); None when the
+        server has no such table or row, or it cannot be read. Never raises; shares
+        the lag queries' deadline.
+        """
+        if conn is not self._db.conn:  # an earlier extra dropped the connection
+            return None
+        try:
+            async with asyncio.timeout_at(self._lag_deadline):
+                result = await self._db.query(
+                    conn, "communication", commitstats.SQL_COMMUNICATION, missing_ok=True
+                )
+        except TimeoutError:
+            self._lag_failed("communication_timeout", None)
+            return None
+        except PollFailed as exc:
+            self._lag_failed("communication_query_failed", exc)
+            return None
+        return commitstats.build_communication(dict_rows(result))
 
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, applier_queue: int

@@ -17,20 +17,42 @@ model's epoch (Group Replication's start); every counter only grows.
   message per second (the stats broadcast); every message's round trip is
   its round's time.
 - Certification GC: one run every `GC_EVERY_S` seconds taking `GC_RUN_US`.
-- Consistency waits and flow-control holds: 0 (no scripted consistency level).
+- Consistency waits: a scripted "consistency" event sets the level of the
+  member's sessions for a window. Each local transaction in it waits: with
+  BEFORE (or BEFORE_AND_AFTER) before it begins, two of its own rounds (the
+  sync point's round, then the apply up to it); with AFTER (or
+  BEFORE_AND_AFTER) after it terminates, two round trips to its farthest
+  peer (every member must prepare, not a majority). The transactions are
+  counted from the member's own proposals at the window's bounds. After-sync
+  waits (other members' transactions held behind an AFTER one) stay 0.
+- Flow-control holds: 0.
+- Communication information: a multi-primary-style XCom (every member a
+  consensus leader, no single leader), the default write concurrency and the
+  8.0.27 protocol, as a group of 8.0.27+ servers shows them by default.
 """
 
 from __future__ import annotations
 
-from grstats.sources.simulated.settings import SimulationSettings
-from protocol import CommitPathCounters
+from collections.abc import Callable
 
-__all__ = ["GC_EVERY_S", "GC_RUN_US", "commit_path_at", "round_us"]
+from grstats.sources.simulated.settings import SimulationSettings
+from protocol import CommitPathCounters, GroupCommunication
+
+__all__ = [
+    "GC_EVERY_S",
+    "GC_RUN_US",
+    "commit_path_at",
+    "communication_of",
+    "farthest_us",
+    "round_us",
+]
 
 GC_EVERY_S = 60
 GC_RUN_US = 20_000
 _MESSAGE_BYTES = 600  # a data message on the wire, bytes (transaction + GCS header)
 _CONTROL_BYTES = 100
+_WRITE_CONCURRENCY = 10  # group_replication_get_write_concurrency()'s default
+_PROTOCOL = "8.0.27"  # the newest communication protocol version (8.0.27+ servers)
 
 
 def _link_us(settings: SimulationSettings, member: str) -> int:
@@ -50,8 +72,42 @@ def round_us(settings: SimulationSettings, member: str) -> int:
     return peers[len(settings.members) // 2 - 1]
 
 
+def farthest_us(settings: SimulationSettings, member: str) -> int:
+    """The round trip from `member` to its farthest peer, µs (its own loop when alone)."""
+    return max(
+        (
+            2 * (_link_us(settings, member) + _link_us(settings, p))
+            for p in settings.members
+            if p != member
+        ),
+        default=2 * _link_us(settings, member),
+    )
+
+
+def _waits(
+    settings: SimulationSettings, member: str, s: int, proposals_at: Callable[[int], int]
+) -> tuple[int, int]:
+    """(BEFORE waits, AFTER waits) of `member`'s sessions up to second `s`."""
+    before = after = 0
+    for ev in settings.script:
+        if ev.action != "consistency" or ev.member.lower() != member or ev.at_s > s:
+            continue
+        start = int(ev.at_s)
+        end = s if ev.duration_s <= 0 else min(s, int(ev.at_s + ev.duration_s))
+        waits = max(0, proposals_at(end) - proposals_at(start))
+        if ev.level in ("BEFORE", "BEFORE_AND_AFTER"):
+            before += waits
+        if ev.level in ("AFTER", "BEFORE_AND_AFTER"):
+            after += waits
+    return before, after
+
+
 def commit_path_at(
-    settings: SimulationSettings, member: str, s: int, local_proposals: int
+    settings: SimulationSettings,
+    member: str,
+    s: int,
+    local_proposals: int,
+    proposals_at: Callable[[int], int] | None = None,
 ) -> CommitPathCounters:
     """The member's counters at second `s`.
 
@@ -60,6 +116,8 @@ def commit_path_at(
         member: the member's UUID (lower case).
         s: Unix seconds.
         local_proposals: its transactions proposed so far (its LOCAL_PROPOSED).
+        proposals_at: its LOCAL_PROPOSED at another second (for the scripted
+            consistency windows); without it, no consistency waits.
 
     Returns:
         The counters as its server would show them.
@@ -69,6 +127,7 @@ def commit_path_at(
     rounds = local_proposals + elapsed
     gc_runs = elapsed // GC_EVERY_S
     peers = max(1, len(settings.members) - 1)
+    before, after = (0, 0) if proposals_at is None else _waits(settings, member, s, proposals_at)
     return CommitPathCounters(
         consensus_proposals=rounds,
         consensus_time_us=rounds * one,
@@ -83,10 +142,10 @@ def commit_path_at(
         data_messages=local_proposals,
         data_bytes=local_proposals * _MESSAGE_BYTES,
         data_rtt_us=local_proposals * one,
-        before_begin=0,
-        before_begin_us=0,
-        after_termination=0,
-        after_termination_us=0,
+        before_begin=before,
+        before_begin_us=before * 2 * one,
+        after_termination=after,
+        after_termination_us=after * 2 * farthest_us(settings, member),
         after_sync=0,
         after_sync_us=0,
         gc_runs=gc_runs,
@@ -95,3 +154,9 @@ def commit_path_at(
         throttled_us=0,
         last_consensus_end_us=s * 1_000_000 if rounds else None,
     )
+
+
+def communication_of(settings: SimulationSettings) -> GroupCommunication:
+    """replication_group_communication_information as every member of the group shows it."""
+    leaders = tuple(sorted(settings.members))
+    return GroupCommunication(_WRITE_CONCURRENCY, _PROTOCOL, leaders, leaders, False)

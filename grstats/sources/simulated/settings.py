@@ -15,7 +15,14 @@ from typing import Any
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.sample import MEMBER_STATES
 
-__all__ = ["ACTIONS", "DEFAULT_EPOCH_S", "MODES", "ScriptEvent", "SimulationSettings"]
+__all__ = [
+    "ACTIONS",
+    "CONSISTENCY_LEVELS",
+    "DEFAULT_EPOCH_S",
+    "MODES",
+    "ScriptEvent",
+    "SimulationSettings",
+]
 
 DEFAULT_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 MODES = ("multi-primary", "single-primary")
@@ -30,7 +37,10 @@ ACTIONS = (
     "inject_errant",
     "purge",
     "restore_backup",
+    # the member's sessions' group_replication_consistency (commitpath.py)
+    "consistency",
 )
+CONSISTENCY_LEVELS = ("BEFORE", "AFTER", "BEFORE_AND_AFTER")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MAX_PEAK_RATE = 100_000.0  # tx/s per member; keeps the model's integer arithmetic in int64
 
@@ -49,7 +59,9 @@ class ScriptEvent:
     gtidstate.py: "errant_write" (`count` local transactions the group never
     certified), "inject_errant" (the others receive `member`'s errant GTIDs),
     "purge" (binary logs purged up to now), "restore_backup" (restored from a
-    backup `duration_s` old).
+    backup `duration_s` old); "consistency" (the member's sessions run with
+    group_replication_consistency `level` for `duration_s` if > 0, else from
+    then on: its consistency waits rise, commitpath.py).
     """
 
     at_s: float
@@ -58,6 +70,7 @@ class ScriptEvent:
     count: int = 1
     duration_s: float = 0.0
     state: str = "ONLINE"
+    level: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,5 +180,7 @@ class SimulationSettings:
             raise fail("script", "count must be >= 0")
         if ev.duration_s < 0:
             raise fail("script", "duration_s must be >= 0")
+        if ev.action == "consistency" and ev.level not in CONSISTENCY_LEVELS:
+            raise fail("script", f"level {ev.level!r} not in {', '.join(CONSISTENCY_LEVELS)}")
         if ev.action == "set_state" and ev.state not in MEMBER_STATES:
             raise fail("script", f"state {ev.state!r} not in {', '.join(MEMBER_STATES)}")

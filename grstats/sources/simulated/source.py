@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from grstats.core.sample import LocalSample
-from grstats.sources.simulated.commitpath import commit_path_at
+from grstats.sources.simulated.commitpath import commit_path_at, communication_of
 
 if TYPE_CHECKING:
     from grstats.sources.simulated.model import GroupModel
@@ -65,8 +65,13 @@ class SimulatedSource:
                 applier=model.applier_at(member, now_us),
                 gtid_state=model.gtid_state_at(member, now_us),
                 commit_path=commit_path_at(
-                    model.settings, member, now_us // 1_000_000, stats.transactions_local
+                    model.settings,
+                    member,
+                    now_us // 1_000_000,
+                    stats.transactions_local,
+                    lambda s: model.stats_at(member, s * 1_000_000).transactions_local,
                 ),
+                communication=communication_of(model.settings),
             )
 
     async def start(self) -> None:

@@ -73,3 +73,40 @@ def test_metrics_are_seconds_with_counters_as_counters() -> None:
     assert got[("grstats_commit_path_consensus_mean_seconds", labels)] == 0.004
     assert ("grstats_commit_path_before_begin_share", labels) not in got  # NULL: no series
     assert _types(snap)["grstats_commit_path_consensus_seconds"] == "counter"
+
+
+def _leading(single: int, actual: str) -> list[dict[str, object]]:
+    cells = {col.COMMIT_PATH_LEADERS_ACTUAL: actual, col.COMMIT_PATH_SINGLE_LEADER: single}
+    return [{**ROWS[0], **cells}, *ROWS[1:]]
+
+
+def test_explain_names_the_single_consensus_leader_for_consensus() -> None:
+    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(1, M3))}
+    assert f"single consensus leader {M3} proposes every round" in str(got[M1]["check"])
+    # the leaders matter only where consensus dominates
+    assert "leader" not in str(got[M2]["check"])
+
+
+def test_explain_says_every_member_proposes_without_a_single_leader() -> None:
+    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(0, f"{M1},{M2},{M3}"))}
+    assert "every member proposes its own rounds (3 consensus leaders)" in str(got[M1]["check"])
+
+
+def test_communication_metrics_are_gauges() -> None:
+    cells = {col.COMMIT_PATH_WRITE_CONCURRENCY: 10, col.COMMIT_PATH_SINGLE_LEADER: 1}
+    snap = with_tables(_snapshot(), {"grstats_member_commit_path": ({**ROWS[0], **cells},)})
+    labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
+    got = _samples(snap)
+    assert got[("grstats_commit_path_write_concurrency", labels)] == 10
+    assert got[("grstats_commit_path_single_leader_capable", labels)] == 1
+    assert _types(snap)["grstats_commit_path_write_concurrency"] == "gauge"
+
+
+def test_explain_names_the_consistency_level_from_the_members_waits() -> None:
+    both = _row(M1, "after_termination", AFTER_TERMINATION_SHARE=0.5, BEFORE_BEGIN_SHARE=0.3)
+    after = _row(M2, "after_termination", AFTER_TERMINATION_SHARE=0.7, BEFORE_BEGIN_SHARE=0.0)
+    sync = _row(M3, "after_sync", AFTER_SYNC_SHARE=0.9)
+    got = {v[col.MEMBER_ID]: str(v["check"]) for v in explain_rows([both, after, sync])}
+    assert got[M1].endswith("group_replication_consistency = BEFORE_AND_AFTER")
+    assert got[M2].endswith("group_replication_consistency = AFTER")
+    assert "sessions wait as" not in got[M3]  # the AFTER transactions are another member's
