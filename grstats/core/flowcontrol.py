@@ -27,7 +27,9 @@ __all__ = [
     "FlowControlSettings",
     "FlowEntry",
     "StepResult",
+    "capacity_floor",
     "needs_flow_control",
+    "quota_from_capacity",
 ]
 
 MAXTPS = 2_147_483_647
@@ -197,19 +199,52 @@ class FlowControl:
                 writers += 1
         writers = max(1, writers)
         capacity = cert_min if 0 < cert_min < apply_min else apply_min
-        floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
-        if s.min_recovery_quota > 0 and non_recovering == 0:
-            floor = s.min_recovery_quota
-        if s.min_quota > 0:
-            floor = s.min_quota
-        capacity = max(min(capacity, safe), floor)
-        quota = int(capacity * (1 - s.hold_percent / 100))
-        if s.max_quota > 0:
-            quota = min(quota, s.max_quota)
-        if writers > 1:
-            if s.member_quota_percent == 0:
-                quota //= writers
-            else:
-                quota = int(quota * (s.member_quota_percent / 100))
-        quota = quota - extra if quota - extra > 1 else 1
-        return quota, writers, capacity, purged
+        capacity = max(min(capacity, safe), capacity_floor(s, recovering=non_recovering == 0))
+        return quota_from_capacity(capacity, writers, extra, s), writers, capacity, purged
+
+
+def capacity_floor(settings: FlowControlSettings, *, recovering: bool) -> int:
+    """The least capacity a hold step uses (MySQL's Flow_control_module::flow_control_step).
+
+    Args:
+        settings: the flow-control variables.
+        recovering: no member's applier queue is over its threshold (then
+            min_recovery_quota, when set, is the floor).
+
+    Returns:
+        5 % of the smaller threshold, else min_recovery_quota or min_quota.
+    """
+    s = settings
+    floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
+    if s.min_recovery_quota > 0 and recovering:
+        floor = s.min_recovery_quota
+    if s.min_quota > 0:
+        floor = s.min_quota
+    return floor
+
+
+def quota_from_capacity(
+    capacity: int, writers: int, extra: int, settings: FlowControlSettings
+) -> int:
+    """A hold step's quota per writer from the group's capacity (flow_control_step).
+
+    Args:
+        capacity: transactions per period the slowest member keeps up with (floored).
+        writers: members that committed locally in the period (>= 1).
+        extra: commits beyond the previous quota, taken off this one.
+        settings: the flow-control variables.
+
+    Returns:
+        truncate(capacity x (1 - hold_percent)), capped at max_quota, split among
+        the writers, less `extra`, at least 1.
+    """
+    s = settings
+    quota = int(capacity * (1 - s.hold_percent / 100))
+    if s.max_quota > 0:
+        quota = min(quota, s.max_quota)
+    if writers > 1:
+        if s.member_quota_percent == 0:
+            quota //= writers
+        else:
+            quota = int(quota * (s.member_quota_percent / 100))
+    return quota - extra if quota - extra > 1 else 1
