@@ -26,6 +26,7 @@ decrease. A model is not thread-safe (caches).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,7 @@ from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
 __all__ = ["GroupModel"]
 
 GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
+_TEXTS_CACHED = 2 * 86_400 // GTID_EVERY_S  # two days of GTID texts (a few hundred KB)
 _COUNT_COLUMNS = (
     "count_transactions_in_queue",
     "count_transactions_checked",
@@ -110,6 +112,7 @@ class GroupModel:
             self._workload = ThrottledWorkload(self._workload, self._flow)
             self._queues = ThrottledQueues(self._workload, raw_queues, self._flow)
         self._ledger = GtidLedger(self._workload)
+        self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
@@ -162,6 +165,19 @@ class GroupModel:
             int(pa[m]) + hour.a[m, k0:k1],
             int(pc[m]) + hour.c[m, k0:k1],
         ]
+
+    def _gtid_texts(self, s: int) -> tuple[str, str]:
+        """(the group's committed GTID text, last conflict-free GTID) at second s: the
+        same for every member, so a bulk read of each member's day builds them once."""
+        got = self._texts.get(s)
+        if got is None:
+            got = self._texts[s] = (
+                self._cert.committed_text(s),
+                self._ledger.last_conflict_free(s),
+            )
+            if len(self._texts) > _TEXTS_CACHED:
+                self._texts.popitem(last=False)
+        return got
 
     def _committed_text(self, m: int, s: int) -> str:
         if self._membership.state(m, s) == "RECOVERING":
@@ -377,8 +393,9 @@ class GroupModel:
         committed: list[str | None] = [None] * n_seconds
         last_free: list[str | None] = [None] * n_seconds
         for i in range((-start_s) % GTID_EVERY_S, n_seconds, GTID_EVERY_S):
-            committed[i] = self._committed_text(m, start_s + i)
-            last_free[i] = self._ledger.last_conflict_free(start_s + i)
+            group_text, last_free[i] = self._gtid_texts(start_s + i)
+            recovering = ms.state(m, start_s + i) == "RECOVERING"
+            committed[i] = "" if recovering else group_text
         return {
             "group_name": [self.settings.group] * n_seconds,
             "member_id": [self.settings.members[m]] * n_seconds,
