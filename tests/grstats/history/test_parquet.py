@@ -282,3 +282,15 @@ def test_every_integer_running_sum_gets_the_higher_zstd_level() -> None:
     assert zstd_level("count_transactions_checked", "int64") == ZSTD_LEVEL
     assert zstd_level("a_text_sum", "string") == ZSTD_LEVEL
     assert SUM_ZSTD_LEVEL > ZSTD_LEVEL
+
+
+@pytest.mark.parametrize("order", [(1, 2, 4, 3, 5), (2, 4, 3, 5, 1)])
+def test_one_members_rows_out_of_order_are_written_in_order(
+    tmp_path: Path, order: tuple[int, ...]
+) -> None:
+    # seq 3 and 4 share a second: the tie is broken by seq (the second order is in
+    # time order but for that tie)
+    at = {1: 5, 2: 1, 3: 3, 4: 3, 5: 4}
+    rows = [sample_row(s, at_us=MIDNIGHT_US + at[s] * 1_000_000) for s in order]
+    (path,) = write_segments(tmp_path, rows_to_table(rows), segment_id="one")
+    assert pq.read_table(path).column("seq").to_pylist() == [2, 3, 4, 5, 1]
