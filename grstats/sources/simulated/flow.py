@@ -17,7 +17,7 @@ quota cannot bind (no backlog, and no writer offers more in a period than the
 smallest quota §9 can give: `quota_floor`; MySQL's default thresholds at the
 model's rates) the rest of the hour is fast-forwarded: the group is the
 unthrottled one and only FlowControl's state is carried on, exactly as the
-loop would leave it (`_fast_forward`).
+loop would leave it (`flowforward.fast_forward`; the loop is `flowloop.episode_seconds`).
 
 Every member receives the same messages, and a modelled writer never commits
 beyond its quota (it defers instead of overshooting), so MySQL's `extra` is 0
