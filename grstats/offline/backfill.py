@@ -29,6 +29,7 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,36 +129,56 @@ def _build_model(
     return GroupModel(settings)
 
 
-def _model_columns(
-    model: Any, member: str, start_s: int, n: int, slow_link: tuple[tuple[int, int], ...] | None
-) -> dict[str, Any]:
-    """The model's columns of `member` for n seconds: counts, lag figures (NaN: NULL),
-    the applier counters and the commit path's counters (slow link in `slow_link`).
+def _number_columns(model: Any, members: list[str], start_s: int, n: int) -> dict[str, Any]:
+    """The model's integer columns (counts, sampled_at, mode) of every member for n
+    seconds: member -> column -> array.
 
-    An hour at a time, counts then lag then applier: all read the same hours of the
-    workload, which the model caches only a few of (a day of counts, then a day
-    of lag, would build every hour twice).
+    Hour-major: every member reads the same hours of the workload, which the model
+    caches only a few of, so each hour is built once, not once per member.
+    """
+    import numpy as np  # noqa: PLC0415
+
+    parts: dict[str, list[dict[str, Any]]] = {m: [] for m in members}
+    for s in _chunks(start_s, n):
+        for m in members:
+            parts[m].append(model.number_columns(m, s, min(_CHUNK_S, start_s + n - s)))
+    return {
+        m: {name: np.concatenate([p[name] for p in chunks]) for name in chunks[0]}
+        for m, chunks in parts.items()
+    }
+
+
+def _chunks(start_s: int, n: int) -> range:
+    return range(start_s, start_s + n, _CHUNK_S)
+
+
+def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
+    """The model's other columns of `member` for n seconds: texts, lag figures (NaN:
+    NULL) and the applier counters, as Arrow arrays.
+
+    An hour at a time, texts then lag then applier: all read the same hours of the
+    workload, which the model caches only a few of (a day of one, then a day of
+    the next, would build every hour twice).
     """
     import numpy as np  # noqa: PLC0415
     import pyarrow as pa  # noqa: PLC0415
 
-    counts: list[dict[str, list[Any]]] = []
+    texts: list[dict[str, list[Any]]] = []
     lags: list[dict[str, Any]] = []
     appliers: list[dict[str, Any]] = []
-    for s in range(start_s, start_s + n, _CHUNK_S):
+    for s in _chunks(start_s, n):
         size = min(_CHUNK_S, start_s + n - s)
-        counts.append(model.history_columns(member, s, size))
+        texts.append(model.text_columns(member, s, size))
         lags.append(model.lag_history(member, s, size))
         appliers.append(model.applier_history(member, s, size))
     columns: dict[str, Any] = {
-        name: list(itertools.chain.from_iterable(c[name] for c in counts)) for name in counts[0]
+        name: list(itertools.chain.from_iterable(c[name] for c in texts)) for name in texts[0]
     }
     for name in lags[0]:
         figures = np.concatenate([lag[name] for lag in lags])
         columns[name] = pa.array(figures, pa.float64(), from_pandas=True)
     for name in appliers[0]:
         columns[name] = pa.array(np.concatenate([a[name] for a in appliers]), pa.int64())
-    columns.update(_commit_columns(model, member, start_s, columns, slow_link))
     return columns
 
 
@@ -188,20 +209,6 @@ def _commit_columns(
     )
     dropped = ~kept_rows(secs)  # as a daemon records them: once per bucket
     return {name: pa.array(values, pa.int64(), mask=dropped) for name, values in figures.items()}
-
-
-def _flow_inputs(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
-    """The columns the flow-control replay reads of `member`, as int64 arrays."""
-    import numpy as np  # noqa: PLC0415
-
-    from grstats.offline.flowfill import FLOW_INPUTS  # noqa: PLC0415
-
-    parts: dict[str, list[Any]] = {name: [] for name in FLOW_INPUTS}
-    for s in range(start_s, start_s + n, _CHUNK_S):
-        counts = model.history_columns(member, s, min(_CHUNK_S, start_s + n - s))
-        for name in FLOW_INPUTS:
-            parts[name].append(np.asarray(counts[name], dtype=np.int64))
-    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 
 
 def simulate_history(
@@ -238,7 +245,8 @@ def simulate_history(
     Returns:
         Rows and files written, their size on disk and the elapsed time.
     """
-    import pyarrow as pa  # noqa: PLC0415  (keeps `grstats --help` fast)
+    import numpy as np  # noqa: PLC0415  (keeps `grstats --help` fast)
+    import pyarrow as pa  # noqa: PLC0415
 
     from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
     from grstats.offline.flowfill import FlowFill  # noqa: PLC0415
@@ -263,34 +271,51 @@ def simulate_history(
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     rows = 0
-    for day_index in range(days):
-        day = start + dt.timedelta(days=day_index)
-        start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
-        # the flow-control replay reads every member's day at once: a first pass keeps
-        # only its inputs (a few int arrays per member), the second builds each member's
-        # rows again, one at a time, so memory stays that of one member-day
-        inputs = {m: _flow_inputs(model, m, start_s, SECONDS_PER_DAY) for m in members}
-        figures = flow.day(inputs)
-        del inputs
-        for member in members:
-            columns = _model_columns(model, member, start_s, SECONDS_PER_DAY, slow_link)
-            columns.update(figures.pop(member))
-            first_seq = day_index * SECONDS_PER_DAY + 1
-            columns["group_name"] = [group] * SECONDS_PER_DAY
-            columns["incarnation"] = [incarnation_of(seed, member)] * SECONDS_PER_DAY
-            columns["seq"] = pa.array(range(first_seq, first_seq + SECONDS_PER_DAY), pa.int64())
-            # any column the model leaves out is NULL, as a daemon without it writes it
-            for f in schema:
-                if f.name not in columns:
-                    columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
-            table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
-            segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
-            if slow_link_hours is not None:  # names of runs without it stay as they were
-                segment += f"|slow-link={slow_link_hours[0]}-{slow_link_hours[1]}"
-            paths.extend(write_segments(out, table, segment_id=segment))
-            rows += table.num_rows
-            if on_chunk is not None:
-                on_chunk(table.num_rows)
+    # One member-day is encoded and written (zstd in C++, without the GIL) while the
+    # model computes the next: at most one write in flight, two member-days in memory.
+    pending: tuple[Future[list[Path]], int] | None = None
+
+    def finish(write: tuple[Future[list[Path]], int]) -> None:
+        nonlocal rows
+        paths.extend(write[0].result())
+        rows += write[1]
+        if on_chunk is not None:
+            on_chunk(write[1])
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulate-write") as pool:
+        for day_index in range(days):
+            day = start + dt.timedelta(days=day_index)
+            start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
+            # the flow-control replay reads every member's day at once: a first pass computes
+            # every member's integer columns (10 int64 arrays, 7 MB a member-day) and keeps
+            # them for the second, which adds the rest of each member's rows, one at a time
+            numbers = _number_columns(model, members, start_s, SECONDS_PER_DAY)
+            figures = flow.day(numbers)
+            for member in members:
+                columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
+                columns.update(numbers.pop(member))
+                columns.update(figures.pop(member))
+                # the commit path's counters from the local proposals (slow link in `slow_link`)
+                columns.update(_commit_columns(model, member, start_s, columns, slow_link))
+                first_seq = day_index * SECONDS_PER_DAY + 1
+                columns["group_name"] = [group] * SECONDS_PER_DAY
+                columns["incarnation"] = np.full(
+                    SECONDS_PER_DAY, incarnation_of(seed, member), dtype=np.uint64
+                )
+                columns["seq"] = np.arange(first_seq, first_seq + SECONDS_PER_DAY, dtype=np.int64)
+                # any column the model leaves out is NULL, as a daemon without it writes it
+                for f in schema:
+                    if f.name not in columns:
+                        columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
+                table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
+                segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
+                if slow_link_hours is not None:  # names of runs without it stay as they were
+                    segment += f"|slow-link={slow_link_hours[0]}-{slow_link_hours[1]}"
+                if pending is not None:
+                    finish(pending)
+                pending = pool.submit(write_segments, out, table, segment_id=segment), len(table)
+        if pending is not None:
+            finish(pending)
     size = sum(p.stat().st_size for p in set(paths))
     return SimulateResult(rows, len(set(paths)), size, time.monotonic() - began)
 

@@ -78,8 +78,11 @@ class ApplierQueues:
         self._summaries: OrderedDict[int, tuple[I64, I64]] = OrderedDict()
         self._carries: OrderedDict[tuple[int, int], int] = OrderedDict()
 
-    def _cap_hour(self, m: int, h: int) -> I64:
-        """Member m's applier capacity per second of hour h (0 while stopped)."""
+    def capacity(self, m: int, h: int) -> I64:
+        """Member m's applier capacity per second of hour h (0 while stopped).
+
+        The throttled group's queues (`flow`) follow the same recursion on it.
+        """
         cap: I64 = self._cap[m]
         copied = False
         for a, b in self._stops[m]:
@@ -93,7 +96,7 @@ class ApplierQueues:
         """Cumulative arrivals minus capacity per second of hour h, one row per member."""
         hour = self._w.hour(h)
         arrivals = np.diff(hour.ok_tot[None, :] - hour.ok[members], axis=1, prepend=0)
-        cap = np.stack([self._cap_hour(m, h) for m in members])
+        cap = np.stack([self.capacity(m, h) for m in members])
         walks: I64 = np.cumsum(arrivals - cap, axis=1)
         return walks
 

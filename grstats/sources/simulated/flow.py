@@ -17,7 +17,7 @@ quota cannot bind (no backlog, and no writer offers more in a period than the
 smallest quota §9 can give: `quota_floor`; MySQL's default thresholds at the
 model's rates) the rest of the hour is fast-forwarded: the group is the
 unthrottled one and only FlowControl's state is carried on, exactly as the
-loop would leave it (`_fast_forward`).
+loop would leave it (`flowforward.fast_forward`; the loop is `flowloop.episode_seconds`).
 
 Every member receives the same messages, and a modelled writer never commits
 beyond its quota (it defers instead of overshooting), so MySQL's `extra` is 0
@@ -49,6 +49,8 @@ import numpy as np
 
 from grstats.core.flowcontrol import FlowControl, FlowEntry
 from grstats.sources.simulated.applier import ApplierQueues
+from grstats.sources.simulated.flowforward import Forwarded, fast_forward, quota_floor
+from grstats.sources.simulated.flowloop import Episode, RawHour, episode_seconds
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.workload import HOUR, Hour, Workload
 
@@ -64,51 +66,13 @@ WaitingCertification = Callable[[int, int], I64]
 
 
 @dataclass(slots=True)
-class _Episode:
-    """The live state of a second-by-second episode (Python ints: a hot loop)."""
-
-    fc: FlowControl
-    a: list[int]  # committed proposals, cumulative
-    backlog_a: list[int]  # offered but not yet committed
-    backlog_c: list[int]  # conflicts among the backlog
-    queue: list[int]
-    applied: list[int]  # relative to the episode's start
-    iq: list[int]  # certifier queue of the previous second
-    sent: list[tuple[int, int, int]]  # (certified, applied, local) at the last message
-    quota: int = 0
-    used: list[int] = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class _Run:
     anchor: int  # hour
     next_hour: int  # first hour not yet simulated
-    episode: _Episode | None = None
+    episode: Episode | None = None
     # hour -> (deficit of proposals, deficit of conflicts, queues), each (members, 3600)
     hours: dict[int, tuple[I64, I64, I64]] = field(default_factory=dict)
     episodes: list[list[int]] = field(default_factory=list)  # [start, end or -1]
-
-
-@dataclass(frozen=True, slots=True)
-class _RawHour:
-    """The unthrottled group in hour h, per member and second: cumulative proposals and
-    conflicts, applier queues, certifier queues (each (members, 3600))."""
-
-    h: int
-    a: I64
-    c: I64
-    q: I64
-    iq: I64
-
-
-@dataclass(frozen=True, slots=True)
-class _Forwarded:
-    """A fast-forwarded stretch: seconds [k0, stop) of the hour, whether the episode
-    ended, and the applier queues of those seconds (members x seconds)."""
-
-    stop: int
-    ended: bool
-    queues: I64
 
 
 class FlowModel:
@@ -206,16 +170,18 @@ class FlowModel:
         """The episodes [start, end) (end -1: still running) of the run covering hour h."""
         return self._run(h).episodes if self.settings.mode == "QUOTA" else []
 
-    def _raw_state(self, h: int) -> _RawHour:
+    def _raw_state(self, h: int) -> RawHour:
         """Unthrottled cumulative proposals, conflicts, queues and certifier queues of hour h."""
         w = self._w
         hour = w.hour(h)
         pa, pc = w.base(h)
         q = np.stack([self._q.queue(m, h) for m in range(w.n)])
         iq = np.stack([self._iq(m, h * HOUR) for m in range(w.n)])
-        return _RawHour(h, pa[:, None] + hour.a, pc[:, None] + hour.c, q, iq)
+        cap = np.stack([self._q.capacity(m, h) for m in range(w.n)])
+        a, c = pa[:, None] + hour.a, pc[:, None] + hour.c
+        return RawHour(h, a, c, q, iq, pa, pc, cap, w.writers)
 
-    def _first_hold(self, raw: _RawHour, q_prev: I64, iq_prev: I64, k0: int) -> int:
+    def _first_hold(self, raw: RawHour, q_prev: I64, iq_prev: I64, k0: int) -> int:
         """First second k >= k0 of the hour that is an acting tick whose messages (the
         state of the second before) need flow control; HOUR if none."""
         s = self.settings
@@ -231,7 +197,7 @@ class FlowModel:
         hits = np.flatnonzero(over)
         return int(hits[0]) if len(hits) else HOUR
 
-    def _start(self, raw: _RawHour, k: int) -> _Episode:
+    def _start(self, raw: RawHour, k: int) -> Episode:
         """An episode starting at second k of the hour from the unthrottled state before it."""
         w, h = self._w, raw.h
         s = h * HOUR + k
@@ -257,7 +223,7 @@ class FlowModel:
             for m in range(w.n)
         ]
         n = w.n
-        return _Episode(
+        return Episode(
             fc=FlowControl(self.settings, step_number=s // p),
             a=[int(x) for x in a_prev],
             backlog_a=[0] * n,
@@ -320,256 +286,16 @@ class FlowModel:
             run.hours[h] = out
 
     def _episode_seconds(
-        self, ep: _Episode, raw: _RawHour, k0: int, out: tuple[I64, I64, I64]
+        self, ep: Episode, raw: RawHour, k0: int, out: tuple[I64, I64, I64]
     ) -> tuple[int, bool]:
-        """Simulate from second k0 of the hour until the episode ends or the hour does,
-        writing (deficits of proposals, of conflicts, queues) into `out`; returns the
-        first second not simulated and whether the episode ended.
-
-        A hot loop over Python ints (n members, one pass per second): everything it
-        reads is hoisted into locals first.
-        """
-        w, n, p = self._w, self._w.n, self.settings.period
-        h = raw.h
-        writers = w.writers.tolist()
-        pa, pc = w.base(h)
-        inc_a = np.diff(np.concatenate([pa[:, None], raw.a], axis=1), axis=1).tolist()
-        inc_c = np.diff(np.concatenate([pc[:, None], raw.c], axis=1), axis=1).tolist()
-        cap = [self._q._cap_hour(m, h).tolist() for m in range(n)]
-        iq_l, q_raw = raw.iq.tolist(), raw.q.tolist()
-        fc, record, trace = ep.fc, self.record, self.trace
-        receive, step = fc.receive, fc.step
-        names = [f"m{m}" for m in range(n)]
-        members = range(n)
-        a_l, bl_a, bl_c, queue, applied, iq_prev, sent, used = (
-            ep.a,
-            ep.backlog_a,
-            ep.backlog_c,
-            ep.queue,
-            ep.applied,
-            ep.iq,
-            ep.sent,
-            ep.used,
-        )
-        ok = [0] * n
-        base_s = h * HOUR
-        cols_a: list[list[int]] = [[] for _ in members]  # per member, seconds k0 ..
-        cols_c: list[list[int]] = [[] for _ in members]
-        cols_q: list[list[int]] = [[] for _ in members]
-        quota = ep.quota
-        k = k0
-        ended = False
-        while k < HOUR:
-            s = base_s + k
-            if s % p == 0:
-                if fc.step_number != s // p:  # not the episode's first tick
-                    quota = ep.quota = step(0).quota
-                    for m in members:
-                        used[m] = 0
-                certified = sum(a_l)  # proposals checked so far (CHECKED)
-                msgs = []
-                for m in members:
-                    sc, sa, sl = sent[m]
-                    e = FlowEntry(
-                        waiting_certification=iq_prev[m],
-                        waiting_apply=queue[m],
-                        delta_certified=certified - sc,
-                        delta_applied=applied[m] - sa,
-                        delta_local=a_l[m] - sl,
-                    )
-                    receive(names[m], e)
-                    sent[m] = (certified, applied[m], a_l[m])
-                    if record:
-                        msgs.append(e)
-                if record:
-                    trace.append((s, quota, tuple(msgs)))
-            tot = 0
-            for m in writers:
-                offered = bl_a[m] + inc_a[m][k]
-                conflicts = bl_c[m] + inc_c[m][k]
-                if quota > 0:
-                    take = min(offered, max(0, quota - used[m]))
-                    used[m] += take
-                else:
-                    take = offered
-                nc = conflicts * take // offered if offered else 0
-                a_l[m] += take
-                bl_a[m] = offered - take
-                bl_c[m] = conflicts - nc
-                ok[m] = take - nc
-                tot += take - nc
-            for m in members:
-                x = queue[m] + tot - ok[m]
-                nq = max(x - cap[m][k], 0)
-                applied[m] += x - nq
-                queue[m] = nq
-                iq_prev[m] = iq_l[m][k]
-                cols_a[m].append(bl_a[m])
-                cols_c[m].append(bl_c[m])
-                cols_q[m].append(nq)
-            k += 1
-            if (
-                quota == 0
-                and fc.holds == 0
-                and not any(bl_a)
-                and all(queue[m] == q_raw[m][k - 1] for m in members)
-            ):
-                ended = True
-                break
-        if k > k0:
-            da, dc, qs = out
-            da[:, k0:k] = cols_a
-            dc[:, k0:k] = cols_c
-            qs[:, k0:k] = cols_q
-        return k, ended
+        return episode_seconds(ep, raw, k0, out, self.trace if self.record else None)
 
     def quota_floor(self) -> int:
-        """The smallest positive quota per writer that §9 can give this group.
+        """The smallest positive quota per writer that §9 can give this group."""
+        return quota_floor(self.settings, self._w.n)
 
-        Capacity is at least the floor (5 % of the smaller threshold, else
-        min_recovery_quota or min_quota); the quota is truncate(capacity x
-        HOLD_FACTOR), capped at max_quota, split among at most all members, at
-        least 1, and a release only raises it.
-        """
-        s = self.settings
-        floor = int(0.05 * min(s.certifier_threshold, s.applier_threshold))
-        if s.min_recovery_quota > 0:
-            floor = min(floor, s.min_recovery_quota)
-        if s.min_quota > 0:
-            floor = s.min_quota
-        quota = int(floor * (1 - s.hold_percent / 100))
-        if s.max_quota > 0:
-            quota = min(quota, s.max_quota)
-        if self._w.n > 1:
-            if s.member_quota_percent == 0:
-                quota //= self._w.n
-            else:
-                quota = int(quota * (s.member_quota_percent / 100))
-        return max(quota, 1)
-
-    def _fast_forward(self, ep: _Episode, raw: _RawHour, k0: int) -> _Forwarded | None:
-        """The rest of the hour from second k0 without the per-second loop, when the
-        quota cannot bind there; None (nothing done) when it might.
-
-        It cannot bind when nothing is deferred (no backlog, so every writer commits
-        what it offers) and no writer offers more than `quota_floor` in any period
-        of the hour while the quota in force is unlimited or at least that floor.
-        Then commits and messages' deltas are the unthrottled ones, the applier
-        queues follow the loop's recursion from the episode's queues (vectorised:
-        a reflected walk; they differ from the unthrottled ones where those were
-        carried in differently), and only FlowControl's state has to be carried
-        on: a run of ticks whose messages all need flow control gives hold steps
-        whose quota the next hold step replaces, so only the run's last two ticks
-        are received and stepped; every other tick is stepped (a release). The
-        episode ends where the loop would end it: the first second after a tick
-        that left the quota unlimited with no hold pending at which every queue
-        equals the unthrottled one. Exact: the same state and outputs as the loop
-        (tested).
-        """
-        w, s, n, p = self._w, self.settings, self._w.n, self.settings.period
-        if any(ep.backlog_a) or any(ep.backlog_c) or k0 >= HOUR:
-            return None
-        floor = self.quota_floor()
-        if 0 < ep.quota < floor:
-            return None
-        h, base_s = raw.h, raw.h * HOUR
-        pa, pc = w.base(h)
-        a0, c0 = (raw.a[:, k0 - 1], raw.c[:, k0 - 1]) if k0 > 0 else (pa, pc)
-        if ep.a != a0.tolist():
-            return None
-        a = raw.a[:, k0:]
-        inc = np.diff(a, axis=1, prepend=a0[:, None])
-        period_of = (base_s + np.arange(k0, HOUR)) // p
-        starts = np.flatnonzero(np.diff(period_of, prepend=period_of[0] - 1))
-        offered = np.add.reduceat(inc, starts, axis=1)
-        if (base_s + k0) % p:  # the period in progress goes on (at a tick, used restarts)
-            offered[:, 0] += np.array(ep.used, dtype=np.int64)
-        if int(offered[w.writers].max()) > floor:
-            return None
-        # the state at the end of each second k0 - 1 .. HOUR - 1 (column i: second k0 - 1 + i)
-        ok = np.concatenate([(a0 - c0)[:, None], a - raw.c[:, k0:]], axis=1)
-        arrivals = np.diff(ok.sum(axis=0)[None, :] - ok, axis=1)
-        cap = np.stack([self._q._cap_hour(m, h)[k0:] for m in range(n)])
-        walk = np.cumsum(arrivals - cap, axis=1)
-        q_start = np.array(ep.queue, dtype=np.int64)
-        queues = walk - np.minimum(np.minimum.accumulate(walk, axis=1), -q_start[:, None])
-        q = np.concatenate([q_start[:, None], queues], axis=1)
-        iq = np.concatenate([np.array(ep.iq, dtype=np.int64)[:, None], raw.iq[:, k0:]], axis=1)
-        loc = np.concatenate([a0[:, None], a], axis=1)
-        app = ok.sum(axis=0)[None, :] - ok - q
-        app += np.array(ep.applied, dtype=np.int64)[:, None] - app[:, :1]
-        cert = loc.sum(axis=0)
-        over: list[bool] = np.logical_or(
-            (q > s.applier_threshold).any(axis=0), (iq > s.certifier_threshold).any(axis=0)
-        ).tolist()
-        same: list[bool] = (queues == raw.q[:, k0:]).all(axis=0).tolist()  # per second k0 ..
-        ticks = [k for k in range(k0, HOUR) if (base_s + k) % p == 0]
-        need = [over[k - k0] for k in ticks]
-        fc, names = ep.fc, [f"m{m}" for m in range(n)]
-
-        def message(k: int) -> None:  # receive the messages of the tick at second k
-            i = k - k0
-            for m in range(n):
-                if k - p >= k0:
-                    j = k - p - k0
-                    sc, sa, sl = int(cert[j]), int(app[m, j]), int(loc[m, j])
-                else:
-                    sc, sa, sl = ep.sent[m]
-                fc.receive(
-                    names[m],
-                    FlowEntry(
-                        waiting_certification=int(iq[m, i]),
-                        waiting_apply=int(q[m, i]),
-                        delta_certified=int(cert[i]) - sc,
-                        delta_applied=int(app[m, i]) - sa,
-                        delta_local=int(loc[m, i]) - sl,
-                    ),
-                )
-
-        def ending(k: int, stop: int) -> int | None:  # the loop's end in seconds [k, stop)
-            if ep.quota == 0 and fc.holds == 0:
-                for x in range(k, stop):
-                    if same[x - k0]:
-                        return x + 1
-            return None
-
-        done = ending(k0, ticks[0] if ticks else HOUR)
-        t = 0
-        while done is None and t < len(ticks):
-            k = ticks[t]
-            if fc.step_number != (base_s + k) // p:  # not the episode's first tick
-                ep.quota = fc.step(0).quota
-            if need[t]:
-                last = t
-                while last + 1 < len(ticks) and need[last + 1]:
-                    last += 1
-                if last > t:  # hold steps up to ticks[last]: only the last one counts
-                    fc.step_number = (base_s + ticks[last - 1]) // p
-                    message(ticks[last - 1])
-                    ep.quota = fc.step(0).quota
-                message(ticks[last])
-                t = last + 1
-                continue  # a hold is pending until the next tick: no end before it
-            if t == len(ticks) - 1:
-                message(k)
-            t += 1
-            done = ending(k, ticks[t] if t < len(ticks) else HOUR)
-        stop = HOUR if done is None else done
-        written = queues[:, : stop - k0]
-        if done is not None:
-            return _Forwarded(stop, True, written)
-        ep.a = loc[:, -1].tolist()
-        ep.queue = q[:, -1].tolist()
-        ep.iq = iq[:, -1].tolist()
-        ep.applied = app[:, -1].tolist()
-        if ticks:
-            j = ticks[-1] - k0
-            ep.sent = [(int(cert[j]), int(app[m, j]), int(loc[m, j])) for m in range(n)]
-            counted = inc[:, ticks[-1] - k0 :].sum(axis=1)
-            ep.used = (counted if ep.quota > 0 else np.zeros(n, dtype=np.int64)).tolist()
-        elif ep.quota > 0:
-            ep.used = (np.array(ep.used, dtype=np.int64) + inc.sum(axis=1)).tolist()
-        return _Forwarded(HOUR, False, written)
+    def _fast_forward(self, ep: Episode, raw: RawHour, k0: int) -> Forwarded | None:
+        return fast_forward(ep, raw, k0)
 
 
 class ThrottledWorkload(Workload):

@@ -26,6 +26,7 @@ decrease. A model is not thread-safe (caches).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,7 @@ from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
 __all__ = ["GroupModel"]
 
 GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
+_TEXTS_CACHED = 2 * 86_400 // GTID_EVERY_S  # two days of GTID texts (a few hundred KB)
 _COUNT_COLUMNS = (
     "count_transactions_in_queue",
     "count_transactions_checked",
@@ -110,6 +112,7 @@ class GroupModel:
             self._workload = ThrottledWorkload(self._workload, self._flow)
             self._queues = ThrottledQueues(self._workload, raw_queues, self._flow)
         self._ledger = GtidLedger(self._workload)
+        self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
         self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
@@ -162,6 +165,19 @@ class GroupModel:
             int(pa[m]) + hour.a[m, k0:k1],
             int(pc[m]) + hour.c[m, k0:k1],
         ]
+
+    def _gtid_texts(self, s: int) -> tuple[str, str]:
+        """(the group's committed GTID text, last conflict-free GTID) at second s: the
+        same for every member, so a bulk read of each member's day builds them once."""
+        got = self._texts.get(s)
+        if got is None:
+            got = self._texts[s] = (
+                self._cert.committed_text(s),
+                self._ledger.last_conflict_free(s),
+            )
+            if len(self._texts) > _TEXTS_CACHED:
+                self._texts.popitem(last=False)
+        return got
 
     def _committed_text(self, m: int, s: int) -> str:
         if self._membership.state(m, s) == "RECOVERING":
@@ -324,6 +340,75 @@ class GroupModel:
         )
         return applied
 
+    def number_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, I64]:
+        """The integer columns of `history_columns`, as numpy arrays.
+
+        The eight counts, sampled_at (microseconds) and flow_control_mode: what a
+        bulk writer converts without a Python object per value.
+
+        Args:
+            member_id: one of settings.members (any case).
+            start_s: first second (Unix seconds).
+            n_seconds: number of rows (>= 0).
+
+        Returns:
+            Column name -> integer array of n_seconds values.
+
+        Raises:
+            ValueError: member_id is not a member or n_seconds < 0.
+        """
+        m = self._member(member_id)
+        if n_seconds < 0:
+            raise ValueError("n_seconds: must be >= 0")
+        end = start_s + n_seconds
+        parts: list[list[I64]] = [[] for _ in range(8)]
+        for s, stop in _hour_spans(start_s, end):
+            for part, arr in zip(parts, self._numbers(m, s, stop), strict=True):
+                part.append(arr)
+        cols = {
+            name: np.concatenate(part) if part else np.zeros(0, dtype=np.int64)
+            for name, part in zip(_COUNT_COLUMNS, parts, strict=True)
+        }
+        cols["sampled_at"] = np.arange(start_s, end, dtype=np.int64) * 1_000_000
+        cols["flow_control_mode"] = np.full(n_seconds, FLOW_CONTROL_QUOTA, dtype=np.int64)
+        return cols
+
+    def text_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
+        """The other columns of `history_columns` (identity, state, GTID texts), as lists."""
+        m = self._member(member_id)
+        if n_seconds < 0:
+            raise ValueError("n_seconds: must be >= 0")
+        secs = range(start_s, start_s + n_seconds)
+        ms = self._membership
+        host, port = ms.host(m)
+        if ms.scripted(m):
+            states = [ms.state(m, x) for x in secs]
+            roles = [ms.role(m, st) for st in states]
+        else:
+            states, roles = ["ONLINE"] * n_seconds, [ms.role(m, "ONLINE")] * n_seconds
+        if ms.views_changed():
+            views = [ms.view_id(m, x) for x in secs]
+        else:
+            views = [ms.view_id(m, start_s)] * n_seconds
+        committed: list[str | None] = [None] * n_seconds
+        last_free: list[str | None] = [None] * n_seconds
+        for i in range((-start_s) % GTID_EVERY_S, n_seconds, GTID_EVERY_S):
+            group_text, last_free[i] = self._gtid_texts(start_s + i)
+            recovering = ms.state(m, start_s + i) == "RECOVERING"
+            committed[i] = "" if recovering else group_text
+        return {
+            "group_name": [self.settings.group] * n_seconds,
+            "member_id": [self.settings.members[m]] * n_seconds,
+            "member_host": [host] * n_seconds,
+            "member_port": [port] * n_seconds,
+            "member_state": states,
+            "member_role": roles,
+            "member_version": [self.settings.version] * n_seconds,
+            "view_id": views,
+            "transactions_committed_all_members": committed,
+            "last_conflict_free_transaction": last_free,
+        }
+
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.
 
@@ -342,45 +427,7 @@ class GroupModel:
         Raises:
             ValueError: member_id is not a member or n_seconds < 0.
         """
-        m = self._member(member_id)
-        if n_seconds < 0:
-            raise ValueError("n_seconds: must be >= 0")
-        end = start_s + n_seconds
-        parts: list[list[I64]] = [[] for _ in range(8)]
-        for s, stop in _hour_spans(start_s, end):
-            for part, arr in zip(parts, self._numbers(m, s, stop), strict=True):
-                part.append(arr)
-        secs = np.arange(start_s, end, dtype=np.int64)
-        ms = self._membership
-        host, port = ms.host(m)
-        if ms.scripted(m):
-            states = [ms.state(m, x) for x in secs.tolist()]
-            roles = [ms.role(m, st) for st in states]
-        else:
-            states, roles = ["ONLINE"] * n_seconds, [ms.role(m, "ONLINE")] * n_seconds
-        if ms.views_changed():
-            views = [ms.view_id(m, x) for x in secs.tolist()]
-        else:
-            views = [ms.view_id(m, start_s)] * n_seconds
-        committed: list[str | None] = [None] * n_seconds
-        last_free: list[str | None] = [None] * n_seconds
-        for i in range((-start_s) % GTID_EVERY_S, n_seconds, GTID_EVERY_S):
-            committed[i] = self._committed_text(m, start_s + i)
-            last_free[i] = self._ledger.last_conflict_free(start_s + i)
-        cols: dict[str, list[Any]] = {
-            "group_name": [self.settings.group] * n_seconds,
-            "member_id": [self.settings.members[m]] * n_seconds,
-            "member_host": [host] * n_seconds,
-            "member_port": [port] * n_seconds,
-            "member_state": states,
-            "member_role": roles,
-            "member_version": [self.settings.version] * n_seconds,
-            "view_id": views,
-            "sampled_at": (secs * 1_000_000).tolist(),
-        }
-        for name, part in zip(_COUNT_COLUMNS, parts, strict=True):
-            cols[name] = np.concatenate(part).tolist() if part else []
-        cols["transactions_committed_all_members"] = committed
-        cols["last_conflict_free_transaction"] = last_free
-        cols["flow_control_mode"] = [FLOW_CONTROL_QUOTA] * n_seconds
+        numbers = self.number_columns(member_id, start_s, n_seconds)
+        cols = self.text_columns(member_id, start_s, n_seconds)
+        cols.update((name, values.tolist()) for name, values in numbers.items())
         return cols
