@@ -26,6 +26,7 @@ import pytest
 
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from spark_rollups.rollup import run_rollup
+from tests.fixtures.rollup_oracle import INCREASES, SHARES, applier_sql, share_columns
 from tests.spark_rollups.history_rows import SCHEMA, row
 
 pytestmark = pytest.mark.slow
@@ -34,35 +35,6 @@ DAY1 = dt.datetime(2026, 11, 17, tzinfo=dt.UTC)  # Tuesday of ISO week 2026-W47
 DAY2 = DAY1 + dt.timedelta(days=1)
 DAY3 = DAY1 + dt.timedelta(days=2)
 NS = 1_000_000_000
-# history column -> rollup column, written out here from the issue's definitions
-INCREASES = {
-    "total_active_time_duration": "active_ns",
-    "transactions_committed_count": "transactions_committed",
-    "transactions_committed_size_bytes_sum": "committed_bytes",
-    "events_committed_count": "events_committed",
-    "waits_for_work_from_source_count": "work_from_source_waits",
-    "waits_for_work_from_source_sum_time": "work_from_source_wait_ns",
-    "waits_for_available_worker_count": "available_worker_waits",
-    "waits_for_available_worker_sum_time": "available_worker_wait_ns",
-    "waits_commit_schedule_dependency_count": "commit_schedule_dependency_waits",
-    "waits_commit_schedule_dependency_sum_time": "commit_schedule_dependency_wait_ns",
-    "waits_for_worker_queues_memory_count": "worker_queues_memory_waits",
-    "waits_for_worker_queues_memory_sum_time": "worker_queues_memory_wait_ns",
-    "waits_worker_queues_full_count": "worker_queues_full_waits",
-    "waits_worker_queues_full_sum_time": "worker_queues_full_wait_ns",
-    "waits_due_to_commit_order_count": "commit_order_waits",
-    "waits_due_to_commit_order_sum_time": "commit_order_wait_ns",
-    "read_from_relay_log_sum_time": "relay_log_read_wait_ns",
-}
-SHARES = {
-    "work_from_source_share": "work_from_source_wait_ns",
-    "available_worker_share": "available_worker_wait_ns",
-    "commit_schedule_dependency_share": "commit_schedule_dependency_wait_ns",
-    "worker_queues_memory_share": "worker_queues_memory_wait_ns",
-    "worker_queues_full_share": "worker_queues_full_wait_ns",
-    "commit_order_share": "commit_order_wait_ns",
-    "relay_log_read_share": "relay_log_read_wait_ns",
-}
 BUCKET_US = {"applier_member_hour": 3_600_000_000, "applier_member_day": 86_400_000_000}
 
 
@@ -149,45 +121,10 @@ def applier_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
     """The applier table from DuckDB: (member, bucket start in µs) -> columns."""
-    bucket = BUCKET_US[table]
-    joins, steps = [], []
-    figures = " OR ".join(f"{src} IS NOT NULL" for src in INCREASES)
-    for n, (src, out) in enumerate(INCREASES.items()):
-        # the latest earlier sample of the member with applier figures
-        joins.append(f"""
-            ASOF LEFT JOIN (SELECT member_id, sampled_at AS at_{n}, {src} AS v_{n},
-                                   epoch_us(sampled_at) // 86400000000 AS d_{n}
-                            FROM samples WHERE {figures}) p{n}
-              ON p{n}.member_id = s.member_id AND s.sampled_at > p{n}.at_{n}""")
-        known = f"s.{src} IS NOT NULL AND v_{n} IS NOT NULL AND s.day - d_{n} <= 1"
-        steps.append(f"""CASE WHEN NOT ({known}) THEN NULL
-                              WHEN s.{src} >= v_{n} THEN s.{src} - v_{n}
-                              ELSE s.{src} END AS {out}""")
-        steps.append(f"coalesce({known} AND s.{src} < v_{n}, false) AS reset_{n}")
-    resets = " OR ".join(f"reset_{n}" for n in range(len(INCREASES)))
-    sums = ", ".join(f"sum({out})::BIGINT AS {out}" for out in INCREASES.values())
-    sql = f"""
-        WITH samples AS (
-            SELECT DISTINCT * FROM read_parquet('{history}/*/*/part-*.parquet',
-                                                union_by_name = true, hive_partitioning = false)
-        ),
-        stepped AS (
-            SELECT s.member_id, s.sampled_at, ({figures}) AS has_figures, {", ".join(steps)}
-            FROM (SELECT *, epoch_us(sampled_at) // 86400000000 AS day FROM samples) s
-            {" ".join(joins)}
-        )
-        SELECT member_id, epoch_us(sampled_at) // {bucket} * {bucket} AS bucket, {sums},
-               count(*) FILTER (WHERE has_figures) AS samples,
-               count(*) FILTER (WHERE has_figures AND ({resets})) AS resets
-        FROM stepped GROUP BY ALL HAVING count(*) FILTER (WHERE has_figures) > 0
-    """
+    rows = applier_sql(history, BUCKET_US[table])
+    sql = f"SELECT * EXCLUDE (group_name), {share_columns()} FROM ({rows})"
     result = duckdb.sql(sql).to_arrow_table().to_pylist()
-    expected = {(r.pop("member_id"), r.pop("bucket")): r for r in result}
-    for r in expected.values():
-        for share, wait in SHARES.items():
-            active = r["active_ns"]
-            r[share] = None if not active or r[wait] is None else r[wait] / active
-    return expected
+    return {(r.pop("member_id"), r.pop("bucket")): r for r in result}
 
 
 def _actual(out: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
