@@ -10,10 +10,13 @@ persisted, and every coarser table is derived from them exactly (p95 too,
 from the minutes' sorted values, see transforms.py).  The day before the
 first processed date is read too, only for each member's last sample, so the
 first step of an incremental run is right.  The applier tables (hour, day;
-applier.py) come from their own pass over the same samples.  The seven
-tables are small; they are written by concurrent jobs in two waves (member
-tables and applier hours, then the group tables and applier days that read
-them).  The manifest is replaced last.
+applier.py) come from their own pass over the same samples, the flow-control
+tables from one persisted scan of member-seconds (flowrollup.py).  The tables
+are small; they are written by concurrent jobs in two waves (member tables
+and applier hours, then the tables that read them and the rest).  The
+manifest is replaced last.  Adding a table: its module's builder, one
+`if wanted & ...` block in `run_rollup` and its name in `TABLE_GROUPS`/
+`WRITTEN_TABLES`.
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
@@ -298,8 +301,11 @@ def run_rollup(
         # baseline days in the same window (applier.py); only their columns are read.
         tables.update(applier_tables(samples, baseline))
     if wanted & set(TABLE_GROUPS["flow"]):
-        # flow control: its own (pruned) scan of the same dates, per-day figures only
-        tables.update(FR.flow_tables(_read_flow(spark, screened.paths)))
+        # flow control: its own (pruned) scan of the same dates, per-day figures only;
+        # the member-seconds persisted, so that the three tables share one scan
+        seconds = FR.flow_seconds(_read_flow(spark, screened.paths))
+        persisted.append(seconds.persist(StorageLevel.MEMORY_AND_DISK))
+        tables.update(FR.flow_tables_from_seconds(seconds))
     if MEMBER_HOSTS in wanted:
         # the members dimension (memberdim.py): host:port labels for the report
         tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
