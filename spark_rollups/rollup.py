@@ -302,9 +302,11 @@ def run_rollup(
         tables.update(applier_tables(samples, baseline))
     if wanted & set(TABLE_GROUPS["flow"]):
         # flow control: its own (pruned) scan of the same dates, per-day figures only;
-        # the member-seconds persisted, so that the three tables share one scan
+        # the member-seconds persisted and counted before the writes (three concurrent
+        # jobs would each compute them before any had cached them): one scan
         seconds = FR.flow_seconds(_read_flow(spark, screened.paths))
         persisted.append(seconds.persist(StorageLevel.MEMORY_AND_DISK))
+        seconds.count()
         tables.update(FR.flow_tables_from_seconds(seconds))
     if MEMBER_HOSTS in wanted:
         # the members dimension (memberdim.py): host:port labels for the report
