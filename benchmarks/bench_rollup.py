@@ -1,4 +1,4 @@
-"""Spark rollup of a simulated week (9 members, 1 Hz, ~5.4 M rows) beside DuckDB.
+"""Spark rollup of a simulated week (9 members, 1 Hz) beside DuckDB, table for table.
 
 Usage: python benchmarks/bench_rollup.py [--history DIR] [--members 9] [--days 7]
        [--incremental-days 30] [--incremental-members 3]
@@ -8,13 +8,17 @@ The input is an existing history (--history, e.g. `grstats simulate --members
 simulate_history (the same code as `grstats simulate`), or, without grstats,
 with an equivalent pyarrow generator.  It then times:
 - the Spark session start (reported separately),
-- `spark_rollups.rollup.run_rollup` on local[2] (all five tables, written),
-- the same five tables computed by DuckDB over the same Parquet and written,
-- incremental: a 30-day history (3 members) rolled up in full, one day
-  appended, then the incremental run (manifest) beside DuckDB computing the
-  same new day (with the day before, for its first steps),
-and prints rows/s, the cold, warm and incremental ratios Spark/DuckDB and
-the input's bytes per sample.  Figures only; nothing is asserted.
+- `spark_rollups.rollup.run_rollup` on local[2], every table written, in a
+  cold JVM and again warm, then each table group alone (rollup.TABLE_GROUPS:
+  member+group tables, applier, flow control, member_hosts; warm),
+- DuckDB computing the same tables with the tests' oracle queries
+  (tests/fixtures/rollup_oracle.py: like for like) and writing them, per group,
+- incremental (unless --incremental-days 0): a 30-day history (3 members)
+  rolled up in full, one day appended, then the incremental run (manifest)
+  beside DuckDB computing the same new day (with the day before),
+and prints rows/s, the Spark/DuckDB ratios (every table cold and warm, per
+group warm, incremental), the rows per table on both sides and the input's
+bytes per sample.  Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -145,13 +149,17 @@ def compare_counts(spark_out: Path, duck_out: Path) -> str:
     """Rows per table in both outputs (the same work was done)."""
     import duckdb  # noqa: PLC0415 - only the benchmark needs it
 
+    from spark_rollups.rollup import WRITTEN_TABLES  # noqa: PLC0415
+
     con = duckdb.connect()
     parts = []
-    for table in ("member_minute", "member_hour", "member_day", "group_hour", "group_day"):
+    for table in WRITTEN_TABLES:
         counts = [
             con.execute(
                 f"SELECT count(*) FROM read_parquet('{root}/{table}/*/*/*.parquet')"
             ).fetchall()[0][0]
+            if any((root / table).glob("*/*/*.parquet"))
+            else 0  # nothing to write (e.g. no flow-control episode)
             for root in (spark_out, duck_out)
         ]
         parts.append(f"{table} {counts[0]}/{counts[1]}")
@@ -159,93 +167,82 @@ def compare_counts(spark_out: Path, duck_out: Path) -> str:
     return ", ".join(parts)
 
 
-def duckdb_rollup(history: Path, out: Path, threads: int) -> float:
-    """The five tables in DuckDB (same semantics as transforms.py), written as Parquet."""
+def _copy(con: Any, query: str, out: Path, table: str, bucket: str = "bucket_start") -> None:
+    # partitioned like Spark's output: group, UTC date of the bucket
+    con.execute(
+        f"COPY (SELECT *, group_name AS \"group\", strftime({bucket}, '%Y-%m-%d') AS date "
+        f"FROM ({query})) TO '{out}/{table}' "
+        '(FORMAT parquet, PARTITION_BY ("group", date), OVERWRITE_OR_IGNORE)'
+    )
+
+
+def _duck_member(con: Any, history: Path, out: Path) -> None:
+    from tests.fixtures.rollup_oracle import group_sql, member_sql, steps_sql  # noqa: PLC0415
+
+    con.execute(f"CREATE OR REPLACE TEMP TABLE s AS {steps_sql(history)}")
+    for unit in ("minute", "hour", "day"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE member_{unit} AS {member_sql('s', unit)}")
+        _copy(con, f"SELECT * FROM member_{unit}", out, f"member_{unit}")
+    for unit in ("hour", "day"):
+        _copy(con, group_sql(f"member_{unit}", unit), out, f"group_{unit}")
+
+
+def _duck_applier(con: Any, history: Path, out: Path) -> None:
+    from tests.fixtures.rollup_oracle import BUCKET_US, applier_sql, share_columns  # noqa: PLC0415
+
+    for unit in ("hour", "day"):
+        rows = applier_sql(history, BUCKET_US[unit])
+        query = f"SELECT *, make_timestamp(bucket) AS bucket_start, {share_columns()} FROM ({rows})"
+        _copy(con, query, out, f"applier_member_{unit}")
+
+
+def _duck_flow(con: Any, history: Path, out: Path) -> None:
+    from tests.fixtures.rollup_oracle import FLOW_TABLES, flow_sql  # noqa: PLC0415
+
+    for table in FLOW_TABLES:
+        columns = "hour" if table != "flow_control_episodes" else "start_s"
+        query = (
+            f"SELECT *, make_timestamp({columns} * 1000000) AS b FROM ({flow_sql(history, table)})"
+        )
+        _copy(con, query, out, table, bucket="b")
+
+
+def _duck_hosts(con: Any, history: Path, out: Path) -> None:
+    from tests.fixtures.rollup_oracle import member_hosts_sql  # noqa: PLC0415
+
+    _copy(con, member_hosts_sql(history), out, "member_hosts", bucket="day")
+
+
+DUCK_GROUPS = {
+    "member": _duck_member,
+    "applier": _duck_applier,
+    "flow": _duck_flow,
+    "hosts": _duck_hosts,
+}
+
+
+def duckdb_rollup(
+    history: Path, out: Path, threads: int, groups: tuple[str, ...] = tuple(DUCK_GROUPS)
+) -> dict[str, float]:
+    """Every table Spark writes, by the tests' DuckDB oracles, written as Parquet.
+
+    Returns:
+        Seconds per table group (rollup.TABLE_GROUPS), each from its own read of the history.
+    """
     import duckdb  # noqa: PLC0415 - only this function needs it
 
     out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
-    counters = {
-        "transactions_checked": "count_transactions_checked",
-        "conflicts_detected": "count_conflicts_detected",
-        "transactions_remote_applied": "count_transactions_remote_applied",
-        "transactions_local_proposed": "count_transactions_local_proposed",
-        "transactions_local_rollback": "count_transactions_local_rollback",
-    }
-    gauges = {
-        "transactions_in_queue": "count_transactions_in_queue",
-        "transactions_remote_in_applier_queue": "count_transactions_remote_in_applier_queue",
-        "transactions_rows_validating": "count_transactions_rows_validating",
-    }
-    lags = ", ".join(f"lag({src}) OVER w AS p_{out}" for out, src in counters.items())
-    steps = ", ".join(
-        f"CASE WHEN {src} - p_{out} < 0 THEN {src} ELSE {src} - p_{out} END AS {out}"
-        for out, src in counters.items()
-    )
-    reset = " OR ".join(f"{src} < p_{out}" for out, src in counters.items())
-    con.execute(
-        f"""
-        CREATE TEMP TABLE s AS
-        SELECT group_name, member_id, sampled_at, {steps},
-               coalesce({reset}, false) AS is_reset,
-               coalesce(p_inc <> incarnation, false) AS is_restart,
-               {", ".join(f"{src} AS {out}_g" for out, src in gauges.items())}
-        FROM (
-          SELECT *, lag(incarnation) OVER w AS p_inc, {lags}
-          FROM (SELECT DISTINCT ON (member_id, incarnation, seq) *
-                FROM read_parquet('{history}/*/*/part-*.parquet', hive_partitioning = false))
-          WINDOW w AS (PARTITION BY group_name, member_id ORDER BY sampled_at, incarnation, seq)
-        )
-        """
-    )
-    sums = ", ".join(f"coalesce(sum({out}), 0) AS {out}" for out in counters)
-    member_aggs = {}
-    for unit, seconds in (("minute", 60), ("hour", 3600), ("day", 86400)):
-        gauge_aggs = ", ".join(
-            f"min({g}_g) AS {g}_min, avg({g}_g) AS {g}_avg, max({g}_g) AS {g}_max"
-            + (
-                f", quantile_cont({g}_g, 0.95) AS {g}_p95"
-                if g != "transactions_rows_validating"
-                else ""
-            )
-            for g in gauges
-        )
-        member_aggs[unit] = (
-            f"SELECT group_name, member_id, date_trunc('{unit}', sampled_at) AS bucket_start, "
-            f"{sums}, {gauge_aggs}, count(*) AS samples, count(*) / {seconds}.0 AS coverage, "
-            "sum(is_reset::INT) AS resets, sum(is_restart::INT) AS restarts FROM s "
-            "GROUP BY ALL"
-        )
-        con.execute(f"CREATE TEMP TABLE member_{unit} AS {member_aggs[unit]}")
-    for unit, seconds in (("hour", 3600), ("day", 86400)):
-        con.execute(
-            f"""CREATE TEMP TABLE group_{unit} AS
-            SELECT group_name, bucket_start, count(*) AS members,
-              max(transactions_checked) AS transactions_checked,
-              max(conflicts_detected) AS conflicts_detected,
-              max(transactions_remote_applied) AS transactions_remote_applied,
-              sum(transactions_local_proposed) AS transactions_local_proposed,
-              sum(transactions_local_rollback) AS transactions_local_rollback,
-              max(conflicts_detected) / nullif(max(transactions_checked), 0) AS conflict_rate,
-              max(transactions_in_queue_max) AS transactions_in_queue_max,
-              max(transactions_remote_in_applier_queue_max)
-                AS transactions_remote_in_applier_queue_max,
-              sum(samples) AS samples, sum(samples) / (count(*) * {seconds}.0) AS coverage,
-              sum(resets) AS resets, sum(restarts) AS restarts
-            FROM member_{unit} GROUP BY ALL"""
-        )
-    for table in ("member_minute", "member_hour", "member_day", "group_hour", "group_day"):
-        con.execute(
-            f"COPY (SELECT *, strftime(bucket_start, '%Y-%m-%d') AS date FROM {table}) "
-            f"TO '{out}/{table}' (FORMAT parquet, PARTITION_BY (group_name, date), "
-            "OVERWRITE_OR_IGNORE)"
-        )
+    seconds = {}
+    for group in groups:
+        started = time.monotonic()
+        DUCK_GROUPS[group](con, history, out)
+        seconds[group] = time.monotonic() - started
     con.close()
-    return time.monotonic() - started
+    return seconds
 
 
 def incremental(spark: Any, work: Path, members: int, days: int) -> tuple[float, float, float]:
@@ -281,9 +278,16 @@ def incremental(spark: Any, work: Path, members: int, days: int) -> tuple[float,
     previous = history / "group=bench" / f"date={(start + dt.timedelta(days=days - 1)).isoformat()}"
     for day in (previous, new_day):
         shutil.copytree(day, two_days / day.name)
-    duck = min(duckdb_rollup(two_days.parent, work / f"inc-duck-{i}", threads=2) for i in range(2))
+    duck = min(
+        sum(duckdb_rollup(two_days.parent, work / f"inc-duck-{i}", threads=2).values())
+        for i in range(2)
+    )
     print(f"incremental: duckdb on the new day and the one before: {duck:.1f} s")
     return full, step, duck
+
+
+def _ratios(spark_s: dict[str, float], duck_s: dict[str, float]) -> str:
+    return ", ".join(f"{g} {spark_s[g] / duck_s[g]:.2f}x" for g in duck_s)
 
 
 def main() -> int:
@@ -291,7 +295,7 @@ def main() -> int:
     parser.add_argument("--history", type=Path, help="existing history (e.g. grstats simulate)")
     parser.add_argument("--members", type=int, default=9)
     parser.add_argument("--days", type=int, default=7)
-    parser.add_argument("--incremental-days", type=int, default=30)
+    parser.add_argument("--incremental-days", type=int, default=30, help="0: no incremental run")
     parser.add_argument("--incremental-members", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
@@ -313,7 +317,7 @@ def main() -> int:
             f"{size / rows:.2f} bytes/sample"
         )
 
-        from spark_rollups.rollup import build_session, run_rollup  # noqa: PLC0415
+        from spark_rollups.rollup import TABLE_GROUPS, build_session, run_rollup  # noqa: PLC0415
 
         started = time.monotonic()
         spark = build_session("local[2]", "bench-rollup")
@@ -333,27 +337,49 @@ def main() -> int:
             )
             timings.append(time.monotonic() - started)
             print(
-                f"spark rollup ({attempt} JVM): {timings[-1]:.1f} s, "
+                f"spark rollup, every table ({attempt} JVM): {timings[-1]:.1f} s, "
                 f"{rows / timings[-1] / 1e6:.2f} M rows/s"
             )
-        full, step, inc_duck = incremental(
-            spark, work, args.incremental_members, args.incremental_days
+        # each group alone (warm JVM): its own read of the history, as DuckDB's below
+        spark_groups = {}
+        for group, tables in TABLE_GROUPS.items():
+            started = time.monotonic()
+            run_rollup(
+                spark, str(history), str(work / "spark-groups"), since="1970-01-01", only=tables
+            )
+            spark_groups[group] = time.monotonic() - started
+        print(
+            "spark rollup per table group (warm): "
+            + ", ".join(f"{g} {t:.1f} s" for g, t in spark_groups.items())
         )
+        inc = None
+        if args.incremental_days > 0:
+            inc = incremental(spark, work, args.incremental_members, args.incremental_days)
         spark.stop()
         duck_runs = [duckdb_rollup(history, work / f"duckdb-{i}", threads=2) for i in range(2)]
-        duck = min(duck_runs)  # the faster run: the ratio errs against Spark
+        # per group the faster run: the ratio errs against Spark
+        duck_groups = {g: min(run[g] for run in duck_runs) for g in duck_runs[0]}
+        duck = sum(duck_groups.values())
         print(
-            f"duckdb rollup (2 threads): {' / '.join(f'{d:.1f}' for d in duck_runs)} s, "
-            f"{rows / duck / 1e6:.2f} M rows/s"
+            f"duckdb rollup, every table (2 threads): "
+            f"{' / '.join(f'{sum(r.values()):.1f}' for r in duck_runs)} s, "
+            f"{rows / duck / 1e6:.2f} M rows/s; per group: "
+            + ", ".join(f"{g} {t:.1f} s" for g, t in duck_groups.items())
         )
         print(
             f"rows per table spark/duckdb: {compare_counts(work / 'spark-warm', work / 'duckdb-1')}"
         )
         print(
-            f"ratio spark/duckdb: {timings[0] / duck:.2f} (cold), {timings[-1] / duck:.2f} (warm), "
-            f"{step / inc_duck:.2f} (incremental: one new day, DuckDB on the same day)"
+            f"ratio spark/duckdb, every table: {timings[0] / duck:.2f} (cold), "
+            f"{timings[-1] / duck:.2f} (warm)"
         )
-        print(f"ratio incremental/full spark rollup: {step / full:.2f}")
+        print(f"ratio spark/duckdb per table group (warm): {_ratios(spark_groups, duck_groups)}")
+        if inc is not None:
+            full, step, inc_duck = inc
+            print(
+                f"ratio spark/duckdb incremental (one new day, DuckDB on the same day): "
+                f"{step / inc_duck:.2f}; incremental/full spark rollup: {step / full:.2f}"
+            )
     finally:
         if args.keep:
             print(f"kept {work}")

@@ -44,6 +44,7 @@ __all__ = [
     "FLOW_TABLES",
     "flow_seconds",
     "flow_tables",
+    "flow_tables_from_seconds",
 ]
 
 FLOW_TABLES = ("flow_control_group_hour", "flow_control_member_hour", "flow_control_episodes")
@@ -223,7 +224,7 @@ def _episodes(seconds: DataFrame) -> DataFrame:
 
 
 def flow_tables(history: DataFrame) -> dict[str, DataFrame]:
-    """The three flow-control tables of `history` (one scan, the member-seconds shared).
+    """The three flow-control tables of `history` as one lazy plan (tests).
 
     Args:
         history: history rows with the flow columns.
@@ -231,7 +232,18 @@ def flow_tables(history: DataFrame) -> dict[str, DataFrame]:
     Returns:
         Table name -> DataFrame (with `day`, the output partition).
     """
-    seconds = flow_seconds(history)
+    return flow_tables_from_seconds(flow_seconds(history))
+
+
+def flow_tables_from_seconds(seconds: DataFrame) -> dict[str, DataFrame]:
+    """The three flow-control tables from `flow_seconds` (rollup.py persists them: one scan).
+
+    Args:
+        seconds: output of `flow_seconds`.
+
+    Returns:
+        Table name -> DataFrame (with `day`, the output partition).
+    """
     return {
         "flow_control_group_hour": _group_hour(seconds),
         "flow_control_member_hour": _member_hour(seconds),

@@ -10,10 +10,13 @@ persisted, and every coarser table is derived from them exactly (p95 too,
 from the minutes' sorted values, see transforms.py).  The day before the
 first processed date is read too, only for each member's last sample, so the
 first step of an incremental run is right.  The applier tables (hour, day;
-applier.py) come from their own pass over the same samples.  The seven
-tables are small; they are written by concurrent jobs in two waves (member
-tables and applier hours, then the group tables and applier days that read
-them).  The manifest is replaced last.
+applier.py) come from their own pass over the same samples, the flow-control
+tables from one persisted scan of member-seconds (flowrollup.py).  The tables
+are small; they are written by concurrent jobs in two waves (member tables
+and applier hours, then the tables that read them and the rest).  The
+manifest is replaced last.  Adding a table: its module's builder, one
+`if wanted & ...` block in `run_rollup` and its name in `TABLE_GROUPS`/
+`WRITTEN_TABLES`.
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
@@ -34,7 +37,7 @@ import datetime as dt
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote
 
@@ -71,6 +74,7 @@ __all__ = [
     "GTID_TABLES",
     "MEMBER_TABLES",
     "TABLES",
+    "TABLE_GROUPS",
     "WRITTEN_TABLES",
     "RollupError",
     "build_parser",
@@ -91,6 +95,15 @@ GTID_TABLES = GR.GTID_TABLES  # GTID divergence (gtidrollup.py): straight from t
 ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES, *COMMIT_TABLES)  # commit path: commitrollup.py
 # every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
 WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
+# the tables by the pass that computes them (`run_rollup(only=...)`, the benchmark's groups)
+TABLE_GROUPS: dict[str, tuple[str, ...]] = {
+    "member": (*MEMBER_TABLES, *GROUP_TABLES),
+    "applier": APPLIER_TABLES,
+    "flow": FLOW_TABLES,
+    "gtid": GTID_TABLES,
+    "commit": COMMIT_TABLES,
+    "hosts": (MEMBER_HOSTS,),
+}
 
 
 class RollupError(Exception):
@@ -217,6 +230,7 @@ def run_rollup(
     period_seconds: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
     strict: bool = False,
+    only: Collection[str] | None = None,
 ) -> dict[str, int]:
     """Roll the history up into the seven tables, the flow-control, GTID and commit-path
     tables and member_hosts.
@@ -232,6 +246,8 @@ def run_rollup(
         progress: called with one line per step.
         strict: fail (before writing anything) when a history file cannot be read,
             instead of skipping it (each skipped file is named either way).
+        only: write only these tables (a measurement: the manifest and the skipped
+            files are then left as they were); None = every table.
 
     Returns:
         Rows written per table (empty when there was nothing to do).
@@ -274,25 +290,40 @@ def run_rollup(
         record_skipped(spark, out, plan.dates, screened.skipped)
         return {}
     baseline = _read(spark, base.paths)
-    # The one expensive pass (ordering every sample); everything else reads its result.
-    started = time.monotonic()
-    raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
-    minute_rows = raw_minutes.count()
-    progress(f"rollup: samples ordered into {minute_rows} member minutes in {_since(started)}")
-    minutes = T.apply_day_boundary(
-        raw_minutes, None if baseline is None else T.last_samples(baseline)
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    tables = T.tables_from_minutes(minutes, period_seconds)
-    # The applier tables order the samples once more, per member and with the
-    # baseline days in the same window (applier.py); only their columns are read.
-    tables.update(applier_tables(samples, baseline))
-    tables.update(commit_tables(samples, baseline))  # the commit path, the same way
-    # flow control: its own (pruned) scan of the same dates, per-day figures only
-    tables.update(FR.flow_tables(_read_flow(spark, screened.paths)))
-    # GTID divergence: its own (pruned) scan, per-day figures only
-    tables.update(GR.gtid_tables(GR.read_gtid_columns(spark, screened.paths)))
-    # the members dimension (memberdim.py): host:port labels for the report
-    tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
+    wanted = {t for t in WRITTEN_TABLES if only is None or t in only}
+    tables: dict[str, DataFrame] = {}
+    persisted: list[DataFrame] = []
+    if wanted & set(TABLE_GROUPS["member"]):
+        # The one expensive pass (ordering every sample); the member and group tables read it.
+        started = time.monotonic()
+        raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
+        minute_rows = raw_minutes.count()
+        progress(f"rollup: samples ordered into {minute_rows} member minutes in {_since(started)}")
+        minutes = T.apply_day_boundary(
+            raw_minutes, None if baseline is None else T.last_samples(baseline)
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted += [minutes, raw_minutes]
+        tables.update(T.tables_from_minutes(minutes, period_seconds))
+    if wanted & set(TABLE_GROUPS["applier"]):
+        # The applier tables order the samples once more, per member and with the
+        # baseline days in the same window (applier.py); only their columns are read.
+        tables.update(applier_tables(samples, baseline))
+    if wanted & set(TABLE_GROUPS["commit"]):
+        tables.update(commit_tables(samples, baseline))  # the commit path, the same way
+    if wanted & set(TABLE_GROUPS["flow"]):
+        # flow control: its own (pruned) scan of the same dates, per-day figures only;
+        # the member-seconds persisted and counted before the writes (three concurrent
+        # jobs would each compute them before any had cached them): one scan
+        seconds = FR.flow_seconds(_read_flow(spark, screened.paths))
+        persisted.append(seconds.persist(StorageLevel.MEMORY_AND_DISK))
+        seconds.count()
+        tables.update(FR.flow_tables_from_seconds(seconds))
+    if wanted & set(TABLE_GROUPS["gtid"]):
+        # GTID divergence: its own (pruned) scan, per-day figures only
+        tables.update(GR.gtid_tables(GR.read_gtid_columns(spark, screened.paths)))
+    if MEMBER_HOSTS in wanted:
+        # the members dimension (memberdim.py): host:port labels for the report
+        tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
     counts: dict[str, int] = {}
 
     def write(table: str) -> None:
@@ -305,15 +336,17 @@ def run_rollup(
     # The tables are small: their jobs wait on scheduling and file commits more
     # than on the cores, so they run side by side (the group tables read the
     # persisted member tables, hence two waves).
-    first = (*MEMBER_TABLES, APPLIER_TABLES[0], COMMIT_TABLES[0])
+    first = tuple(t for t in (*MEMBER_TABLES, APPLIER_TABLES[0], COMMIT_TABLES[0]) if t in wanted)
     # the group and applier-day tables read the persisted tables of the first wave
-    second = tuple(t for t in WRITTEN_TABLES if t not in first)
+    second = tuple(t for t in WRITTEN_TABLES if t in wanted and t not in first)
     workers = max(len(first), len(second))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollup") as pool:
         for wave in (first, second):
             list(pool.map(write, wave))
-    for frame in (*tables.values(), minutes, raw_minutes):
+    for frame in (*tables.values(), *persisted):
         frame.unpersist()
+    if only is not None:
+        return counts
     record_skipped(spark, out, plan.dates, screened.skipped)
     # Last: a crash before this line leaves the old manifest, and the next run redoes.
     write_text_atomic(

@@ -20,14 +20,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from spark_rollups.rollup import run_rollup
+from tests.fixtures.rollup_oracle import INCREASES, SHARES, applier_sql, share_columns
 from tests.spark_rollups.history_rows import SCHEMA, row
-from tests.spark_rollups.oracles import assert_rows_equal, counter_steps, rollup_rows
+from tests.spark_rollups.oracles import assert_rows_equal, rollup_rows
 
 pytestmark = pytest.mark.slow
 
@@ -35,35 +37,6 @@ DAY1 = dt.datetime(2026, 11, 17, tzinfo=dt.UTC)  # Tuesday of ISO week 2026-W47
 DAY2 = DAY1 + dt.timedelta(days=1)
 DAY3 = DAY1 + dt.timedelta(days=2)
 NS = 1_000_000_000
-# history column -> rollup column, written out here from the issue's definitions
-INCREASES = {
-    "total_active_time_duration": "active_ns",
-    "transactions_committed_count": "transactions_committed",
-    "transactions_committed_size_bytes_sum": "committed_bytes",
-    "events_committed_count": "events_committed",
-    "waits_for_work_from_source_count": "work_from_source_waits",
-    "waits_for_work_from_source_sum_time": "work_from_source_wait_ns",
-    "waits_for_available_worker_count": "available_worker_waits",
-    "waits_for_available_worker_sum_time": "available_worker_wait_ns",
-    "waits_commit_schedule_dependency_count": "commit_schedule_dependency_waits",
-    "waits_commit_schedule_dependency_sum_time": "commit_schedule_dependency_wait_ns",
-    "waits_for_worker_queues_memory_count": "worker_queues_memory_waits",
-    "waits_for_worker_queues_memory_sum_time": "worker_queues_memory_wait_ns",
-    "waits_worker_queues_full_count": "worker_queues_full_waits",
-    "waits_worker_queues_full_sum_time": "worker_queues_full_wait_ns",
-    "waits_due_to_commit_order_count": "commit_order_waits",
-    "waits_due_to_commit_order_sum_time": "commit_order_wait_ns",
-    "read_from_relay_log_sum_time": "relay_log_read_wait_ns",
-}
-SHARES = {
-    "work_from_source_share": "work_from_source_wait_ns",
-    "available_worker_share": "available_worker_wait_ns",
-    "commit_schedule_dependency_share": "commit_schedule_dependency_wait_ns",
-    "worker_queues_memory_share": "worker_queues_memory_wait_ns",
-    "worker_queues_full_share": "worker_queues_full_wait_ns",
-    "commit_order_share": "commit_order_wait_ns",
-    "relay_log_read_share": "relay_log_read_wait_ns",
-}
 BUCKET_US = {"applier_member_hour": 3_600_000_000, "applier_member_day": 86_400_000_000}
 
 
@@ -150,12 +123,10 @@ def applier_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def expected_applier(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
     """The applier table from DuckDB: (member, bucket start in µs) -> columns."""
-    expected = counter_steps(history, INCREASES, BUCKET_US[table])
-    for r in expected.values():
-        for share, wait in SHARES.items():
-            active = r["active_ns"]
-            r[share] = None if not active or r[wait] is None else r[wait] / active
-    return expected
+    rows = applier_sql(history, BUCKET_US[table])
+    sql = f"SELECT * EXCLUDE (group_name), {share_columns()} FROM ({rows})"
+    result = duckdb.sql(sql).to_arrow_table().to_pylist()
+    return {(r.pop("member_id"), r.pop("bucket")): r for r in result}
 
 
 def _actual(out: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +24,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from grstats.offline.backfill import member_ids, simulate_history
-from spark_rollups.rollup import APPLIER_TABLES, TABLES, run_rollup
+from spark_rollups.rollup import APPLIER_TABLES, GROUP_TABLES, MEMBER_TABLES, TABLES, run_rollup
+from tests.fixtures.rollup_oracle import group_sql, member_sql, steps_sql
 from tests.spark_rollups.test_rollup_applier import expected_applier
 
 pytestmark = pytest.mark.slow
@@ -179,18 +181,24 @@ def _group_tables(
 
 
 @pytest.fixture(scope="module")
-def expected(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+def expected_members(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
     members = _member_tables(history)
-    appliers = {  # DuckDB's, keyed like the others by bucket start in seconds
-        table: {(m, b // US): rec for (m, b), rec in expected_applier(history, table).items()}
-        for table in APPLIER_TABLES
-    }
     return {
         **members,
         "group_hour": _group_tables(members["member_hour"], 3600),
         "group_day": _group_tables(members["member_day"], 86400),
-        **appliers,
     }
+
+
+@pytest.fixture(scope="module")
+def expected(
+    history: Path, expected_members: dict[str, dict[Any, dict[str, Any]]]
+) -> dict[str, dict[Any, dict[str, Any]]]:
+    appliers = {  # DuckDB's, keyed like the others by bucket start in seconds
+        table: {(m, b // US): rec for (m, b), rec in expected_applier(history, table).items()}
+        for table in APPLIER_TABLES
+    }
+    return {**expected_members, **appliers}
 
 
 # --------------------------------------------------------------- actual
@@ -227,6 +235,22 @@ def rolled(spark: Any, history: Path, tmp_path_factory: pytest.TempPathFactory) 
     out = tmp_path_factory.mktemp("rollups")
     run_rollup(spark, str(history), str(out))
     return out
+
+
+@pytest.mark.parametrize("table", [*MEMBER_TABLES, *GROUP_TABLES])
+def test_the_shared_duckdb_oracle_equals_the_independent_computation(
+    history: Path, expected_members: dict[str, Any], table: str
+) -> None:
+    # the queries the benchmark times DuckDB with (like for like with Spark)
+    unit = table.split("_")[1]
+    members = f"({member_sql(f'({steps_sql(history)})', unit)})"
+    sql = members if table.startswith("member") else group_sql(members, unit)
+    frame = duckdb.sql(f"SELECT *, epoch(bucket_start)::BIGINT AS bucket_s FROM ({sql})")
+    actual = {}
+    for rec in frame.to_arrow_table().to_pylist():
+        key = (rec["member_id"], rec["bucket_s"]) if "member_id" in rec else rec["bucket_s"]
+        actual[key] = rec
+    _assert_same(table, actual, expected_members[table])
 
 
 @pytest.mark.parametrize("table", TABLES)

@@ -9,7 +9,8 @@ seconds (sampled 0.4 s after the second); member a's rows are partly written
 twice, and it alone says "throttled" at 10:08:20; a file from before the
 flow-control columns has none.  The rollup runs as production runs it
 (`run_rollup`); the expected tables are DuckDB SQL written from the
-definitions in spark_rollups/flowrollup.py's docstring, over the same files
+definitions in spark_rollups/flowrollup.py's docstring
+(tests/fixtures/rollup_oracle.py, shared with the benchmark), over the same files
 (`union_by_name` reads the old file's fc_* as NULL).  The key figures are also
 worked out by hand.
 """
@@ -30,6 +31,7 @@ import pytest
 from grstats.core.records import FLOW_HISTORY_COLUMNS
 from spark_rollups.report import report
 from spark_rollups.rollup import FLOW_TABLES, run_rollup
+from tests.fixtures.rollup_oracle import flow_sql
 from tests.spark_rollups.history_rows import SCHEMA, row
 
 pytestmark = pytest.mark.slow
@@ -125,33 +127,11 @@ def flow_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return history, out
 
 
-# -- the definitions, in DuckDB ---------------------------------------------------
-
-_SECONDS = """
-    WITH rows AS (
-        SELECT * FROM read_parquet('{history}/*/*/part-*.parquet',
-                                   union_by_name = true, hive_partitioning = false)
-    ), member_seconds AS (
-        SELECT group_name, member_id,
-               floor(epoch_us(sampled_at) / 1000000)::BIGINT AS sec,
-               bool_or(fc_throttling = 1) AS throttled,
-               bool_or(coalesce(fc_bottleneck, '') <> '') AS bottleneck,
-               bool_or(fc_throttling = 1 AND coalesce(fc_bottleneck, '') <> '') AS caused,
-               max(nullif(fc_bottleneck, '')) AS kind,
-               max(fc_excess_over_threshold) AS excess,
-               max(count_transactions_in_queue) AS cq,
-               max(count_transactions_remote_in_applier_queue) AS aq,
-               max(fc_catch_up_eta_seconds) AS eta,
-               bool_or(fc_failover_ready = 0) AS unready
-        FROM rows WHERE fc_throttling IS NOT NULL GROUP BY ALL
-    )
-"""
+# -- the definitions, in DuckDB (tests/fixtures/rollup_oracle.py) -----------------
 
 
-def _duck(history: Path, query: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = (
-        duckdb.sql(_SECONDS.format(history=history) + query).to_arrow_table().to_pylist()
-    )
+def _duck(history: Path, table: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = duckdb.sql(flow_sql(history, table)).to_arrow_table().to_pylist()
     return rows
 
 
@@ -184,23 +164,7 @@ GROUP_HOUR = "seconds, throttled_seconds, attributed_seconds, unattributed_secon
 
 def test_group_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
     history, out = flow_rollup
-    expected = _duck(
-        history,
-        """
-        , group_seconds AS (
-            SELECT group_name, sec, bool_or(throttled) AS throttled,
-                   bool_or(caused) AS attributed, count(*) FILTER (caused) AS causes
-            FROM member_seconds GROUP BY ALL
-        )
-        SELECT group_name, sec // 3600 * 3600 AS hour,
-               count(*) AS seconds,
-               count(*) FILTER (throttled) AS throttled_seconds,
-               count(*) FILTER (attributed) AS attributed_seconds,
-               count(*) FILTER (throttled AND NOT attributed) AS unattributed_seconds,
-               count(*) FILTER (causes > 1) AS shared_seconds
-        FROM group_seconds GROUP BY ALL
-        """,
-    )
+    expected = _duck(history, "flow_control_group_hour")
     actual = _spark_table(
         out, "flow_control_group_hour", f"group_name, epoch(bucket_start) AS hour, {GROUP_HOUR}"
     )
@@ -223,35 +187,7 @@ MEMBER_HOUR = (
 
 def test_member_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
     history, out = flow_rollup
-    expected = _duck(
-        history,
-        """
-        , finite AS (
-            SELECT *, CASE WHEN isfinite(eta) THEN eta END AS feta FROM member_seconds
-        )
-        SELECT group_name, member_id, sec // 3600 * 3600 AS hour,
-               count(*) AS seconds,
-               count(*) FILTER (bottleneck) AS bottleneck_seconds,
-               count(*) FILTER (caused) AS throttled_seconds_caused,
-               count(*) FILTER (caused AND kind = 'certifier')
-                   AS throttled_seconds_caused_certifier,
-               count(*) FILTER (caused AND kind = 'applier')
-                   AS throttled_seconds_caused_applier,
-               max(excess) AS excess_max, max(cq) AS certifier_queue_max,
-               max(aq) AS applier_queue_max,
-               count(*) FILTER (eta = 0) AS catch_up_0s,
-               count(*) FILTER (eta > 0 AND eta < 10) AS catch_up_under_10s,
-               count(*) FILTER (eta >= 10 AND eta <= 60) AS catch_up_10_60s,
-               count(*) FILTER (eta > 60 AND isfinite(eta)) AS catch_up_over_60s,
-               count(*) FILTER (eta = 'infinity'::DOUBLE) AS catch_up_never,
-               count(*) FILTER (eta IS NULL) AS catch_up_unknown,
-               quantile_cont(feta, 0.5) AS catch_up_eta_p50,
-               quantile_cont(feta, 0.95) AS catch_up_eta_p95,
-               max(feta) AS catch_up_eta_max,
-               count(*) FILTER (unready) AS failover_unready_seconds
-        FROM finite GROUP BY ALL
-        """,
-    )
+    expected = _duck(history, "flow_control_member_hour")
     actual = _spark_table(
         out,
         "flow_control_member_hour",
@@ -266,27 +202,7 @@ def test_member_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
 
 def test_episodes_equal_duckdb(flow_rollup: tuple[Path, Path]) -> None:
     history, out = flow_rollup
-    expected = _duck(
-        history,
-        """
-        , caused AS (
-            SELECT *, sec // 86400 AS day,  -- the UTC day, whatever the session's time zone
-                   sec - lag(sec) OVER (PARTITION BY group_name, member_id, sec // 86400
-                                        ORDER BY sec) AS gap
-            FROM member_seconds WHERE caused
-        ), numbered AS (
-            SELECT *, sum(CASE WHEN gap IS NULL OR gap > 2 THEN 1 ELSE 0 END)
-                      OVER (PARTITION BY group_name, member_id, day ORDER BY sec) AS episode
-            FROM caused
-        )
-        SELECT group_name, member_id, min(sec) AS start_s, max(sec) AS end_s,
-               count(*) AS throttled_seconds,
-               array_to_string(list_sort(list_distinct(list(kind))), '+') AS bottleneck,
-               max(excess) AS excess_max, max(cq) AS certifier_queue_max,
-               max(aq) AS applier_queue_max
-        FROM numbered GROUP BY group_name, member_id, day, episode
-        """,
-    )
+    expected = _duck(history, "flow_control_episodes")
     actual = _spark_table(
         out,
         "flow_control_episodes",

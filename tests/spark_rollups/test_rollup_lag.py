@@ -25,11 +25,11 @@ import pytest
 from grstats.core.records import LAG_HISTORY_COLUMNS
 from spark_rollups.report import report
 from spark_rollups.rollup import run_rollup
+from tests.fixtures.rollup_oracle import LAGS, lag_sql
 from tests.spark_rollups.history_rows import SCHEMA, row
 
 pytestmark = pytest.mark.slow
 
-LAGS = ("replication_lag_seconds", "queue_lag_seconds", "apply_lag_seconds", "apply_time_seconds")
 DAY1 = dt.datetime(2026, 11, 17, tzinfo=dt.UTC)  # Tuesday of ISO week 2026-W47
 DAY2 = DAY1 + dt.timedelta(days=1)
 BUCKET_US = {
@@ -88,22 +88,7 @@ def lag_rollup(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 
 
 def _expected(history: Path, table: str) -> dict[tuple[str, int], dict[str, Any]]:
-    bucket = BUCKET_US[table]
-    stats = ", ".join(
-        f"quantile_cont({lag}, {q}) AS {lag}_p{round(q * 100)}"
-        for lag in LAGS
-        for q in (0.5, 0.95, 0.99)
-    )
-    maxima = ", ".join(f"max({lag}) AS {lag}_max" for lag in LAGS)
-    sql = f"""
-        WITH samples AS (
-            SELECT DISTINCT * FROM read_parquet('{history}/*/*/part-*.parquet',
-                                                union_by_name = true, hive_partitioning = false)
-        )
-        SELECT member_id, epoch_us(sampled_at) // {bucket} * {bucket} AS bucket,
-               {stats}, {maxima}
-        FROM samples GROUP BY ALL
-    """
+    sql = lag_sql(history, BUCKET_US[table])
     result = duckdb.sql(sql).to_arrow_table().to_pylist()
     return {(r.pop("member_id"), r.pop("bucket")): r for r in result}
 
