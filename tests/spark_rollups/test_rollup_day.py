@@ -74,7 +74,9 @@ def _make_awkward(history: Path, members: list[str]) -> None:
     daemon = (member == members[0]) & (t >= _at(DAY2, 12))
     columns["incarnation"][daemon] += 1
     columns["seq"][daemon] = np.arange(1, int(daemon.sum()) + 1)
-    rewritten = pa.table(columns, schema=schema).filter(pa.array(keep))
+    # back to Arrow with NULL where numpy made NaN (sparse int64 columns: the commit path's)
+    arrays = {n: pa.array(columns[n], schema.field(n).type, from_pandas=True) for n in schema.names}
+    rewritten = pa.table(arrays, schema=schema).filter(pa.array(keep))
     pq.write_table(rewritten, partition / "part-0000-rewritten.parquet")
     # the same five minutes of member 0 written twice (a crash replay)
     dup_t = pc.cast(rewritten["sampled_at"], pa.int64())
