@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import configparser
 import ctypes
-import inspect
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grstats.api.server import ApiServer
+from grstats.api.options import ApiOptions
 
 UNITS_DIR = Path(__file__).resolve().parents[1] / "systemd"
 UNIT_FILES = (
@@ -108,7 +107,7 @@ def test_daemon_unit_bounds_memory_tasks_and_files() -> None:
     assert int(service["TasksMax"][-1]) >= 64
     nofile = int(service["LimitNOFILE"][-1])
     # The API may hold max_connections served plus as many refused-lingering sockets.
-    cap = inspect.signature(ApiServer).parameters["max_connections"].default
+    cap = ApiOptions().max_connections
     assert 2 * cap + 64 <= nofile
 
 
