@@ -116,11 +116,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path | str]:
 
 def _fill(ballast: Path) -> int:
     """Write `ballast` until the file system is full; its size in bytes."""
-    with ballast.open("wb") as f:
+    # unbuffered: ENOSPC is raised by a write, never by the close's flush of a remainder
+    with ballast.open("wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC, exc
     return ballast.stat().st_size
