@@ -27,7 +27,8 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
@@ -187,27 +188,26 @@ def member_lag_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
 
 def applier_metrics_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
     """replication_applier_metrics: every member's, from its applier metrics."""
-    rows: list[Row] = []
-    sample = inputs.sample
-    if sample is not None and sample.applier is not None:
-        rows.extend(metrics_rows(sample.member.member_id, sample.applier))
-    if not inputs.alone:
-        for _key, remote in inputs.registry.items():
-            if remote.applier is not None:
-                rows.extend(metrics_rows(remote.envelope.member.id, remote.applier))
-    return tuple(rows)
+    return _applier_rows(inputs, metrics_rows)
 
 
 def applier_worker_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
     """replication_applier_progress_by_worker: every member's workers."""
+    return _applier_rows(inputs, worker_rows)
+
+
+def _applier_rows(
+    inputs: SnapshotInputs, build: Callable[[str, Any], Iterable[Row]]
+) -> tuple[Row, ...]:
+    """`build(member_id, applier)` over the local member, then every remote one with one."""
     rows: list[Row] = []
     sample = inputs.sample
     if sample is not None and sample.applier is not None:
-        rows.extend(worker_rows(sample.member.member_id, sample.applier))
+        rows.extend(build(sample.member.member_id, sample.applier))
     if not inputs.alone:
         for _key, remote in inputs.registry.items():
             if remote.applier is not None:
-                rows.extend(worker_rows(remote.envelope.member.id, remote.applier))
+                rows.extend(build(remote.envelope.member.id, remote.applier))
     return tuple(rows)
 
 
