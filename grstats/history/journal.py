@@ -145,12 +145,12 @@ class Journal:
             self._wal = WalFile(new_wal_path(self.wal_dir, self.writer, self._next), self._ops)
             self._next += 1
             self._wal.append(carried)
-        if gone:
-            with self._counters.lock:
-                self._counters.fault(
-                    "deleted",
-                    f"{len(gone)} write-ahead log file(s) deleted with the history directory",
-                )
+        with self._counters.lock:  # the segments went with it, and maybe closed WAL files
+            self._counters.fault(
+                "deleted",
+                "the history directory was deleted under the running writer"
+                f" ({len(gone)} closed write-ahead log file(s) with it)",
+            )
         log.warning(
             "history.directory_recreated",
             directory=str(self.directory),

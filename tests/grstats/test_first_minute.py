@@ -229,7 +229,8 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
     shutil.rmtree(history)
     # Deleted under the running daemon: the writer recreates the directory at its
     # next tick and writes on (the rows held meanwhile land there), every surface
-    # answers throughout, /healthz is ok again and the deletion moved a counter.
+    # answers throughout, and the deletion moved a counter and degrades /healthz
+    # with a history_data reason naming it (history was lost) and nothing else.
     wait_for(lambda: (history / "wal").is_dir() or None, 30, "the history directory recreated")
     wait_for(lambda: set(_segments(history)) - before or None, 30, "new segments written")
     wait_for(lambda: _history_count(port) > 0, 20, "the new history rows over SQL")
@@ -237,11 +238,12 @@ def test_every_query_answers_across_segment_rotation_and_a_deleted_history(
     assert tables[("grstats", "history")] == empty_columns
     assert daemon.table("replication_group_member_stats")
 
-    def healthy() -> dict[str, Any] | None:
+    def only_the_deletion() -> dict[str, Any] | None:
         status, health = daemon.get("/healthz")
-        return health if status == 200 else None
+        return health if status == 503 and health["reasons"] == ["history_data"] else None
 
-    wait_for(healthy, 30, "/healthz ok again")
+    health = wait_for(only_the_deletion, 30, "/healthz degraded by the deletion only")
+    assert any("history directory was deleted" in d for d in health["details"]), health
     status, body = http_get(daemon.api_port, "/metrics")
     assert status == 200
     errors = [
