@@ -90,17 +90,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two parts, both must pass: everything but the `timing` tests on PYTEST_WORKERS
+# pytest-xdist workers (the Spark tests all on one of them: tests/conftest.py),
+# then the `timing` tests alone, so that what they bound is the daemon's delay and
+# not a neighbour's Spark job.  PYTEST_WORKERS=0 runs the first part in-process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) sysdeps-test
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup -m "not timing"
+	$(BIN)/pytest -q -p no:cacheprovider -m "timing"
 
 test: lint typecheck pytest
 
 # The edit-run loop: everything but Spark (the `spark` marker, set from the Spark
 # fixtures by tests/conftest.py: the session and the standalone cluster), the demo,
-# the slow integration tests and the soak. `make test` still runs everything.
-FAST_MARKERS := not spark and not demo and not slow and not soak
+# the slow integration tests, the soak and the timing tests, on the xdist workers.
+# `make test` still runs everything.
+FAST_MARKERS := not spark and not demo and not slow and not soak and not timing
 test-fast: $(STAMP) sysdeps-test
-	$(BIN)/pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) -m "$(FAST_MARKERS)"
 
 # The issue-21 soak for hours (make test runs it for 20 s): SOAK_SECONDS=... to change.
 # Its full disk is a tmpfs (root; 16 MiB + 64 MiB per hour of soak, RAM while full).

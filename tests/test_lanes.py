@@ -60,6 +60,25 @@ def test_the_fast_lane_keeps_the_tests_without_spark() -> None:
     assert "deselected" not in fast.stdout
 
 
+def _pytest_recipe_markers() -> list[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^pytest:.*\n((?:\t.*\n)+)", text, re.MULTILINE)
+    assert recipe is not None, "no pytest target in the Makefile"
+    return re.findall(r'-m "([^"]+)"', recipe.group(1))
+
+
+def test_make_test_runs_every_test_once_across_its_parallel_and_timing_parts() -> None:
+    parts = _pytest_recipe_markers()
+    assert parts == ["not timing", "timing"], parts
+    tests = ["tests/faults", "tests/grstats/sql"]
+    every, *split = (_collect(*args, *tests) for args in ([], ["-m", parts[0]], ["-m", parts[1]]))
+    ids = [{line for line in run.stdout.splitlines() if "::" in line} for run in (every, *split)]
+    assert ids[0] == ids[1] | ids[2] and not ids[1] & ids[2]
+    timing = {line.split("::")[0] for line in ids[2]}
+    assert "tests/faults/test_sql_isolation.py" in timing
+    assert "tests/grstats/sql/test_publish_cadence.py" in timing
+
+
 def test_an_undeclared_marker_is_an_error(tmp_path: Path) -> None:
     stray = tmp_path / "test_stray.py"
     stray.write_text(

@@ -37,7 +37,7 @@ from tests.grstats.daemon_helpers import (
     wait_for,
 )
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.timing]  # bounds a delay: run alone
 
 PREFIX = "grstats/v1"
 FAKE = "77777777-7777-7777-7777-777777777777"

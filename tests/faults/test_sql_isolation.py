@@ -52,7 +52,7 @@ from tests.grstats.daemon_helpers import (
     wait_started,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]  # bounds a delay: run alone
 
 PASSWORD = "s3cret"
 PERIOD = 1.0

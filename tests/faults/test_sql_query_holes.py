@@ -24,7 +24,7 @@ from tests.faults import mysqlwire
 from tests.grstats.daemon_helpers import GRSTATS
 from tests.grstats.sql.inprocess import Running, serve
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.timing]  # bounds a delay: run alone
 
 PASSWORD = "s3cret"
 MAX_ROWS = 1000

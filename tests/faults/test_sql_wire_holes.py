@@ -25,7 +25,7 @@ from tests.faults import mysqlwire
 from tests.fixtures.broker import make_test_ca
 from tests.grstats.sql.inprocess import Running, serve
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.timing]  # bounds a delay: run alone
 
 PASSWORD = "s3cret"
 MIB = 1 << 20

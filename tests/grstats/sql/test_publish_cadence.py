@@ -24,7 +24,7 @@ from protocol import decode_envelope
 from tests.fixtures.broker import Broker
 from tests.grstats.daemon_helpers import GROUP, M1, M2, daemon_config, daemons, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]  # bounds a delay: run alone
 
 PASSWORD = "s3cret"
 PERIOD = 0.5
