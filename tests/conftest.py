@@ -29,28 +29,25 @@ settings.load_profile("grstats")
 SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
 
 
-# `make test` runs two pytest-xdist workers with `--dist loadgroup`: every test
-# that runs Spark (a session, the cluster, the demo's rollup) is in one group, so
-# one worker runs them one after another (one JVM, two cores) while the other
-# runs the rest; two Spark jobs never compete with each other for the cores.
-SPARK_GROUP = pytest.mark.xdist_group("spark")
-
-
+# `make test` runs two pytest-xdist workers with `--dist loadfile` (a module's
+# fixtures are built once, on one worker). Under xdist the modules that run Spark
+# (a session, the cluster, the demo's rollup) are collected first: xdist hands
+# modules out in collection order, so the longest start first and the short ones
+# fill in around them (xdist's `loadgroup` cannot be used: with pytest 9 it no
+# longer groups, its worker hook writes a node attribute pytest 9 does not read).
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    spark_group = []
+    spark = []
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") or item.get_closest_marker("demo"):
-            item.add_marker(SPARK_GROUP)
-            spark_group.append(item)
-    if os.environ.get("PYTEST_XDIST_WORKER") and spark_group:
-        # The Spark group is the longest unit of work: handed out first, so that the
-        # other worker shares out everything else meanwhile (xdist hands out units
-        # in collection order; the order within the group and outside it is kept).
-        grouped = set(spark_group)
-        rest = [item for item in items if item not in grouped]
-        items[:] = [*spark_group, *rest]
+            spark.append(item)
+    if os.environ.get("PYTEST_XDIST_WORKER") and spark:
+        first = {item.path for item in spark}  # whole modules, in their order
+        items[:] = [
+            *(item for item in items if item.path in first),
+            *(item for item in items if item.path not in first),
+        ]
 
 
 @pytest.fixture(autouse=True)
