@@ -69,6 +69,11 @@ class Counters:
             self.fsync_seconds_max = max(self.fsync_seconds_max, seconds)
             self.fsync_seconds_sum += seconds
 
+    def error(self, _exc: BaseException | None = None) -> None:
+        """Count one failed write, segment or housekeeping attempt (takes the lock)."""
+        with self.lock:
+            self.errors += 1
+
     def fault(self, kind: str, text: str, now: float | None = None) -> None:
         """Note a data fault for /healthz (call with the lock held).
 
