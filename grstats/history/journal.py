@@ -78,7 +78,7 @@ class Journal:
         self.faults = DataFaults(directory, counters, limiter)
         self._wal: WalFile | None = None
         self._lock: WriterLock | None = None
-        self._closed = ClosedWals(directory, writer, ops, counters, self.faults, offload=offload)
+        self._closed = ClosedWals(self.faults, writer, ops, counters, offload=offload)
         self._next = 1
         self.index = SeenIndex(
             directory,

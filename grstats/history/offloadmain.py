@@ -51,7 +51,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "segment":
             paths = [Path(p) for p in request["paths"]]
-            wals = ClosedWals(directory, writer, FileOps(), counters, faults)
+            wals = ClosedWals(faults, writer, FileOps(), counters)
             wals.segment_files(paths, recovering=bool(request["recovering"]), sizes=done)
         elif op == "marks":
             marks: dict[str, list[tuple[str, int, int]]] = {}

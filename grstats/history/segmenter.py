@@ -43,27 +43,25 @@ class ClosedWals:
     """The closed WAL files of one writer, oldest first (one thread at a time).
 
     Args:
-        directory: the history root.
-        writer: the writer id (in WAL and segment names).
-        ops: the OS-call boundary.
-        counters: the writer's counters.
-        faults: the writer's data-fault bookkeeping.
+        faults: the writer's data-fault bookkeeping (and its history root).
+        writer: its id, in WAL and segment names.
+        ops: the OS calls (segments are written through it).
+        counters: the writer's figures (segments, recovered rows, WAL bytes).
         offload: segment in child processes; None: here (this thread loads pyarrow).
     """
 
     def __init__(
         self,
-        directory: Path,
+        faults: DataFaults,
         writer: str,
         ops: FileOps,
         counters: Counters,
-        faults: DataFaults,
         *,
         offload: Offload | None = None,
     ) -> None:
-        self.directory = directory
+        self.directory = faults.directory
         self.writer = writer
-        self.wal_dir = directory / "wal"
+        self.wal_dir = self.directory / "wal"
         self._ops = ops
         self._counters = counters
         self._faults = faults
