@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from structlog.testing import capture_logs
 
 from grstats.history.phase import Phase
 from grstats.history.stats import Counters, RateLimitedLog
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, dict[str, Any]]] = []
-
-    def error(self, event: str, **context: Any) -> None:
-        self.lines.append((event, context))
+from tests.grstats.history.rows import Recorder
 
 
 def _failing() -> None:
