@@ -2,8 +2,11 @@
 
 Modules (each imports only the standard library, pyarrow, msgpack, structlog
 and `grstats.core`):
-- `writer`: `HistoryWriter`, the bounded buffer, the thread, backoff, health.
-- `journal`: one writer's WAL files -> Parquet segments (no threads, no retries).
+- `writer`: `HistoryWriter`, the thread that owns the files, flush, close, health.
+- `buffer`: the bounded buffer of recorded rows (drops counted).
+- `phase`: one step of the writer's thread: its fault, backoff, rate-limited log.
+- `journal`: one writer's WAL files -> Parquet segments (no threads, no retries),
+  its lock.
 - `wal`: WAL record codec, torn-tail repair, the one open WAL file, names.
 - `dedupe`: the newest seq written per (group, member, incarnation).
 - `parquet`: schema, value ranges, segment layout and format, atomic writes, reading.

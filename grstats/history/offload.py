@@ -6,7 +6,7 @@ With `HistoryWriter(offload=True)` the daemon's writer thread keeps the
 write-ahead log (buffer, fsync every second, crash safety) and hands each
 step that reads or writes Parquet to a child (`CHILD_MODULE`, whose side is
 `grstats.history.offloadmain`), which runs the very same code
-(`Journal.segment_files`, `read_marks`, `housekeep`) and exits:
+(`ClosedWals.segment_files`, `read_marks`, `housekeep`) and exits:
 - turning closed WAL files into segments (every flush interval, at close,
   and the replay of a previous run's files at start);
 - reading the de-duplication marks of a partition that has files of this

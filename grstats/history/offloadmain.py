@@ -17,11 +17,12 @@ from typing import Any
 
 import structlog
 
+from grstats.history.datafaults import DataFaults
 from grstats.history.dedupe import read_marks
 from grstats.history.fileops import FileOps
 from grstats.history.housekeeping import housekeep
-from grstats.history.journal import Journal
 from grstats.history.offload import counters_from, counters_to
+from grstats.history.segmenter import ClosedWals
 from grstats.history.stats import RateLimitedLog
 
 log = structlog.get_logger("grstats.history")
@@ -43,23 +44,24 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     directory = Path(request["dir"])
     writer = str(request["writer"])
     counters = counters_from(request["counters"])
-    journal = Journal(directory, writer, FileOps(), counters, RateLimitedLog(log, LOG_INTERVAL_S))
+    faults = DataFaults(directory, counters, RateLimitedLog(log, LOG_INTERVAL_S))
     reply: dict[str, Any] = {}
     op = request["op"]
     done: list[int] = []
     try:
         if op == "segment":
             paths = [Path(p) for p in request["paths"]]
-            journal.segment_files(paths, recovering=bool(request["recovering"]), sizes=done)
+            wals = ClosedWals(faults, writer, FileOps(), counters)
+            wals.segment_files(paths, recovering=bool(request["recovering"]), sizes=done)
         elif op == "marks":
             marks: dict[str, list[tuple[str, int, int]]] = {}
             reply["marks"] = marks
             for path in request["paths"]:
-                found = read_marks(Path(path), writer, journal.quarantine)
+                found = read_marks(Path(path), writer, faults.quarantine)
                 marks[path] = [(m, i, seq) for (m, i), seq in found.items()]
         elif op == "housekeep":
             today = dt.date.fromisoformat(request["today"])
-            housekeep(directory, int(request["retention_days"]), today, writer, journal.quarantine)
+            housekeep(directory, int(request["retention_days"]), today, writer, faults.quarantine)
         else:
             raise ValueError(f"unknown history step {op!r}")
     except OSError as exc:

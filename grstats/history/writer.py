@@ -1,13 +1,14 @@
 """The history writer: a bounded buffer on the event loop, a thread that owns the files.
 
 Strategy: `HistoryWriter.record()` only appends a row to a bounded in-memory
-buffer under a lock; a dedicated thread ("grstats-history") owns every file
-through `grstats.history.journal.Journal`.  Each tick (`fsync_interval_s`) it
-appends the buffered rows to the WAL and fsyncs them; every
-`flush_interval_s` (and on `flush()` / `close()`) it turns the WAL into
-Parquet segments.  A failing disk is a state, not a crash: the rows stay in
-the buffer, the thread retries with a capped exponential backoff, `health()`
-says `degraded` with the reason, the fault is logged once per
+buffer (`grstats.history.buffer.RowBuffer`); a dedicated thread
+("grstats-history") owns every file through `grstats.history.journal.Journal`.
+Each tick (`fsync_interval_s`) it appends the buffered rows to the WAL and
+fsyncs them; every `flush_interval_s` (and on `flush()` / `close()`) it
+turns the WAL into Parquet segments.  A failing disk is a state, not a
+crash (each of the two steps is a `grstats.history.phase.Phase`): the rows
+stay in the buffer, the thread retries with a capped exponential backoff,
+`health()` says `degraded` with the reason, the fault is logged once per
 `log_interval_s` (with the count suppressed), and the first success logs
 `history.recovered` and clears it.  A history directory deleted under the
 running writer is recreated at the next tick (`history.directory_recreated`,
@@ -39,24 +40,23 @@ import datetime as dt
 import functools
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from grstats.core.records import HistoryRow
+from grstats.history.buffer import RowBuffer
 from grstats.history.fileops import FileOps
 from grstats.history.housekeeping import Housekeeper
 from grstats.history.journal import Journal
 from grstats.history.offload import Offload
+from grstats.history.phase import Phase
 from grstats.history.stats import Counters, HistoryFigures, HistoryHealth, RateLimitedLog
 from grstats.history.wal import (
     WAL_MAGIC,
     LockedError,
     WalScan,
-    WriterLock,
     encode_record,
     repair_wal,
     scan_wal,
@@ -96,26 +96,6 @@ DEFAULT_MAX_BUFFER_ROWS = 200_000
 
 class HistoryError(Exception):
     """The history could not be written (disk full, permissions, writer closed)."""
-
-
-class _Phase:
-    """The fault and the capped exponential backoff of one step of the writer thread."""
-
-    def __init__(self, name: str, first_s: float, max_s: float) -> None:
-        self.name = name
-        self.event = "history.write_failed" if name == "wal" else "history.segments_failed"
-        self._first_s, self._max_s = first_s, max_s
-        self.delay_s = 0.0
-        self.retry_at = 0.0
-        self.fault: str | None = None  # read by health() from any thread
-
-    def failed(self, fault: str) -> None:
-        self.fault = fault
-        self.delay_s = min(max(2 * self.delay_s, self._first_s), self._max_s)
-        self.retry_at = time.monotonic() + self.delay_s
-
-    def recovered(self) -> None:
-        self.fault, self.delay_s, self.retry_at = None, 0.0, 0.0
 
 
 class HistoryWriter:
@@ -161,19 +141,16 @@ class HistoryWriter:
         self.scope = scope
         self.flush_interval_s = flush_interval_s
         self.fsync_interval_s = fsync_interval_s
-        self.max_buffer_rows = max_buffer_rows
         self.retry_max_s = retry_max_s
         self.writer_id = writer_id(instance)
         self.fault_window_s = fault_window_s
         self._cond = threading.Condition()
-        self._pending: deque[HistoryRow] = deque()
-        self._in_flight = 0
         self._flush_waiters: list[concurrent.futures.Future[None]] = []
         self._stopping = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._writer_lock: WriterLock | None = None
         self._counters = Counters()
+        self._buffer = RowBuffer(max_buffer_rows, self._counters)
         self._limiter = RateLimitedLog(log, log_interval_s)
         self.offload = Offload(self.directory, self.writer_id, self._counters) if offload else None
         self._journal = Journal(
@@ -187,9 +164,9 @@ class HistoryWriter:
         self._housekeeper = Housekeeper(
             self.directory,
             retention_days,
-            self._count_error,
+            self._counters.error,
             self.writer_id,
-            on_corrupt=self._journal.quarantine,
+            on_corrupt=self._journal.faults.quarantine,
             job=(
                 None
                 if self.offload is None
@@ -197,16 +174,21 @@ class HistoryWriter:
             ),
         )
         # faults and backoff per phase: appending to the WAL, writing segments
-        self._phases = {
-            name: _Phase(name, fsync_interval_s, retry_max_s) for name in ("wal", "segments")
-        }
+        phase = functools.partial(
+            Phase,
+            first_s=fsync_interval_s,
+            max_s=retry_max_s,
+            counters=self._counters,
+            limiter=self._limiter,
+            directory=str(self.directory),
+        )
+        self._wal_phase = phase("wal", "history.write_failed")
+        self._segments_phase = phase("segments", "history.segments_failed")
 
     @property
     def stats(self) -> HistoryFigures:
         """A snapshot of the counters."""
-        with self._cond:
-            buffered = len(self._pending) + self._in_flight
-        return self._counters.snapshot(buffered)
+        return self._counters.snapshot(self._buffer.held())
 
     def health(self) -> HistoryHealth:
         """Whether the history is being written, and if not, why (for /healthz).
@@ -218,11 +200,11 @@ class HistoryWriter:
             degrade /healthz while the history is still being written.
         """
         faults = self._counters.recent_faults(self.fault_window_s)
-        with self._cond:
-            buffered = len(self._pending) + self._in_flight
-        if buffered > self.max_buffer_rows // 2:
-            faults.append(f"{buffered} rows held in memory (bound {self.max_buffer_rows})")
-        failing = [f"{p.name} failing: {p.fault}" for p in self._phases.values() if p.fault]
+        buffered = self._buffer.held()
+        if buffered > self._buffer.bound // 2:
+            faults.append(f"{buffered} rows held in memory (bound {self._buffer.bound})")
+        phases = (self._wal_phase, self._segments_phase)
+        failing = [f"{p.name} failing: {p.fault}" for p in phases if p.fault]
         if failing:
             return HistoryHealth(False, "; ".join(failing), tuple(faults))
         if self._thread is None or not self._thread.is_alive():
@@ -240,10 +222,7 @@ class HistoryWriter:
                 runs a writer with this id on it.
         """
         try:
-            await asyncio.to_thread(self._journal.wal_dir.mkdir, parents=True, exist_ok=True)
-            self._writer_lock = await asyncio.to_thread(
-                WriterLock.take, self._journal.wal_dir, self.writer_id, self.directory
-            )
+            await asyncio.to_thread(self._journal.lock)
         except LockedError as exc:
             raise HistoryError(str(exc)) from None
         except OSError as exc:
@@ -251,9 +230,7 @@ class HistoryWriter:
         try:
             await asyncio.to_thread(self._journal.recover)
         except OSError as exc:  # replaying into segments failed: retried at rotation
-            self._phases["segments"].failed(str(exc))
-            self._count_error()
-            self._limiter.emit("error", "history.segments_failed", error=str(exc))
+            self._segments_phase.fail(exc)
         self._thread = threading.Thread(target=self._run, name="grstats-history", daemon=True)
         self._thread.start()
 
@@ -269,15 +246,7 @@ class HistoryWriter:
         with self._cond:
             if self._closed:
                 raise HistoryError("history writer is closed")
-            dropped = 0
-            if len(self._pending) >= self.max_buffer_rows:
-                self._pending.popleft()
-                dropped = 1
-            self._pending.append(row)
-        with self._counters.lock:
-            self._counters.rows_recorded += 1
-            if dropped:
-                self._buffer_dropped(dropped)
+            self._buffer.add(row)  # under the condition: a close sees it
 
     async def flush(self) -> None:
         """Make every row recorded so far durable in the WAL and written as Parquet.
@@ -287,11 +256,7 @@ class HistoryWriter:
         """
         if self._thread is None:
             raise HistoryError("history writer not started")
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        with self._cond:
-            self._flush_waiters.append(done)
-            self._cond.notify()
-        await asyncio.wrap_future(done)
+        await self._wake(stopping=False)
 
     async def close(self) -> None:
         """Final flush (WAL fsync and Parquet), then stop the thread.
@@ -304,25 +269,23 @@ class HistoryWriter:
             self._closed = True
         if self._thread is None:
             return
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        with self._cond:
-            self._stopping = True
-            self._flush_waiters.append(done)
-            self._cond.notify()
         try:
-            await asyncio.wrap_future(done)
+            await self._wake(stopping=True)
         finally:
             await asyncio.to_thread(self._thread.join)
             await asyncio.to_thread(self._housekeeper.join)
-            if self._writer_lock is not None:
-                self._writer_lock.release()
-                self._writer_lock = None
+            self._journal.unlock()
+
+    async def _wake(self, *, stopping: bool) -> None:
+        # the thread's next pass writes everything now (and stops): wait for its outcome
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with self._cond:
+            self._stopping = self._stopping or stopping
+            self._flush_waiters.append(done)
+            self._cond.notify()
+        await asyncio.wrap_future(done)
 
     # ------------------------------------------------------------ worker thread
-
-    def _count_error(self, _exc: BaseException | None = None) -> None:
-        with self._counters.lock:
-            self._counters.errors += 1
 
     def _run(self) -> None:
         next_sync = time.monotonic() + self.fsync_interval_s
@@ -338,13 +301,13 @@ class HistoryWriter:
             now = time.monotonic()
             next_sync = now + self.fsync_interval_s
             forced = stopping or bool(waiters)
-            wal, segments = self._phases["wal"], self._phases["segments"]
+            wal, segments = self._wal_phase, self._segments_phase
             failure: BaseException | None = None
             if forced or now >= wal.retry_at:
-                failure = self._attempt(wal, self._sync)
+                failure = wal.attempt(self._sync, self._buffer.waiting)
             if failure is None and (forced or now >= max(next_flush, segments.retry_at)):
                 next_flush = now + self.flush_interval_s
-                failure = self._attempt(segments, self._journal.rotate)
+                failure = segments.attempt(self._journal.rotate, self._buffer.waiting)
             # the wall clock through time.time(), as every sample's timestamp
             self._housekeeper.run_daily(dt.datetime.fromtimestamp(time.time(), dt.UTC).date())
             if stopping:
@@ -359,81 +322,27 @@ class HistoryWriter:
             if stopping:
                 return
 
-    def _reappear(self) -> None:
-        # The history directory deleted under the running daemon: recreate it,
-        # carry the open WAL's rows over and retake the writer lock (its file went too).
-        if not self._journal.reappear():
-            return
-        self._count_error()
-        if self._writer_lock is not None:
-            self._writer_lock.release()
-        self._writer_lock = WriterLock.take(self._journal.wal_dir, self.writer_id, self.directory)
-
     def _sync(self) -> None:
-        self._reappear()
-        with self._cond:
-            batch = list(self._pending)
-            self._pending.clear()
-            self._in_flight = len(batch)
+        self._journal.reappear()  # the history directory deleted under us: recreated
+        batch = self._buffer.take()
         try:
             try:
                 rows = self._journal.prepare(batch)
             except BaseException:
-                self._requeue(batch)
+                self._buffer.requeue(batch)
                 raise
             try:
                 self._journal.write(rows)
             except BaseException:
-                self._requeue(rows)  # the dropped ones are counted once, not again
+                self._buffer.requeue(rows)  # the dropped ones are counted once, not again
                 raise
         finally:
-            with self._cond:
-                self._in_flight = 0
-
-    def _requeue(self, batch: list[HistoryRow]) -> None:
-        # The batch goes back in front of what was recorded meanwhile; the bound holds.
-        with self._cond:
-            self._pending.extendleft(reversed(batch))
-            excess = max(0, len(self._pending) - self.max_buffer_rows)
-            for _ in range(excess):
-                self._pending.popleft()
-        if excess:
-            with self._counters.lock:
-                self._buffer_dropped(excess)
-
-    def _buffer_dropped(self, rows: int) -> None:
-        # with the counters' lock held
-        self._counters.buffer_full += rows
-        self._counters.fault(
-            "buffer_full", f"{self._counters.buffer_full} row(s) dropped: buffer full"
-        )
-
-    def _attempt(self, phase: _Phase, step: Callable[[], None]) -> BaseException | None:
-        try:
-            step()
-        except Exception as exc:  # thread boundary: a state, handed to the waiters
-            self._count_error()
-            with self._cond:
-                buffered = len(self._pending)
-            phase.failed(f"{exc} ({buffered} rows buffered)")
-            self._limiter.emit("error", phase.event, error=str(exc), directory=str(self.directory))
-            return exc
-        if phase.fault is not None:
-            phase.recovered()
-            suppressed = self._limiter.reset(phase.event)
-            log.info("history.recovered", phase=phase.name, suppressed=suppressed)
-        return None
+            self._buffer.done()
 
     def _stop(self, failure: BaseException | None) -> None:
         self._journal.close()
         if failure is None:
             return
-        with self._cond:
-            lost = len(self._pending)
-            self._pending.clear()
-        with self._counters.lock:
-            self._counters.disk_full += lost
-            if lost:
-                self._counters.fault("disk_full", f"{lost} row(s) lost at close: {failure}")
+        lost = self._buffer.lose(failure)
         if lost:
             log.error("history.rows_lost_at_close", rows=lost, error=str(failure))

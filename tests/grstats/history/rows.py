@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.wal import WAL_MAGIC
@@ -69,3 +70,15 @@ async def start_and_close(directory: Path) -> None:
     writer = new_writer(directory)
     await writer.start()
     await writer.close()
+
+
+class Recorder:
+    """A logger that keeps (event, context) of each warning and error line."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, dict[str, Any]]] = []
+
+    def warning(self, event: str, **context: Any) -> None:
+        self.lines.append((event, context))
+
+    error = warning

@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.history.stats import Counters, RateLimitedLog
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, dict[str, Any]]] = []
-
-    def warning(self, event: str, **context: Any) -> None:
-        self.lines.append((event, context))
+from tests.grstats.history.rows import Recorder
 
 
 def test_repeats_within_the_interval_are_counted_and_reported_on_the_next_line() -> None:
