@@ -7,18 +7,11 @@ after it (GTID columns change only on flag '1', deltas are per message), the
 reception times, and the counts of what was accepted and rejected.
 
 Invariants:
-- replay defence: within one incarnation `seq` must grow. A retained copy of
-  what we already have (re-delivered on every re-subscribe) is ignored, any
-  other old seq is "stale". A seq may not jump further ahead than the time
-  since the last accepted message allows (two messages per period plus
-  slack), so one forged message with seq 2^63-1 cannot lock a member out;
+- replay defence (`core.replay_defence`): within one incarnation `seq` must
+  grow, by no more than the time since the last accepted message allows; a
+  retired incarnation is "stale" unless the one that replaced it went silent;
 - a different incarnation is a restart: the stored state is reset (the first
-  message's deltas equal its counters) and the old incarnation is retired. A
-  retired incarnation is "stale" — unless the incarnation that replaced it
-  has been silent for the unreachable window while the retired one speaks
-  again: then the newer one was a forgery (or a brief double start) and the
-  member goes back to the one that is alive. So a forged incarnation hides a
-  member for at most the unreachable window;
+  message's deltas equal its counters) and the old incarnation is retired;
 - the `gtids` topic carries a member's last flag-'1' envelope, retained, so
   that a late receiver shows every member's GTID columns at once. It only
   ever updates the GTID columns of the same incarnation; one that arrives
@@ -37,7 +30,7 @@ Invariants:
   stands: the Will's `offline` after a silent departure does not turn a
   crash into a leave. An `offline` leaves a tombstone so that a retained
   stats message of that member delivered afterwards does not resurrect it (a
-  live one does);
+  live one does). Both are kept by `core.departures`;
 - clock offset: every live (not retained) accepted stats envelope adds
   `sent_us - received_at_us` to a window of the member's last
   `OFFSET_WINDOW`; the largest is the estimate of its clock minus ours
@@ -61,14 +54,15 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.commitpath import commit_path_minute, commit_path_window
+from grstats.core.departures import Departures
 from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
+from grstats.core.replay_defence import ReplayDefence, Stale, retired_incarnations
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import (
@@ -80,9 +74,7 @@ from protocol import (
     PipelineStats,
 )
 
-_KNOWN_INCARNATIONS = 8  # retired incarnations remembered per member (replay defence)
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
-_SEQ_JUMP_SLACK = 64  # seqs a member may run ahead beyond two per period since last seen
 _DEPARTED_STATES = ("OFFLINE", "ERROR")
 OFFSET_WINDOW = 60  # envelopes per member the clock offset is estimated over
 
@@ -133,7 +125,7 @@ class Remote:
     gtid_seq: int = 0
     accepted: int = 0
     retired: deque[tuple[int, int]] = field(
-        default_factory=lambda: deque(maxlen=_KNOWN_INCARNATIONS)
+        default_factory=retired_incarnations
     )  # (incarnation, last seq)
     lag: MemberLag | None = None  # its last ext.lag
     applier: MemberApplier | None = None  # its last ext.applier
@@ -165,17 +157,16 @@ class MemberRegistry:
         self._local_group = local_group  # the group whose one seat the local member takes
         self._unreachable_us = int(limits.unreachable_after * limits.period_s * 1_000_000)
         self._forget_us = int(limits.forget_after_s * 1_000_000)
-        self._period_us = max(1, int(limits.period_s * 1_000_000))
+        self._defence = ReplayDefence(int(limits.period_s * 1_000_000), self._unreachable_us)
         self._remotes: dict[MemberKey, Remote] = {}
         self._groups: dict[str, int] = {}  # group -> members kept
         self._rejections: dict[MemberKey, dict[str, int]] = {}
-        self._tombstones: dict[MemberKey, None] = {}  # an insertion-ordered, bounded set
         self.pending_gtids = PendingGtidsTable(
             max_bytes=limits.max_pending_gtids_bytes,
             max_entries=_MAX_UNKNOWN,
             expire_after_us=self._forget_us,
         )
-        self._departed: dict[MemberKey, Departed] = {}  # bounded like the tombstones
+        self._departures = Departures(_MAX_UNKNOWN)  # departure records and tombstones
         self.version = 0  # bumped on every change, so readers can cache snapshots
 
     # -- reading ---------------------------------------------------------------
@@ -202,7 +193,7 @@ class MemberRegistry:
 
     def departed(self) -> tuple[Departed, ...]:
         """Members that departed and have not come back, in key order."""
-        return tuple(self._departed[k] for k in sorted(self._departed))
+        return self._departures.departed()
 
     def rejections(self, key: MemberKey) -> dict[str, int]:
         """Reject counts of one member (zeros when none)."""
@@ -225,7 +216,7 @@ class MemberRegistry:
         """
         if msg.kind == GTIDS_KIND:
             return self._gtids(msg, received_at_us)
-        if retained and msg.key in self._tombstones:
+        if retained and self._departures.tombstoned(msg.key):
             return Ignored("tombstoned")
         if msg.envelope.member.state in _DEPARTED_STATES:
             self.remove(msg.key, tombstone=retained, state=msg.envelope.member.state)
@@ -245,7 +236,16 @@ class MemberRegistry:
             self._remotes[key] = remote
             self._groups[key[0]] = self._groups.get(key[0], 0) + 1
         else:
-            verdict = self._admit_sequence(key, remote, envelope, received_at_us, retained=retained)
+            verdict = self._defence.judge(
+                remote.envelope,
+                remote.last_received_us,
+                remote.retired,
+                envelope,
+                received_at_us,
+                retained=retained,
+            )
+            if isinstance(verdict, Stale):
+                return self.reject(key, "stale", verdict.detail)
             if verdict is not None:
                 return verdict
             if envelope.incarnation == remote.envelope.incarnation:
@@ -275,8 +275,7 @@ class MemberRegistry:
         remote.last_seen_us = min(envelope.sent_us, received_at_us) if retained else received_at_us
         remote.last_received_us = received_at_us
         remote.accepted += 1
-        self._tombstones.pop(key, None)
-        self._departed.pop(key, None)
+        self._departures.back(key)
         self.version += 1
         return Applied(
             envelope,
@@ -287,36 +286,6 @@ class MemberRegistry:
             msg.gtid_state_error,
             msg.commit_path_error,
         )
-
-    def _admit_sequence(
-        self,
-        key: MemberKey,
-        remote: Remote,
-        envelope: Envelope,
-        received_at_us: int,
-        *,
-        retained: bool,
-    ) -> Rejected | Ignored | None:
-        last = remote.envelope
-        if envelope.incarnation == last.incarnation:
-            if envelope.seq <= last.seq:
-                if retained:  # the broker's copy of what we already have (re-subscribe)
-                    return Ignored("retained_seen")
-                return self.reject(key, "stale", f"seq {envelope.seq} <= {last.seq}")
-            elapsed = max(0, received_at_us - remote.last_received_us)
-            allowed = 2 * elapsed // self._period_us + _SEQ_JUMP_SLACK
-            if envelope.seq - last.seq > allowed:
-                return self.reject(key, "stale", f"seq jumps {envelope.seq - last.seq} > {allowed}")
-            return None
-        retired_seq = next((s for inc, s in remote.retired if inc == envelope.incarnation), None)
-        if retired_seq is None:
-            return None  # a new incarnation: a restart
-        current_silent = received_at_us - remote.last_received_us > self._unreachable_us
-        if not current_silent or envelope.seq <= retired_seq:
-            return self.reject(key, "stale", "retired incarnation")
-        # The incarnation that replaced this one went silent while this one lives on.
-        remote.retired.remove((envelope.incarnation, retired_seq))
-        return None
 
     def _has_room(self, group: str) -> bool:
         members = self._groups.get(group)
@@ -369,7 +338,7 @@ class MemberRegistry:
     def status(self, key: MemberKey, *, online: bool) -> None:
         """Apply a status announcement: `offline` removes the member and tombstones it."""
         if online:
-            self._tombstones.pop(key, None)
+            self._departures.untombstone(key)
         else:
             self.remove(key, tombstone=True)
 
@@ -378,8 +347,7 @@ class MemberRegistry:
 
         `state` is how it left (OFFLINE, or ERROR when it reported so)."""
         if tombstone:
-            self._tombstones[key] = None
-            _trim(self._tombstones)
+            self._departures.tombstone(key)
         self.pending_gtids.pop(key)
         self._rejections.pop(key, None)
         self._drop(key, state)
@@ -388,9 +356,7 @@ class MemberRegistry:
         remote = self._remotes.pop(key, None)
         if remote is None:
             return
-        if key not in self._departed:  # the first record stands (module docstring)
-            self._departed[key] = Departed(key[0], key[1], state, remote.last_seen_us)
-            _trim(self._departed)
+        self._departures.record(key, state, remote.last_seen_us)  # the first record stands
         left = self._groups[key[0]] - 1
         if left:
             self._groups[key[0]] = left
@@ -427,8 +393,3 @@ def _with_gtids(
         transactions_committed_all_members=committed,
         transaction_last_conflict_free=last_conflict_free,
     )
-
-
-def _trim(bounded: dict[MemberKey, Any]) -> None:
-    while len(bounded) > _MAX_UNKNOWN:
-        bounded.pop(next(iter(bounded)))

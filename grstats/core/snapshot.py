@@ -71,7 +71,7 @@ class DaemonCounters:
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section (lag, applier).
         ext_dropped: unknown `ext` sections of received envelopes skipped unread,
-            by section name (names bounded; see `core.tables.count_dropped_ext`).
+            by section name (names bounded; see `core.receive_counts.count_dropped_ext`).
         pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
         pending_gtids_expired: pending gtids envelopes dropped after forget_after.
         oracle_comparisons: columns compared between the local server's view of

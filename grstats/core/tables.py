@@ -8,6 +8,12 @@ Strategy: the daemon feeds three things in — the local source's samples
 `core.snapshot_builder.build_snapshot`. Nothing here reads a clock, logs or
 touches a socket, so every rule is unit-tested with plain values.
 
+This class only routes; each concern is a collaborator of its own:
+`core.receive_counts` (what each message counts as), `core.group_replays`
+(the flow-control replays), `core.gtid_watch` (what grstats_member_gtids is
+fed), `core.oracle` (the server's view against the daemons') and
+`core.tables_health` (the tables' own health checks).
+
 A collector is the same object without a group and a local member: it keeps
 every group it hears, keyed by (group, member). It replays flow control per
 group too, so that its history rows carry the same fc_* figures a member's
@@ -32,27 +38,24 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.columns import REJECT_REASONS
 from grstats.core.commitpath import commit_path_minute, commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
-from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
-from grstats.core.health import PENDING_GTIDS_FULL, SERVER_ORACLE, UNCHECKED, Health
-from grstats.core.member_builders import drains
+from grstats.core.group_replays import GroupReplays
+from grstats.core.gtid_watch import GtidWatch
+from grstats.core.gtidrows import GtidDivergenceTable
+from grstats.core.health import UNCHECKED, Health
 from grstats.core.oracle import ServerOracle
+from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
-from grstats.core.sample import LocalSample, in_group
+from grstats.core.sample import LocalSample
 from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
+from grstats.core.tables_health import tables_health
 from grstats.core.topics import STATS_KIND
-from protocol import CommitPathReport, GtidState, MemberStatsState
+from protocol import CommitPathReport, MemberStatsState
 
 Accepted = Applied  # an envelope that changed the tables
-#: Distinct unknown `ext` section names counted one by one; later ones share OTHER_SECTION.
-MAX_DROPPED_NAMES = 32
-OTHER_SECTION = "(other)"
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-ReceiveResult = Applied | Rejected | Ignored
 
 __all__ = [
     "Accepted",
@@ -98,32 +101,34 @@ class MemberTables:
         self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
-        self.accepted_total = 0
-        self.own_total = 0
-        self.clamped_total = 0
-        self.lag_malformed_total = 0
-        self.applier_malformed_total = 0
-        self.gtids_malformed_total = 0
-        self.commit_path_malformed_total = 0
-        self.rejected_total: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
-        self.ext_dropped: dict[str, int] = {}
-        # the replay of MySQL's flow control (a daemon's group; a collector's are in _replays)
-        self.flow: FlowReplay | None = None
-        self._flow_settings = flow_control or FlowControlSettings()
-        self._catch_up_limit_s = catch_up_limit_s
-        self._replays: dict[str, FlowReplay] = {}  # collector: one per group the registry holds
-        if group is not None:
-            self.flow = FlowReplay(self._flow_settings, catch_up_limit_s)
+        self.received = ReceiveCounts()
+        # the replays of MySQL's flow control: a daemon's group (`flow`), a collector's every one
+        self.replays = GroupReplays(
+            self.registry, flow_control or FlowControlSettings(), catch_up_limit_s, group=group
+        )
+        self.flow: FlowReplay | None = self.replays.own
         # grstats_member_gtids: daemon only, like the flow replay (one group)
-        self.gtids: GtidDivergenceTable | None = None
-        if group is not None:
-            self.gtids = GtidDivergenceTable(gtid_interval_s)
-        # our own GTID state as the others see it: taken once per gtid_interval
-        self._local_gtids: GtidState | None = None
-        self._gtid_interval_us = round(gtid_interval_s * 1_000_000)
-        self._local_state = MemberStatsState()
+        self._gtid_watch = None if group is None else GtidWatch(self.registry, gtid_interval_s)
+        self.gtids: GtidDivergenceTable | None = (
+            None if self._gtid_watch is None else self._gtid_watch.table
+        )
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+
+    @property
+    def accepted_total(self) -> int:
+        """Stats envelopes applied to the tables (`DaemonCounters.envelopes_accepted`)."""
+        return self.received.accepted
+
+    @property
+    def own_total(self) -> int:
+        """Our own envelopes heard back from the broker (`DaemonCounters.envelopes_own`)."""
+        return self.received.own
+
+    @property
+    def rejected_total(self) -> dict[str, int]:
+        """Refused messages by reason (`DaemonCounters.rejected`)."""
+        return self.received.rejected
 
     @property
     def version(self) -> int:
@@ -153,39 +158,13 @@ class MemberTables:
             commit_path_minute(minute, report),
         )
         self._local_version += 1
-        if self.flow is not None and in_group(sample.member.state):
-            # MySQL steps, then sends its own stats, which come back to it (trap 21)
-            self.flow.step(sample.sampled_at_us)
-            self._local_state = self._local_state.apply(sample.stats)
-            own = sample.member.member_id or self.local_member_id or ""
-            self.flow.receive(own, self._local_state, sample.sampled_at_us)
+        own = sample.member.member_id or self.local_member_id or ""
+        self.replays.local(sample, own)
         if self.oracle is not None and sample.server_view:
             heard = {key[1]: True for key, _ in self.registry.items()}
             self.oracle.check(sample.server_view, heard)
-        if self.gtids is not None:
-            self.gtids.observe(self._gtid_inputs(sample), sample.sampled_at_us)
-
-    def _gtid_inputs(self, sample: LocalSample) -> list[MemberGtidInput]:
-        """Every member's last GTID state (ours from the sample), unreachable ones marked."""
-        inputs = []
-        own = sample.member.member_id or self.local_member_id or ""
-        fresh, last = sample.gtid_state, self._local_gtids
-        if fresh is not None and (
-            last is None or fresh.at_us - last.at_us >= self._gtid_interval_us
-        ):
-            # judged at the others' cadence: the same staleness for every member,
-            # and the rule runs once per interval, not once per tick
-            self._local_gtids = fresh
-        if self._local_gtids is not None and own:
-            inputs.append(MemberGtidInput(own, sample.member.state, self._local_gtids))
-        for _key, remote in self.registry.items():
-            if remote.gtid_state is None:
-                continue
-            state = remote.envelope.member.state
-            if self.registry.unreachable(remote, sample.sampled_at_us):
-                state = "UNREACHABLE"
-            inputs.append(MemberGtidInput(remote.envelope.member.id, state, remote.gtid_state))
-        return inputs
+        if self._gtid_watch is not None:
+            self._gtid_watch.observe(sample, own)
 
     def receive(
         self, topic: str, payload: bytes, received_at_us: int, *, retained: bool = False
@@ -210,10 +189,7 @@ class MemberTables:
             limits=self.limits,
         )
         if isinstance(msg, Admitted):
-            for name in msg.dropped_ext:
-                count_dropped_ext(self.ext_dropped, name)
-            if msg.clamped:
-                self.clamped_total += 1
+            self.received.admitted(msg)
             result = self.registry.apply(msg, received_at_us, retained=retained)
         elif isinstance(msg, Status):
             self.registry.status(msg.key, online=msg.online)
@@ -222,29 +198,15 @@ class MemberTables:
             result = self.registry.reject(msg.key, msg.reason, msg.detail)
         else:
             result = msg
-        if isinstance(result, Applied):
-            if result.kind == STATS_KIND:
-                self.accepted_total += 1
-                key = msg.key if isinstance(msg, Admitted) else None
-                remote = None if key is None else self.registry.get(key)
-                if key is not None and remote is not None:
-                    replay = self._replay_for(key[0])
-                    if replay is not None:
-                        replay.receive(key[1], remote.state, received_at_us)
-                    if self.oracle is not None:
-                        self.oracle.bus(key[1], remote.state)
-                if result.lag_error:
-                    self.lag_malformed_total += 1  # stats applied, lag refused
-                if result.applier_error:
-                    self.applier_malformed_total += 1  # stats applied, applier refused
-                if result.commit_path_error:
-                    self.commit_path_malformed_total += 1  # stats applied, section refused
-            if result.gtid_state_error:
-                self.gtids_malformed_total += 1  # stats (or GTID sets) applied, ext.gtids not
-        elif isinstance(result, Rejected):
-            self.rejected_total[result.reason] += 1
-        elif result.why == "own":
-            self.own_total += 1
+        self.received.outcome(result)
+        if isinstance(result, Applied) and result.kind == STATS_KIND and isinstance(msg, Admitted):
+            remote = self.registry.get(msg.key)
+            if remote is not None:
+                replay = self.replays.for_stats(msg.key[0])
+                if replay is not None:
+                    replay.receive(msg.key[1], remote.state, received_at_us)
+                if self.oracle is not None:
+                    self.oracle.bus(msg.key[1], remote.state)
         return result
 
     def status(self, member_id: str, status: str, *, group: str | None = None) -> None:
@@ -262,9 +224,7 @@ class MemberTables:
         """Forget members silent longer than forget_after; returns the keys removed."""
         removed = self.registry.expire(now_us)
         for group, member_id in removed:
-            replay = self.replay(group)
-            if replay is not None:
-                replay.forget(member_id)
+            self.replays.forget(group, member_id)
             if self.oracle is not None:
                 self.oracle.forget(member_id)
         return removed
@@ -276,18 +236,7 @@ class MemberTables:
             The keys `expire` removed.
         """
         removed = self.expire(now_us)
-        if self.group is None:
-            for group in [g for g in self._replays if not self.registry.group_size(g)]:
-                del self._replays[group]  # its last member left: bounded by the registry
-        replays = dict(self._replays)
-        if self.group is not None and self.flow is not None:
-            replays[self.group] = self.flow
-        for group, replay in replays.items():
-            for member_id in replay.members():  # departed (offline, ERROR): gone here too
-                if member_id != self.local_member_id and not self.registry.get((group, member_id)):
-                    replay.forget(member_id)
-            if self.group is None:
-                replay.step(now_us)  # a member steps on its local samples (set_local)
+        self.replays.tick(now_us, self.local_member_id)
         return removed
 
     def gtid_history(self, member_id: str, now_us: int) -> dict[str, Any] | None:
@@ -295,25 +244,13 @@ class MemberTables:
 
         The grace uses the flow-control replay's queues and rates, as the snapshot does.
         """
-        if self.gtids is None or self.flow is None:
+        if self._gtid_watch is None or self.flow is None:
             return None
-        flow = self.flow
-        rows = (flow.row(m) for m in flow.members())
-        return self.gtids.history(member_id, now_us, drains(tuple(r for r in rows if r)))
+        return self._gtid_watch.history(member_id, now_us, self.flow)
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""
-        if self.group is not None:
-            return self.flow if group == self.group else None
-        return self._replays.get(group)
-
-    def _replay_for(self, group: str) -> FlowReplay | None:
-        if self.group is not None:
-            return self.flow
-        replay = self._replays.get(group)
-        if replay is None and self.registry.group_size(group):
-            replay = self._replays[group] = FlowReplay(self._flow_settings, self._catch_up_limit_s)
-        return replay
+        return self.replays.get(group)
 
     def remote_state(self, member_id: str, *, group: str | None = None) -> MemberStatsState | None:
         """The stored MemberStatsState of a remote member (deltas included), or None."""
@@ -323,45 +260,13 @@ class MemberTables:
     def counters(self) -> DaemonCounters:
         """Receive-path totals (bus and publish counters are the daemon's)."""
         oracle = self.oracle
-        return DaemonCounters(
-            envelopes_accepted=self.accepted_total,
-            envelopes_own=self.own_total,
-            envelopes_clamped=self.clamped_total,
-            envelopes_lag_malformed=self.lag_malformed_total,
-            envelopes_applier_malformed=self.applier_malformed_total,
-            envelopes_gtids_malformed=self.gtids_malformed_total,
-            envelopes_commit_path_malformed=self.commit_path_malformed_total,
-            rejected=dict(self.rejected_total),
-            ext_dropped=dict(self.ext_dropped),
+        return dataclasses.replace(
+            self.received.counters(),
             pending_gtids_refused=self.registry.pending_gtids.refused,
             pending_gtids_expired=self.registry.pending_gtids.expired,
             oracle_comparisons=0 if oracle is None else oracle.comparisons,
             oracle_disagreements={} if oracle is None else dict(oracle.disagreements),
         )
-
-    def _pending_gauges(self) -> dict[str, float]:
-        return {"pending_gtids_bytes": float(self.registry.pending_gtids.bytes)}
-
-    def _health(self, health: Health) -> Health:
-        """`health` with the tables' own checks: pending GTID sets, the server oracle."""
-        pending = self.registry.pending_gtids
-        health = health.check(
-            PENDING_GTIDS_FULL,
-            *(
-                (
-                    f"bus: pending gtids hold {pending.bytes} of {pending.max_bytes} bytes "
-                    "(newcomers refused)",
-                )
-                if pending.full()
-                else ()
-            ),
-        )
-        # degraded while the server's view of a member disagrees with its daemon
-        # (which members and columns: the details and grstats_member_status
-        # SERVER_DISAGREEMENTS)
-        if self.oracle is None:
-            return health
-        return health.check(SERVER_ORACLE, *self.oracle.reasons())
 
     def snapshot(
         self,
@@ -405,21 +310,9 @@ class MemberTables:
                 applier_workers_dropped=applier_workers_dropped,
                 sections_unsendable=dict(sections_unsendable or {}),
             ),
-            gauges={**(gauges or {}), **self._pending_gauges()},
-            health=self._health(health),
+            gauges={
+                **(gauges or {}),
+                "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
+            },
+            health=tables_health(health, self.registry.pending_gtids, self.oracle),
         )
-
-
-def count_dropped_ext(counts: dict[str, int], name: str) -> None:
-    """Count one unknown `ext` section by name, the names themselves bounded.
-
-    The names come from the bus (untrusted): at most `MAX_DROPPED_NAMES`
-    distinct ones of 1-64 characters `[A-Za-z0-9_.-]` are counted one by one;
-    any other (too long, other characters, or past the bound) counts as
-    `OTHER_SECTION`, so neither memory nor /metrics label values grow with them.
-    """
-    if not (0 < len(name) <= 64 and _NAME_CHARS.issuperset(name)) or (
-        name not in counts and len(counts) >= MAX_DROPPED_NAMES
-    ):
-        name = OTHER_SECTION
-    counts[name] = counts.get(name, 0) + 1

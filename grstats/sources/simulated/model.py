@@ -8,6 +8,8 @@ included; a script event at a fractional time takes effect at the next whole
 second). The parts, each in its own module:
 
 - workload.py: proposals and conflicts per member and second;
+- counts.py: the eight counts of replication_group_member_stats;
+- texts.py: identity, state and GTID texts (live, and history columns in bulk);
 - applier.py: the members' applier queues (continuous across hours);
 - flow.py: MySQL's flow control (QUOTA) throttling the writers; the workload
   and queues the other parts see are the throttled ones;
@@ -17,17 +19,14 @@ second). The parts, each in its own module:
 - lag.py: replication lag by stage (live samples, and history rows in bulk);
 - workers.py: the multi-threaded applier's WL#15620 metrics (live samples only).
 
-Invariants (tested): CHECKED and CONFLICTS_DETECTED are equal on every member;
-sum of LOCAL_PROPOSED = CHECKED; sum of LOCAL_ROLLBACK = CONFLICTS_DETECTED;
-REMOTE_APPLIED + REMOTE_IN_APPLIER_QUEUE = positively certified transactions of
-the other members + view-change transactions applied; counters never
-decrease. A model is not thread-safe (caches).
+Invariants (tested): those of counts.py, and REMOTE_APPLIED +
+REMOTE_IN_APPLIER_QUEUE = positively certified transactions of the other
+members + view-change transactions applied. A model is not thread-safe
+(caches).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,6 +39,7 @@ from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
+from grstats.sources.simulated.counts import PipelineCounts
 from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
 from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.gtidstate import GtidStates
@@ -49,24 +49,13 @@ from grstats.sources.simulated.membership import Membership
 from grstats.sources.simulated.settings import (
     SimulationSettings,
 )
+from grstats.sources.simulated.texts import MemberTexts
 from grstats.sources.simulated.workers import AppliersModel
 from grstats.sources.simulated.workload import HOUR, Workload
 from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
 
 __all__ = ["GroupModel"]
 
-GTID_EVERY_S = 30  # history rows carry GTID texts on seconds divisible by this
-_TEXTS_CACHED = 2 * 86_400 // GTID_EVERY_S  # two days of GTID texts (a few hundred KB)
-_COUNT_COLUMNS = (
-    "count_transactions_in_queue",
-    "count_transactions_checked",
-    "count_conflicts_detected",
-    "count_transactions_rows_validating",
-    "count_transactions_remote_in_applier_queue",
-    "count_transactions_remote_applied",
-    "count_transactions_local_proposed",
-    "count_transactions_local_rollback",
-)
 # (ApplierChannel field, history column) of the applier counters history rows keep
 _APPLIER_HISTORY = tuple(
     (field, str(col.APPLIER_METRICS.column(name).history))
@@ -75,13 +64,13 @@ _APPLIER_HISTORY = tuple(
 )
 
 
-def _hour_spans(start_s: int, end_s: int) -> Iterator[tuple[int, int]]:
-    """[start_s, end_s) cut at the hour boundaries: (start, stop) of each piece."""
-    s = start_s
-    while s < end_s:
-        stop = min(end_s, (s // HOUR + 1) * HOUR)
-        yield s, stop
-        s = stop
+def _background_in_queue(raw: Workload, m: int, start: int) -> I64:
+    """Member m's unthrottled background certifier queue in the hour starting at `start`."""
+    h = start // HOUR
+    if h < raw.h0:
+        return np.zeros(HOUR, dtype=np.int64)
+    got: I64 = raw.hour(h).in_queue[m]
+    return got
 
 
 class GroupModel:
@@ -96,24 +85,22 @@ class GroupModel:
         self.settings = settings
         self._index = {m: i for i, m in enumerate(settings.members)}
         self._membership = Membership(settings)
-        self._workload = Workload(settings)
-        self._queues = ApplierQueues(self._workload)
+        self._workload = raw = Workload(settings)
+        self._queues = ApplierQueues(raw)
         self._flow: FlowModel | None = None
         if settings.flow_control.mode == "QUOTA":
-            raw_cert = Certification(
-                self._workload, self._queues, GtidLedger(self._workload), self._membership
-            )
+            raw_cert = Certification(raw, self._queues, GtidLedger(raw), self._membership)
             self._flow = FlowModel(
-                self._workload,
+                raw,
                 self._queues,
-                lambda m, start: raw_cert.in_queue(m, start, self._raw_iq(m, start)),
+                lambda m, start: raw_cert.in_queue(m, start, _background_in_queue(raw, m, start)),
             )
-            raw_queues = self._queues
-            self._workload = ThrottledWorkload(self._workload, self._flow)
-            self._queues = ThrottledQueues(self._workload, raw_queues, self._flow)
+            self._workload = ThrottledWorkload(raw, self._flow)
+            self._queues = ThrottledQueues(self._workload, self._queues, self._flow)
         self._ledger = GtidLedger(self._workload)
-        self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
-        self._cert = Certification(self._workload, self._queues, self._ledger, self._membership)
+        cert = Certification(self._workload, self._queues, self._ledger, self._membership)
+        self._counts = PipelineCounts(self._workload, self._queues, cert, self._membership)
+        self._texts = MemberTexts(settings, self._membership, cert, self._ledger)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
         self._gtid_states = GtidStates(
@@ -128,61 +115,11 @@ class GroupModel:
         """
         return self._gtid_states.state(self._member(member_id), t_us)
 
-    def _raw_iq(self, m: int, start: int) -> I64:
-        w = self._flow._w if self._flow is not None else self._workload
-        h = start // HOUR
-        if h < w.h0:
-            return np.zeros(HOUR, dtype=np.int64)
-        got: I64 = w.hour(h).in_queue[m]
-        return got
-
     def _member(self, member_id: str) -> int:
         try:
             return self._index[member_id.lower()]
         except KeyError:
             raise ValueError(f"member_id: {member_id!r} is not a member of the model") from None
-
-    def _numbers(self, m: int, start: int, stop: int) -> list[I64]:
-        """The eight counts of member m for seconds [start, stop) inside one hour, in
-        _COUNT_COLUMNS order."""
-        w = self._workload
-        h, k0 = divmod(start, HOUR)
-        k1 = k0 + stop - start
-        if h < w.h0:
-            return [np.zeros(stop - start, dtype=np.int64)] * 8
-        pa, pc = w.base(h)
-        hour = w.hour(h)
-        ok_base = pa - pc
-        checked = int(pa.sum()) + hour.a_tot[k0:k1]
-        ok_tot = int(ok_base.sum()) + hour.ok_tot[k0:k1]
-        return [
-            self._cert.in_queue(m, start, hour.in_queue[m, k0:k1]),
-            checked,
-            int(pc.sum()) + hour.c_tot[k0:k1],
-            self._cert.rows_validating(ok_tot, start, stop),
-            self._queues.queue(m, h)[k0:k1],
-            self._remote_applied(m, start, stop),
-            int(pa[m]) + hour.a[m, k0:k1],
-            int(pc[m]) + hour.c[m, k0:k1],
-        ]
-
-    def _gtid_texts(self, s: int) -> tuple[str, str]:
-        """(the group's committed GTID text, last conflict-free GTID) at second s: the
-        same for every member, so a bulk read of each member's day builds them once."""
-        got = self._texts.get(s)
-        if got is None:
-            got = self._texts[s] = (
-                self._cert.committed_text(s),
-                self._ledger.last_conflict_free(s),
-            )
-            if len(self._texts) > _TEXTS_CACHED:
-                self._texts.popitem(last=False)
-        return got
-
-    def _committed_text(self, m: int, s: int) -> str:
-        if self._membership.state(m, s) == "RECOVERING":
-            return ""
-        return self._cert.committed_text(s)
 
     def stats_at(self, member_id: str, t_us: int) -> PipelineStats:
         """The member's live pipeline stats at time t (current GTID texts, flag False).
@@ -199,9 +136,7 @@ class GroupModel:
         """
         m = self._member(member_id)
         s = t_us // 1_000_000
-        iq, checked, conflicts, rows, queue, applied, local, rollback = (
-            int(x[0]) for x in self._numbers(m, s, s + 1)
-        )
+        iq, checked, conflicts, rows, queue, applied, local, rollback = self._counts.at(m, s)
         return PipelineStats(
             transactions_waiting_certification=iq,
             transactions_waiting_apply=queue,
@@ -211,7 +146,7 @@ class GroupModel:
             transactions_negative_certified=conflicts,
             transactions_rows_validating=rows,
             transaction_gtids_present=False,
-            transactions_committed_all_members=self._committed_text(m, s).encode(),
+            transactions_committed_all_members=self._texts.committed(m, s).encode(),
             transaction_last_conflict_free=self._ledger.last_conflict_free(s).encode(),
             transactions_local_rollback=rollback,
             flow_control_mode=FLOW_CONTROL_QUOTA,
@@ -291,7 +226,7 @@ class GroupModel:
         """
         m = self._member(member_id)
         s = t_us // 1_000_000
-        _, _, _, _, queue, applied, _, _ = (int(x[0]) for x in self._numbers(m, s, s + 1))
+        _, _, _, _, queue, applied, _, _ = self._counts.at(m, s)
         return self._appliers.applier_at(m, s, t_us, committed=applied, pending=queue)
 
     def applier_history(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, I64]:
@@ -314,31 +249,10 @@ class GroupModel:
         m = self._member(member_id)
         if n_seconds < 0:
             raise ValueError("n_seconds: must be >= 0")
-        end = start_s + n_seconds
-        applied = [self._remote_applied(m, s, stop) for s, stop in _hour_spans(start_s, end)]
-        committed = np.concatenate(applied) if applied else np.zeros(0, dtype=np.int64)
-        secs = np.arange(start_s, end, dtype=np.int64)
+        committed = self._counts.remote_applied_seconds(m, start_s, n_seconds)
+        secs = np.arange(start_s, start_s + n_seconds, dtype=np.int64)
         counters = self._appliers.counters(m, secs, committed)
         return {history: counters[field] for field, history in _APPLIER_HISTORY}
-
-    def _remote_applied(self, m: int, start: int, stop: int) -> I64:
-        """Member m's COUNT_TRANSACTIONS_REMOTE_APPLIED for [start, stop) inside one hour
-        (`_numbers`' sixth count, alone for `applier_history`)."""
-        w = self._workload
-        h, k0 = divmod(start, HOUR)
-        k1 = k0 + stop - start
-        if h < w.h0:
-            return np.zeros(stop - start, dtype=np.int64)
-        pa, pc = w.base(h)
-        hour = w.hour(h)
-        ok_base = pa - pc
-        ok_tot = int(ok_base.sum()) + hour.ok_tot[k0:k1]
-        own_ok = int(ok_base[m]) + hour.ok[m, k0:k1]
-        queue = self._queues.queue(m, h)[k0:k1]
-        applied: I64 = (
-            ok_tot - own_ok - queue + self._membership.view_changes_applied(m, start, stop)
-        )
-        return applied
 
     def number_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, I64]:
         """The integer columns of `history_columns`, as numpy arrays.
@@ -360,16 +274,8 @@ class GroupModel:
         m = self._member(member_id)
         if n_seconds < 0:
             raise ValueError("n_seconds: must be >= 0")
-        end = start_s + n_seconds
-        parts: list[list[I64]] = [[] for _ in range(8)]
-        for s, stop in _hour_spans(start_s, end):
-            for part, arr in zip(parts, self._numbers(m, s, stop), strict=True):
-                part.append(arr)
-        cols = {
-            name: np.concatenate(part) if part else np.zeros(0, dtype=np.int64)
-            for name, part in zip(_COUNT_COLUMNS, parts, strict=True)
-        }
-        cols["sampled_at"] = np.arange(start_s, end, dtype=np.int64) * 1_000_000
+        cols = self._counts.columns(m, start_s, n_seconds)
+        cols["sampled_at"] = np.arange(start_s, start_s + n_seconds, dtype=np.int64) * 1_000_000
         cols["flow_control_mode"] = np.full(n_seconds, FLOW_CONTROL_QUOTA, dtype=np.int64)
         return cols
 
@@ -378,36 +284,7 @@ class GroupModel:
         m = self._member(member_id)
         if n_seconds < 0:
             raise ValueError("n_seconds: must be >= 0")
-        secs = range(start_s, start_s + n_seconds)
-        ms = self._membership
-        host, port = ms.host(m)
-        if ms.scripted(m):
-            states = [ms.state(m, x) for x in secs]
-            roles = [ms.role(m, st) for st in states]
-        else:
-            states, roles = ["ONLINE"] * n_seconds, [ms.role(m, "ONLINE")] * n_seconds
-        if ms.views_changed():
-            views = [ms.view_id(m, x) for x in secs]
-        else:
-            views = [ms.view_id(m, start_s)] * n_seconds
-        committed: list[str | None] = [None] * n_seconds
-        last_free: list[str | None] = [None] * n_seconds
-        for i in range((-start_s) % GTID_EVERY_S, n_seconds, GTID_EVERY_S):
-            group_text, last_free[i] = self._gtid_texts(start_s + i)
-            recovering = ms.state(m, start_s + i) == "RECOVERING"
-            committed[i] = "" if recovering else group_text
-        return {
-            "group_name": [self.settings.group] * n_seconds,
-            "member_id": [self.settings.members[m]] * n_seconds,
-            "member_host": [host] * n_seconds,
-            "member_port": [port] * n_seconds,
-            "member_state": states,
-            "member_role": roles,
-            "member_version": [self.settings.version] * n_seconds,
-            "view_id": views,
-            "transactions_committed_all_members": committed,
-            "last_conflict_free_transaction": last_free,
-        }
+        return self._texts.columns(m, start_s, n_seconds)
 
     def history_columns(self, member_id: str, start_s: int, n_seconds: int) -> dict[str, list[Any]]:
         """One history row per second [start_s, start_s + n_seconds), column-wise.
