@@ -8,7 +8,8 @@ a second SIGINT exits at once (`stopping`). Readers share one snapshot,
 rebuilt only when it must be (`snapcache`).
 
 The tick loop runs on the loop clock: tick k is due at start + k x period, a
-late tick is not caught up (missed ticks are skipped), so timing never drifts.
+late tick is not caught up (missed ticks are skipped), so timing never drifts
+(`ticks`).
 Each tick lets the publisher sample and publish (member daemon only), expires
 silent members and refreshes the snapshot. The collector is this daemon
 without a publisher: it subscribes to every group and records every member.
@@ -53,6 +54,7 @@ from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
 from grstats.daemon.snapcache import SnapshotCache
 from grstats.daemon.stopping import StopRequest
+from grstats.daemon.ticks import TickSchedule
 from grstats.daemon.wiring import make_bus, make_tables
 from grstats.sources.base import Source
 
@@ -162,13 +164,11 @@ class Daemon:
 
     async def _tick_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        period = self.settings.publish.period
-        start = loop.time()
-        tick = 0
+        schedule = TickSchedule(loop.time(), self.settings.publish.period)
         while not self.stop_event.is_set():
             try:
                 if self.publisher is not None:
-                    await self.publisher.tick(tick, self.bus)
+                    await self.publisher.tick(schedule.tick, self.bus)
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
@@ -176,12 +176,8 @@ class Daemon:
             if self.sql is not None:
                 self.sql.offer(snapshot)
             self._update_status()
-            tick += 1
-            due = start + tick * period
             now = loop.time()
-            if due < now:  # late: skip the missed ticks instead of bursting
-                tick = int((now - start) / period) + 1
-                due = start + tick * period
+            due = schedule.next_due(now)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_event.wait(), due - now)
 
