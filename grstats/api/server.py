@@ -22,7 +22,7 @@ Invariants (every bound has a counter, see `ApiStats`, exported on /metrics):
 - /metrics bodies are shared: the snapshot's part of the exposition is
   rendered once per snapshot and sent as is to every scraper of that
   snapshot (only the small process/API part is rendered per request), so N
-  slow scrapers hold one body, not N.
+  slow scrapers hold one body, not N (`grstats.api.routes` makes the answers).
 
 Routes (GET; HEAD answers the same head without the body):
 - `/v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON for
@@ -38,23 +38,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
 
 import structlog
-from prometheus_client import generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
-from grstats.api.metrics import snapshot_registry
 from grstats.api.options import ApiOptions
-from grstats.api.self_metrics import process_registry
-from grstats.core.columns import table_names
+from grstats.api.routes import Response, Routes, json_response
 from grstats.core.ratelimit import RateLimit
-from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot
 
 __all__ = ["ApiServer"]
 
@@ -78,9 +72,6 @@ _REFUSED = (
     b"Content-Length: 0\r\nConnection: close\r\n\r\n"
 )
 
-# status, content type, body as parts sent one after the other (see "shared").
-Response = tuple[int, str, tuple[bytes, ...]]
-
 
 class ApiServer:
     """Serve the snapshot over HTTP, within stated bounds.
@@ -94,16 +85,13 @@ class ApiServer:
     def __init__(self, options: ApiOptions, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
         self._host = options.host
         self._requested_port = port = options.port
-        self._get_snapshot = get_snapshot
         self._max_connections = options.max_connections
         self._head_timeout_s = options.head_timeout
         self._write_timeout_s = options.write_timeout
         self._max_request_bytes = options.max_request_bytes
         self._write_buffer_bytes = options.write_buffer_bytes
-        self._snapshot_registry = snapshot_registry(get_snapshot)
-        self._process_registry = process_registry(self.stats)
+        self._routes = Routes(get_snapshot, self.stats)
         self._server: asyncio.Server | None = None
-        self._started = time.monotonic()
         self._open = 0
         self._refusing = 0
         self._transports: set[asyncio.WriteTransport] = set()
@@ -111,8 +99,6 @@ class ApiServer:
         self._accepted = 0
         self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
         self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
-        # (snapshot, its rendering): see "bodies are shared".
-        self._metrics_cache: tuple[DaemonSnapshot, bytes] | None = None
         self.port = port
 
     def stats(self) -> ApiStats:
@@ -137,7 +123,7 @@ class ApiServer:
         sockets = self._server.sockets
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
-        self._started = time.monotonic()
+        self._routes.started = time.monotonic()
         log.info("api.listening", host=self._host, port=self.port)
 
     async def close(self) -> None:
@@ -240,16 +226,16 @@ class ApiServer:
             return None
         except asyncio.LimitOverrunError:
             self._count(self._refused, "too_large")
-            return (*_encode(_json(431, {"error": "request head too large"})), True)
+            return (*_encode(json_response(431, {"error": "request head too large"})), True)
         except (asyncio.IncompleteReadError, ConnectionError):
             return None  # the client went away before asking anything
         parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             self._count(self._refused, "bad_request")
-            return (*_encode(_json(400, {"error": "bad request line"})), False)
+            return (*_encode(json_response(400, {"error": "bad request line"})), False)
         method, target = parts[0], parts[1]
         if method not in _METHODS:
-            return (*_encode(_json(405, {"error": "only GET and HEAD"}), allow=True), False)
+            return (*_encode(json_response(405, {"error": "only GET and HEAD"}), allow=True), False)
         head_bytes, body = _encode(self.route(target.split("?", 1)[0]))
         return head_bytes, (() if method == "HEAD" else body), False
 
@@ -286,69 +272,9 @@ class ApiServer:
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
 
-    # -- routes ---------------------------------------------------------------
-
     def route(self, path: str) -> Response:
         """Answer one GET for `path` (also used directly by tests)."""
-        if path == "/metrics":
-            return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
-        snapshot = self._get_snapshot()
-        if path.startswith("/v1/tables/"):
-            name = path.removeprefix("/v1/tables/").strip("/")
-            names = table_names()
-            if name not in names:
-                return _json(404, {"error": "unknown table", "table": name, "tables": names})
-            return _json(200, [dict(row) for row in snapshot.table(name)])
-        if path in ("/healthz", "/health"):
-            return self._health(snapshot)
-        if path == "/v1/tables":
-            return _json(200, list(table_names()))
-        return _json(404, {"error": "not found", "path": path})
-
-    def _health(self, snapshot: DaemonSnapshot) -> Response:
-        reasons = snapshot.health.codes()
-        api = self.stats()
-        body = {
-            "status": "degraded" if reasons else "ok",
-            "reasons": list(reasons),
-            "details": list(snapshot.health.details()),
-            "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
-            "members": len(snapshot.table(MEMBERS_TABLE)),
-            "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
-            "uptime_s": round(time.monotonic() - self._started, 3),
-            "group": snapshot.group_name,
-            "member_id": snapshot.local_member_id,
-            "counters": snapshot.counters.as_dict(),
-            "api": {
-                "open": api.open,
-                "max_connections": api.max_connections,
-                "refused": dict(api.refused),
-                "timed_out": dict(api.timed_out),
-            },
-        }
-        if snapshot.sql is not None and snapshot.sql.process_state:
-            q = snapshot.sql
-            body["sql"] = {
-                "serving": q.serving,
-                "process": q.process_state,
-                "pid": q.process_pid,
-                "restarts": q.process_restarts,
-                "last_exit": q.process_last_exit,
-            }
-        return _json(503 if reasons else 200, body)
-
-    def _metrics_body(self) -> tuple[bytes, ...]:
-        snapshot = self._get_snapshot()
-        cached = self._metrics_cache
-        if cached is None or cached[0] is not snapshot:
-            cached = (snapshot, generate_latest(self._snapshot_registry))
-            self._metrics_cache = cached
-        return cached[1], generate_latest(self._process_registry)
-
-
-def _json(status: int, payload: Any) -> Response:
-    body = json.dumps(payload, separators=(",", ":")).encode()
-    return status, "application/json", (body,)
+        return self._routes.answer(path)
 
 
 def _encode(response: Response, *, allow: bool = False) -> tuple[bytes, tuple[bytes, ...]]:

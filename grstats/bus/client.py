@@ -1,4 +1,4 @@
-"""The MQTT bus: the only module that imports aiomqtt (and, through it, paho).
+"""The MQTT bus: with its `mqtt5` helper, the only module that imports aiomqtt (and paho).
 
 Strategy: `Bus.run()` is a reconnect loop that lives as long as the daemon.
 Each round opens one `aiomqtt.Client` (MQTT 5), subscribes to every topic
@@ -59,23 +59,24 @@ Invariants:
 - Publishes are awaited one at a time; aiomqtt's pending-calls warning
   threshold is raised past anything a healthy daemon reaches, so the warning
   only fires if publishes really pile up.
+
+What each connection announces (packet size, Will, session, TLS) is made in
+`grstats.bus.mqtt5`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
-import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 import aiomqtt
 import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from grstats.bus.mqtt5 import LastWill, make_client
 from grstats.bus.options import BusOptions
 from grstats.core.ratelimit import RateLimit
 
@@ -91,9 +92,6 @@ BACKOFF_MAX_S = 5.0
 STABLE_SESSION_S = BACKOFF_MAX_S
 # At most one connection warning per this many seconds; the rest are counted.
 WARN_INTERVAL_S = 10.0
-# A healthy daemon has at most a handful of publishes in flight; far above that
-# something is wrong and one warning per publish is then deserved.
-PENDING_CALLS_THRESHOLD = 1000
 
 # What a connection attempt or a live connection can fail with. aiomqtt wraps
 # socket and TLS errors in MqttError, but paho raises ValueError for an empty
@@ -103,15 +101,6 @@ PENDING_CALLS_THRESHOLD = 1000
 _CONNECTION_ERRORS = (aiomqtt.MqttError, OSError, ValueError, OverflowError)
 
 MessageHandler = Callable[[str, bytes, bool], None]
-
-
-@dataclass(frozen=True, slots=True)
-class LastWill:
-    """The message the broker publishes for us if we vanish, after `delay_s`."""
-
-    topic: str
-    payload: bytes
-    delay_s: int = 0
 
 
 class _HandOverQueue(asyncio.Queue[aiomqtt.Message]):
@@ -260,8 +249,11 @@ class Bus:
         )
 
     async def _session(self) -> None:
-        client = self._make_client()
-        client.pending_calls_threshold = PENDING_CALLS_THRESHOLD
+        # Resume our own session after a blip: a session taken over before the
+        # Will Delay expires cancels the Will, so receivers see no false `offline`.
+        client = make_client(
+            self._options, self._will, clean_start=self.connects == 0, queue_type=self._queue_type
+        )
         async with client:
             for topic_filter in self._subscriptions:
                 await client.subscribe(topic_filter, qos=1)
@@ -303,49 +295,6 @@ class Bus:
         # connection is lost.
         async for _ in client.messages:
             pass
-
-    def _make_client(self) -> aiomqtt.Client:
-        o = self._options
-        will = None
-        connect_props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]  # paho ships no hints here
-        # A compliant broker never sends us a packet larger than this (MQTT 5
-        # §3.1.2.11.4): it drops the message for this client instead.
-        connect_props.MaximumPacketSize = o.max_packet_size
-        if self._will is not None:
-            will_props = Properties(PacketTypes.WILLMESSAGE)  # type: ignore[no-untyped-call]  # paho ships no hints here
-            if self._will.delay_s > 0:
-                will_props.WillDelayInterval = self._will.delay_s
-                # The Will waits for the session to end: keep it alive as long.
-                connect_props.SessionExpiryInterval = self._will.delay_s
-            will = aiomqtt.Will(
-                self._will.topic, self._will.payload, qos=1, retain=True, properties=will_props
-            )
-        tls_params = None
-        if o.tls:
-            tls_params = aiomqtt.TLSParameters(
-                ca_certs=o.ca_file,
-                certfile=o.cert_file,
-                keyfile=o.key_file,
-                cert_reqs=ssl.CERT_REQUIRED,
-            )
-        return aiomqtt.Client(
-            o.host,
-            o.port,
-            username=o.username,
-            password=o.password,
-            identifier=o.client_id or None,
-            protocol=aiomqtt.ProtocolVersion.V5,
-            will=will,
-            keepalive=o.keepalive,
-            timeout=max(5.0, float(o.keepalive)),
-            properties=connect_props,
-            # Resume our own session after a blip: a session taken over before the
-            # Will Delay expires cancels the Will, so receivers see no false `offline`.
-            clean_start=self.connects == 0,
-            tls_params=tls_params,
-            logger=logging.getLogger("grstats.bus.mqtt"),
-            queue_type=self._queue_type,
-        )
 
     # -- use ------------------------------------------------------------------
 

@@ -4,10 +4,12 @@ Strategy: phases as in uvicorn's server.py — start (source, history, API),
 serve (a TaskGroup owning the bus loop, the tick loop and the watchdog until
 the stop event is set), drain (withdraw from the bus, disconnect, flush
 history — all under one deadline) and stop. Signals only set the stop event;
-a second SIGINT exits at once.
+a second SIGINT exits at once (`stopping`). Readers share one snapshot,
+rebuilt only when it must be (`snapcache`).
 
 The tick loop runs on the loop clock: tick k is due at start + k x period, a
-late tick is not caught up (missed ticks are skipped), so timing never drifts.
+late tick is not caught up (missed ticks are skipped), so timing never drifts
+(`ticks`).
 Each tick lets the publisher sample and publish (member daemon only), expires
 silent members and refreshes the snapshot. The collector is this daemon
 without a publisher: it subscribes to every group and records every member.
@@ -31,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,9 @@ from grstats.daemon.health import (
 from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
+from grstats.daemon.snapcache import SnapshotCache
+from grstats.daemon.stopping import StopRequest
+from grstats.daemon.ticks import TickSchedule
 from grstats.daemon.wiring import make_bus, make_tables
 from grstats.sources.base import Source
 
@@ -84,8 +87,8 @@ class Daemon:
         self.settings = settings
         self.source = source
         self.history = history
-        self.stop_event = asyncio.Event()
-        self._sigint_count = 0
+        self.stopping = StopRequest()
+        self.stop_event = self.stopping.event
         self.tables = self._make_tables(settings.member.group, settings.member.id)
         self.publisher = (
             None if source is None else Publisher(settings, source, self.tables, history)
@@ -95,9 +98,8 @@ class Daemon:
         self.bus: Bus | None = None
         self.api: ApiServer | None = None
         self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
-        self._snapshot: DaemonSnapshot | None = None
-        self._snapshot_key: tuple[int, bool] = (-1, False)
-        self._snapshot_at = 0.0
+        max_age = min(0.25, settings.publish.period / 2)  # the oldest a reader gets
+        self._snapshots = SnapshotCache(self._build_snapshot, max_age)
         self._status_text = ""
         self._echo = EchoWatch()
 
@@ -131,28 +133,15 @@ class Daemon:
     # -- snapshot and health ----------------------------------------------------
 
     def get_snapshot(self, *, fresh: bool = False) -> DaemonSnapshot:
-        """The current snapshot, rebuilt when the tables changed or time moved on.
+        """The current snapshot, at most `min(0.25, period / 2)` s old (`SnapshotCache`).
 
-        A reader (the API) gets one at most `min(0.25, period / 2)` seconds old:
-        under a flood of envelopes the tables change with every message, and
-        rebuilding every table of every member for each request cost a busy
-        collector a fifth of its CPU. The tick asks for a `fresh` one (its own
-        sample included) whenever the tables changed.
+        The tick asks for a `fresh` one (its own sample included) whenever the
+        tables changed; other readers share the last one.
         """
-        mono = time.monotonic()
         connected = self.bus is not None and self.bus.connected.is_set()
-        key = (self.tables.version, connected)
-        age = mono - self._snapshot_at
-        max_age = min(0.25, self.settings.publish.period / 2)
-        if (
-            self._snapshot is None
-            or age > max_age
-            or (self._snapshot_key != key and (fresh or self._snapshot_key[1] != connected))
-        ):
-            self._snapshot = self._build_snapshot()
-            self._snapshot_key = key
-            self._snapshot_at = mono
-        return self._snapshot
+        return self._snapshots.get(
+            version=self.tables.version, connected=connected, fresh=fresh, now=time.monotonic()
+        )
 
     def _build_snapshot(self) -> DaemonSnapshot:
         return assemble_snapshot(
@@ -175,13 +164,11 @@ class Daemon:
 
     async def _tick_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        period = self.settings.publish.period
-        start = loop.time()
-        tick = 0
+        schedule = TickSchedule(loop.time(), self.settings.publish.period)
         while not self.stop_event.is_set():
             try:
                 if self.publisher is not None:
-                    await self.publisher.tick(tick, self.bus)
+                    await self.publisher.tick(schedule.tick, self.bus)
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
@@ -189,32 +176,16 @@ class Daemon:
             if self.sql is not None:
                 self.sql.offer(snapshot)
             self._update_status()
-            tick += 1
-            due = start + tick * period
             now = loop.time()
-            if due < now:  # late: skip the missed ticks instead of bursting
-                tick = int((now - start) / period) + 1
-                due = start + tick * period
+            due = schedule.next_due(now)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_event.wait(), due - now)
 
     # -- lifecycle ------------------------------------------------------------
 
-    def request_stop(self, signum: int | None = None) -> None:
-        """Ask the daemon to drain and stop; a second SIGINT exits immediately."""
-        if signum == signal.SIGINT:
-            self._sigint_count += 1
-            if self._sigint_count > 1:
-                log.warning("daemon.forced_exit")
-                os._exit(130)
-        log.info("daemon.stopping", signal=signal.Signals(signum).name if signum else None)
-        self.stop_event.set()
-
     def install_signal_handlers(self) -> None:
-        """Route SIGTERM/SIGINT to `request_stop` (the loop's own handlers)."""
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.request_stop, signum)
+        """SIGTERM/SIGINT ask the daemon to stop; a second SIGINT exits at once."""
+        self.stopping.install()
 
     async def run(self) -> int:
         """Start, serve until stopped, drain, stop.

@@ -24,18 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
-from collections.abc import Callable
-from typing import TypeVar
 
 import structlog
 
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
-from grstats.core.applier import bounded, encode_member_applier
-from grstats.core.lag import MemberLag, encode_member_lag
-from grstats.core.ratelimit import RateLimit
+from grstats.core.lag import MemberLag
 from grstats.core.rows import (
     applier_history,
     commit_path_due,
@@ -47,21 +42,9 @@ from grstats.core.rows import (
 from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
+from grstats.daemon.sections import ExtSections
 from grstats.sources.base import Source
-from protocol import (
-    MAX_APPLIER_WORKERS,
-    CommitPathReport,
-    Envelope,
-    MemberInfo,
-    ProtocolError,
-    encode_commit_path,
-    encode_commit_path_comm,
-    encode_envelope,
-    encode_gtid_state,
-    encode_pipeline_stats,
-)
-
-T = TypeVar("T")
+from protocol import Envelope, MemberInfo, encode_envelope, encode_pipeline_stats
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -92,19 +75,27 @@ class Publisher:
         self.incarnation = random.getrandbits(64)
         self.seq = 0
         self.published = 0
-        # samples whose `ext` section the wire refused (sent without it), by section
-        # (ext.gtids: also its sets over protocol.MAX_GTID_STATE_TEXT)
-        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0, "gtids": 0}
-        self._unsendable_log = RateLimit(60.0)  # by section
-        # workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed
-        self.applier_workers_dropped = 0
-        # the last ext.gtids was refused (over protocol.MAX_GTID_STATE_TEXT): /healthz says so
-        self.gtids_unsendable = False
+        self.sections = ExtSections()  # the envelope's ext map; what the wire refused
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
         self._history_previous_us: int | None = None  # the last history row's sample
         self._in_group: bool | None = None  # what we last announced on the status topic
+
+    @property
+    def sections_unsendable(self) -> dict[str, int]:
+        """Samples sent without a section the wire refused, by section."""
+        return self.sections.sections_unsendable
+
+    @property
+    def applier_workers_dropped(self) -> int:
+        """Applier workers past protocol.MAX_APPLIER_WORKERS left out, summed."""
+        return self.sections.applier_workers_dropped
+
+    @property
+    def gtids_unsendable(self) -> bool:
+        """The last ext.gtids was refused (over protocol.MAX_GTID_STATE_TEXT)."""
+        return self.sections.gtids_unsendable
 
     def topic(self, kind: str) -> str:
         """Our topic of `kind`."""
@@ -221,28 +212,7 @@ class Publisher:
             ),
             sent_timestamp=now_us(),
         )
-        ext: dict[str, object] = {"communication_stack": sample.member.communication_stack}
-        lag = self._lag_section(sample) if sample.lag else None
-        if lag is not None:
-            ext["lag"] = lag
-        applier = self._applier_section(sample)
-        if applier is not None:
-            ext["applier"] = applier
-        if gtids and sample.gtid_state is not None:
-            # @@gtid_executed / @@gtid_purged ride with the stats' GTID sets only
-            gtid_state = self._encoded("gtids", encode_gtid_state, sample.gtid_state)
-            self.gtids_unsendable = gtid_state is None
-            if gtid_state is not None:
-                ext["gtids"] = gtid_state
-        if sample.commit_path is not None:
-            report = CommitPathReport(sample.sampled_at_us, sample.commit_path)
-            commit_path = self._encoded("commit_path", encode_commit_path, report)
-            if commit_path is not None:
-                ext["commit_path"] = commit_path
-        if sample.communication is not None:
-            comm = self._encoded("commit_path_comm", encode_commit_path_comm, sample.communication)
-            if comm is not None:
-                ext["commit_path_comm"] = comm
+        ext = self.sections.ext(sample, gtids=gtids)
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )
@@ -264,42 +234,6 @@ class Publisher:
             keep = max(expiry, round(2 * self.settings.publish.gtid_interval))
             await bus.publish(gtids_topic, payload, qos=0, retain=True, timeout=wait, expiry_s=keep)
         return gtids
-
-    def _lag_section(self, sample: LocalSample) -> object:
-        """`ext.lag`; a figure the wire refuses drops the section, never the stats."""
-        return self._encoded("lag", encode_member_lag, MemberLag(sample.sampled_at_us, sample.lag))
-
-    def _applier_section(self, sample: LocalSample) -> object:
-        """`ext.applier`; a figure the wire refuses drops the section, never the stats."""
-        if sample.applier is None:
-            return None
-        applier, dropped = bounded(sample.applier)
-        if dropped:
-            if self.applier_workers_dropped == 0:  # a lasting shape of the server: once
-                log.warning(
-                    "applier.workers_dropped",
-                    workers=len(sample.applier.workers),
-                    dropped=dropped,
-                    bound=MAX_APPLIER_WORKERS,
-                )
-            self.applier_workers_dropped += dropped
-        return self._encoded("applier", encode_member_applier, applier)
-
-    def _encoded(self, section: str, encode: Callable[[T], object], value: T) -> object:
-        """`encode(value)`, or None (counted, logged once a minute) when the wire refuses it."""
-        try:
-            return encode(value)
-        except ProtocolError as exc:
-            count = self.sections_unsendable[section] = self.sections_unsendable.get(section, 0) + 1
-            suppressed = self._unsendable_log.admit(time.monotonic(), section)
-            if suppressed is not None:  # a lasting fault: once a minute, whatever the period
-                log.warning(
-                    f"{section}.unsendable",
-                    error=str(exc)[:200],
-                    count=count,
-                    suppressed=suppressed,
-                )
-            return None
 
     def envelope(
         self,

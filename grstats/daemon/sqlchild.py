@@ -11,12 +11,10 @@ that ends is restarted after a backoff doubling from BACKOFF_INITIAL_S up to
 BACKOFF_MAX_S (back to the start once a child ran STABLE_AFTER_S), on the
 port the first one bound, so clients find it again.
 
-Invariants: `offer` is O(1) on the event loop; the snapshot is encoded in a
-thread and written only when the previous one has left the daemon's write
-buffer, else dropped and counted (`snapshots_dropped`), so the loop never
-waits for the child and at most one snapshot is buffered. A snapshot past
-[sql] max_snapshot_bytes is refused and counted, never cut. Counters of the
-child survive its restarts (the dead child's totals are kept and added).
+Invariants: `offer` is O(1) on the event loop and the loop never waits for
+the child (`SnapshotFeed`, grstats.daemon.sqlfeed: at most one snapshot
+buffered, the rest dropped and counted in `snapshots_dropped`). Counters of
+the child survive its restarts (the dead child's totals are kept and added).
 The child gets the daemon's environment without the systemd notify and
 socket-activation variables: only the daemon pings the watchdog.
 """
@@ -37,6 +35,7 @@ import structlog
 
 from grstats.config import Settings
 from grstats.core.snapshot import DAEMON_SQL_FIELDS, DaemonSnapshot, SqlFigures
+from grstats.daemon.sqlfeed import SnapshotFeed
 from grstats.daemon.sqlmain import PARENT_ENV
 from grstats.sql.channel import (
     ChannelError,
@@ -45,7 +44,6 @@ from grstats.sql.channel import (
     encode_frame,
     figures_from,
     read_frame,
-    snapshot_message,
 )
 from grstats.sql.child import EXIT_REASONS, REPLY_MAX_BYTES
 
@@ -58,7 +56,6 @@ START_WAIT_S = 30.0  # the first figures (the child imports DuckDB & co. first)
 STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
 CHECK_S = 0.5  # how often the supervisor looks at the child's silence
 CONFIG_MAX_BYTES = 1 << 16
-DROP_REASONS = ("child_slow", "not_running", "too_large", "unencodable", "superseded")
 CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
 _DAEMON_ONLY_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
 _GAUGES = ("serving", "reason", "connections_open", "max_connections")
@@ -109,20 +106,15 @@ class SqlChild:
         self.pid = 0
         self.restarts = 0
         self.last_exit = ""
-        self.sent = 0
-        self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        self.feed = SnapshotFeed(config.max_snapshot_bytes)  # the live tables, to the child
         self.replies_refused = 0
-        self.unsent = ""  # why the last snapshot could not be encoded ("" when it could)
         self._base = SqlFigures()
         self._current = SqlFigures(max_connections=config.options.max_connections)
         self._proc: asyncio.subprocess.Process | None = None
         self._replies: asyncio.Task[None] | None = None
         self._reported = asyncio.Event()
-        self._pending: DaemonSnapshot | None = None
-        self._latest: DaemonSnapshot | None = None
         self._child_refused: dict[str, int] = {}
         self._child_refused_base: dict[str, int] = {}
-        self._wake = asyncio.Event()
         self._started_at = 0.0
         self._heard = 0.0  # when the child last reported (or was started)
         self._killed_for = ""  # why the daemon killed the current child ("" if it did not)
@@ -151,9 +143,9 @@ class SqlChild:
             process_pid=self.pid,
             process_restarts=self.restarts,
             process_last_exit=self.last_exit,
-            snapshots_sent=self.sent,
+            snapshots_sent=self.feed.sent,
             snapshots_dropped=self._drops(),
-            snapshot_unsent=self.unsent,
+            snapshot_unsent=self.feed.unsent,
         )
 
     def _check_silence(self, proc: asyncio.subprocess.Process, now: float) -> None:
@@ -170,7 +162,7 @@ class SqlChild:
 
     def _drops(self) -> dict[str, int]:
         """Snapshots dropped by the daemon, and refused by the child (`child_<reason>`)."""
-        out = dict(self.dropped)
+        out = dict(self.feed.dropped)
         for reason in CHILD_REFUSALS:
             count = self._child_refused_base.get(reason, 0) + self._child_refused.get(reason, 0)
             out[f"child_{reason}"] = count
@@ -178,16 +170,13 @@ class SqlChild:
 
     def offer(self, snapshot: DaemonSnapshot) -> None:
         """Hand the child the latest live tables (O(1): the sending is `run`'s)."""
-        if self._pending is not None:
-            self.dropped["superseded"] += 1
-        self._pending = self._latest = snapshot
-        self._wake.set()
+        self.feed.offer(snapshot)
 
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self, snapshot: DaemonSnapshot) -> None:
         """Start the first child and wait up to START_WAIT_S for its first figures."""
-        self._latest = snapshot
+        self.feed.latest = snapshot
         await self._spawn()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._reported.wait(), START_WAIT_S)
@@ -196,7 +185,7 @@ class SqlChild:
         """Feed the child and restart it when it ends, until `stop` is set."""
         failures = 0
         async with asyncio.TaskGroup() as tg:
-            sender = tg.create_task(self._send_loop(), name="sql-send")
+            sender = tg.create_task(self.feed.run(self._child_input), name="sql-send")
             stopped = tg.create_task(stop.wait(), name="sql-stop")
             while not stop.is_set():
                 proc = self._proc
@@ -273,15 +262,7 @@ class SqlChild:
         self._started_at = self._heard = time.monotonic()
         self._killed_for = ""
         proc.stdin.write(encode_frame(message, CONFIG_MAX_BYTES))
-        if self._latest is not None:  # at once: @@server_uuid comes from it
-            self._pending = None
-            try:
-                proc.stdin.write(
-                    encode_frame(snapshot_message(self._latest), self.config.max_snapshot_bytes)
-                )
-                self.sent += 1
-            except ChannelError as exc:
-                self.dropped[exc.reason] += 1
+        self.feed.send_latest(proc.stdin)  # at once: @@server_uuid comes from it
         self._replies = asyncio.create_task(self._read_replies(proc.stdout), name="sql-replies")
         log.info("sql.child_spawned", pid=proc.pid, restarts=self.restarts)
 
@@ -329,41 +310,8 @@ class SqlChild:
             self._heard = time.monotonic()
             self._reported.set()
 
-    async def _send_loop(self) -> None:
-        cap = self.config.max_snapshot_bytes
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            snapshot, self._pending = self._pending, None
-            proc = self._proc
-            if snapshot is None:
-                continue
-            if proc is None or proc.stdin is None or proc.stdin.is_closing():
-                self.dropped["not_running"] += 1
-                continue
-            if proc.stdin.transport.get_write_buffer_size() > 0:
-                self.dropped["child_slow"] += 1
-                continue
-            try:
-                frame = await asyncio.to_thread(
-                    lambda s=snapshot: encode_frame(snapshot_message(s), cap)  # type: ignore[misc]
-                )
-            except ChannelError as exc:
-                self.dropped[exc.reason] += 1
-                if not self.unsent:  # once per episode, not every period
-                    log.error("sql.snapshot_not_sent", reason=exc.reason, error=str(exc))
-                self.unsent = f"the live tables are not sent ({exc})"
-                continue
-            self.unsent = ""
-            if proc is not self._proc or proc.stdin.is_closing():
-                self.dropped["not_running"] += 1
-                continue
-            try:
-                proc.stdin.write(frame)
-            except (BrokenPipeError, ConnectionResetError):
-                self.dropped["not_running"] += 1
-                continue
-            self.sent += 1
+    def _child_input(self) -> asyncio.StreamWriter | None:
+        return self._proc.stdin if self._proc is not None else None
 
 
 def child_config(settings: Settings) -> ChildConfig:

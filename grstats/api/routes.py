@@ -1,0 +1,113 @@
+"""What each path of the local HTTP API answers, from the current snapshot.
+
+Strategy: answers are built from one immutable `DaemonSnapshot` read per
+request (`get_snapshot`), never from live state, and know nothing of
+sockets: the server (`grstats.api.server`) frames and sends them within its
+bounds. The snapshot's part of /metrics is rendered once per snapshot and
+shared by every scraper of that snapshot; only the small process/API part
+is rendered per request.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from grstats.api.health import ApiStats
+from grstats.api.metrics import snapshot_registry
+from grstats.api.self_metrics import process_registry
+from grstats.core.columns import table_names
+from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
+
+# status, content type, body as parts sent one after the other (shared bodies).
+Response = tuple[int, str, tuple[bytes, ...]]
+
+
+def json_response(status: int, payload: Any) -> Response:
+    """`payload` as compact JSON with `status`."""
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return status, "application/json", (body,)
+
+
+class Routes:
+    """Answers GET requests by path.
+
+    Args:
+        get_snapshot: returns the current snapshot; never blocks.
+        api_stats: the server's own counters now (for /healthz and /metrics).
+    """
+
+    def __init__(
+        self, get_snapshot: Callable[[], DaemonSnapshot], api_stats: Callable[[], ApiStats]
+    ) -> None:
+        self._get_snapshot = get_snapshot
+        self._api_stats = api_stats
+        self._snapshot_registry = snapshot_registry(get_snapshot)
+        self._process_registry = process_registry(api_stats)
+        # (snapshot, its rendering): see "rendered once per snapshot".
+        self._metrics_cache: tuple[DaemonSnapshot, bytes] | None = None
+        self.started = time.monotonic()  # /healthz uptime_s counts from here
+
+    def answer(self, path: str) -> Response:
+        """Answer one GET for `path` (its query string already removed)."""
+        if path == "/metrics":
+            return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
+        snapshot = self._get_snapshot()
+        if path.startswith("/v1/tables/"):
+            name = path.removeprefix("/v1/tables/").strip("/")
+            names = table_names()
+            if name not in names:
+                return json_response(
+                    404, {"error": "unknown table", "table": name, "tables": names}
+                )
+            return json_response(200, [dict(row) for row in snapshot.table(name)])
+        if path in ("/healthz", "/health"):
+            return self._health(snapshot)
+        if path == "/v1/tables":
+            return json_response(200, list(table_names()))
+        return json_response(404, {"error": "not found", "path": path})
+
+    def _health(self, snapshot: DaemonSnapshot) -> Response:
+        reasons = snapshot.health.codes()
+        api = self._api_stats()
+        body = {
+            "status": "degraded" if reasons else "ok",
+            "reasons": list(reasons),
+            "details": list(snapshot.health.details()),
+            "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
+            "members": len(snapshot.table(MEMBERS_TABLE)),
+            "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "group": snapshot.group_name,
+            "member_id": snapshot.local_member_id,
+            "counters": snapshot.counters.as_dict(),
+            "api": {
+                "open": api.open,
+                "max_connections": api.max_connections,
+                "refused": dict(api.refused),
+                "timed_out": dict(api.timed_out),
+            },
+        }
+        if snapshot.sql is not None and snapshot.sql.process_state:
+            q = snapshot.sql
+            body["sql"] = {
+                "serving": q.serving,
+                "process": q.process_state,
+                "pid": q.process_pid,
+                "restarts": q.process_restarts,
+                "last_exit": q.process_last_exit,
+            }
+        return json_response(503 if reasons else 200, body)
+
+    def _metrics_body(self) -> tuple[bytes, ...]:
+        snapshot = self._get_snapshot()
+        cached = self._metrics_cache
+        if cached is None or cached[0] is not snapshot:
+            cached = (snapshot, generate_latest(self._snapshot_registry))
+            self._metrics_cache = cached
+        return cached[1], generate_latest(self._process_registry)
