@@ -6,8 +6,9 @@ handled in place through memoryview slices, without a copy. An event that
 straddles chunks is either buffered -- only the types decoded here (format
 description, previous GTIDs, GTID events), each up to `max_event_size`
 bytes -- or streamed (`protocol.binlog_skip.SkippedEvent`): its CRC32 is
-carried across chunks and nothing of it is kept. So memory is bounded by the chunk size plus `max_event_size`,
-whatever the log's size or its largest row event.
+carried across chunks and nothing of it is kept. So memory is bounded by the
+chunk size plus `max_event_size`, whatever the log's size or its largest row
+event.
 
 Invariants: `position` counts bytes from the start of the log (the magic is
 bytes 0-3); events are contiguous, so an event ends where the next begins;
