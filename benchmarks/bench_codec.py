@@ -74,7 +74,7 @@ from protocol import (  # noqa: E402 - after the sys.path line so a plain checko
     encode_pipeline_stats,
 )
 from protocol.envelope_read import unique_keys  # noqa: E402
-from protocol.pipeline_stats import decode_pipeline_stats_general  # noqa: E402
+from protocol.pipeline_stats_decode import decode_pipeline_stats_general  # noqa: E402
 
 VECTORS = REPO.parent / "shared" / "vectors" / "pipeline_stats_encode.json"
 DECODE_GOAL = 2.0

@@ -81,15 +81,17 @@ from protocol.member_stats import MemberStatsState
 from protocol.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
+    PipelineStats,
+    as_ps_unsigned,
+    encode_pipeline_stats,
+)
+from protocol.pipeline_stats_decode import (
     MALFORMED_FIXED_HEADER,
     MALFORMED_PAYLOAD_ITEM,
     MALFORMED_PAYLOAD_LENGTH,
     FixedHeader,
-    PipelineStats,
-    as_ps_unsigned,
     decode_fixed_header,
     decode_pipeline_stats,
-    encode_pipeline_stats,
 )
 
 __all__ = [

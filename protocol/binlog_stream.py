@@ -5,9 +5,10 @@ Strategy: `BinlogScanner` is fed the log in chunks of any size (bytes in,
 handled in place through memoryview slices, without a copy. An event that
 straddles chunks is either buffered -- only the types decoded here (format
 description, previous GTIDs, GTID events), each up to `max_event_size`
-bytes -- or streamed: its CRC32 is carried across chunks and nothing of it
-is kept. So memory is bounded by the chunk size plus `max_event_size`,
-whatever the log's size or its largest row event.
+bytes -- or streamed (`protocol.binlog_skip.SkippedEvent`): its CRC32 is
+carried across chunks and nothing of it is kept. So memory is bounded by the
+chunk size plus `max_event_size`, whatever the log's size or its largest row
+event.
 
 Invariants: `position` counts bytes from the start of the log (the magic is
 bytes 0-3); events are contiguous, so an event ends where the next begins;
@@ -44,6 +45,7 @@ from protocol.binlog import (
     decode_body,
     event_crc,
 )
+from protocol.binlog_skip import SkippedEvent, check_checksum_room
 from protocol.errors import ProtocolError
 from protocol.gtid import GtidSet
 
@@ -109,10 +111,7 @@ class BinlogScanner:
         self._position = 0  # absolute offset of the next byte not yet consumed
         self._magic_done = False
         self._pending = bytearray()  # magic, a partial header or a partial buffered event
-        self._stream_left = 0  # bytes still to come of a streamed (not buffered) event
-        self._stream_crc = 0
-        self._stream_tail = bytearray()  # the streamed event's last 4 bytes (its checksum)
-        self._stream_start = 0
+        self._skip: SkippedEvent | None = None  # a streamed (not buffered) event in progress
         self.events_seen = 0
         """Events read so far, of every type."""
         self.bytes_checksummed = 0
@@ -142,8 +141,8 @@ class BinlogScanner:
         i = 0
         n = len(view)
         while i < n:
-            if self._stream_left:
-                i = self._continue_stream(view, i)
+            if self._skip is not None:
+                i = self._continue_skip(view, i)
                 continue
             if not self._magic_done or self._pending:
                 i = self._fill_pending(view, i, out)
@@ -209,9 +208,10 @@ class BinlogScanner:
         """
         if not self._magic_done:
             raise ProtocolError(BAD_MAGIC, self._position)
-        if self._pending or self._stream_left:
-            start = self._stream_start if self._stream_left else self._position - len(self._pending)
-            raise ProtocolError(EVENT_TRUNCATED, start)
+        if self._skip is not None:
+            raise ProtocolError(EVENT_TRUNCATED, self._skip.start)
+        if self._pending:
+            raise ProtocolError(EVENT_TRUNCATED, self._position - len(self._pending))
 
     # --- internals ------------------------------------------------------------------
 
@@ -242,13 +242,10 @@ class BinlogScanner:
         event_type = self._pending[4]
         if event_type not in _REPORTED_TYPES:
             # Switch to streaming: the header bytes start the running CRC.
-            self._begin_stream(bytes(self._pending), start, size)
+            self._begin_skip(bytes(self._pending), start, size)
             self._pending.clear()
             return i
-        if size > self._max_event_size:
-            raise ProtocolError(
-                f"Event too big: {size} bytes (bound {self._max_event_size})", start + 9
-            )
+        self._check_bound(size, start)
         take = min(size - len(self._pending), n - i)
         self._pending += view[i : i + take]
         self._position += take
@@ -266,68 +263,39 @@ class BinlogScanner:
         event_type = view[i + 4]
         size = int.from_bytes(view[i + 9 : i + 13], "little")
         if event_type in _REPORTED_TYPES:
-            if size > self._max_event_size:
-                raise ProtocolError(
-                    f"Event too big: {size} bytes (bound {self._max_event_size})",
-                    self._position + 9,
-                )
+            self._check_bound(size, self._position)
             self._pending += view[i:n]
             self._position += n - i
             return n
-        self._begin_stream(b"", self._position, size)
+        self._begin_skip(b"", self._position, size)
         return i
 
-    def _begin_stream(self, already: bytes, start: int, size: int) -> None:
-        self._check_room(size, start)
-        self._stream_start = start
-        self._stream_left = size - len(already)
-        self._stream_crc = 0
-        self._stream_tail.clear()
-        # `already` is only ever a header (19 bytes), never inside the checksum.
-        if self._checksummed(size):
-            self._stream_crc = zlib.crc32(already)
-            self.bytes_checksummed += len(already)
-        if self._stream_left == 0:
-            self._end_stream()
+    def _check_bound(self, size: int, start: int) -> None:
+        if size > self._max_event_size:
+            raise ProtocolError(
+                f"Event too big: {size} bytes (bound {self._max_event_size})", start + 9
+            )
 
-    def _check_room(self, size: int, start: int) -> None:
-        if self._crc_on and size < COMMON_HEADER_LEN + CHECKSUM_LEN:
-            raise ProtocolError(f"{EVENT_TOO_SMALL}: no room for a checksum", start + 9)
+    def _begin_skip(self, header: bytes, start: int, size: int) -> None:
+        skip = SkippedEvent(header, start, size, crc_on=self._crc_on)
+        self.bytes_checksummed += skip.summed
+        if skip.done:  # a bare header, no checksum
+            self.events_seen += 1
+        else:
+            self._skip = skip
 
-    def _checksummed(self, size: int) -> bool:
-        return self._crc_on and size >= COMMON_HEADER_LEN + CHECKSUM_LEN
-
-    def _continue_stream(self, view: memoryview, i: int) -> int:
-        n = len(view)
-        take = min(self._stream_left, n - i)
-        chunk = view[i : i + take]
-        size = self._position + self._stream_left - self._stream_start  # whole event size
-        crc_on = self._checksummed(size)
-        if crc_on:
-            # Bytes before the last 4 feed the CRC; the last 4 are the stored checksum.
-            body_left = self._stream_left - CHECKSUM_LEN
-            if body_left > 0:
-                part = chunk[: min(body_left, take)]
-                self._stream_crc = zlib.crc32(part, self._stream_crc)
-                self.bytes_checksummed += len(part)
-                if take > body_left:
-                    self._stream_tail += chunk[body_left:]
-            else:
-                self._stream_tail += chunk
-        self._stream_left -= take
+    def _continue_skip(self, view: memoryview, i: int) -> int:
+        skip = self._skip
+        assert skip is not None
+        summed = skip.summed
+        take = skip.take(view[i:])
+        self.bytes_checksummed += skip.summed - summed
         self._position += take
-        if self._stream_left == 0:
-            self._end_stream()
+        if skip.done:
+            self._skip = None
+            self.events_seen += 1
+            skip.verify()
         return i + take
-
-    def _end_stream(self) -> None:
-        size = self._position - self._stream_start
-        self.events_seen += 1
-        if (
-            self._checksummed(size)
-            and int.from_bytes(self._stream_tail, "little") != self._stream_crc
-        ):
-            raise ProtocolError(CRC_FAILED, self._position - CHECKSUM_LEN)
 
     def _whole_event(self, event: memoryview, out: list[ScannedEvent]) -> None:
         start = self._position
@@ -337,7 +305,7 @@ class BinlogScanner:
         event_type = event[4]
         checksum_ok: bool | None = None
         if event_type == FORMAT_DESCRIPTION_EVENT:
-            fde = self._decode(event_type, event[COMMON_HEADER_LEN:], start)
+            fde = _decode(event_type, event[COMMON_HEADER_LEN:], start)
             assert isinstance(fde, FormatDescription)
             if self._mode == "auto":
                 self._crc_on = fde.checksum_alg == CHECKSUM_CRC32
@@ -348,12 +316,12 @@ class BinlogScanner:
             return
         end = size
         if self._crc_on:
-            self._check_room(size, start)
+            check_checksum_room(size, start)
             self._verify(event, start)
             checksum_ok = True
             end -= CHECKSUM_LEN
         if event_type in _REPORTED_TYPES:
-            body = self._decode(event_type, event[COMMON_HEADER_LEN:end], start)
+            body = _decode(event_type, event[COMMON_HEADER_LEN:end], start)
             out.append(ScannedEvent(start, _header(event), checksum_ok, body))
 
     def _verify(self, event: memoryview, start: int) -> None:
@@ -363,15 +331,16 @@ class BinlogScanner:
         if crc != int.from_bytes(event[end:], "little"):
             raise ProtocolError(CRC_FAILED, start + end)
 
-    @staticmethod
-    def _decode(
-        event_type: int, body: memoryview, start: int
-    ) -> GtidEvent | FormatDescription | GtidSet | None:
-        try:
-            return decode_body(event_type, body)
-        except ProtocolError as exc:
-            offset = None if exc.offset is None else start + COMMON_HEADER_LEN + exc.offset
-            raise ProtocolError(exc.reason, offset) from None
+
+def _decode(
+    event_type: int, body: memoryview, start: int
+) -> GtidEvent | FormatDescription | GtidSet | None:
+    """`decode_body`, its error offset made absolute in the log (`start`: the event's)."""
+    try:
+        return decode_body(event_type, body)
+    except ProtocolError as exc:
+        offset = None if exc.offset is None else start + COMMON_HEADER_LEN + exc.offset
+        raise ProtocolError(exc.reason, offset) from None
 
 
 def _header(event: memoryview) -> EventHeader:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from structlog.testing import capture_logs
+
 from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
 from tests.fixtures import mysql_definitions as defs
 from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
@@ -143,10 +145,16 @@ async def test_a_hung_applier_query_keeps_the_stats_sample(
     _97(fake)
     fake.hang_tables.add(METRICS_TABLE)
     source = make_source(fake.port, poll_timeout=0.5)
-    sample = await source.sample(T0)
+    with capture_logs() as events:
+        sample = await source.sample(T0)
     assert sample.member.state == "ONLINE"
     assert sample.stats.transactions_waiting_apply == 3
     assert sample.applier is None
+    # the timeout dropped the connection: the extras after it give nothing, unqueried
+    assert (sample.flow_control, sample.gtid_state, sample.communication) == (None, None, None)
+    assert sample.server_view == ()
+    unavailable = [e["reason"] for e in events if e["event"] == "mysql.lag_unavailable"]
+    assert unavailable == ["applier_timeout"]
 
 
 async def test_every_column_of_a_9x_server_arrives_non_null(

@@ -254,3 +254,44 @@ def test_decoded_event_above_the_bound_is_refused() -> None:
     with pytest.raises(ProtocolError) as err:
         _scan(b"\xfebin" + gtid, 100, checksum="crc32", max_event_size=1024)
     assert err.value.reason.startswith("Event too big")
+
+
+def _chunked(scanner: BinlogScanner, data: bytes, chunk: int) -> list[Any]:
+    events = []
+    for start in range(0, len(data), chunk):
+        events += scanner.feed(data[start : start + chunk])
+    return events
+
+
+def test_skipped_event_cut_at_every_byte_verifies_and_counts_what_it_summed() -> None:
+    row = _event(30, bytes(range(40)))  # not decoded: streamed whenever it straddles chunks
+    gtid = _event(33, bytes.fromhex(BODIES[2]["body_hex"]))
+    data = b"\xfebin" + row + gtid
+    for chunk in range(1, len(data) + 1):
+        scanner = BinlogScanner(checksum="crc32")
+        assert [e.position for e in _chunked(scanner, data, chunk)] == [4 + len(row)], chunk
+        scanner.finish()
+        assert scanner.events_seen == 2
+        assert scanner.bytes_checksummed == len(row) - 4 + len(gtid) - 4, chunk
+        # a header byte, a body byte, a byte of the stored checksum
+        for flipped in (4, 4 + 30, 4 + len(row) - 1):
+            corrupt = bytearray(data)
+            corrupt[flipped] ^= 0x10
+            with pytest.raises(ProtocolError) as err:
+                _scan(bytes(corrupt), chunk, checksum="crc32")
+            assert (err.value.reason, err.value.offset) == (
+                "Event crc check failed",
+                4 + len(row) - 4,
+            ), (chunk, flipped)
+
+
+def test_log_ending_inside_a_skipped_event_is_truncated_at_its_start() -> None:
+    row = _event(30, bytes(range(40)))
+    data = b"\xfebin" + _event(30, b"", crc=False) + row[:30]
+    for chunk in range(1, len(data) + 1):
+        scanner = BinlogScanner(checksum="none")
+        assert _chunked(scanner, data, chunk) == []
+        assert scanner.events_seen == 1  # the bare 19-byte event; the cut one is not seen
+        with pytest.raises(ProtocolError) as err:
+            scanner.finish()
+        assert (err.value.reason, err.value.offset) == ("Event truncated", 4 + 19), chunk

@@ -27,7 +27,7 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
-from protocol.pipeline_stats import decode_pipeline_stats_general, scan_sent_timestamp
+from protocol.pipeline_stats_decode import decode_pipeline_stats_general, scan_sent_timestamp
 
 EXAMPLES = 2000
 REASONS = {MALFORMED_FIXED_HEADER, MALFORMED_PAYLOAD_ITEM, MALFORMED_PAYLOAD_LENGTH}

@@ -13,8 +13,7 @@ import re
 
 import pytest
 
-from protocol import GtidSet
-from protocol import gtid as gtid_module
+from protocol import GtidSet, gtid_text
 from tests.fixtures.paths import load_vectors
 
 GTID_TEXT = "pipeline_stats_gtid_text.json"
@@ -24,7 +23,7 @@ B = "b8f3a0d3-b50b-dc85-6329-e6e8e52c8de9"
 
 def _general(text: str, monkeypatch: pytest.MonkeyPatch) -> GtidSet:
     with monkeypatch.context() as m:
-        m.setattr(gtid_module, "_parse_printed", lambda s: None)
+        m.setattr(gtid_text, "_parse_printed", lambda s: None)
         return GtidSet.parse(text)
 
 
@@ -36,7 +35,7 @@ def test_what_mysql_prints_takes_the_fast_path_and_reads_alike(
     for text in printed:
         # GNOs of 19 digits may pass GNO_MAX: the general path checks them
         if re.search(r"[0-9]{19}", text) is None:
-            assert gtid_module._parse_printed(text) is not None, text
+            assert gtid_text._parse_printed(text) is not None, text
         assert GtidSet.parse(text) == _general(text, monkeypatch), text
 
 
@@ -57,7 +56,7 @@ def test_what_mysql_prints_takes_the_fast_path_and_reads_alike(
     ],
 )
 def test_other_texts_take_the_general_path(text: str) -> None:
-    assert gtid_module._parse_printed(text) is None
+    assert gtid_text._parse_printed(text) is None
 
 
 def test_the_fast_path_drops_a_reversed_interval_as_mysql_does(

@@ -19,7 +19,7 @@ from protocol import (
     decode_pipeline_stats,
     encode_pipeline_stats,
 )
-from protocol.pipeline_stats import decode_pipeline_stats_general
+from protocol.pipeline_stats_decode import decode_pipeline_stats_general
 from tests.fixtures.paths import load_vectors
 from tests.protocol.vectors import (
     DEFAULTS,

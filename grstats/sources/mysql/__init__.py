@@ -72,8 +72,9 @@ current GTID texts and the publisher decides when a message carries them.
 Settings: `grstats.sources.mysql.settings`. Modules: `settings` (DSN and
 settings), `values` (server values to wire values, rows to the sample),
 `connection` (one asyncmy connection, backoff, queries), `source` (`MySQLSource`),
-`lag` (WL#7374 tables), `applier` (WL#15620 tables), `flowstats`
-(Gr_flow_control_throttle_* status variables).
+`extras` (what is read after the stats, under their deadline), `lag` (WL#7374
+tables), `applier` (WL#15620 tables), `flowstats` (Gr_flow_control_throttle_*
+status variables).
 """
 
 from grstats.sources.mysql.settings import DEFAULT_PORT, DSN_PARAMS, MySQLSettings, parse_dsn

@@ -7,7 +7,7 @@ returned (restamped) until ``offline_after``; then an OFFLINE member. Lag
 (WL#7374), applier metrics (WL#15620) and the server's flow-control figures
 (Gr_flow_control_throttle_*) are extras read after the stats
 within what is left of the deadline minus a margin: their failure never loses
-the stats sample (see the package docstring for the queries).
+the stats sample (`extras.Extras`; the package docstring lists the queries).
 """
 
 from __future__ import annotations
@@ -19,35 +19,18 @@ from typing import Any
 import asyncmy
 import structlog
 
-from grstats.core import columns as col
-from grstats.core.applier import MemberApplier
-from grstats.core.lag import ChannelLag
-from grstats.core.sample import (
-    LocalMember,
-    LocalSample,
-    ServerFlowControl,
-    ServerViewMember,
-    in_group,
-)
-from grstats.sources.mysql import applier, commitstats, flowstats, gtidstate, lag
+from grstats.core.sample import LocalMember, LocalSample
 from grstats.sources.mysql.connection import Connection
+from grstats.sources.mysql.extras import Extras
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
     PollFailed,
-    dict_rows,
     first_row,
     flow_control_mode,
     local_row,
     member_and_stats,
-    server_view,
 )
-from protocol import (
-    FLOW_CONTROL_QUOTA,
-    CommitPathCounters,
-    GroupCommunication,
-    GtidState,
-    PipelineStats,
-)
+from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
 log = structlog.get_logger("grstats.sources.mysql")
 
@@ -64,13 +47,6 @@ _SQL_MEMBERS = (
     " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
 )
 _SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
-# Every member of the server's view (WL#10380: the server receives every member's
-# stats itself): the members a daemon may not publish for, and the oracle.
-_SQL_VIEW_STATS = "SELECT * FROM performance_schema.replication_group_member_stats"
-_SQL_VIEW_MEMBERS = "SELECT * FROM performance_schema.replication_group_members"
-# Share of poll_timeout kept back from the lag queries, so that their own
-# deadline fires first and the stats sample is still returned.
-_LAG_MARGIN = 0.1
 
 
 class MySQLSource:
@@ -82,8 +58,7 @@ class MySQLSource:
         self._lock = asyncio.Lock()
         self._last_good: LocalSample | None = None
         self._offline_logged = False
-        self._lag_deadline = 0.0  # loop time by which the lag queries must be done
-        self._lag_failures_logged: set[str] = set()
+        self._extras = Extras(self._db)
 
     @property
     def connected(self) -> bool:
@@ -110,7 +85,7 @@ class MySQLSource:
         async with self._lock:
             poll_timeout = self._settings.poll_timeout
             deadline = loop.time() + poll_timeout
-            self._lag_deadline = deadline - _LAG_MARGIN * poll_timeout
+            self._extras.start(deadline, poll_timeout)
             try:
                 async with asyncio.timeout_at(deadline):
                     fresh = await self._read_with_one_retry(now_us)
@@ -194,10 +169,11 @@ class MySQLSource:
         mode = flow_control_mode(first_row(mode_result[1], 1)[0] if mode_result else None)
 
         member, stats = member_and_stats(server_uuid, group_name, stats_row, member_row, mode)
-        lag = await self._read_lag(conn, member.state)
-        applier = await self._read_applier(conn, now_us, stats.transactions_waiting_apply)
-        flow, commit_path = await self._read_gr_status(conn)
-        view = await self._read_server_view(conn, server_uuid, group_name, mode, member.state)
+        extras = self._extras
+        lag = await extras.lag(conn, member.state)
+        applier = await extras.applier(conn, now_us, stats.transactions_waiting_apply)
+        flow, commit_path = await extras.gr_status(conn)
+        view = await extras.server_view(conn, server_uuid, group_name, mode, member.state)
         return LocalSample(
             member=member,
             stats=stats,
@@ -205,157 +181,8 @@ class MySQLSource:
             lag=lag,
             flow_control=flow,
             applier=applier,
-            gtid_state=await self._read_gtid_state(conn, now_us),
+            gtid_state=await extras.gtid_state(conn, now_us),
             server_view=view,
             commit_path=commit_path,
-            communication=await self._read_communication(conn),
+            communication=await extras.communication(conn),
         )
-
-    async def _read_server_view(
-        self, conn: asyncmy.Connection, server_uuid: Any, group: Any, mode: int, state: str
-    ) -> tuple[ServerViewMember, ...]:
-        """Every other member of the server's view; () when alone or unreadable.
-
-        Never raises; shares the lag queries' deadline, so the stats sample survives.
-        """
-        if conn is not self._db.conn or not in_group(state):
-            return ()
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                stats = await self._db.query(conn, "view_stats", _SQL_VIEW_STATS)
-                members = await self._db.query(conn, "view_members", _SQL_VIEW_MEMBERS)
-        except TimeoutError:
-            self._lag_failed("server_view_timeout", None)
-            return ()
-        except PollFailed as exc:
-            self._lag_failed("server_view_query_failed", exc)
-            return ()
-        return server_view(server_uuid, group, dict_rows(stats), dict_rows(members), mode)
-
-    async def _read_gtid_state(self, conn: asyncmy.Connection, now_us: int) -> GtidState | None:
-        """@@gtid_executed / @@gtid_purged (gtidstate.py); None when unreadable. Never
-        raises; shares the lag queries' deadline.
-        """
-        if conn is not self._db.conn:  # an earlier extra dropped the connection
-            return None
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                result = await self._db.query(conn, "gtids", gtidstate.SQL_GTIDS)
-        except TimeoutError:
-            self._lag_failed("gtids_timeout", None)
-            return None
-        except PollFailed as exc:
-            self._lag_failed("gtids_query_failed", exc)
-            return None
-        rows = result[1] if result else ()
-        return gtidstate.build_gtid_state(rows[0] if rows else None, now_us)
-
-    async def _read_gr_status(
-        self, conn: asyncmy.Connection
-    ) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
-        """The Gr_* status variables in one query: the flow-control figures
-        (flowstats.py) and the commit-path ones (commitstats.py); None for each
-        the server does not show or when they cannot be read. Never raises;
-        shares the lag queries' deadline.
-        """
-        if conn is not self._db.conn:  # an earlier extra dropped the connection
-            return None, None
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                result = await self._db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS)
-        except TimeoutError:
-            self._lag_failed("flow_stats_timeout", None)
-            return None, None
-        except PollFailed as exc:
-            self._lag_failed("flow_stats_query_failed", exc)
-            return None, None
-        rows = dict_rows(result)
-        commit_path = commitstats.build_commit_path(rows)
-        return (
-            flowstats.build_server_flow_control(rows),
-            commit_path if commit_path.shown() else None,
-        )
-
-    async def _read_communication(self, conn: asyncmy.Connection) -> GroupCommunication | None:
-        """replication_group_communication_information (commitstats.py); None when the
-        server has no such table or row, or it cannot be read. Never raises; shares
-        the lag queries' deadline.
-        """
-        if conn is not self._db.conn:  # an earlier extra dropped the connection
-            return None
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                result = await self._db.query(
-                    conn, "communication", commitstats.SQL_COMMUNICATION, missing_ok=True
-                )
-        except TimeoutError:
-            self._lag_failed("communication_timeout", None)
-            return None
-        except PollFailed as exc:
-            self._lag_failed("communication_query_failed", exc)
-            return None
-        return commitstats.build_communication(dict_rows(result))
-
-    async def _read_applier(
-        self, conn: asyncmy.Connection, now_us: int, applier_queue: int
-    ) -> MemberApplier | None:
-        """WL#15620's tables, or what 8.0's tell (applier.py); None when unreadable.
-
-        Never raises; shares the lag queries' deadline, so the stats sample survives.
-        """
-        if conn is not self._db.conn:  # the lag read failed and dropped the connection
-            return None
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                metrics = await self._db.query(
-                    conn, "applier_metrics", applier.SQL_METRICS, missing_ok=True
-                )
-                if metrics is not None:
-                    progress = await self._db.query(conn, "applier_progress", applier.SQL_PROGRESS)
-                    rows = dict_rows(metrics)
-                    if not self._db.utc_session:  # LAST_APPLIER_START would be in the wrong zone
-                        rows = [{**r, col.LAST_APPLIER_START: None} for r in rows]
-                    return applier.build_native(now_us, rows, dict_rows(progress))
-                workers = await self._db.query(conn, "applier_by_worker", lag.SQL_WORKERS)
-        except TimeoutError:
-            self._lag_failed("applier_timeout", None)
-            return None
-        except PollFailed as exc:
-            self._lag_failed("applier_query_failed", exc)
-            return None
-        if workers is None:
-            return None
-        return applier.build_derived(now_us, dict_rows(workers), max(0, applier_queue))
-
-    async def _read_lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
-        """The GR channels' stage lag; () when it cannot be read. Never raises."""
-        try:
-            async with asyncio.timeout_at(self._lag_deadline):
-                if not self._db.utc_session:
-                    if await self._db.query(conn, "lag_time_zone", lag.SQL_UTC_SESSION) is None:
-                        return ()  # rejected (logged): timestamps would be in the wrong zone
-                    self._db.utc_session = True
-                tables = []
-                for what, sql in (
-                    ("lag_connection", lag.SQL_CONNECTION),
-                    ("lag_applier", lag.SQL_APPLIER),
-                    ("lag_coordinator", lag.SQL_COORDINATOR),
-                    ("lag_workers", lag.SQL_WORKERS),
-                ):
-                    result = await self._db.query(conn, what, sql)
-                    tables.append(dict_rows(result))
-        except TimeoutError:
-            self._lag_failed("lag_timeout", None)
-            return ()
-        except PollFailed as exc:
-            self._lag_failed("lag_query_failed", exc)
-            return ()
-        return lag.build_lag(state, *tables)
-
-    def _lag_failed(self, reason: str, exc: BaseException | None) -> None:
-        # A timed-out or broken stream cannot be reused: drop it, reconnect at
-        # the next call; the stats just read are still good.
-        if reason not in self._lag_failures_logged:
-            self._lag_failures_logged.add(reason)
-            log.warning("mysql.lag_unavailable", reason=reason)
-        self._db.lost(reason, exc, retry_now=True)
