@@ -45,7 +45,7 @@ from spark_rollups.gtidreport import collect_gtids, gtid_section
 from spark_rollups.lagreport import collect_lag, lag_section
 from spark_rollups.memberdim import MEMBER_HOSTS, address, collect_member_hosts
 from spark_rollups.render import Item, Report, Table, write_report
-from spark_rollups.rollup import run_command
+from spark_rollups.session import run_command
 from spark_rollups.skippedreport import skipped_in_week, skipped_table
 from spark_rollups.storage import list_partitions, local_path
 from spark_rollups.week import ReportError, WeekData, iso_week, member
