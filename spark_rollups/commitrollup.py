@@ -6,11 +6,11 @@ operation (`COMMIT_COUNTERS`: a count and a time in µs, on one sample per
 with these counters: the previous sample *with figures*, a reset counts its
 own value, nothing across a missing day), and a bucket sums the steps
 (`applier.counter_tables`). From the sums: the mean time of one operation,
-and each operation's share of the member's commit path -- its time over the summed time of the operations in
-`COMMIT_SHARED` (the message round trip contains the consensus round, so it
-is shown but not shared out), the same rule as grstats_member_commit_path.
-The day table sums the hours (exact: everything is additive), then derives
-again.
+and each operation's share of the member's commit path -- its time over the
+summed time of the operations in `COMMIT_SHARED` (the message round trip
+contains the consensus round, so it is shown but not shared out), the same
+rule as grstats_member_commit_path.  The day table sums the hours (exact:
+everything is additive), then derives again.
 
 Invariants:
 - NULL-safe: history written before the columns reads them as NULL; a bucket
