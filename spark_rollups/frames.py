@@ -2,11 +2,11 @@
 
 Strategy: `read_week` is every section's read of a table (None when the
 rollups predate it or it had nothing to write); `rows_by_group` its
-collection, per group.  `rows`: pyspark 4.0 added `DataFrame.toArrow()`; pyspark 3.5 has the same
-Arrow collection only behind `toPandas` (`_collect_as_arrow`, the method
-`toArrow` itself calls in 4.x). Arrow batches rather than pickled `Row`
-objects: the same Python values on both versions, and timestamps never pass
-through the driver's local time zone.
+collection, per group.  `rows`: pyspark 4.0 added `DataFrame.toArrow()`;
+pyspark 3.5 has the same Arrow collection only behind `toPandas`
+(`_collect_as_arrow`, the method `toArrow` itself calls in 4.x). Arrow
+batches rather than pickled `Row` objects: the same Python values on both
+versions, and timestamps never pass through the driver's local time zone.
 
 Invariants: only for the few hundred rows a report section collects; the
 week filter is on the `date` partition column, so it prunes directories.
