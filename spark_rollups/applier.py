@@ -31,6 +31,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -48,7 +50,7 @@ from spark_rollups.schema import (
     SEQ,
 )
 
-__all__ = ["APPLIER_TABLES", "applier_day", "applier_hour", "applier_steps", "applier_tables"]
+__all__ = ["APPLIER_TABLES", "applier_steps", "applier_tables", "counter_tables"]
 
 APPLIER_TABLES = ("applier_member_hour", "applier_member_day")
 _ROLLED = "_rolled"  # true for samples of the dates rolled up, false for baseline days
@@ -127,42 +129,65 @@ def _finish(rolled: DataFrame) -> DataFrame:
     return rolled.withColumns(shares).select(*APPLIER_COLUMNS, DAY)
 
 
-def applier_hour(steps: DataFrame) -> DataFrame:
-    """The applier_member_hour table from `applier_steps`.
-
-    Returns:
-        APPLIER_COLUMNS plus `day`: increases (NULL when the hour has no
-        step of that counter), shares (NULL unless active time increased),
-        `samples` (kept samples with applier figures) and `resets`.
-    """
-    counted = F.col("_keep")  # every step row has applier figures
-    aggs = [F.sum(out).alias(out) for _, out in APPLIER_COUNTERS]
+def _hour_sums(steps: DataFrame, counters: tuple[tuple[str, str], ...]) -> DataFrame:
+    counted = F.col("_keep")  # every step row has figures
+    aggs = [F.sum(out).alias(out) for _, out in counters]
     aggs += [
         F.sum(counted.cast("long")).alias("samples"),
         F.sum((counted & F.col("_reset")).cast("long")).alias("resets"),
     ]
     bucket = F.date_trunc("hour", SAMPLED_AT).alias(BUCKET)
     hours = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
-    return _finish(hours.where(F.col("samples") > 0))
+    return hours.where(F.col("samples") > 0)
 
 
-def applier_day(hours: DataFrame) -> DataFrame:
-    """The applier_member_day table from `applier_hour` (sums of hours, shares again)."""
-    aggs = [F.sum(out).alias(out) for _, out in APPLIER_COUNTERS]
+def _day_sums(hours: DataFrame, counters: tuple[tuple[str, str], ...]) -> DataFrame:
+    aggs = [F.sum(out).alias(out) for _, out in counters]
     aggs += [F.sum(c).alias(c) for c in ("samples", "resets")]
     bucket = F.date_trunc("day", BUCKET).alias(BUCKET)
-    return _finish(hours.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs))
+    return hours.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
+
+
+def counter_tables(
+    samples: DataFrame,
+    baseline: DataFrame | None,
+    counters: tuple[tuple[str, str], ...],
+    finish: Callable[[DataFrame], DataFrame],
+    names: tuple[str, str],
+) -> dict[str, DataFrame]:
+    """The hour and day tables of counters that step together, as one lazy plan.
+
+    The hour sums each counter's `applier_steps` (NULL when the hour has no
+    step of it), counts the kept samples with figures (`samples`; hours
+    without one are left out) and the resets among them; the day sums the
+    hours (exact: everything is additive).  `finish` derives the table's
+    other columns from the sums, again for the day.
+
+    Args:
+        samples: `select_samples` of the dates to roll up.
+        baseline: `select_samples` of the day before them, or None.
+        counters: (history column, step column), as for `applier_steps`.
+        finish: the sums -> the table's columns plus `day`.
+        names: the hour table's name and the day table's.
+
+    Returns:
+        Both tables by name (rollup.py persists the hours between).
+    """
+    hours = _hour_sums(applier_steps(samples, baseline, counters), counters)
+    finished = finish(hours)
+    return {names[0]: finished, names[1]: finish(_day_sums(finished, counters))}
 
 
 def applier_tables(samples: DataFrame, baseline: DataFrame | None = None) -> dict[str, DataFrame]:
-    """Both applier tables as one lazy plan (rollup.py persists the hours between).
+    """Both applier tables (`counter_tables` of APPLIER_COUNTERS).
 
     Args:
         samples: `select_samples` of the dates to roll up.
         baseline: `select_samples` of the day before them, or None.
 
     Returns:
-        applier_member_hour and applier_member_day, each with `day`.
+        applier_member_hour and applier_member_day, each APPLIER_COLUMNS plus
+        `day`: increases, shares (NULL unless active time increased),
+        `samples` (kept samples with applier figures) and `resets`.
     """
-    hours = applier_hour(applier_steps(samples, baseline))
-    return {"applier_member_hour": hours, "applier_member_day": applier_day(hours)}
+    return counter_tables(samples, baseline, APPLIER_COUNTERS, _finish, APPLIER_TABLES)

@@ -26,12 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_rollups import frames
-from spark_rollups.commitrollup import COMMIT_TABLES
-from spark_rollups.flowreport import _has_files, _week
 from spark_rollups.render import Item, Table, stacked_chart
 from spark_rollups.schema import COMMIT_SHARED
 from spark_rollups.week import WeekData, member
@@ -75,25 +73,16 @@ class CommitWeek:
     hours: list[dict[str, Any]] = field(default_factory=list)  # commit_member_hour rows
 
 
-def collect_commit(
-    spark: SparkSession, rollups: str, start: dt.date, end: dt.date, group: str | None
-) -> dict[str, CommitWeek]:
-    """The commit-path rows of every group for the week [start, end).
+def collect_commit(week: DataFrame) -> dict[str, CommitWeek]:
+    """The commit-path rows of every group, per member and hour.
 
     Args:
-        spark: the session.
-        rollups: the rollup root.
-        start: the Monday of the week.
-        end: the Monday after.
-        group: only this group; None = all.
+        week: the week's `commit_member_hour` rows (frames.read_week).
 
     Returns:
-        Group -> its CommitWeek; empty when the rollups have no commit-path table.
+        Group -> its CommitWeek.
     """
-    path = f"{rollups}/{COMMIT_TABLES[0]}"
-    if not _has_files(spark, path):
-        return {}  # rollups from before issue 27, or a history without figures
-    hours = _week(spark.read.parquet(path), start, end, group).select(
+    hours = week.select(
         "group_name",
         "member_id",
         F.date_format("bucket_start", "yyyy-MM-dd HH:mm").alias("hour"),
@@ -101,10 +90,8 @@ def collect_commit(
         *(f"{op}_us" for op in COMMIT_SHARED),
         "dominant",
     )
-    result: dict[str, CommitWeek] = {}
-    for row in frames.rows(hours.orderBy("member_id", "hour")):
-        result.setdefault(row["group_name"], CommitWeek()).hours.append(row)
-    return result
+    found = frames.rows_by_group(hours.orderBy("member_id", "hour"))
+    return {name: CommitWeek(hours=rows) for name, rows in found.items()}
 
 
 def _us(row: Mapping[str, Any], op: str) -> int:

@@ -4,13 +4,13 @@ Strategy: the history keeps each member's cumulative Gr_* counters per
 operation (`COMMIT_COUNTERS`: a count and a time in µs, on one sample per
 10 s). They step exactly as the applier counters do (`applier.applier_steps`
 with these counters: the previous sample *with figures*, a reset counts its
-own value, nothing across a missing day), and a bucket sums the steps. From
-the sums: the mean time of one operation, and each operation's share of the
-member's commit path -- its time over the summed time of the operations in
-`COMMIT_SHARED` (the message round trip contains the consensus round, so it
-is shown but not shared out), the same rule as grstats_member_commit_path.
-The day table sums the hours (exact: everything is additive), then derives
-again.
+own value, nothing across a missing day), and a bucket sums the steps
+(`applier.counter_tables`). From the sums: the mean time of one operation,
+and each operation's share of the member's commit path -- its time over the
+summed time of the operations in `COMMIT_SHARED` (the message round trip
+contains the consensus round, so it is shown but not shared out), the same
+rule as grstats_member_commit_path.  The day table sums the hours (exact:
+everything is additive), then derives again.
 
 Invariants:
 - NULL-safe: history written before the columns reads them as NULL; a bucket
@@ -29,20 +29,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_rollups.applier import applier_steps
-from spark_rollups.schema import (
-    BUCKET,
-    COMMIT_COLUMNS,
-    COMMIT_COUNTERS,
-    COMMIT_OPS,
-    COMMIT_SHARED,
-    DAY,
-    GROUP_NAME,
-    MEMBER_ID,
-    SAMPLED_AT,
-)
+from spark_rollups.applier import counter_tables
+from spark_rollups.schema import COMMIT_COLUMNS, COMMIT_COUNTERS, COMMIT_OPS, COMMIT_SHARED, DAY
 
-__all__ = ["COMMIT_TABLES", "commit_day", "commit_hour", "commit_tables"]
+__all__ = ["COMMIT_TABLES", "commit_tables"]
 
 COMMIT_TABLES = ("commit_member_hour", "commit_member_day")
 
@@ -65,40 +55,14 @@ def _finish(rolled: DataFrame) -> DataFrame:
     return rolled.withColumns(derived).select(*COMMIT_COLUMNS, DAY)
 
 
-def commit_hour(steps: DataFrame) -> DataFrame:
-    """The commit_member_hour table from `applier_steps(..., COMMIT_COUNTERS)`.
-
-    Returns:
-        COMMIT_COLUMNS plus `day`.
-    """
-    counted = F.col("_keep")  # every step row has commit-path figures
-    aggs = [F.sum(out).alias(out) for _, out in COMMIT_COUNTERS]
-    aggs += [
-        F.sum(counted.cast("long")).alias("samples"),
-        F.sum((counted & F.col("_reset")).cast("long")).alias("resets"),
-    ]
-    bucket = F.date_trunc("hour", SAMPLED_AT).alias(BUCKET)
-    hours = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
-    return _finish(hours.where(F.col("samples") > 0))
-
-
-def commit_day(hours: DataFrame) -> DataFrame:
-    """The commit_member_day table from `commit_hour` (sums of hours, derived again)."""
-    aggs = [F.sum(out).alias(out) for _, out in COMMIT_COUNTERS]
-    aggs += [F.sum(c).alias(c) for c in ("samples", "resets")]
-    bucket = F.date_trunc("day", BUCKET).alias(BUCKET)
-    return _finish(hours.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs))
-
-
 def commit_tables(samples: DataFrame, baseline: DataFrame | None = None) -> dict[str, DataFrame]:
-    """Both commit-path tables as one lazy plan (rollup.py persists the hours between).
+    """Both commit-path tables (`applier.counter_tables` of COMMIT_COUNTERS).
 
     Args:
         samples: `select_samples` of the dates to roll up.
         baseline: `select_samples` of the day before them, or None.
 
     Returns:
-        commit_member_hour and commit_member_day, each with `day`.
+        commit_member_hour and commit_member_day, each COMMIT_COLUMNS plus `day`.
     """
-    hours = commit_hour(applier_steps(samples, baseline, COMMIT_COUNTERS))
-    return {"commit_member_hour": hours, "commit_member_day": commit_day(hours)}
+    return counter_tables(samples, baseline, COMMIT_COUNTERS, _finish, COMMIT_TABLES)

@@ -24,14 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_rollups import frames
 from spark_rollups.flowperiods import SUSTAINED_GAP_S, sustained_periods
-from spark_rollups.flowrollup import CATCH_UP_BUCKETS, FLOW_TABLES
+from spark_rollups.flowrollup import CATCH_UP_BUCKETS
 from spark_rollups.render import Item, Table, bar_chart
-from spark_rollups.storage import hadoop_fs
 from spark_rollups.week import member
 
 __all__ = ["HEADING", "WORST", "FlowWeek", "collect_flow", "culprits", "flow_section", "utc_text"]
@@ -49,41 +48,23 @@ class FlowWeek:
     periods: list[dict[str, Any]] = field(default_factory=list)  # the longest, longest first
 
 
-def _has_files(spark: SparkSession, table: str) -> bool:
-    """Whether a rollup table has a Parquet file (a history without figures writes none)."""
-    fs, pattern = hadoop_fs(spark, f"{table}/group=*/date=*/*.parquet")
-    found = fs.globStatus(pattern)
-    return found is not None and len(found) > 0
-
-
-def _week(frame: DataFrame, start: dt.date, end: dt.date, group: str | None) -> DataFrame:
-    frame = frame.where((F.col("date") >= start.isoformat()) & (F.col("date") < end.isoformat()))
-    return frame if group is None else frame.where(F.col("group_name") == group)
-
-
 def collect_flow(
-    spark: SparkSession, rollups: str, start: dt.date, end: dt.date, group: str | None
+    group_hour: DataFrame | None, member_hour: DataFrame | None, episodes: DataFrame | None
 ) -> dict[str, FlowWeek]:
-    """The flow-control rows of every group for the week [start, end).
+    """The flow-control rows of every group: week sums and the longest periods.
 
     Args:
-        spark: the session.
-        rollups: the rollup root.
-        start: the Monday of the week.
-        end: the Monday after.
-        group: only this group; None = all.
+        group_hour: the week's `flow_control_group_hour` rows (frames.read_week).
+        member_hour: the week's `flow_control_member_hour` rows.
+        episodes: the week's `flow_control_episodes` rows.
+        Each None when the rollups have no such table.
 
     Returns:
-        Group -> its FlowWeek; empty when the rollups have no flow-control tables.
+        Group -> its FlowWeek; empty without the hour tables (rollups from
+        before issue 13, or a history without figures).
     """
-    paths = {t: f"{rollups}/{t}" for t in FLOW_TABLES}
-    present = {t: _has_files(spark, p) for t, p in paths.items()}
-    group_table, member_table, episode_table = FLOW_TABLES
-    if not (present[group_table] and present[member_table]):
-        return {}  # rollups from before issue 13, or a history without figures
-    group_hour, member_hour = (
-        _week(spark.read.parquet(paths[t]), start, end, group) for t in (group_table, member_table)
-    )
+    if group_hour is None or member_hour is None:
+        return {}
     totals = group_hour.groupBy("group_name").agg(
         *(
             F.sum(c).alias(c)
@@ -114,9 +95,9 @@ def collect_flow(
             for c in ("excess_max", "certifier_queue_max", "applier_queue_max", "catch_up_eta_p95")
         ),
     )
-    if not present[episode_table]:  # no member ever caused a throttled second
+    if episodes is None:  # no member ever caused a throttled second
         return _collect(totals, members, None)
-    episodes = _week(spark.read.parquet(paths[episode_table]), start, end, group).select(
+    episodes = episodes.select(
         "group_name",
         "member_id",
         F.unix_timestamp("episode_start").alias("start_s"),
@@ -138,14 +119,16 @@ def collect_flow(
 def _collect(
     totals: DataFrame, members: DataFrame, periods: DataFrame | None
 ) -> dict[str, FlowWeek]:
-    result: dict[str, FlowWeek] = {}
-    for row in frames.rows(totals):
-        result.setdefault(row["group_name"], FlowWeek()).totals = row
-    for row in frames.rows(members.orderBy("member_id")):
-        result.setdefault(row["group_name"], FlowWeek()).members.append(row)
-    for row in [] if periods is None else frames.rows(periods):
-        result.setdefault(row["group_name"], FlowWeek()).periods.append(row)
-    return result
+    by_group = [frames.rows_by_group(f) for f in (totals, members.orderBy("member_id"))]
+    by_group.append({} if periods is None else frames.rows_by_group(periods))
+    return {
+        name: FlowWeek(
+            totals=next(iter(by_group[0].get(name, [])), {}),
+            members=by_group[1].get(name, []),
+            periods=by_group[2].get(name, []),
+        )
+        for name in sorted({name for found in by_group for name in found})
+    }
 
 
 def utc_text(seconds: int) -> str:

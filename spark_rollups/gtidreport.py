@@ -21,13 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_rollups import frames
-from spark_rollups.gtidrollup import GTID_TABLES
 from spark_rollups.render import Item, Table
-from spark_rollups.storage import list_partitions
 from spark_rollups.week import member
 
 __all__ = ["HEADING", "GtidWeek", "collect_gtids", "errant_findings", "gtid_section"]
@@ -49,29 +47,15 @@ class GtidWeek:
     members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
 
 
-def collect_gtids(
-    spark: SparkSession, rollups: str, start: dt.date, end: dt.date, group: str | None
-) -> dict[str, GtidWeek]:
-    """The GTID divergence rows of every group for the week [start, end).
+def collect_gtids(hours: DataFrame) -> dict[str, GtidWeek]:
+    """The GTID divergence rows of every group, summed per member.
 
     Args:
-        spark: the session.
-        rollups: the rollup root.
-        start: the Monday of the week.
-        end: the Monday after.
-        group: only this group; None = all.
+        hours: the week's `gtid_member_hour` rows (frames.read_week).
 
     Returns:
-        Group -> its GtidWeek; empty when the rollups have no GTID tables.
+        Group -> its GtidWeek.
     """
-    path = f"{rollups}/{GTID_TABLES[0]}"
-    if not list_partitions(spark, path):
-        return {}  # rollups from before issue 26, or a history without verdicts
-    hours = spark.read.parquet(path).where(
-        (F.col("date") >= start.isoformat()) & (F.col("date") < end.isoformat())
-    )
-    if group is not None:
-        hours = hours.where(F.col("group_name") == group)
     members = hours.groupBy("group_name", "member_id").agg(
         *(F.sum(c).alias(c) for c in ("minutes", "errant_minutes", "clone_minutes")),
         F.max("errant_max").alias("errant_max"),
@@ -79,10 +63,8 @@ def collect_gtids(
         F.unix_seconds(F.min("first_errant")).alias("first_errant_s"),
         F.unix_seconds(F.max("last_errant")).alias("last_errant_s"),
     )
-    result: dict[str, GtidWeek] = {}
-    for row in frames.rows(members.orderBy("member_id")):
-        result.setdefault(row["group_name"], GtidWeek()).members.append(row)
-    return result
+    found = frames.rows_by_group(members.orderBy("member_id"))
+    return {name: GtidWeek(members=rows) for name, rows in found.items()}
 
 
 def _minute_text(seconds: int | None) -> str | None:

@@ -39,15 +39,18 @@ from spark_rollups import conflictreport as C
 from spark_rollups import frames
 from spark_rollups.applierreport import applier_section, collect_applier
 from spark_rollups.commitreport import collect_commit, commit_section
+from spark_rollups.commitrollup import COMMIT_TABLES
 from spark_rollups.findings import findings_section
 from spark_rollups.flowreport import collect_flow, flow_section
+from spark_rollups.flowrollup import FLOW_TABLES
 from spark_rollups.gtidreport import collect_gtids, gtid_section
+from spark_rollups.gtidrollup import GTID_TABLES
 from spark_rollups.lagreport import collect_lag, lag_section
 from spark_rollups.memberdim import MEMBER_HOSTS, address, collect_member_hosts
 from spark_rollups.render import Item, Report, Table, write_report
-from spark_rollups.rollup import run_command
+from spark_rollups.session import run_command
 from spark_rollups.skippedreport import skipped_in_week, skipped_table
-from spark_rollups.storage import list_partitions, local_path
+from spark_rollups.storage import local_path
 from spark_rollups.week import ReportError, WeekData, iso_week, member
 
 __all__ = [
@@ -209,38 +212,31 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
     for row in frames.rows(previous_members.orderBy("member_id")):
         if row["group_name"] in result:
             result[row["group_name"]].previous_members.append(row)
-    # the members dimension (memberdim.py); none in rollups written before it
-    if list_partitions(spark, f"{rollups}/{MEMBER_HOSTS}"):
-        hosts = _table(spark, rollups, MEMBER_HOSTS)
-        if group is not None:
-            hosts = hosts.where(F.col("group_name") == group)
-        for name, rows in collect_member_hosts(_in_range(hosts, start, end)).items():
-            if name in result:
-                result[name].hosts = rows
     # mergeSchema: rollups written before the lag columns existed lack them
     member_hour = spark.read.option("mergeSchema", "true").parquet(f"{rollups}/member_hour")
     if group is not None:
         member_hour = member_hour.where(F.col("group_name") == group)
-    for name, lag in collect_lag(_in_range(member_hour, start, end)).items():
-        if name in result:
-            result[name].lag = lag
-    # none before issue 11, and no partition at all for a history without applier figures
-    if list_partitions(spark, f"{rollups}/applier_member_day"):
-        applier_day = _table(spark, rollups, "applier_member_day")
-        if group is not None:
-            applier_day = applier_day.where(F.col("group_name") == group)
-        for name, members in collect_applier(_in_range(applier_day, start, end)).items():
+
+    def read(table: str) -> DataFrame | None:
+        return frames.read_week(spark, f"{rollups}/{table}", start, end, group)
+
+    def section(found: Mapping[str, Any], attribute: str) -> None:
+        for name, collected in found.items():
             if name in result:
-                result[name].applier = members
-    for name, flow in collect_flow(spark, rollups, start, end, group).items():
-        if name in result:
-            result[name].flow = flow
-    for name, gtids in collect_gtids(spark, rollups, start, end, group).items():
-        if name in result:
-            result[name].gtids = gtids
-    for name, commit in collect_commit(spark, rollups, start, end, group).items():
-        if name in result:
-            result[name].commit = commit
+                setattr(result[name], attribute, collected)
+
+    # Tables written after the first rollups: read_week is None for rollups from
+    # before them, and for a history without their figures (no file written).
+    for table, collect, attribute in (
+        (MEMBER_HOSTS, collect_member_hosts, "hosts"),
+        ("applier_member_day", collect_applier, "applier"),
+        (GTID_TABLES[0], collect_gtids, "gtids"),
+        (COMMIT_TABLES[0], collect_commit, "commit"),
+    ):
+        frame = read(table)
+        section({} if frame is None else collect(frame), attribute)
+    section(collect_lag(_in_range(member_hour, start, end)), "lag")
+    section(collect_flow(*(read(t) for t in FLOW_TABLES)), "flow")
     for name in groups:
         result[name].skipped = skipped_in_week(spark, rollups, name, start, end)
     return [result[g] for g in groups]

@@ -1,12 +1,8 @@
-"""Independent DuckDB oracles of the rollups, shared by their tests.
+"""Independent DuckDB oracles of the rollups, as rows for their tests.
 
-`counter_steps` sums counter increases per member and bucket straight from the
-history Parquet files, from the definitions (DESIGN.md section 7 steps): each
-sample's predecessor is the member's latest earlier sample with any of the
-counters, found with an ASOF join, not with a window; a counter NULL in either
-of the two has no step there; a decrease is a reset (the step is the value);
-a predecessor older than the previous UTC day gives no step; exact duplicate
-rows (a file written twice) count once.
+`counter_steps` runs tests/fixtures/rollup_oracle.counter_steps_sql (counter
+increases per member and bucket straight from the history Parquet files,
+from the definitions) and keys its rows by member and bucket.
 """
 
 from __future__ import annotations
@@ -16,6 +12,8 @@ from typing import Any
 
 import duckdb
 import pytest
+
+from tests.fixtures.rollup_oracle import counter_steps_sql
 
 
 def counter_steps(
@@ -29,43 +27,13 @@ def counter_steps(
         bucket_us: the bucket length (an hour, a day) in µs.
 
     Returns:
-        Per member-bucket with at least one sample with figures: each rollup
-        column (NULL without any step), `samples` (samples with figures) and
-        `resets` (of those, samples where a counter went back).
+        `rollup_oracle.counter_steps_sql`'s rows (one group), by member and bucket.
     """
-    joins, steps = [], []
-    figures = " OR ".join(f"{src} IS NOT NULL" for src in increases)
-    for n, (src, out) in enumerate(increases.items()):
-        # the latest earlier sample of the member with figures
-        joins.append(f"""
-            ASOF LEFT JOIN (SELECT member_id, sampled_at AS at_{n}, {src} AS v_{n},
-                                   epoch_us(sampled_at) // 86400000000 AS d_{n}
-                            FROM samples WHERE {figures}) p{n}
-              ON p{n}.member_id = s.member_id AND s.sampled_at > p{n}.at_{n}""")
-        known = f"s.{src} IS NOT NULL AND v_{n} IS NOT NULL AND s.day - d_{n} <= 1"
-        steps.append(f"""CASE WHEN NOT ({known}) THEN NULL
-                              WHEN s.{src} >= v_{n} THEN s.{src} - v_{n}
-                              ELSE s.{src} END AS {out}""")
-        steps.append(f"coalesce({known} AND s.{src} < v_{n}, false) AS reset_{n}")
-    resets = " OR ".join(f"reset_{n}" for n in range(len(increases)))
-    sums = ", ".join(f"sum({out})::BIGINT AS {out}" for out in increases.values())
-    sql = f"""
-        WITH samples AS (
-            SELECT DISTINCT * FROM read_parquet('{history}/*/*/part-*.parquet',
-                                                union_by_name = true, hive_partitioning = false)
-        ),
-        stepped AS (
-            SELECT s.member_id, s.sampled_at, ({figures}) AS has_figures, {", ".join(steps)}
-            FROM (SELECT *, epoch_us(sampled_at) // 86400000000 AS day FROM samples) s
-            {" ".join(joins)}
-        )
-        SELECT member_id, epoch_us(sampled_at) // {bucket_us} * {bucket_us} AS bucket, {sums},
-               count(*) FILTER (WHERE has_figures) AS samples,
-               count(*) FILTER (WHERE has_figures AND ({resets})) AS resets
-        FROM stepped GROUP BY ALL HAVING count(*) FILTER (WHERE has_figures) > 0
-    """
-    result = duckdb.sql(sql).to_arrow_table().to_pylist()
-    return {(r.pop("member_id"), r.pop("bucket")): r for r in result}
+    result = duckdb.sql(counter_steps_sql(history, increases, bucket_us)).to_arrow_table()
+    found = {}
+    for r in result.drop_columns(["group_name"]).to_pylist():
+        found[(r.pop("member_id"), r.pop("bucket"))] = r
+    return found
 
 
 def rollup_rows(out: Path, table: str, columns: list[str]) -> dict[tuple[str, int], dict[str, Any]]:

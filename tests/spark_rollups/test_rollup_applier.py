@@ -8,7 +8,7 @@ existed, member c with a day missing between its samples (its next day's
 first sample is only a baseline).  The rollup runs as production runs it
 (`run_rollup`, once over every date and once incrementally from day 2); the
 expected values come from DuckDB over the same Parquet files, written from
-the definitions (DESIGN.md section 7 steps, `oracles.counter_steps`): each
+the definitions (DESIGN.md section 7 steps, `rollup_oracle.counter_steps_sql`): each
 sample's predecessor is the member's latest earlier sample with applier figures,
 found with an ASOF join, not with a window; a counter NULL in either of the two
 has no step there.
