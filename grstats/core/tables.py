@@ -33,7 +33,7 @@ from grstats.core.admission import (
     admit,
 )
 from grstats.core.columns import REJECT_REASONS
-from grstats.core.commitpath import commit_path_minute, commit_path_window
+from grstats.core.commitpath import CommitPathRows, commit_path_minute, commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput
@@ -124,6 +124,7 @@ class MemberTables:
         self._local_state = MemberStatsState()
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+        self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
 
     @property
     def version(self) -> int:
@@ -395,6 +396,7 @@ class MemberTables:
             flow=self.flow,
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
+            commit_rows=self._commit_rows,
         )
         return build_snapshot(
             inputs,
