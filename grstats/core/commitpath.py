@@ -33,7 +33,6 @@ difference of the reports' own `at_us`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from operator import attrgetter
 
 from grstats.core import columns as col
@@ -166,21 +165,23 @@ class CommitPathRows:
         out = []
         for member_id, window, communication, minute in members:
             entry = last.get(member_id)
-            key = (window[0] if window else None, window[-1] if window else None)
+            first, latest = (window[0], window[-1]) if window else (None, None)
             anchor = minute[0] if minute else None
             if (
                 entry is None
-                or entry.key[0] is not key[0]
-                or entry.key[1] is not key[1]
-                or entry.anchor is not anchor
-                or entry.communication != communication
+                or entry[0] is not first
+                or entry[1] is not latest
+                or entry[2] is not anchor
+                or entry[3] != communication
             ):
-                known = {} if entry is None else entry.sums
-                sums = {id(r): (r, _sums_of(r, known)) for r in (*key, anchor) if r is not None}
+                known = {} if entry is None else entry[4]
+                sums = {
+                    id(r): (r, _sums_of(r, known)) for r in (first, latest, anchor) if r is not None
+                }
                 row = _row(member_id, window, communication, minute, sums)
-                entry = _Entry(key, anchor, communication, sums, row)
+                entry = (first, latest, anchor, communication, sums, row)
             kept[member_id] = entry
-            out.append(entry.row)
+            out.append(entry[5])
         self._last = kept
         return out
 
@@ -190,15 +191,16 @@ _MemberInputs = tuple[
 ]
 #: id(report) -> (the report, its sums): the report kept so that its id stays its own
 _Known = dict[int, tuple[CommitPathReport, "_Sums"]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    key: tuple[CommitPathReport | None, CommitPathReport | None]  # the period's first, last
-    anchor: CommitPathReport | None  # the minute's first
-    communication: GroupCommunication | None
-    sums: _Known
-    row: dict[str, Cell]
+#: a member's last row and what it was made of: the period's first and last
+#: reports, the minute's first, the communication, the reports' sums
+_Entry = tuple[
+    CommitPathReport | None,
+    CommitPathReport | None,
+    CommitPathReport | None,
+    GroupCommunication | None,
+    _Known,
+    dict[str, Cell],
+]
 
 
 def _row(
