@@ -24,16 +24,27 @@ difference of the reports' own `at_us`.
 - A counter that went backwards (Group Replication restarted on the member,
   which resets them) or is None in either report gives NULL for that
   operation's period figures, never a negative or invented rate.
+- `CommitPathRows` keeps the rows between snapshots: a member's row is built
+  again only when the reports it is made of (the period's first and last, the
+  minute's first) or its communication information change, and each report's
+  per-operation sums are taken once. It holds the members of its last call only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
 
 from grstats.core import columns as col
 from protocol import CommitPathCounters, CommitPathReport, GroupCommunication
 
-__all__ = ["OP_FIELDS", "commit_path_minute", "commit_path_row", "commit_path_window"]
+__all__ = [
+    "OP_FIELDS",
+    "CommitPathRows",
+    "commit_path_minute",
+    "commit_path_row",
+    "commit_path_window",
+]
 
 Cell = str | int | float | None
 
@@ -99,22 +110,6 @@ def commit_path_minute(
     return tuple(kept)
 
 
-def _sum(counters: CommitPathCounters, names: tuple[str, ...]) -> int | None:
-    total = 0
-    for name in names:
-        value: int | None = getattr(counters, name)
-        if value is None:
-            return None
-        total += value
-    return total
-
-
-def _growth(old: int | None, new: int | None) -> int | None:
-    if old is None or new is None or new < old:
-        return None
-    return new - old
-
-
 def _communication(row: dict[str, Cell], comm: GroupCommunication) -> None:
     preferred, actual, single = (
         comm.leaders_preferred,
@@ -146,76 +141,189 @@ def commit_path_row(
     Returns:
         Column -> cell, every column of `columns.COMMIT_PATH`.
     """
-    row: dict[str, Cell] = dict.fromkeys(_COLUMNS)
+    return _row(member_id, window, communication, minute, {})
+
+
+class CommitPathRows:
+    """The table's rows across snapshots: a member's row is rebuilt only when its
+    reports or communication information change (a reader between two reports gets
+    the same row), and each report's sums are taken once (its successor's period and
+    the minute's figures start from it).
+
+    Bounded: it keeps one entry per member of the last `rows` call, nothing else.
+    Entries are reused by the identity of the reports they were made of, so one
+    member id in two groups (a collector) only costs rebuilds, never a wrong row.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, _Entry] = {}
+
+    def rows(self, members: Iterable[_MemberInputs]) -> list[dict[str, Cell]]:
+        """One row per (member_id, window, communication, minute), as `commit_path_row`.
+
+        The rows are shared with earlier snapshots: readers never change them.
+        """
+        last, kept = self._last, {}
+        out = []
+        for member_id, window, communication, minute in members:
+            entry = last.get(member_id)
+            first, latest = (window[0], window[-1]) if window else (None, None)
+            anchor = minute[0] if minute else None
+            if (
+                entry is None
+                or entry[0] is not first
+                or entry[1] is not latest
+                or entry[2] is not anchor
+                or entry[3] != communication
+            ):
+                known = {} if entry is None else entry[4]
+                sums = {
+                    id(r): (r, _sums_of(r, known)) for r in (first, latest, anchor) if r is not None
+                }
+                row = _row(member_id, window, communication, minute, sums)
+                entry = (first, latest, anchor, communication, sums, row)
+            kept[member_id] = entry
+            out.append(entry[5])
+        self._last = kept
+        return out
+
+
+_MemberInputs = tuple[
+    str, tuple[CommitPathReport, ...], GroupCommunication | None, tuple[CommitPathReport, ...]
+]
+#: id(report) -> (the report, its sums): the report kept so that its id stays its own
+_Known = dict[int, tuple[CommitPathReport, "_Sums"]]
+#: a member's last row and what it was made of: the period's first and last
+#: reports, the minute's first, the communication, the reports' sums
+_Entry = tuple[
+    CommitPathReport | None,
+    CommitPathReport | None,
+    CommitPathReport | None,
+    GroupCommunication | None,
+    _Known,
+    dict[str, Cell],
+]
+
+
+def _row(
+    member_id: str,
+    window: tuple[CommitPathReport, ...],
+    communication: GroupCommunication | None,
+    minute: tuple[CommitPathReport, ...],
+    known: _Known,
+) -> dict[str, Cell]:
+    """`commit_path_row`, with the sums of the reports in `known` already taken."""
+    row = _EMPTY.copy()
     row[col.MEMBER_ID] = member_id
     if communication is not None:
         _communication(row, communication)
     if not window:
         return row
-    latest = _sums(window[-1].counters)
-    for op, (_, total) in latest.items():
-        row[_TOTAL[op]] = None if total is None else total / 1e6
+    latest = window[-1]
+    new = _sums_of(latest, known)
+    for name, index in _TOTAL:
+        total = new[index]
+        row[name] = None if total is None else total / 1e6
+    end = (latest.at_us, new)
     if minute:
-        _figures(row, minute[0], window[-1], latest, _MINUTE)
-    spent = _figures(row, window[0], window[-1], latest, _PERIOD)
+        _figures(row, (minute[0].at_us, _sums_of(minute[0], known)), end, _MINUTE)
+    spent = _figures(row, (window[0].at_us, _sums_of(window[0], known)), end, _PERIOD)
     if spent is not None:
         whole = sum(spent.values())
-        row[col.COMMIT_PATH_DOMINANT] = max(spent, key=spent.__getitem__).lower() if whole else ""
+        row[col.COMMIT_PATH_DOMINANT] = max(spent, key=spent.__getitem__) if whole else ""
     return row
 
 
-def _sums(counters: CommitPathCounters) -> dict[str, tuple[int | None, int | None]]:
-    """Per operation: (its count, its time in µs) in `counters`, None where not shown."""
-    return {op: (_sum(counters, counts), _sum(counters, times)) for op, (counts, times) in _OPS}
+#: per operation of OP_FIELDS in order: its count, then its time in µs (None: not shown)
+_Sums = tuple[int | None, ...]
+
+
+def _sums_of(report: CommitPathReport, known: _Known) -> _Sums:
+    hit = known.get(id(report))
+    return hit[1] if hit is not None and hit[0] is report else _sums(report.counters)
+
+
+def _sums(counters: CommitPathCounters) -> _Sums:
+    """Every operation's count and time in `counters`, one attrgetter call."""
+    values = _GET(counters)
+    out: list[int | None] = []
+    for indexes in _PARTS:
+        if len(indexes) == 1:
+            out.append(values[indexes[0]])
+            continue
+        parts = [values[i] for i in indexes]
+        out.append(None if None in parts else sum(parts))
+    return tuple(out)
 
 
 def _figures(
     row: dict[str, Cell],
-    old: CommitPathReport,
-    new: CommitPathReport,
-    new_sums: dict[str, tuple[int | None, int | None]],
-    names: dict[str, tuple[str, str, str]],
+    start: tuple[int, _Sums],
+    end: tuple[int, _Sums],
+    names: _Names,
 ) -> dict[str, int] | None:
-    """Rates, means and shares from `old` to `new` (`new_sums`: its `_sums`) into the
-    columns `names` gives; the time each shared operation spent (µs), None when the
-    span is under a second.
+    """Rates, means and shares from `start` to `end` ((at_us, its sums) each) into
+    the columns `names` gives; the time each shared operation spent (µs) by
+    lower-case name, None when the span is under a second.
+
+    A count or time that is None at either end, or went backwards (Group
+    Replication restarted), leaves that operation's columns NULL.
     """
-    if new.at_us - old.at_us < MIN_PERIOD_US:
+    (old_us, old), (new_us, new) = start, end
+    if new_us - old_us < MIN_PERIOD_US:
         return None
-    period_s = (new.at_us - old.at_us) / 1e6
-    row[names[""][0]] = period_s
+    period_s = (new_us - old_us) / 1e6
+    period_name, per_op, share_of = names
+    row[period_name] = period_s
     spent: dict[str, int] = {}
-    for op, (old_count, old_time) in _sums(old.counters).items():
-        new_count, new_time = new_sums[op]
-        count = _growth(old_count, new_count)
-        time_us = _growth(old_time, new_time)
-        if count is None or time_us is None:
+    for per_second, mean, op, c, t in per_op:
+        old_count, new_count, old_time, new_time = old[c], new[c], old[t], new[t]
+        if (
+            old_count is None
+            or new_count is None
+            or old_time is None
+            or new_time is None
+            or new_count < old_count
+            or new_time < old_time
+        ):
             continue
-        per_second, mean, _ = names[op]
+        count, time_us = new_count - old_count, new_time - old_time
         row[per_second] = count / period_s
         row[mean] = time_us / count / 1e6 if count else None
-        if op in _SHARED:
+        if op in share_of:
             spent[op] = time_us
     whole = sum(spent.values())
     for op, time_us in spent.items():
-        row[names[op][2]] = time_us / whole if whole else None
+        row[share_of[op]] = time_us / whole if whole else None
     return spent
 
 
-# Column names by operation, built once (a row is built per member per snapshot).
-_COLUMNS = col.COMMIT_PATH.names
-_OPS = tuple(OP_FIELDS.items())
+# Column names and field positions by operation, built once (a row is built per
+# member whenever its reports change).
+_EMPTY: dict[str, Cell] = dict.fromkeys(col.COMMIT_PATH.names)
 _SHARED = frozenset(col.COMMIT_PATH_SHARED)
-_TOTAL = {op: f"{op}_SECONDS_TOTAL" for op in OP_FIELDS}
+_FIELDS = tuple(f for counts, times in OP_FIELDS.values() for f in (*counts, *times))
+_GET = attrgetter(*_FIELDS)
+_PARTS = tuple(
+    tuple(_FIELDS.index(f) for f in names)
+    for counts, times in OP_FIELDS.values()
+    for names in (counts, times)
+)
+_TOTAL = tuple((f"{op}_SECONDS_TOTAL", 2 * i + 1) for i, op in enumerate(OP_FIELDS))
 
 
-def _names(suffix: str) -> dict[str, tuple[str, str, str]]:
-    out = {
-        op: (f"{op}_PER_SECOND{suffix}", f"{op}_MEAN_SECONDS{suffix}", f"{op}_SHARE{suffix}")
-        for op in OP_FIELDS
-    }
-    out[""] = (col.COMMIT_PATH_PERIOD + suffix, "", "")
-    return out
+#: a span's columns: its period column; per operation (per-second column, mean
+#: column, lower-case name, count and time positions in `_Sums`); shared operation -> share column
+_Names = tuple[str, tuple[tuple[str, str, str, int, int], ...], Mapping[str, str]]
+
+
+def _names(suffix: str) -> _Names:
+    per_op = tuple(
+        (f"{op}_PER_SECOND{suffix}", f"{op}_MEAN_SECONDS{suffix}", op.lower(), 2 * i, 2 * i + 1)
+        for i, op in enumerate(OP_FIELDS)
+    )
+    shares = {op.lower(): f"{op}_SHARE{suffix}" for op in OP_FIELDS if op in _SHARED}
+    return col.COMMIT_PATH_PERIOD + suffix, per_op, shares
 
 
 _PERIOD = _names("")

@@ -32,7 +32,7 @@ from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
-from grstats.core.commitpath import commit_path_row
+from grstats.core.commitpath import CommitPathRows
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
@@ -212,16 +212,19 @@ def _applier_rows(
 
 
 def commit_path_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
-    """grstats_member_commit_path: a row per member with commit-path reports or communication."""
-    rows: list[Row] = []
+    """grstats_member_commit_path: a row per member with commit-path reports or communication.
+
+    A member's row is rebuilt only when its reports change (`inputs.commit_rows`).
+    """
+    members = []
     sample, local = inputs.sample, inputs.local
     if (
         sample is not None
         and local is not None
         and (local.commit_path or sample.communication is not None)
     ):
-        rows.append(
-            commit_path_row(
+        members.append(
+            (
                 sample.member.member_id,
                 local.commit_path,
                 sample.communication,
@@ -231,15 +234,16 @@ def commit_path_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]
     if not inputs.alone:
         for _key, remote in inputs.registry.items():
             if remote.commit_path or remote.communication is not None:
-                rows.append(
-                    commit_path_row(
+                members.append(
+                    (
                         remote.envelope.member.id,
                         remote.commit_path,
                         remote.communication,
                         remote.commit_path_minute,
                     )
                 )
-    return _sorted(rows)
+    built = inputs.commit_rows if inputs.commit_rows is not None else CommitPathRows()
+    return _sorted(list(built.rows(members)))
 
 
 def flow_control_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:

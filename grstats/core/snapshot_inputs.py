@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.registry import MemberRegistry
@@ -55,6 +56,7 @@ class SnapshotInputs:
         flow: the flow-control replay (a daemon's; None for a collector).
         gtids: the GTID divergence table (a daemon's; None for a collector).
         disagreements: member id -> columns on which the server oracle disagreed (its count).
+        commit_rows: the commit-path rows kept across snapshots (None: built afresh).
     """
 
     now_us: int
@@ -65,6 +67,7 @@ class SnapshotInputs:
     flow: FlowReplay | None = None
     gtids: GtidDivergenceTable | None = None
     disagreements: Mapping[str, int] = field(default_factory=dict)
+    commit_rows: CommitPathRows | None = None
 
     @property
     def sample(self) -> LocalSample | None:

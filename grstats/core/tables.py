@@ -38,7 +38,7 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.commitpath import commit_path_minute, commit_path_window
+from grstats.core.commitpath import CommitPathRows, commit_path_minute, commit_path_window
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
@@ -114,6 +114,7 @@ class MemberTables:
         )
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+        self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
 
     @property
     def accepted_total(self) -> int:
@@ -300,6 +301,7 @@ class MemberTables:
             flow=self.flow,
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
+            commit_rows=self._commit_rows,
         )
         return build_snapshot(
             inputs,

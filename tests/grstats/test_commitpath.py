@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from grstats.core.commitpath import commit_path_row, commit_path_window
+from grstats.core.tables import MemberTables
 from protocol import (
     CommitPathCounters,
     CommitPathReport,
@@ -151,12 +152,16 @@ GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 TOPIC = f"grstats/v1/{GROUP}/{REMOTE}/stats"
 
 
+def _received(tables: MemberTables, seq: int, report: CommitPathReport) -> None:
+    wire = [1, report.at_us, list(dataclasses.astuple(report.counters))]
+    tables.receive(TOPIC, _envelope(seq, report.at_us, wire), report.at_us)
+
+
 def test_a_remote_members_two_reports_make_its_row() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
     for seq, report in enumerate(WINDOW, start=1):
-        wire = [1, report.at_us, list(dataclasses.astuple(report.counters))]
-        tables.receive(TOPIC, _envelope(seq, report.at_us, wire), report.at_us)
+        _received(tables, seq, report)
     rows = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
     assert [r["MEMBER_ID"] for r in rows] == [REMOTE]
     assert rows[0]["CONSENSUS_PER_SECOND"] == 50.0
@@ -171,3 +176,26 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     assert snapshot.counters.envelopes_commit_path_malformed == 1
     assert snapshot.counters.envelopes_accepted == 1
     assert snapshot.table("grstats_member_commit_path") == ()
+
+
+def test_a_members_row_is_rebuilt_only_when_its_reports_change() -> None:
+    tables = make_tables()
+    tables.set_local(local_sample(), incarnation=1, seq=1)
+    for seq, report in enumerate(WINDOW, start=1):
+        _received(tables, seq, report)
+    first = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
+    again = tables.snapshot(WINDOW[1].at_us + 500_000).table("grstats_member_commit_path")
+    assert again[0] is first[0]  # nothing new from the member: the same row
+    # a third report: consensus 1500 -> 1800 rounds, 3.0 -> 3.9 s, over 5 s
+    third = dataclasses.replace(NEW, consensus_proposals=1800, consensus_time_us=3_900_000)
+    _received(tables, 3, CommitPathReport(WINDOW[1].at_us + 5_000_000, third))
+    (row,) = tables.snapshot(WINDOW[1].at_us + 5_000_000).table("grstats_member_commit_path")
+    assert row is not first[0]
+    assert row["PERIOD_SECONDS"] == 5.0
+    assert row["CONSENSUS_PER_SECOND"] == 60.0
+    assert row["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.003)
+    assert row["CONSENSUS_SECONDS_TOTAL"] == pytest.approx(3.9)
+    assert row["CONSENSUS_SHARE"] == 1.0  # nothing else grew in those 5 s
+    # the last minute runs from the first report (15 s): 800 rounds, 1.9 s
+    assert row["PERIOD_SECONDS_1M"] == 15.0
+    assert row["CONSENSUS_MEAN_SECONDS_1M"] == pytest.approx(1.9 / 800)
