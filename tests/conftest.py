@@ -29,7 +29,11 @@ settings.load_profile("grstats")
 SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
 
 
-# `make test` runs two pytest-xdist workers with `--dist loadfile` (a module's
+# A Spark test's limit (setup included: a module's rollup): the JVMs of the
+# workers share the machine's two cores.
+SPARK_TIMEOUT_S = 900
+
+# `make test` runs three pytest-xdist workers with `--dist loadfile` (a module's
 # fixtures are built once, on one worker). Under xdist the modules that run Spark
 # (a session, the cluster, the demo's rollup) are collected first: xdist hands
 # modules out in collection order, so the longest start first and the short ones
@@ -42,6 +46,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") or item.get_closest_marker("demo"):
             spark.append(item)
+            if item.get_closest_marker("timeout") is None:  # JVMs share two cores
+                item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
     if os.environ.get("PYTEST_XDIST_WORKER") and spark:
         first = {item.path for item in spark}  # whole modules, in their order
         items[:] = [

@@ -88,7 +88,7 @@ def test_the_slow_link_members_consensus_is_dominant_everywhere(
             leaders = ",".join(sorted(MEMBERS))
             assert rows[M3]["WRITE_CONSENSUS_LEADERS_ACTUAL"] == leaders
             assert rows[M1]["WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE"] == 0
-        series, types = wait_for(lambda: _minute_series(ds[0]), 10, "the last minute's series")
+        series, types = wait_for(lambda: _minute_series(ds[0]), 30, "the last minute's series")
         assert series[(f"{MINUTE}consensus_mean_seconds", M3)] == pytest.approx(0.051)
         assert series[(f"{MINUTE}consensus_mean_seconds", M1)] == pytest.approx(0.002)
         assert series[(f"{MINUTE}consensus_share", M3)] > 0.5

@@ -50,9 +50,11 @@ def test_a_slow_link_shows_as_consensus_time_in_exactly_its_hours(
     assert list(report(spark, str(rollups), "2026-W47", out)) == [GROUP]
 
     means = duckdb.sql(f"""
-        SELECT member_id, hour(bucket_start) AS h, consensus_mean_seconds AS mean
+        SELECT member_id, CAST(epoch(bucket_start) AS BIGINT) // 3600 % 24 AS h,
+               consensus_mean_seconds AS mean
         FROM read_parquet('{rollups}/commit_member_hour/*/*/*.parquet', hive_partitioning = false)
     """).fetchall()
+    # the UTC hour from the epoch: DuckDB's hour() of a TIMESTAMPTZ is in the local zone (TZ)
     by = {(m, h): mean for m, h, mean in means}
     assert len(by) == 3 * 24
     for (m, h), mean in by.items():
