@@ -33,6 +33,7 @@ SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
 # workers share the machine's two cores.
 SPARK_TIMEOUT_S = 900
 
+
 # `make test` runs three pytest-xdist workers with `--dist loadfile` (a module's
 # fixtures are built once, on one worker). Under xdist the modules that run Spark
 # (a session, the cluster, the demo's rollup) are collected first: xdist hands
