@@ -943,12 +943,8 @@ def _commit_path_columns() -> tuple[Column, ...]:
 
 
 # The same rates, means and shares over the last minute (60-65 s: from the
-# member's report about a minute old to its latest), for the table, SQL and
-# /metrics (as gauges `grstats_commit_path_last_minute_*`: the mean time of one
-# and the shares need the counts, which /metrics does not carry, so Prometheus
-# cannot take them from the _seconds_total counters; and a minute does not
-# flicker as a one-second period does). The span itself has no metric, as
-# PERIOD_SECONDS has none.
+# member's report about a minute old to its latest), for the table and SQL
+# (no metrics: Prometheus takes its own rates of the _seconds_total counters).
 COMMIT_PATH_MINUTE_SUFFIX: Final = "_1M"
 
 
@@ -956,23 +952,12 @@ def _minute_columns() -> list[Column]:
     out = [
         Column(COMMIT_PATH_PERIOD + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True)
     ]
-    for op, what in COMMIT_PATH_OPS:
-        figures = [
-            ("PER_SECOND", "per_second", "per second"),
-            ("MEAN_SECONDS", "mean_seconds", "mean time of one"),
-        ]
+    for op, _ in COMMIT_PATH_OPS:
+        names = [f"{op}_PER_SECOND", f"{op}_MEAN_SECONDS"]
         if op in COMMIT_PATH_SHARED:
-            figures.append(("SHARE", "share", "share (0-1) of the member's commit path"))
+            names.append(f"{op}_SHARE")
         out.extend(
-            Column(
-                f"{op}_{name}{COMMIT_PATH_MINUTE_SUFFIX}",
-                "double",
-                "gauge",
-                metric=f"grstats_commit_path_last_minute_{op.lower()}_{metric}",
-                help=f"{what}: {says} over the last minute (60-65 s).",
-                nullable=True,
-            )
-            for name, metric, says in figures
+            Column(n + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True) for n in names
         )
     return out
 
