@@ -144,7 +144,9 @@ async def test_a_hung_applier_query_keeps_the_stats_sample(
 ) -> None:
     _97(fake)
     fake.hang_tables.add(METRICS_TABLE)
-    source = make_source(fake.port, poll_timeout=0.5)
+    # the reads before the hung one share this deadline: 2 s so that, on a loaded
+    # machine, it is the applier query that times out and not the lag query before it
+    source = make_source(fake.port, poll_timeout=2.0)
     with capture_logs() as events:
         sample = await source.sample(T0)
     assert sample.member.state == "ONLINE"
