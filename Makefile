@@ -94,7 +94,7 @@ typecheck: $(STAMP)
 # pytest-xdist workers (whole modules; the Spark ones handed out first: tests/conftest.py),
 # then the `timing` tests alone, so that what they bound is the daemon's delay and
 # not a neighbour's Spark job.  PYTEST_WORKERS=0 runs the first part in-process.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) sysdeps-test
 	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "not timing"
 	$(BIN)/pytest -q -p no:cacheprovider -m "timing"

@@ -34,7 +34,7 @@ SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
 SPARK_TIMEOUT_S = 900
 
 
-# `make test` runs three pytest-xdist workers with `--dist loadfile` (a module's
+# `make test` runs two pytest-xdist workers with `--dist loadfile` (a module's
 # fixtures are built once, on one worker). Under xdist the modules that run Spark
 # (a session, the cluster, the demo's rollup) are collected first: xdist hands
 # modules out in collection order, so the longest start first and the short ones
