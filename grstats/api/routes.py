@@ -2,7 +2,9 @@
 
 Strategy: answers are built from one immutable `DaemonSnapshot` read per
 request (`get_snapshot`), never from live state, and know nothing of
-sockets: the server (`grstats.api.server`) frames and sends them within its
+sockets; /healthz reads only a `DaemonStatus` (`get_status`: the daemon's
+counters and checks now, no table built, so polling it costs a busy
+collector nothing of its tables): the server (`grstats.api.server`) frames and sends them within its
 bounds. The snapshot's part of /metrics is rendered once per snapshot and
 shared by every scraper of that snapshot; only the small process/API part
 is rendered per request.
@@ -22,7 +24,7 @@ from grstats.api.health import ApiStats
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
 from grstats.core.columns import table_names
-from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
 # status, content type, body as parts sent one after the other (shared bodies).
 Response = tuple[int, str, tuple[bytes, ...]]
@@ -40,12 +42,18 @@ class Routes:
     Args:
         get_snapshot: returns the current snapshot; never blocks.
         api_stats: the server's own counters now (for /healthz and /metrics).
+        get_status: returns /healthz's figures now; never blocks (default: those
+            of the current snapshot).
     """
 
     def __init__(
-        self, get_snapshot: Callable[[], DaemonSnapshot], api_stats: Callable[[], ApiStats]
+        self,
+        get_snapshot: Callable[[], DaemonSnapshot],
+        api_stats: Callable[[], ApiStats],
+        get_status: Callable[[], DaemonStatus] | None = None,
     ) -> None:
         self._get_snapshot = get_snapshot
+        self._get_status = get_status or (lambda: status_of(get_snapshot()))
         self._api_stats = api_stats
         self._snapshot_registry = snapshot_registry(get_snapshot)
         self._process_registry = process_registry(api_stats)
@@ -57,7 +65,8 @@ class Routes:
         """Answer one GET for `path` (its query string already removed)."""
         if path == "/metrics":
             return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
-        snapshot = self._get_snapshot()
+        if path in ("/healthz", "/health"):
+            return self._health(self._get_status())
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
             names = table_names()
@@ -65,27 +74,25 @@ class Routes:
                 return json_response(
                     404, {"error": "unknown table", "table": name, "tables": names}
                 )
-            return json_response(200, [dict(row) for row in snapshot.table(name)])
-        if path in ("/healthz", "/health"):
-            return self._health(snapshot)
+            return json_response(200, [dict(row) for row in self._get_snapshot().table(name)])
         if path == "/v1/tables":
             return json_response(200, list(table_names()))
         return json_response(404, {"error": "not found", "path": path})
 
-    def _health(self, snapshot: DaemonSnapshot) -> Response:
-        reasons = snapshot.health.codes()
+    def _health(self, status: DaemonStatus) -> Response:
+        reasons = status.health.codes()
         api = self._api_stats()
         body = {
             "status": "degraded" if reasons else "ok",
             "reasons": list(reasons),
-            "details": list(snapshot.health.details()),
-            "bus_connected": bool(snapshot.gauges.get("bus_connected", 0)),
-            "members": len(snapshot.table(MEMBERS_TABLE)),
-            "pending_gtids_bytes": int(snapshot.gauges.get("pending_gtids_bytes", 0)),
+            "details": list(status.health.details()),
+            "bus_connected": bool(status.gauges.get("bus_connected", 0)),
+            "members": status.members,
+            "pending_gtids_bytes": int(status.gauges.get("pending_gtids_bytes", 0)),
             "uptime_s": round(time.monotonic() - self.started, 3),
-            "group": snapshot.group_name,
-            "member_id": snapshot.local_member_id,
-            "counters": snapshot.counters.as_dict(),
+            "group": status.group_name,
+            "member_id": status.local_member_id,
+            "counters": status.counters.as_dict(),
             "api": {
                 "open": api.open,
                 "max_connections": api.max_connections,
@@ -93,8 +100,8 @@ class Routes:
                 "timed_out": dict(api.timed_out),
             },
         }
-        if snapshot.sql is not None and snapshot.sql.process_state:
-            q = snapshot.sql
+        if status.sql is not None and status.sql.process_state:
+            q = status.sql
             body["sql"] = {
                 "serving": q.serving,
                 "process": q.process_state,

@@ -28,7 +28,8 @@ Routes (GET; HEAD answers the same head without the body):
 - `/v1/tables/<name>`: JSON array of rows keyed by column name; 404 JSON for
   an unknown table. `/v1/tables`: the table names.
 - `/healthz`: 200 when no fault degrades the daemon, else 503; JSON body
-  with status, reasons (the daemon's `core.health` codes, each once), details
+  (from `get_status`: counters and checks of now, no table built) with
+  status, reasons (the daemon's `core.health` codes, each once), details
   (each reason's text), bus_connected, members, uptime_s, counters and the
   API's own counters.
 - `/metrics`: Prometheus text exposition (`grstats.api.metrics`).
@@ -48,7 +49,7 @@ from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
 from grstats.api.options import ApiOptions
 from grstats.api.routes import Response, Routes, json_response
 from grstats.core.ratelimit import RateLimit
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, DaemonStatus
 
 __all__ = ["ApiServer"]
 
@@ -80,9 +81,16 @@ class ApiServer:
         options: where to listen and the bounds (`ApiOptions`); port 0 binds
             an ephemeral port (see `port` after `start()`).
         get_snapshot: returns the current snapshot; never blocks.
+        get_status: returns /healthz's figures now, no table built; never
+            blocks (default: those of the current snapshot).
     """
 
-    def __init__(self, options: ApiOptions, get_snapshot: Callable[[], DaemonSnapshot]) -> None:
+    def __init__(
+        self,
+        options: ApiOptions,
+        get_snapshot: Callable[[], DaemonSnapshot],
+        get_status: Callable[[], DaemonStatus] | None = None,
+    ) -> None:
         self._host = options.host
         self._requested_port = port = options.port
         self._max_connections = options.max_connections
@@ -90,7 +98,7 @@ class ApiServer:
         self._write_timeout_s = options.write_timeout
         self._max_request_bytes = options.max_request_bytes
         self._write_buffer_bytes = options.write_buffer_bytes
-        self._routes = Routes(get_snapshot, self.stats)
+        self._routes = Routes(get_snapshot, self.stats, get_status)
         self._server: asyncio.Server | None = None
         self._open = 0
         self._refusing = 0

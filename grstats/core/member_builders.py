@@ -50,6 +50,7 @@ __all__ = [
     "member_lag_rows",
     "member_stats_rows",
     "member_status_rows",
+    "members_count",
     "members_rows",
 ]
 
@@ -102,6 +103,13 @@ def members_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
     for other in _server_only(inputs):
         rows.append(_member_row_of(other))
     return _sorted(rows)
+
+
+def members_count(inputs: SnapshotInputs) -> int:
+    """How many rows `members_rows` would make, without making them (/healthz)."""
+    local = 1 if inputs.local is not None else 0
+    remotes = 0 if inputs.alone else len(inputs.registry)
+    return local + remotes + sum(1 for _ in _server_only(inputs))
 
 
 def member_status_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:

@@ -251,3 +251,35 @@ def with_tables(snapshot: DaemonSnapshot, tables: Mapping[str, tuple[Row, ...]])
     for name in tables:
         columns.table(name)
     return replace(snapshot, tables={**snapshot.tables, **tables})
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonStatus:
+    """What /healthz and sd_notify's STATUS= show: a snapshot without its tables.
+
+    The daemon makes one per request from its counters and checks (nothing is
+    rebuilt: a busy collector's tables change with every envelope), so its
+    figures are those of now. `members` is the row count the members table
+    would have (`gauges["members_known"]` of a snapshot taken now).
+    """
+
+    group_name: str
+    local_member_id: str
+    members: int = 0
+    counters: DaemonCounters = field(default_factory=DaemonCounters)
+    gauges: Mapping[str, float] = field(default_factory=dict)
+    health: Health = UNCHECKED
+    sql: SqlFigures | None = None
+
+
+def status_of(snapshot: DaemonSnapshot) -> DaemonStatus:
+    """The status a snapshot shows (its members table's row count as `members`)."""
+    return DaemonStatus(
+        group_name=snapshot.group_name,
+        local_member_id=snapshot.local_member_id,
+        members=len(snapshot.table(MEMBERS_TABLE)),
+        counters=snapshot.counters,
+        gauges=snapshot.gauges,
+        health=snapshot.health,
+        sql=snapshot.sql,
+    )

@@ -45,11 +45,12 @@ from grstats.core.group_replays import GroupReplays
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.health import UNCHECKED, Health
+from grstats.core.member_builders import members_count
 from grstats.core.oracle import ServerOracle
 from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
-from grstats.core.snapshot import DaemonCounters, DaemonSnapshot
+from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, DaemonStatus
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
 from grstats.core.tables_health import tables_health
 from grstats.core.topics import STATS_KIND
@@ -292,7 +293,66 @@ class MemberTables:
         Returns:
             A new immutable DaemonSnapshot.
         """
-        inputs = SnapshotInputs(
+        return build_snapshot(
+            self._inputs(now_us),
+            counters=self._counters(
+                bus_reconnects, messages_published, applier_workers_dropped, sections_unsendable
+            ),
+            gauges=self._gauges(gauges),
+            health=tables_health(health, self.registry.pending_gtids, self.oracle),
+        )
+
+    def status_view(
+        self,
+        now_us: int,
+        *,
+        bus_reconnects: int = 0,
+        messages_published: int = 0,
+        applier_workers_dropped: int = 0,
+        sections_unsendable: Mapping[str, int] | None = None,
+        gauges: Mapping[str, float] | None = None,
+        health: Health = UNCHECKED,
+    ) -> DaemonStatus:
+        """What a snapshot taken now would show but its tables: no row is built.
+
+        Args and "members_known" as for `snapshot`; `members` is the members
+        table's row count (`member_builders.members_count`).
+        """
+        members = members_count(self._inputs(now_us))
+        return DaemonStatus(
+            group_name=self.group or "",
+            local_member_id=self.local_member_id or "",
+            members=members,
+            counters=self._counters(
+                bus_reconnects, messages_published, applier_workers_dropped, sections_unsendable
+            ),
+            gauges={"members_known": float(members), **self._gauges(gauges)},
+            health=tables_health(health, self.registry.pending_gtids, self.oracle),
+        )
+
+    def _counters(
+        self,
+        bus_reconnects: int,
+        messages_published: int,
+        applier_workers_dropped: int,
+        sections_unsendable: Mapping[str, int] | None,
+    ) -> DaemonCounters:
+        return dataclasses.replace(
+            self.counters(),
+            bus_reconnects=bus_reconnects,
+            messages_published=messages_published,
+            applier_workers_dropped=applier_workers_dropped,
+            sections_unsendable=dict(sections_unsendable or {}),
+        )
+
+    def _gauges(self, gauges: Mapping[str, float] | None) -> dict[str, float]:
+        return {
+            **(gauges or {}),
+            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
+        }
+
+    def _inputs(self, now_us: int) -> SnapshotInputs:
+        return SnapshotInputs(
             now_us,
             group=self.group,
             local_member_id=self.local_member_id,
@@ -302,19 +362,4 @@ class MemberTables:
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
             commit_rows=self._commit_rows,
-        )
-        return build_snapshot(
-            inputs,
-            counters=dataclasses.replace(
-                self.counters(),
-                bus_reconnects=bus_reconnects,
-                messages_published=messages_published,
-                applier_workers_dropped=applier_workers_dropped,
-                sections_unsendable=dict(sections_unsendable or {}),
-            ),
-            gauges={
-                **(gauges or {}),
-                "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
-            },
-            health=tables_health(health, self.registry.pending_gtids, self.oracle),
         )

@@ -41,12 +41,13 @@ import structlog
 from grstats.api.server import ApiServer
 from grstats.bus.client import Bus
 from grstats.config import Settings
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, DaemonStatus
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import (
     EchoWatch,
     HistorySink,
     assemble_snapshot,
+    assemble_status,
     now_us,
 )
 from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
@@ -96,7 +97,8 @@ class Daemon:
         record_remote = source is None or settings.history.scope == "all"
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
-        self.api: ApiServer | None = None
+        # built here, bound at start: /healthz reads `get_status`, no table is built for it
+        self.api = ApiServer(settings.api, self.get_snapshot, self.get_status)
         self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
         max_age = min(0.25, settings.publish.period / 2)  # the oldest a reader gets
         self._snapshots = SnapshotCache(self._build_snapshot, max_age)
@@ -143,6 +145,23 @@ class Daemon:
             version=self.tables.version, connected=connected, fresh=fresh, now=time.monotonic()
         )
 
+    @property
+    def snapshots_built(self) -> int:
+        """Snapshots built since start (each builds every table of every member)."""
+        return self._snapshots.builds
+
+    def get_status(self) -> DaemonStatus:
+        """What /healthz and STATUS= show, now: the counters and checks, no table built."""
+        return assemble_status(
+            self.tables,
+            bus=self.bus,
+            source=self.source,
+            history=self.history,
+            publisher=self.publisher,
+            echo=self._echo,
+            sql=self.sql.figures() if self.sql is not None else None,
+        )
+
     def _build_snapshot(self) -> DaemonSnapshot:
         return assemble_snapshot(
             self.tables,
@@ -155,7 +174,7 @@ class Daemon:
         )
 
     def _update_status(self) -> None:
-        text = status_text(self.get_snapshot())
+        text = status_text(self.get_status())
         if text != self._status_text:
             self._status_text = text
             sd_notify(f"STATUS={text}")
@@ -172,9 +191,10 @@ class Daemon:
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
-            snapshot = self.get_snapshot(fresh=True)
             if self.sql is not None:
-                self.sql.offer(snapshot)
+                self.sql.offer(self.get_snapshot(fresh=True))
+            else:  # the next reader of the tables builds it (its own sample included)
+                self._snapshots.want_fresh()
             self._update_status()
             now = loop.time()
             due = schedule.next_due(now)
@@ -211,7 +231,6 @@ class Daemon:
             except (HistoryError, OSError) as exc:
                 raise StartupError(f"history: {exc}") from exc
         api = self.settings.api
-        self.api = ApiServer(api, self.get_snapshot)
         try:
             await self.api.start()
         except OSError as exc:
@@ -305,8 +324,7 @@ class Daemon:
                 log.warning("history.close_timeout")
         if self.source is not None:
             await self.source.close()
-        if self.api is not None:
-            await self.api.close()
+        await self.api.close()
         if sql_closed is not None:
             await sql_closed
         log.info("daemon.stopped", published=self.publisher.published if self.publisher else 0)

@@ -14,7 +14,7 @@ import socket
 
 import structlog
 
-from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -53,13 +53,13 @@ def watchdog_interval_s() -> float | None:
     return int(usec) / 2 / 1_000_000
 
 
-def status_text(snapshot: DaemonSnapshot) -> str:
+def status_text(view: DaemonStatus | DaemonSnapshot) -> str:
     """The one-line STATUS= systemd shows for the daemon."""
-    connected = bool(snapshot.gauges.get("bus_connected"))
-    members = len(snapshot.table(MEMBERS_TABLE))
-    text = f"bus={'connected' if connected else 'disconnected'} members={members}"
-    if not snapshot.health.ok:
-        text += f" degraded: {'; '.join(snapshot.health.details())}"
+    status = status_of(view) if isinstance(view, DaemonSnapshot) else view
+    connected = bool(status.gauges.get("bus_connected"))
+    text = f"bus={'connected' if connected else 'disconnected'} members={status.members}"
+    if not status.health.ok:
+        text += f" degraded: {'; '.join(status.health.details())}"
     return text
 
 

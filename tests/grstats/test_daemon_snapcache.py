@@ -37,3 +37,15 @@ def test_a_bus_that_goes_away_or_comes_back_is_seen_at_once() -> None:
     assert lost is built[1]
     assert cache.get(version=1, connected=True, fresh=False, now=10.02) is built[2]
     assert cache.get(version=1, connected=True, fresh=False, now=10.03) is built[2]
+
+
+def test_after_want_fresh_the_next_reader_of_changed_tables_builds_once() -> None:
+    # the tick without an SQL endpoint: no snapshot is built for nobody, the next reader's is fresh
+    cache, built = _cache()
+    first = cache.get(version=1, connected=True, fresh=False, now=10.0)
+    cache.want_fresh()
+    assert cache.get(version=1, connected=True, fresh=False, now=10.1) is first  # unchanged
+    second = cache.get(version=2, connected=True, fresh=False, now=10.1)
+    assert second is built[1]
+    assert cache.get(version=3, connected=True, fresh=False, now=10.2) is second  # once only
+    assert cache.builds == 2
