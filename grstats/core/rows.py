@@ -55,6 +55,10 @@ _INT64_MAX = (1 << 63) - 1
 _HISTORY_FLOW = tuple(
     (c.name, str(c.history)) for c in col.FLOW_CONTROL.columns if c.name in col.FLOW_HISTORY
 )
+# every figure None, copied per row (no generator per envelope on the receive path)
+_NO_LAG: dict[str, float | None] = dict.fromkeys(h for _, h in _HISTORY_LAG)
+_NO_APPLIER: dict[str, int | None] = dict.fromkeys(h for _, h in _HISTORY_APPLIER)
+_NO_FLOW: dict[str, Any] = dict.fromkeys(h for _, h in _HISTORY_FLOW)
 
 
 def _text(value: bytes) -> str:
@@ -159,7 +163,7 @@ def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, floa
     Returns:
         History column name -> seconds or None.
     """
-    figures: dict[str, float | None] = dict.fromkeys((h for _, h in _HISTORY_LAG), None)
+    figures = dict(_NO_LAG)
     if lag is None:
         return figures
     applier = MemberLag(lag.at_us, tuple(c for c in lag.channels if c.channel == APPLIER_CHANNEL))
@@ -184,7 +188,7 @@ def applier_history(applier: MemberApplier | None) -> dict[str, int | None]:
         History column name -> value or None (None also for a value past int64,
         which the history cannot store and no real counter reaches).
     """
-    figures: dict[str, int | None] = dict.fromkeys((h for _, h in _HISTORY_APPLIER), None)
+    figures = dict(_NO_APPLIER)
     if applier is None:
         return figures
     for channel in applier.channels:
@@ -210,7 +214,7 @@ def flow_history(replay: FlowReplay | None, member_id: str) -> dict[str, Any]:
     """
     row = None if replay is None else replay.row(member_id)
     if row is None:
-        return dict.fromkeys((h for _, h in _HISTORY_FLOW), None)
+        return dict(_NO_FLOW)
     return {history: row[name] for name, history in _HISTORY_FLOW}
 
 

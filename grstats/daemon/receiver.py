@@ -70,7 +70,12 @@ class Receiver:
         if remote is not None and remote.lag is not None:
             offset_us = remote.clock_offset_us()
             figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
-        applier = applier_history(remote.applier) if remote is not None else None
+        # no ext.applier: its columns NULL, as HistoryRow's defaults (no dict of Nones to build)
+        applier = (
+            applier_history(remote.applier)
+            if remote is not None and remote.applier is not None
+            else None
+        )
         # the replay of its group has just taken this message (MemberTables.receive)
         flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
