@@ -151,8 +151,12 @@ class Daemon:
         return self._snapshots.builds
 
     def get_status(self) -> DaemonStatus:
-        """What /healthz and STATUS= show, now: the counters and checks, no table built."""
-        return assemble_status(
+        """What /healthz and STATUS= show, now: the counters and checks, no table built.
+
+        A health other than the current snapshot's makes the next reader's snapshot
+        fresh, so /metrics and /v1/tables say what /healthz has just said.
+        """
+        status = assemble_status(
             self.tables,
             bus=self.bus,
             source=self.source,
@@ -161,6 +165,10 @@ class Daemon:
             echo=self._echo,
             sql=self.sql.figures() if self.sql is not None else None,
         )
+        shown = self._snapshots.current
+        if shown is not None and shown.health != status.health:
+            self._snapshots.invalidate()
+        return status
 
     def _build_snapshot(self) -> DaemonSnapshot:
         return assemble_snapshot(

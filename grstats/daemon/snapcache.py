@@ -9,7 +9,9 @@ included, when it feeds the SQL endpoint) or after `want_fresh` (the tick
 otherwise: the next reader builds it, none is built for nobody), while a
 change of the bus connection rebuilds at once (readers see the bus go away or
 come back without waiting for the age bound). /healthz reads no snapshot at
-all (`core.snapshot.DaemonStatus`). `builds` counts the snapshots built.
+all (`core.snapshot.DaemonStatus`), but what it says the next scrape says too:
+a health that differs from the current snapshot's `invalidate`s it.
+`builds` counts the snapshots built.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ class SnapshotCache:
         self._at = 0.0
         self._fresh_due = False
         self.builds = 0  # snapshots built: every table of every member each
+
+    @property
+    def current(self) -> DaemonSnapshot | None:
+        """The last snapshot built (None before the first)."""
+        return self._snapshot
+
+    def invalidate(self) -> None:
+        """The next reader gets a snapshot built then, whatever its age and key."""
+        self._at = float("-inf")
 
     def want_fresh(self) -> None:
         """The next reader of changed tables gets a fresh snapshot, as if it asked `fresh`."""

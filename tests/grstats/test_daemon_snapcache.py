@@ -49,3 +49,13 @@ def test_after_want_fresh_the_next_reader_of_changed_tables_builds_once() -> Non
     assert second is built[1]
     assert cache.get(version=3, connected=True, fresh=False, now=10.2) is second  # once only
     assert cache.builds == 2
+
+
+def test_an_invalidated_snapshot_is_rebuilt_for_the_next_reader_whatever_its_age() -> None:
+    # /healthz saw another health than the snapshot's: the next scrape must say it too
+    cache, built = _cache()
+    first = cache.get(version=1, connected=True, fresh=False, now=10.0)
+    assert cache.current is first
+    cache.invalidate()
+    assert cache.get(version=1, connected=True, fresh=False, now=10.01) is built[1]
+    assert cache.get(version=1, connected=True, fresh=False, now=10.02) is built[1]

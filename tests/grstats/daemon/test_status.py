@@ -67,3 +67,7 @@ def test_healthz_under_a_flood_builds_no_table(tmp_path: Path) -> None:
     status, body = _get(daemon, "/v1/tables/replication_group_members")
     assert status == 200 and len(json.loads(body)) == 3
     assert daemon.snapshots_built == 1
+    # its health unchanged, /healthz leaves that snapshot alone
+    _get(daemon, "/healthz")
+    _get(daemon, "/v1/tables/replication_group_members")
+    assert daemon.snapshots_built == 1
