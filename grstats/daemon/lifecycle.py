@@ -153,8 +153,9 @@ class Daemon:
     def get_status(self) -> DaemonStatus:
         """What /healthz and STATUS= show, now: the counters and checks, no table built.
 
-        A health other than the current snapshot's makes the next reader's snapshot
-        fresh, so /metrics and /v1/tables say what /healthz has just said.
+        Counters or a health other than the current snapshot's make the next
+        reader's snapshot fresh (built then: none is built here), so /metrics and
+        /v1/tables say at least what /healthz has just said.
         """
         status = assemble_status(
             self.tables,
@@ -166,7 +167,7 @@ class Daemon:
             sql=self.sql.figures() if self.sql is not None else None,
         )
         shown = self._snapshots.current
-        if shown is not None and shown.health != status.health:
+        if shown is not None and (shown.health, shown.counters) != (status.health, status.counters):
             self._snapshots.invalidate()
         return status
 

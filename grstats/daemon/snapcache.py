@@ -9,8 +9,10 @@ included, when it feeds the SQL endpoint) or after `want_fresh` (the tick
 otherwise: the next reader builds it, none is built for nobody), while a
 change of the bus connection rebuilds at once (readers see the bus go away or
 come back without waiting for the age bound). /healthz reads no snapshot at
-all (`core.snapshot.DaemonStatus`), but what it says the next scrape says too:
-a health that differs from the current snapshot's `invalidate`s it.
+all (`core.snapshot.DaemonStatus`), but what it says the next reader sees too:
+counters or a health other than the current snapshot's `invalidate` it (the
+next reader of the tables builds one; a flood polled on /healthz alone builds
+none).
 `builds` counts the snapshots built.
 """
 

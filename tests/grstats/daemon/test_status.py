@@ -67,7 +67,14 @@ def test_healthz_under_a_flood_builds_no_table(tmp_path: Path) -> None:
     status, body = _get(daemon, "/v1/tables/replication_group_members")
     assert status == 200 and len(json.loads(body)) == 3
     assert daemon.snapshots_built == 1
-    # its health unchanged, /healthz leaves that snapshot alone
+    # nothing new: /healthz leaves that snapshot alone
     _get(daemon, "/healthz")
     _get(daemon, "/v1/tables/replication_group_members")
     assert daemon.snapshots_built == 1
+    # what /healthz has counted, the next reader of the tables sees (however young)
+    fourth = "5ca1e000-0000-4000-8000-000000000004"
+    daemon.receiver.on_message(f"grstats/v1/{GROUP}/{fourth}/stats", _envelope(fourth, 1), False)
+    assert json.loads(_get(daemon, "/healthz")[1])["members"] == 4
+    status, body = _get(daemon, "/v1/tables/replication_group_members")
+    assert len(json.loads(body)) == 4
+    assert daemon.snapshots_built == 2
