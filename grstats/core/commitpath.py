@@ -36,7 +36,7 @@ difference of the reports' own `at_us`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from grstats.core import columns as col
 from protocol import (
@@ -296,15 +296,13 @@ def _sums_of(report: CommitPathReport, known: _Known) -> _Sums:
 
 
 def _sums(counters: CommitPathCounters) -> _Sums:
-    """Every operation's count and time in `counters`, one attrgetter call."""
+    """Every operation's count and time in `counters`: one attrgetter and one itemgetter
+    call, then the sums of the parts of two fields (the round trip's data and control)."""
     values = _GET(counters)
-    out: list[int | None] = []
-    for indexes in _PARTS:
-        if len(indexes) == 1:
-            out.append(values[indexes[0]])
-            continue
-        parts = [values[i] for i in indexes]
-        out.append(None if None in parts else sum(parts))
+    out = list(_FIRST(values))
+    for at, second in _SECOND:
+        first, other = out[at], values[second]
+        out[at] = None if first is None or other is None else first + other
     return tuple(out)
 
 
@@ -361,6 +359,9 @@ _PARTS = tuple(
     for counts, times in OP_FIELDS.values()
     for names in (counts, times)
 )
+_FIRST = itemgetter(*(indexes[0] for indexes in _PARTS))
+_SECOND = tuple((at, indexes[1]) for at, indexes in enumerate(_PARTS) if len(indexes) == 2)
+assert all(len(indexes) <= 2 for indexes in _PARTS)  # OP_FIELDS' shape
 _TOTAL = tuple((f"{op}_SECONDS_TOTAL", 2 * i + 1) for i, op in enumerate(OP_FIELDS))
 
 
