@@ -12,10 +12,10 @@ The samples come from the simulated model (bench-daemon's), evaluated before
 the clock starts; "without" is the same samples with no `commit_path` and no
 `communication`, so the envelopes carry neither section.
 
-Per reader, rounds alternate without / with; each figure is the least
-disturbed round's mean CPU µs per tick (process time: a loaded machine
-preempts us, it does not make our work larger), and the section's cost is
-with / without.
+Per reader, a daemon with the section and one without tick in turns; each
+figure is a round's median tick in CPU µs (process time: a loaded machine
+preempts us, it does not make our work larger), the least disturbed of the
+rounds, and the section's cost is with / without.
 `--before DIR` also runs this script against the grstats of DIR (an
 earlier checkout) in alternation with this one and prints both (ratios in
 the same run).
@@ -30,6 +30,7 @@ import dataclasses
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,51 +86,67 @@ def _payload(sections: Any, sample: Any, member: str, seq: int) -> bytes:
     )
 
 
-def _run(samples: list[list[Any]], reader: str) -> float:
-    """Mean µs per tick of member 0's daemon over `samples`."""
-    from grstats.core.tables import MemberTables  # noqa: PLC0415
-    from grstats.daemon.sections import ExtSections  # noqa: PLC0415
-    from grstats.sql.channel import encode_frame, snapshot_message  # noqa: PLC0415
+class _Daemon:
+    """Member 0's daemon over `samples`, one tick at a time."""
 
-    others = [ExtSections() for _ in MEMBERS[1:]]
-    remote = [
-        [
-            (f"grstats/v1/{GROUP}/{m}/stats", _payload(others[i], row[i + 1], m, t + 1))
-            for i, m in enumerate(MEMBERS[1:])
+    def __init__(self, samples: list[list[Any]]) -> None:
+        from grstats.core.tables import MemberTables  # noqa: PLC0415
+        from grstats.daemon.sections import ExtSections  # noqa: PLC0415
+
+        others = [ExtSections() for _ in MEMBERS[1:]]
+        self.samples = samples
+        self.remote = [  # the other members' envelopes, encoded before the clock starts
+            [
+                (f"grstats/v1/{GROUP}/{m}/stats", _payload(others[i], row[i + 1], m, t + 1))
+                for i, m in enumerate(MEMBERS[1:])
+            ]
+            for t, row in enumerate(samples)
         ]
-        for t, row in enumerate(samples)
-    ]
-    tables = MemberTables(group=GROUP, local_member_id=MEMBERS[0])
-    own = ExtSections()
-    gc.collect()
-    start = time.process_time()  # CPU, not wall: a loaded machine preempts us
-    for t, row in enumerate(samples):
-        now = row[0].sampled_at_us
-        _payload(own, row[0], MEMBERS[0], t + 1)
-        tables.set_local(row[0], incarnation=7, seq=t + 1)
-        for topic, payload in remote[t]:
-            tables.receive(topic, payload, now + 1000)
-        snapshot = tables.snapshot(now + 2000)
+        self.tables = MemberTables(group=GROUP, local_member_id=MEMBERS[0])
+        self.own = ExtSections()
+
+    def tick(self, t: int, reader: str) -> float:
+        """CPU seconds of tick `t` (process time: preemption by other work is not ours)."""
+        from grstats.sql.channel import encode_frame, snapshot_message  # noqa: PLC0415
+
+        sample = self.samples[t][0]
+        now = sample.sampled_at_us
+        start = time.process_time()
+        _payload(self.own, sample, MEMBERS[0], t + 1)
+        self.tables.set_local(sample, incarnation=7, seq=t + 1)
+        for topic, payload in self.remote[t]:
+            self.tables.receive(topic, payload, now + 1000)
+        snapshot = self.tables.snapshot(now + 2000)
         if reader == "sql":
             encode_frame(snapshot_message(snapshot), 64 << 20)
-    return (time.process_time() - start) / len(samples) * 1e6
+        return time.process_time() - start
 
 
 def measure(ticks: int, rounds: int) -> dict[str, dict[str, float]]:
-    """reader -> {"without": µs, "with": µs} (the fastest round of each)."""
+    """reader -> {"without": µs, "with": µs}: per round the median tick, the least
+    disturbed round; the two daemons tick in turns, so that both see the same load."""
     with_section = _samples(ticks)
     without = [
         [dataclasses.replace(s, commit_path=None, communication=None) for s in row]
         for row in with_section
     ]
-    _run(with_section[:10], "sql")  # warm-up: imports, the model's caches
+    warm = _Daemon(with_section[:10])  # imports, the first calls
+    for t in range(10):
+        warm.tick(t, "sql")
     out = {}
     for reader in ("none", "sql"):
-        times: dict[str, list[float]] = {"without": [], "with": []}
+        best = {"without": float("inf"), "with": float("inf")}
         for _ in range(rounds):
-            times["without"].append(_run(without, reader))
-            times["with"].append(_run(with_section, reader))
-        out[reader] = {k: min(v) for k, v in times.items()}  # the least disturbed round
+            daemons = {"without": _Daemon(without), "with": _Daemon(with_section)}
+            spent: dict[str, list[float]] = {"without": [], "with": []}
+            gc.collect()
+            for t in range(ticks):
+                order = ("without", "with") if t % 2 else ("with", "without")
+                for name in order:
+                    spent[name].append(daemons[name].tick(t, reader))
+            for name, times in spent.items():
+                best[name] = min(best[name], statistics.median(times) * 1e6)
+        out[reader] = best
     return out
 
 
