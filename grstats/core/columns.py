@@ -1013,6 +1013,7 @@ COMMIT_PATH = TableDef(
     name="grstats_member_commit_path",
     schema="grstats",
     columns=_commit_path_columns(),
+    metrics=MetricPolicy(keys=()),  # a row per member: no channel to label
 )
 
 # What the history keeps of the commit path (appended after the flow-control

@@ -1,5 +1,6 @@
 """grstats_member_commit_path on /metrics: the last minute's figures as gauges in
-seconds; values by hand."""
+seconds, and the labels of every commit-path series (group and member_id, no
+empty channel_name: the table has no channel); values by hand."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from grstats.api.metrics import snapshot_registry
 from grstats.core.snapshot import DaemonSnapshot
 from protocol import CommitPathReport
 from tests.grstats.core.test_tables import local_sample, make_tables
-from tests.grstats.test_commitpath import NEW, OLD, REMOTE, T0, _received
+from tests.grstats.test_commitpath import GROUP, NEW, OLD, REMOTE, T0, _received
 
 PREFIX = "grstats_commit_path_"
 MINUTE = PREFIX + "last_minute_"
@@ -54,3 +55,11 @@ def test_the_last_minutes_figures_are_gauges_in_seconds() -> None:
     # the last period (10 s, nothing moved): 0 per second, while the minute keeps the figures
     assert families[PREFIX + "consensus_per_second"][1][0][1] == 0.0
     assert all(kind == "gauge" for name, (kind, _) in families.items() if name.startswith(MINUTE))
+
+
+def test_commit_path_series_are_labelled_by_group_and_member_only() -> None:
+    families = _series(_snapshot())
+    assert families
+    for name, (_, samples) in families.items():
+        for labels, _ in samples:
+            assert labels == {"group": GROUP, "member_id": REMOTE}, name
