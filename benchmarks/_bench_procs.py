@@ -123,8 +123,13 @@ class Procs:
         self.items: list[subprocess.Popen[bytes]] = []
 
     def start(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+        # the children import this checkout, not whatever the venv has installed
+        # (a worktree sharing a venv would measure another checkout's daemons)
+        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
         with log.open("wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": path}
+            )
         self.items.append(proc)
         return proc
 

@@ -30,6 +30,7 @@ the codec never reads the clock.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any, Final, NoReturn
 
 from protocol.errors import ProtocolError
@@ -79,6 +80,7 @@ class CommitPathCounters:
 #: The counter fields in wire order.
 COUNTERS: Final = tuple(f.name for f in fields(CommitPathCounters))
 _TIMESTAMP_AT: Final = COUNTERS.index("last_consensus_end_us")
+_VALUES: Final = attrgetter(*COUNTERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,12 @@ def decode_commit_path(value: object) -> CommitPathReport:
     Raises:
         ProtocolError: not the layout above (version, type, length or range).
     """
+    at, raw = _checked(value)
+    return CommitPathReport(at, CommitPathCounters(*raw))
+
+
+def _checked(value: object) -> tuple[int, Any]:
+    """`decode_commit_path`'s checks: (at_us, the counters) of a well-formed value."""
     if (type(value) is not list and type(value) is not tuple) or len(value) != 3:
         _fail("top level", "expected an array of 3 items")
     version, at_us, raw = value
@@ -127,7 +135,7 @@ def decode_commit_path(value: object) -> CommitPathReport:
     else:
         stamp = raw[_TIMESTAMP_AT]
         if stamp is None or stamp <= MAX_TIMESTAMP_US:
-            return CommitPathReport(at, CommitPathCounters(*raw))
+            return at, raw
     for i, (name, item) in enumerate(zip(COUNTERS, raw, strict=True)):
         high = MAX_TIMESTAMP_US if i == _TIMESTAMP_AT else MAX_COUNTER
         if item is not None:
@@ -147,7 +155,6 @@ def encode_commit_path(report: CommitPathReport) -> list[Any]:
     Raises:
         ProtocolError: a figure `decode_commit_path` would refuse.
     """
-    counters = report.counters
-    wire: list[Any] = [COMMIT_PATH_VERSION, report.at_us, [getattr(counters, f) for f in COUNTERS]]
-    decode_commit_path(wire)  # one set of rules for both directions
+    wire: list[Any] = [COMMIT_PATH_VERSION, report.at_us, list(_VALUES(report.counters))]
+    _checked(wire)  # one set of rules for both directions
     return wire

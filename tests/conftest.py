@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
@@ -27,6 +28,21 @@ settings.load_profile("grstats")
 # The fixtures that start Spark (tests/fixtures/spark.py): a test using one, even
 # through another fixture, is marked `spark` (`make test-fast` deselects it).
 SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
+
+
+# The checkout under test. pytest puts it on this process's sys.path, but a child
+# (a daemon, a CLI command, Spark's Python workers) gets only PYTHONPATH, and
+# without it imports whatever the venv has installed: in a worktree sharing a
+# venv, another checkout's editable install. The three-daemon commit-path test
+# then read /metrics of daemons running that other checkout's code.
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every child process imports grstats, protocol and spark_rollups from `CHECKOUT`."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if not paths or Path(paths[0]).resolve() != CHECKOUT:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT), *paths])
 
 
 # A Spark test's limit (setup included: a module's rollup): the JVMs of the

@@ -52,6 +52,7 @@ from operator import attrgetter
 from typing import Any
 
 from grstats.core.applier import MemberApplier, decode_member_applier
+from grstats.core.commitpath import CommunicationReader
 from grstats.core.lag import MemberLag, decode_member_lag
 from grstats.core.topics import (
     GTIDS_KIND,
@@ -189,6 +190,7 @@ def admit(
     group: str | None,
     local_member_id: str | None,
     limits: Limits,
+    comm_reader: CommunicationReader | None = None,
 ) -> Admission:
     """Check one bus message; see the module docstring for the order of the checks.
 
@@ -199,6 +201,8 @@ def admit(
         group: our group; None for a collector (every group).
         local_member_id: our server UUID; None for a collector.
         limits: the bounds.
+        comm_reader: decodes `ext.commit_path_comm`, checking again only a
+            member's new value (None: every one is checked).
 
     Returns:
         Admitted, Status, Rejected(reason) or Ignored(why).
@@ -248,7 +252,7 @@ def admit(
     applier, applier_error = _applier(envelope)
     gtid_state, gtid_state_error = _gtid_state(envelope)
     commit_path, commit_path_error = _commit_path(envelope)
-    communication, communication_error = _communication(envelope)
+    communication, communication_error = _communication(envelope, key, comm_reader)
     return Admitted(
         key,
         kind,
@@ -304,11 +308,14 @@ def _commit_path(envelope: Envelope) -> tuple[CommitPathReport | None, str]:
         return None, str(exc)
 
 
-def _communication(envelope: Envelope) -> tuple[GroupCommunication | None, str]:
+def _communication(
+    envelope: Envelope, key: MemberKey, reader: CommunicationReader | None
+) -> tuple[GroupCommunication | None, str]:
     if "commit_path_comm" not in envelope.ext:
         return None, ""
+    value = envelope.ext["commit_path_comm"]
     try:
-        return decode_commit_path_comm(envelope.ext["commit_path_comm"]), ""
+        return (decode_commit_path_comm(value) if reader is None else reader.read(key, value)), ""
     except ProtocolError as exc:
         return None, str(exc)
 

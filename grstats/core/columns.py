@@ -943,8 +943,12 @@ def _commit_path_columns() -> tuple[Column, ...]:
 
 
 # The same rates, means and shares over the last minute (60-65 s: from the
-# member's report about a minute old to its latest), for the table and SQL
-# (no metrics: Prometheus takes its own rates of the _seconds_total counters).
+# member's report about a minute old to its latest), for the table, SQL and
+# /metrics (as gauges `grstats_commit_path_last_minute_*`: the mean time of one
+# and the shares need the counts, which /metrics does not carry, so Prometheus
+# cannot take them from the _seconds_total counters; and a minute does not
+# flicker as a one-second period does). The span itself has no metric, as
+# PERIOD_SECONDS has none.
 COMMIT_PATH_MINUTE_SUFFIX: Final = "_1M"
 
 
@@ -952,12 +956,23 @@ def _minute_columns() -> list[Column]:
     out = [
         Column(COMMIT_PATH_PERIOD + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True)
     ]
-    for op, _ in COMMIT_PATH_OPS:
-        names = [f"{op}_PER_SECOND", f"{op}_MEAN_SECONDS"]
+    for op, what in COMMIT_PATH_OPS:
+        figures = [
+            ("PER_SECOND", "per_second", "per second"),
+            ("MEAN_SECONDS", "mean_seconds", "mean time of one"),
+        ]
         if op in COMMIT_PATH_SHARED:
-            names.append(f"{op}_SHARE")
+            figures.append(("SHARE", "share", "share (0-1) of the member's commit path"))
         out.extend(
-            Column(n + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True) for n in names
+            Column(
+                f"{op}_{name}{COMMIT_PATH_MINUTE_SUFFIX}",
+                "double",
+                "gauge",
+                metric=f"grstats_commit_path_last_minute_{op.lower()}_{metric}",
+                help=f"{what}: {says} over the last minute (60-65 s).",
+                nullable=True,
+            )
+            for name, metric, says in figures
         )
     return out
 
@@ -995,7 +1010,10 @@ _COMMUNICATION_COLUMNS: Final = (
 
 
 COMMIT_PATH = TableDef(
-    name="grstats_member_commit_path", schema="grstats", columns=_commit_path_columns()
+    name="grstats_member_commit_path",
+    schema="grstats",
+    columns=_commit_path_columns(),
+    metrics=MetricPolicy(keys=()),  # a row per member: no channel to label
 )
 
 # What the history keeps of the commit path (appended after the flow-control

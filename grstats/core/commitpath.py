@@ -28,19 +28,29 @@ difference of the reports' own `at_us`.
   again only when the reports it is made of (the period's first and last, the
   minute's first) or its communication information change, and each report's
   per-operation sums are taken once. It holds the members of its last call only.
+- `CommunicationReader` checks a member's ext.commit_path_comm again only when
+  it differs from the member's previous one (it stands for days; its leaders'
+  UUIDs were a third of the section's receive cost).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from grstats.core import columns as col
-from protocol import CommitPathCounters, CommitPathReport, GroupCommunication
+from protocol import (
+    CommitPathCounters,
+    CommitPathReport,
+    GroupCommunication,
+    decode_commit_path_comm,
+)
 
 __all__ = [
+    "MAX_READER_MEMBERS",
     "OP_FIELDS",
     "CommitPathRows",
+    "CommunicationReader",
     "commit_path_minute",
     "commit_path_row",
     "commit_path_window",
@@ -53,6 +63,7 @@ MAX_WINDOW = 16  # reports kept per member (a period of 0.1 s keeps 11)
 MINUTE_US = 60_000_000  # the last minute's span
 MINUTE_STEP_US = 5_000_000  # anchors of the last minute are this far apart at least
 MAX_MINUTE = 16  # anchors kept per member: 60 / 5 + 1 at most, so never reached
+MAX_READER_MEMBERS = 1024  # members whose last ext.commit_path_comm is kept (< 1 KiB each)
 
 #: operation -> (count fields, time fields in microseconds) of CommitPathCounters
 OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -188,6 +199,47 @@ class CommitPathRows:
         return out
 
 
+class CommunicationReader:
+    """`protocol.decode_commit_path_comm` per member, done again only for a new value.
+
+    The member's last wire value is kept with what it decoded to; a value equal
+    to it item by item and type by type (1, 1.0 and True are equal in Python,
+    not on the wire, and only the first is valid) decodes to the same row, so
+    it is not checked again. Bounded: `MAX_READER_MEMBERS` members, the one
+    kept longest is forgotten first (a member forgotten is only checked again).
+    """
+
+    def __init__(self, max_members: int = MAX_READER_MEMBERS) -> None:
+        self.max_members = max_members
+        self._last: dict[tuple[str, str], tuple[object, GroupCommunication]] = {}
+
+    def read(self, key: tuple[str, str], value: object) -> GroupCommunication:
+        """`decode_commit_path_comm(value)`, the section of member `key` (group, id).
+
+        Raises:
+            ProtocolError: as `decode_commit_path_comm` (a refused value is not kept).
+        """
+        last = self._last.get(key)
+        if last is not None and _same(last[0], value):
+            return last[1]
+        decoded = decode_commit_path_comm(value)
+        if last is None and len(self._last) >= self.max_members:
+            del self._last[next(iter(self._last))]
+        self._last[key] = (value, decoded)
+        return decoded
+
+
+def _same(old: object, new: object) -> bool:
+    """Equal, and of the same type at the top and in every top-level item.
+
+    Deeper items are UUID texts, which only a text equals.
+    """
+    if type(old) is not type(new) or old != new:
+        return False
+    assert isinstance(old, list | tuple) and isinstance(new, list | tuple)  # equal to a valid one
+    return all(type(a) is type(b) for a, b in zip(old, new, strict=True))
+
+
 _MemberInputs = tuple[
     str, tuple[CommitPathReport, ...], GroupCommunication | None, tuple[CommitPathReport, ...]
 ]
@@ -244,15 +296,13 @@ def _sums_of(report: CommitPathReport, known: _Known) -> _Sums:
 
 
 def _sums(counters: CommitPathCounters) -> _Sums:
-    """Every operation's count and time in `counters`, one attrgetter call."""
+    """Every operation's count and time in `counters`: one attrgetter and one itemgetter
+    call, then the sums of the parts of two fields (the round trip's data and control)."""
     values = _GET(counters)
-    out: list[int | None] = []
-    for indexes in _PARTS:
-        if len(indexes) == 1:
-            out.append(values[indexes[0]])
-            continue
-        parts = [values[i] for i in indexes]
-        out.append(None if None in parts else sum(parts))
+    out = list(_FIRST(values))
+    for at, second in _SECOND:
+        first, other = out[at], values[second]
+        out[at] = None if first is None or other is None else first + other
     return tuple(out)
 
 
@@ -309,6 +359,9 @@ _PARTS = tuple(
     for counts, times in OP_FIELDS.values()
     for names in (counts, times)
 )
+_FIRST = itemgetter(*(indexes[0] for indexes in _PARTS))
+_SECOND = tuple((at, indexes[1]) for at, indexes in enumerate(_PARTS) if len(indexes) == 2)
+assert all(len(indexes) <= 2 for indexes in _PARTS)  # OP_FIELDS' shape
 _TOTAL = tuple((f"{op}_SECONDS_TOTAL", 2 * i + 1) for i, op in enumerate(OP_FIELDS))
 
 

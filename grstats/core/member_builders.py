@@ -43,6 +43,7 @@ from grstats.core.snapshot_inputs import LocalView, SnapshotInputs, Tables
 __all__ = [
     "applier_metrics_rows",
     "applier_worker_rows",
+    "commit_path_later",
     "commit_path_rows",
     "drains",
     "flow_control_rows",
@@ -224,6 +225,17 @@ def commit_path_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]
 
     A member's row is rebuilt only when its reports change (`inputs.commit_rows`).
     """
+    return commit_path_later(inputs)()
+
+
+def commit_path_later(inputs: SnapshotInputs) -> Callable[[], tuple[Row, ...]]:
+    """`commit_path_rows`, built when called: what the rows are made of is taken now.
+
+    The snapshot defers the table's rows to their first reader
+    (`core.snapshot_builder.DEFERRED`): every member's reports and communication
+    are immutable values, so the rows are those of the snapshot's moment whenever,
+    and in whichever thread, they are built.
+    """
     members = []
     sample, local = inputs.sample, inputs.local
     if (
@@ -251,7 +263,7 @@ def commit_path_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]
                     )
                 )
     built = inputs.commit_rows if inputs.commit_rows is not None else CommitPathRows()
-    return _sorted(list(built.rows(members)))
+    return lambda: _sorted(list(built.rows(members)))
 
 
 def flow_control_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:

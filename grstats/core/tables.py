@@ -38,7 +38,12 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.commitpath import CommitPathRows, commit_path_minute, commit_path_window
+from grstats.core.commitpath import (
+    CommitPathRows,
+    CommunicationReader,
+    commit_path_minute,
+    commit_path_window,
+)
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
@@ -116,6 +121,7 @@ class MemberTables:
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
+        self._comm_reader = CommunicationReader()  # a member's section checked once
 
     @property
     def accepted_total(self) -> int:
@@ -189,6 +195,7 @@ class MemberTables:
             group=self.group,
             local_member_id=self.local_member_id,
             limits=self.limits,
+            comm_reader=self._comm_reader,
         )
         if isinstance(msg, Admitted):
             self.received.admitted(msg)

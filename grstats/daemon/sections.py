@@ -6,6 +6,8 @@ still goes out and into the history. Each refusal is counted by section
 (`sections_unsendable`, exported on /metrics) and logged at most once a minute
 per section, whatever the period. The GTID state rides only with the stats'
 GTID sets; while it is over its bound, `gtids_unsendable` degrades /healthz.
+`ext.commit_path_comm` is encoded again only when the server's row changed
+(it stands for days): the last encoding is reused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from grstats.core.sample import LocalSample
 from protocol import (
     MAX_APPLIER_WORKERS,
     CommitPathReport,
+    GroupCommunication,
     ProtocolError,
     encode_commit_path,
     encode_commit_path_comm,
@@ -50,6 +53,7 @@ class ExtSections:
         self.applier_workers_dropped = 0
         self.gtids_unsendable = False
         self._unsendable_log = RateLimit(60.0)  # by section
+        self._comm: tuple[GroupCommunication, object] | None = None  # the last one sent
 
     def ext(self, sample: LocalSample, *, gtids: bool) -> dict[str, object]:
         """The `ext` map for `sample`; `gtids`: this envelope carries the GTID sets."""
@@ -74,10 +78,19 @@ class ExtSections:
             if commit_path is not None:
                 ext["commit_path"] = commit_path
         if sample.communication is not None:
-            comm = self._encoded("commit_path_comm", encode_commit_path_comm, sample.communication)
+            comm = self._communication(sample.communication)
             if comm is not None:
                 ext["commit_path_comm"] = comm
         return ext
+
+    def _communication(self, communication: GroupCommunication) -> object:
+        """`ext.commit_path_comm`, encoded again only for a new row (a refusal is not kept)."""
+        last = self._comm
+        if last is not None and last[0] == communication:
+            return last[1]
+        comm = self._encoded("commit_path_comm", encode_commit_path_comm, communication)
+        self._comm = None if comm is None else (communication, comm)
+        return comm
 
     def _applier(self, sample: LocalSample) -> object:
         """`ext.applier`, its workers cut to the wire's bound (counted, logged once)."""

@@ -5,7 +5,8 @@ Every daemon's grstats_member_commit_path shows all three members, M3's own
 row names consensus as its dominant cost with a mean round of 2 x (25 + 0.5) =
 51 ms (both its peers are behind its slow link), M1's rounds take 2 x (0.5 +
 0.5) = 2 ms (M2 alone is a majority with it), and `grstats commit-path
---explain` on every daemon points at M3's rounds.
+--explain` on every daemon points at M3's rounds. /metrics shows the last
+minute's figures as gauges with the same means.
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from typing import Any
 
 import pymysql
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.broker import Broker
 from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+from tests.grstats.daemon_helpers import (
+    M1,
+    M2,
+    M3,
+    DaemonProc,
+    daemon_config,
+    daemons,
+    http_get,
+    wait_for,
+)
 
 MEMBERS = (M1, M2, M3)
 TABLE = "grstats_member_commit_path"
@@ -31,6 +42,24 @@ def _rows(d: DaemonProc) -> dict[str, dict[str, Any]] | None:
     if set(rows) != set(MEMBERS) or any(r["PERIOD_SECONDS"] is None for r in rows.values()):
         return None
     return rows
+
+
+MINUTE = "grstats_commit_path_last_minute_"
+Series = dict[tuple[str, str], float]  # (metric, member_id) -> value
+
+
+def _minute_series(d: DaemonProc) -> tuple[Series, dict[str, str]] | None:
+    """The last minute's series on the daemon's /metrics, and their families' types."""
+    status, body = http_get(d.api_port, "/metrics")
+    assert status == 200, body
+    series: Series = {}
+    types: dict[str, str] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        if family.name.startswith(MINUTE):
+            types[family.name] = family.type
+            for sample in family.samples:
+                series[(sample.name, sample.labels["member_id"])] = sample.value
+    return (series, types) if (f"{MINUTE}consensus_mean_seconds", M3) in series else None
 
 
 def test_the_slow_link_members_consensus_is_dominant_everywhere(
@@ -59,6 +88,14 @@ def test_the_slow_link_members_consensus_is_dominant_everywhere(
             leaders = ",".join(sorted(MEMBERS))
             assert rows[M3]["WRITE_CONSENSUS_LEADERS_ACTUAL"] == leaders
             assert rows[M1]["WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE"] == 0
+        series, types = wait_for(lambda: _minute_series(ds[0]), 10, "the last minute's series")
+        assert series[(f"{MINUTE}consensus_mean_seconds", M3)] == pytest.approx(0.051)
+        assert series[(f"{MINUTE}consensus_mean_seconds", M1)] == pytest.approx(0.002)
+        assert series[(f"{MINUTE}consensus_share", M3)] > 0.5
+        # no AFTER-sync waits in the minute: 0 per second, and no mean (NULL: no series)
+        assert series[(f"{MINUTE}after_sync_per_second", M3)] == 0.0
+        assert (f"{MINUTE}after_sync_mean_seconds", M3) not in series
+        assert types[f"{MINUTE}consensus_mean_seconds"] == "gauge"
         for d in ds:
             result = grstats(
                 "commit-path",

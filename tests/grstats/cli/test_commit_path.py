@@ -66,7 +66,7 @@ def test_a_member_id_with_control_characters_is_escaped() -> None:
 
 def test_metrics_are_seconds_with_counters_as_counters() -> None:
     snap = with_tables(_snapshot(), {"grstats_member_commit_path": tuple(ROWS[:1])})
-    labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
+    labels = frozenset({"group": GROUP, "member_id": M1}.items())
     got = _samples(snap)
     assert got[("grstats_commit_path_consensus_seconds_total", labels)] == 12.5
     assert got[("grstats_commit_path_consensus_share", labels)] == 0.8
@@ -95,7 +95,7 @@ def test_explain_says_every_member_proposes_without_a_single_leader() -> None:
 def test_communication_metrics_are_gauges() -> None:
     cells = {col.COMMIT_PATH_WRITE_CONCURRENCY: 10, col.COMMIT_PATH_SINGLE_LEADER: 1}
     snap = with_tables(_snapshot(), {"grstats_member_commit_path": ({**ROWS[0], **cells},)})
-    labels = frozenset({"group": GROUP, "member_id": M1, "channel_name": ""}.items())
+    labels = frozenset({"group": GROUP, "member_id": M1}.items())
     got = _samples(snap)
     assert got[("grstats_commit_path_write_concurrency", labels)] == 10
     assert got[("grstats_commit_path_single_leader_capable", labels)] == 1
