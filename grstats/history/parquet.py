@@ -3,7 +3,8 @@
 Strategy: every Parquet file of the history -- the daemon's segments (one per
 WAL file), `grstats simulate`'s (one per member-day) and compacted days -- is
 written by `write_segments`/`write_file` here, so all of them share one
-format: rows sorted by (member_id, sampled_at), dictionary for strings,
+format: rows sorted by (member_id, sampled_at), the applier's counters kept on
+the last sample of each 10 s window (`cadence`: every hour's sums exact), dictionary for strings,
 DELTA_BINARY_PACKED for integers and timestamps, zstd level 9 (15 for integer
 running sums, `zstd_level`), one large row group.  Every choice is a rule over a
 column's kind and name, so a column added later gets its encoding too.
@@ -47,6 +48,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
+from grstats.history.cadence import thin_counters
 from grstats.history.rowcheck import (
     fsync_path,
     invalid_column,
@@ -284,6 +286,7 @@ def write_segments(
             part = part.sort_by(
                 [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
             )
+        part = thin_counters(part)  # the applier's counters: each window's last sample
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
         target = partition_dir(directory, group, day)
         _ensure_dir(directory, target)

@@ -263,10 +263,12 @@ def test_running_sums_are_stored_smaller_than_at_the_base_zstd_level(tmp_path: P
         for s in range(86_400)
     ]
     (path,) = write_segments(tmp_path, rows_to_table(rows), segment_id="sums")
+    # stored on the first sample and the last of each 10 s window (history.cadence)
+    kept = [v if s == 0 or s % 10 == 9 else None for s, v in enumerate(sums)]
     # reference: the same column as pyarrow writes it with zstd 9 and the same encoding
     reference = tmp_path / "reference.parquet"
     pq.write_table(
-        pa.table({column: pa.array(sums, pa.int64())}),
+        pa.table({column: pa.array(kept, pa.int64())}),
         reference,
         compression="zstd",
         compression_level=9,
@@ -280,8 +282,9 @@ def test_running_sums_are_stored_smaller_than_at_the_base_zstd_level(tmp_path: P
         (chunk,) = (c for c in chunks if c.path_in_schema == column)
         return int(chunk.total_compressed_size)
 
-    assert stored(path) < 0.9 * stored(reference)
-    assert read_history(tmp_path).column(column).to_pylist() == sums
+    # every 10th value only: the repeats zstd 15 finds are fewer (9 x 7 simulated: 5 %)
+    assert stored(path) < stored(reference)
+    assert read_history(tmp_path).column(column).to_pylist() == kept
 
 
 def test_every_integer_running_sum_gets_the_higher_zstd_level() -> None:
