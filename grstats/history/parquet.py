@@ -109,12 +109,11 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 _NAMES = tuple(name for name, _ in HISTORY_COLUMNS)
 # Columns whose measured best differs from their kind's rule (bytes per sample of a
 # simulated 9 x 7 history, one file per member-day; `make bench-history` lists them).
-# Only encodings Spark 3.5 reads (parquet-mr 1.13): BYTE_STREAM_SPLIT of integers,
-# better still for the first (1.29), is not one of them.
+# Only encodings Spark 3.5 reads (parquet-mr 1.13): not BYTE_STREAM_SPLIT of integers.
+# Measured and left out: count_transactions_rows_validating (a sawtooth) as PLAIN at
+# zstd 15 stores 1.48 instead of 1.74 but costs 230 ms more per member-day (the writer's
+# whole member-day: 170 ms); BYTE_STREAM_SPLIT would store 1.29.
 ENCODING_CHOICES: dict[str, str] = {
-    # a sawtooth (certification GC empties it): each drop widens its 32-value miniblock
-    # of deltas to 16 bits; PLAIN at zstd 15 stores 1.48 (delta 1.74)
-    "count_transactions_rows_validating": "PLAIN",
     # queue lengths: few distinct values, a dictionary stores 0.77 (delta 0.93) and
     # 0.015 (0.025)
     "count_transactions_in_queue": "RLE_DICTIONARY",
@@ -132,7 +131,6 @@ _DELTA_COLUMNS = [
     for name, kind in HISTORY_COLUMNS
     if kind not in ("string", "double") and name not in ENCODING_CHOICES
 ]
-_PLAIN_COLUMNS = {name for name, choice in ENCODING_CHOICES.items() if choice == "PLAIN"}
 
 ZSTD_LEVEL = 9
 # A running sum (nanoseconds waited, bytes committed) grows by large, noisy steps: its
@@ -152,8 +150,6 @@ def zstd_level(name: str, kind: str) -> int:
         The level its pages are compressed with.
     """
     is_sum = name.endswith(("_sum", "_sum_time"))
-    if name in _PLAIN_COLUMNS:  # plain integers: zstd finds their structure itself
-        return SUM_ZSTD_LEVEL
     return SUM_ZSTD_LEVEL if is_sum and kind not in ("string", "double") else ZSTD_LEVEL
 
 
