@@ -13,11 +13,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
-from grstats.history.cadence import thin_counters
+from grstats.history.cadence import THINNED, thin_counters
 from grstats.history.parquet import read_history, rows_to_table, write_segments
-from tests.fixtures.rollup_oracle import BUCKET_US, applier_sql
+from tests.fixtures.rollup_oracle import BUCKET_US, counter_steps_sql
 from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row
 
 A, B = APPLIER_HISTORY_COLUMNS[0], APPLIER_HISTORY_COLUMNS[5]
@@ -65,14 +66,14 @@ def test_late_and_early_samples_keep_the_last_one_written_in_the_window(tmp_path
     assert kept == [1, 4, 8, 9]  # 0 s (first), 7.5 s, 17.5 s, 20 s (last)
 
 
-def _random_rows(rng: random.Random) -> list[Any]:
+def _random_rows(rng: random.Random, counters: tuple[str, ...]) -> list[Any]:
     """Three members' 1 Hz samples over midnight and after a gap of days: jitter, lost
     samples, resets, restarts, counters unknown for a while, samples without figures."""
     rows: list[Any] = []
     for m in range(3):
         member = f"m-{m}"
         spans = [(MIDNIGHT_US - 5_400 * US, 7_200), (MIDNIGHT_US + (3 * 86_400 + 3) * US, 900)]
-        values = [rng.randrange(10**12) for _ in APPLIER_HISTORY_COLUMNS]
+        values = [rng.randrange(10**12) for _ in counters]
         incarnation, seq = 1, 0
         for start_us, seconds in spans:
             for s in range(seconds):
@@ -86,20 +87,19 @@ def _random_rows(rng: random.Random) -> list[Any]:
                 elif rng.random() < 0.002:
                     values[rng.randrange(len(values))] = rng.randrange(100)  # one counter reset
                 values = [v + rng.choice((0, 0, 1, rng.randrange(10**9))) for v in values]
-                figures: dict[str, int | None] = dict(
-                    zip(APPLIER_HISTORY_COLUMNS, values, strict=True)
-                )
+                figures: dict[str, int | None] = dict(zip(counters, values, strict=True))
                 if (s // 300) % 5 == 1:  # a stretch without one counter
-                    figures[B] = None
+                    figures[counters[5]] = None
                 if rng.random() < 0.01:
-                    figures = dict.fromkeys(figures)  # a sample without the applier section
+                    figures = dict.fromkeys(figures)  # a sample without the section
                 row = dataclasses.replace(sample_row(seq, member=member, at_us=at), **figures)
                 rows.append(dataclasses.replace(row, incarnation=incarnation))
     return rows
 
 
-def _rollup(history: Path, unit: str) -> list[tuple[Any, ...]]:
-    sql = applier_sql(history, BUCKET_US[unit])
+def _rollup(history: Path, counters: tuple[str, ...], unit: str) -> list[tuple[Any, ...]]:
+    increases = {name: f"increase_{n}" for n, name in enumerate(counters)}
+    sql = counter_steps_sql(history, increases, BUCKET_US[unit])
     return duckdb.sql(f"SELECT * EXCLUDE (samples) FROM ({sql}) ORDER BY ALL").fetchall()
 
 
@@ -110,16 +110,20 @@ def _write(root: Path, table: pa.Table) -> Path:
     return root
 
 
-def test_every_applier_hour_and_day_equals_the_full_cadence_one(tmp_path: Path) -> None:
-    rows = _random_rows(random.Random(29))
+@pytest.mark.parametrize("counters", THINNED, ids=["applier", "commit_path"])
+def test_every_hour_and_day_of_increases_equals_the_full_cadence_one(
+    tmp_path: Path, counters: tuple[str, ...]
+) -> None:
+    # the oracle of applier_member_hour/day and commit_member_hour/day (counter steps)
+    rows = _random_rows(random.Random(29), counters)
     order = [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
     table = rows_to_table(rows).sort_by(order)
     # one table over days: write_segments would thin each UTC day apart
     thinned = thin_counters(table)
-    kept = thinned.filter(pc.is_valid(thinned[A]))
+    kept = thinned.filter(pc.is_valid(thinned[counters[0]]))
     assert kept.num_rows < table.num_rows / 5  # the rule stores a fraction of them
     full, thin = _write(tmp_path / "full", table), _write(tmp_path / "thin", thinned)
     for unit in ("hour", "day"):
-        expected = _rollup(full, unit)
+        expected = _rollup(full, counters, unit)
         assert len(expected) > 3
-        assert _rollup(thin, unit) == expected
+        assert _rollup(thin, counters, unit) == expected
