@@ -3,8 +3,9 @@
 Strategy: replication_applier_metrics are totals since the applier started,
 so shares judged on them describe its whole life ("active 28406670 s"), not
 the last hour.  A window's figures are the increase from an earlier
-reading: each member's last history sample at or before `now - since` (the
-history keeps the group_replication_applier channel's counters), read from
+reading: each member's last history sample with counters at or before
+`now - since` (the history keeps the group_replication_applier channel's
+counters, on the last sample of each 10 s window), read from
 the at most two UTC-date partitions that can hold it, applier columns only.
 `core.applier_verdict.explain(current, previous)` judges the increase (a
 reset inside the window: the totals).
@@ -17,6 +18,7 @@ judged since the applier started, and the output says so.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -90,7 +92,11 @@ def earlier_readings(history: Path, at: dt.datetime) -> dict[str, dict[str, obje
                 continue
             table = pq.read_table(path, columns=wanted)
             limit = pa.scalar(at, table.schema.field("sampled_at").type)
-            for row in table.filter(pc.less_equal(table["sampled_at"], limit)).to_pylist():
+            # a reading has counters: the history keeps them on one sample of each 10 s
+            # window (history.cadence), the others hold NULL
+            known = functools.reduce(pc.or_, (pc.is_valid(table[n]) for n in _METRIC_OF))
+            at_or_before = pc.less_equal(table["sampled_at"], limit)
+            for row in table.filter(pc.and_(at_or_before, known)).to_pylist():
                 member, sampled = str(row["member_id"]), row["sampled_at"]
                 if member not in latest or sampled > latest[member]:
                     latest[member] = sampled

@@ -124,6 +124,7 @@ def _compact_files(partition: Path, files: list[Path], writer: str, on_corrupt: 
     import pyarrow.compute as pc  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
+    from grstats.history.cadence import thin_counters  # noqa: PLC0415
     from grstats.history.parquet import (  # noqa: PLC0415
         META_REPLACES,
         META_SEGMENT,
@@ -150,6 +151,9 @@ def _compact_files(partition: Path, files: list[Path], writer: str, on_corrupt: 
         table = table.sort_by(
             [("member_id", "ascending"), ("sampled_at", "ascending"), ("seq", "ascending")]
         )
+        # the applier's counters again over the whole batch: each segment kept its first
+        # and last sample of every member, which are now inner ones
+        table = thin_counters(table)
         names = [p.name for p in batch]
         digest = hashlib.sha256("\n".join(names).encode()).hexdigest()
         first = int(pc.min(table["sampled_at"].cast(pa.int64())).as_py())

@@ -117,3 +117,19 @@ def test_a_member_without_a_reading_that_old_is_judged_since_start(tmp_path: Pat
     text = explain_text([_now_row()], earlier_readings(_history(tmp_path), early))
     assert "window: since the applier started (no history reading that old)" in text
     assert "active 1000 s" in text
+
+
+def test_the_earlier_reading_skips_samples_whose_counters_the_history_did_not_keep(
+    tmp_path: Path,
+) -> None:
+    # the history stores the counters on the last sample of each 10 s window only
+    # (history.cadence): a later sample without them is not a reading
+    directory = partition_dir(_history(tmp_path), "g", AT.date())
+    bare = _sample(AT - dt.timedelta(seconds=5), 0, 0, 0)
+    bare.update({name: None for name in bare if name.endswith(("_time", "_duration"))})
+    pq.write_table(
+        pa.Table.from_pylist([bare], schema=history_schema()), directory / "part-1.parquet"
+    )
+    reading = earlier_readings(tmp_path, AT)[MEMBER]
+    assert reading["sampled_at"] == AT - dt.timedelta(seconds=10)
+    assert reading[col.TOTAL_ACTIVE_TIME_DURATION] == 400 * S

@@ -6,7 +6,9 @@ import datetime as dt
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -22,14 +24,28 @@ from grstats.core.records import (
     LAG_HISTORY_COLUMNS,
 )
 from grstats.core.rows import applier_history, commit_path_history, lag_history
+from grstats.history import parquet
 from grstats.history.writer import read_history
 from grstats.offline.backfill import default_start, member_ids
 from grstats.sources.simulated import GroupModel, SimulationSettings
 from grstats.sources.simulated.commitpath import commit_path_at
+from tests.fixtures.rollup_oracle import BUCKET_US, applier_sql
 
 DAY = dt.date(2026, 11, 20)
 DAY_START_S = 20_777 * 86_400  # 2026-11-20T00:00:00Z, by hand
 SEED = 7
+
+
+@pytest.fixture(scope="module")
+def full_cadence_day_of_three(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same day with every sample's applier counters (the storage rule switched off)."""
+    out = tmp_path_factory.mktemp("sim") / "history"
+    args = ["--members", "3", "--days", "1", "--seed", str(SEED), "--start", "2026-11-20"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parquet, "thin_counters", lambda table: table)
+        result = CliRunner().invoke(command, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +142,11 @@ def test_values_match_the_model_at_random_seconds(day_of_three: Path) -> None:
             figures = lag_history(MemberLag(t_us, channels) if channels else None, 0.0)
             assert {name: row[name] for name in LAG_HISTORY_COLUMNS} == figures
             applier = applier_history(model.applier_at(member, t_us))
+            if second % 10 == 9 or second == 0:  # kept: each 10 s window's last, the first
+                assert row["transactions_committed_count"] == stats.transactions_applied
+            else:
+                applier = dict.fromkeys(applier)
             assert {name: row[name] for name in APPLIER_HISTORY_COLUMNS} == applier
-            assert row["transactions_committed_count"] == stats.transactions_applied
 
 
 def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:
@@ -145,6 +164,28 @@ def test_segments_use_the_daemon_parquet_settings(day_of_three: Path) -> None:
 def _last_iso_week_monday(today: dt.date) -> dt.date:
     year, week, _ = (today - dt.timedelta(days=7)).isocalendar()
     return dt.date.fromisocalendar(year, week, 1)
+
+
+def _applier_rollup(history: Path, unit: str) -> list[tuple[Any, ...]]:
+    sql = applier_sql(history, BUCKET_US[unit])
+    return duckdb.sql(f"SELECT * FROM ({sql}) ORDER BY ALL").fetchall()
+
+
+def test_applier_rollups_equal_those_of_every_sample_counted_from_the_kept_ones(
+    day_of_three: Path, full_cadence_day_of_three: Path
+) -> None:
+    for unit in ("hour", "day"):
+        full = _applier_rollup(full_cadence_day_of_three, unit)
+        kept = _applier_rollup(day_of_three, unit)
+        assert len(full) == len(kept) > 0
+        for a, b in zip(kept, full, strict=True):
+            # every figure equal; `samples` (next to last) counts the kept ones
+            assert a[:-2] == b[:-2] and a[-1] == b[-1]
+    days = duckdb.sql(
+        f"SELECT samples FROM ({applier_sql(day_of_three, BUCKET_US['day'])})"
+    ).fetchall()
+    # each member-day: its first second and the last of each of its 8640 windows
+    assert days and {n for (n,) in days} == {1 + 86_400 // 10}
 
 
 def test_the_default_run_is_the_last_whole_iso_week() -> None:
