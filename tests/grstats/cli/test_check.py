@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from tests.fixtures.broker import ACCOUNTS, MEMBER_A, MEMBER_B, Broker, SecureBroker, free_port
+from tests.fixtures.daemons import GROUP as DAEMON_GROUP
+from tests.fixtures.daemons import M1, M2, daemon_config, daemons, render_toml
 from tests.grstats.cli.mimic_server import PASSWORD, USER, mimic_mysql
-from tests.grstats.daemon_helpers import GROUP as DAEMON_GROUP
-from tests.grstats.daemon_helpers import M1, M2, daemon_config, daemons, render_toml
 
 GRSTATS = str(Path(sys.executable).parent / "grstats")
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+from tests.fixtures.cli import grstats
+from tests.fixtures.daemons import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
 
 MEMBERS = (M1, M2, M3)
 METRICS = "replication_applier_metrics"

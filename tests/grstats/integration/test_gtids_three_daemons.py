@@ -29,8 +29,8 @@ from typing import Any
 
 from grstats.history.parquet import read_history
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+from tests.fixtures.cli import grstats
+from tests.fixtures.daemons import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
 
 MEMBERS = (M1, M2, M3)
 GTIDS = "grstats_member_gtids"
