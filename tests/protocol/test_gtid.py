@@ -11,7 +11,6 @@ Expected values come from the golden vectors or from MySQL's source read by hand
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Any
 
@@ -20,7 +19,7 @@ import pytest
 from protocol import Gtid, GtidSet, ProtocolError
 from protocol.gtid import GNO_MAX
 from tests.fixtures.gtid_text import A, B, gs
-from tests.fixtures.paths import VECTORS_DIR, load_vectors
+from tests.fixtures.paths import load_vectors, vector_case_names
 
 GTID_TEXT = "pipeline_stats_gtid_text.json"
 ENCODE = "pipeline_stats_encode.json"
@@ -31,17 +30,10 @@ def _vectors(name: str) -> dict[str, dict[str, Any]]:
     return {case["name"]: case for case in load_vectors(name)}
 
 
-def _names(name: str) -> list[str]:
-    # Read at collection only to name the cases; each test body loads through
-    # load_vectors, which skips cleanly when ../shared is absent.
-    path = VECTORS_DIR / name
-    return [case["name"] for case in json.loads(path.read_text())] if path.exists() else []
-
-
 # --- golden vectors ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", _names(GTID_TEXT))
+@pytest.mark.parametrize("name", vector_case_names(GTID_TEXT))
 def test_gtid_text_vector(name: str) -> None:
     case = _vectors(GTID_TEXT)[name]
     if case["valid"]:
@@ -86,7 +78,7 @@ NON_NORMALIZED_EXPECTED = (
 )
 
 
-@pytest.mark.parametrize("name", _names(ENCODE))
+@pytest.mark.parametrize("name", vector_case_names(ENCODE))
 def test_encode_vector_committed_set(name: str) -> None:
     case = _vectors(ENCODE)[name]
     text = case.get("transactions_committed_all_members")
@@ -103,7 +95,7 @@ def test_encode_vector_committed_set(name: str) -> None:
             GtidSet.parse(text)
 
 
-@pytest.mark.parametrize("name", _names(ENCODE))
+@pytest.mark.parametrize("name", vector_case_names(ENCODE))
 def test_encode_vector_last_conflict_free(name: str) -> None:
     case = _vectors(ENCODE)[name]
     text = case.get("transaction_last_conflict_free")
