@@ -28,7 +28,7 @@ from grstats.core.snapshot_inputs import SnapshotInputs, Tables
 from grstats.core.tables import MemberTables
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures.http import raw_get
-from tests.grstats.sql.inprocess import serve
+from tests.fixtures.sql_inprocess import serve
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 LOCAL = "11111111-1111-1111-1111-111111111111"

@@ -18,7 +18,7 @@ import pytest
 from grstats.core import columns
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures.daemons import GRSTATS
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
 
