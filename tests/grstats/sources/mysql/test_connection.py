@@ -16,18 +16,8 @@ from structlog.testing import capture_logs
 
 from grstats.core.sample import LocalMember, LocalSample
 from protocol import PipelineStats
-from tests.fixtures.fake_mysql import (
-    GROUP,
-    UUID,
-    FakeMySQL,
-)
-from tests.fixtures.mysql_source import (
-    SECOND,
-    T0,
-    free_port,
-    online_84,
-    sample_until,
-)
+from tests.fixtures.fake_mysql import GROUP, UUID, FakeMySQL
+from tests.fixtures.mysql_source import SECOND, T0, free_port, online_84, sample_until
 
 
 async def test_server_going_away_goes_offline_after_grace_and_resumes(

@@ -11,12 +11,7 @@ from typing import Any
 import pytest
 
 from grstats.core.tables import MemberTables
-from tests.fixtures.fake_mysql import (
-    GROUP,
-    OTHER_UUID,
-    UUID,
-    FakeMySQL,
-)
+from tests.fixtures.fake_mysql import GROUP, OTHER_UUID, UUID, FakeMySQL
 from tests.fixtures.mysql_source import (
     MEMBERS_COLUMNS_57,
     MEMBERS_COLUMNS_80,

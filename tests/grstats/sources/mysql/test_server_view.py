@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fixtures.fake_mysql import (
-    UUID,
-    FakeMySQL,
-)
+from tests.fixtures.fake_mysql import UUID, FakeMySQL
 from tests.fixtures.mysql_source import (
     MEMBERS_COLUMNS_84,
     MEMBERS_TABLE,

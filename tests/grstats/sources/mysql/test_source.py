@@ -13,11 +13,7 @@ import pytest
 
 from grstats.core.sample import LocalMember, LocalSample
 from protocol import GtidSet, GtidState, PipelineStats
-from tests.fixtures.fake_mysql import (
-    GROUP,
-    UUID,
-    FakeMySQL,
-)
+from tests.fixtures.fake_mysql import GROUP, UUID, FakeMySQL
 from tests.fixtures.mysql_source import (
     COMMITTED,
     LAST_FREE,
