@@ -5,7 +5,7 @@ Usage: python benchmarks/_bench_mimic.py --servers N [--only I] --ready FILE [--
 Each server is tests/fixtures/fake_mysql.py's FakeMySQL (performance_schema
 declared from MySQL's shipped definitions) with its own @@server_uuid; every
 one lists the N members in replication_group_members and
-replication_group_member_stats (rows of tests/grstats/test_mysql_source.py's
+replication_group_member_stats (rows of tests/fixtures/mysql_source.py's
 row_84 / member_84), and their counters grow each second as on a group
 committing ~50 transactions/s. It runs in its own process so that the SQL
 parsing of the fakes is not charged to the daemons; `--only I` serves only
@@ -28,12 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.fixtures.fake_mysql import FakeMySQL  # noqa: E402 - after the sys.path line
-from tests.grstats.test_mysql_source import (  # noqa: E402 - after the sys.path line
-    MEMBERS_TABLE,
-    STATS_TABLE,
-    member_84,
-    row_84,
-)
+from tests.fixtures.mysql_source import MEMBERS_TABLE, STATS_TABLE, member_84, row_84  # noqa: E402
 
 COUNTERS = (
     "COUNT_TRANSACTIONS_CHECKED",

@@ -84,7 +84,7 @@ def _fresh_structlog() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _no_daemon_left_behind() -> Iterator[None]:
     """SIGKILL, by PID, every `grstats run/collect` a test started and left running."""
-    from tests.grstats.daemon_helpers import SPAWNED  # noqa: PLC0415
+    from tests.fixtures.daemons import SPAWNED  # noqa: PLC0415
 
     # Daemons of wider-scoped fixtures (a module's shared cluster) are set up
     # before this fixture: only those started during the test itself are ours.

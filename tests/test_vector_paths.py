@@ -38,6 +38,18 @@ def test_fixture_vectors(vectors_dir: Path) -> None:
     assert (vectors_dir / "golden.json").is_file()
 """
 
+# a test parametrized by the vector file's case names, read at collection
+CASES = """\
+import pytest
+
+from tests.fixtures.paths import vector_case_names
+
+
+@pytest.mark.parametrize("name", vector_case_names("golden_cases.json"))
+def test_case_vectors(name: str) -> None:
+    assert name == "one"
+"""
+
 
 def _layout(root: Path, *, vectors: bool) -> Path:
     repo = root / "repo"
@@ -51,9 +63,12 @@ def _layout(root: Path, *, vectors: bool) -> Path:
     )
     (repo / "tests" / "test_module.py").write_text(MODULE_LEVEL, encoding="utf-8")
     (repo / "tests" / "test_fixture.py").write_text(FIXTURE, encoding="utf-8")
+    (repo / "tests" / "test_cases.py").write_text(CASES, encoding="utf-8")
     if vectors:
         (root / "shared" / "vectors").mkdir(parents=True)
         (root / "shared" / "vectors" / "golden.json").write_text('{"ok": 1}', encoding="utf-8")
+        cases = root / "shared" / "vectors" / "golden_cases.json"
+        cases.write_text('[{"name": "one"}]', encoding="utf-8")
     return repo
 
 
@@ -77,7 +92,7 @@ def _pytest(repo: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
 def test_missing_vectors_skip_outside_ci(tmp_path: Path) -> None:
     run = _pytest(_layout(tmp_path, vectors=False), ci=None)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "2 skipped" in run.stdout
+    assert "3 skipped" in run.stdout  # the cases' test: an empty parameter set
     assert "golden vectors not found" in run.stdout
 
 
@@ -87,12 +102,12 @@ def test_missing_vectors_fail_under_ci(tmp_path: Path, ci: str) -> None:
     assert run.returncode != 0, run.stdout + run.stderr
     assert "skipped" not in run.stdout
     assert "golden vectors not found" in run.stdout
-    # the module-level load errs at collection, the fixture at setup
-    assert "2 errors" in run.stdout
+    # the module-level load and the case names err at collection, the fixture at setup
+    assert "3 errors" in run.stdout
     assert "no tests ran" not in run.stdout
 
 
 def test_present_vectors_pass_under_ci(tmp_path: Path) -> None:
     run = _pytest(_layout(tmp_path, vectors=True), ci="true")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "2 passed" in run.stdout
+    assert "3 passed" in run.stdout

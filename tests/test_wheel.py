@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.broker import Broker
+from tests.fixtures.daemons import GROUP, M1, M2, http_get, render_toml, wait_for
+from tests.fixtures.mimic_server import PASSWORD, USER, mimic_mysql
 from tests.fixtures.paths import REPO_ROOT
-from tests.grstats.cli.mimic_server import PASSWORD, USER, mimic_mysql
-from tests.grstats.daemon_helpers import GROUP, M1, M2, http_get, render_toml, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.snapshot import DaemonSnapshot
+from tests.fixtures.http import raw_get, raw_request
 from tests.grstats.test_metrics import _member_row, _stats_row, _status_row
 
 pytestmark = pytest.mark.faults
@@ -35,6 +36,8 @@ NEVER_READING = 24
 SILENT = 10
 RSS_GROWTH_BOUND = 60 * 1024 * 1024
 DEADLINE_S = 60.0
+# tests/grstats/test_api_server.py (not moved yet) imports these two names from here
+_get, _request = raw_get, raw_request
 
 
 def _big_snapshot() -> DaemonSnapshot:
@@ -73,29 +76,6 @@ async def _wait_until(condition: Callable[[], bool], what: str) -> None:
         if loop.time() > deadline:
             raise AssertionError(f"gave up after {DEADLINE_S}s waiting for {what}")
         await asyncio.sleep(0.02)
-
-
-async def _request(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send `raw`, read the whole answer; -> (status, headers lower-cased, body)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(raw)
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(), DEADLINE_S)
-    finally:
-        writer.close()
-        await writer.wait_closed()
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        key, _, value = line.partition(":")
-        headers[key.strip().lower()] = value.strip()
-    return int(lines[0].split()[1]), headers, body
-
-
-async def _get(port: int, path: str) -> tuple[int, dict[str, str], bytes]:
-    return await _request(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
 
 
 async def _attacker(port: int, request: bytes) -> socket.socket:
@@ -137,7 +117,7 @@ def _metric(text: bytes, name: str, **labels: str) -> float:
 
 async def test_clients_that_never_read_or_never_send_cost_bounded_memory_and_fds() -> None:
     async with _server(_big_snapshot(), head_timeout=0.5, write_timeout=1.0) as server:
-        status, _, body = await _get(server.port, "/metrics")  # warm-up: render once
+        status, _, body = await raw_get(server.port, "/metrics")  # warm-up: render once
         assert status == 200
         assert len(body) > 2_000_000  # far more than a socket's kernel buffers absorb
         gc.collect()
@@ -151,9 +131,9 @@ async def test_clients_that_never_read_or_never_send_cost_bounded_memory_and_fds
                 lambda: server.stats().accepted >= NEVER_READING + SILENT, "all accepted"
             )
 
-            status, _, _ = await _get(server.port, "/healthz")
+            status, _, _ = await raw_get(server.port, "/healthz")
             assert status == 200
-            status, _, metrics = await _get(server.port, "/metrics")
+            status, _, metrics = await raw_get(server.port, "/metrics")
             assert status == 200
             assert _metric(metrics, "grstats_api_connections_open") >= NEVER_READING + SILENT
             assert _rss_bytes() - base_rss < RSS_GROWTH_BOUND
@@ -165,7 +145,7 @@ async def test_clients_that_never_read_or_never_send_cost_bounded_memory_and_fds
             assert _open_fds() == base_fds + len(socks)  # the server closed its ends
             assert _rss_bytes() - base_rss < RSS_GROWTH_BOUND
 
-            status, _, metrics = await _get(server.port, "/metrics")
+            status, _, metrics = await raw_get(server.port, "/metrics")
             assert status == 200
             timed_out = "grstats_api_connections_timed_out_total"
             assert _metric(metrics, timed_out, phase="write") == NEVER_READING
@@ -181,12 +161,12 @@ async def test_connections_over_the_cap_are_refused_with_503_and_counted() -> No
         with _closing_all([]) as socks:
             socks += [await _attacker(server.port, b"") for _ in range(4)]
             await _wait_until(lambda: server.stats().open == 4, "the cap is reached")
-            status, headers, _ = await _get(server.port, "/healthz")
+            status, headers, _ = await raw_get(server.port, "/healthz")
             assert status == 503
             assert headers["retry-after"]
             assert server.stats().refused["limit"] == 1
         await _wait_until(lambda: server.stats().open == 0, "the silent clients are gone")
-        status, _, metrics = await _get(server.port, "/metrics")
+        status, _, metrics = await raw_get(server.port, "/metrics")
         assert status == 200
         assert _metric(metrics, "grstats_api_connections_refused_total", reason="limit") == 1
 
@@ -195,10 +175,10 @@ async def test_an_oversized_request_head_is_refused_with_431_and_counted() -> No
     snapshot = DaemonSnapshot(taken_at_us=0, group_name="g", local_member_id="m")
     async with _server(snapshot, max_request_bytes=1024) as server:
         raw = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 4096 + b"\r\n\r\n"
-        status, _, _ = await _request(server.port, raw)
+        status, _, _ = await raw_request(server.port, raw)
         assert status == 431
         assert server.stats().refused["too_large"] == 1
-        status, _, _ = await _get(server.port, "/metrics")
+        status, _, _ = await raw_get(server.port, "/metrics")
         assert status == 200
 
 

@@ -19,7 +19,7 @@ import protocol
 from grstats.api.metrics import snapshot_registry
 from grstats.core.pending_gtids import ENTRY_BYTES
 from protocol import ProtocolError, decode_envelope
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     REMOTE,
     T0,
     envelope,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.broker import ACCOUNTS, MEMBER_A, MEMBER_B, SecureBroker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     DaemonProc,
     daemon_config,

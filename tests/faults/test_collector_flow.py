@@ -16,7 +16,7 @@ from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.records import FLOW_HISTORY_COLUMNS, HistoryRow
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.receiver import Receiver
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     REMOTE,
     T0,
@@ -25,7 +25,7 @@ from tests.grstats.core.test_tables import (
     make_tables,
     topic,
 )
-from tests.grstats.publishing import Sink
+from tests.fixtures.publishing import Sink
 
 pytestmark = pytest.mark.faults
 

@@ -18,7 +18,7 @@ import pytest
 
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,

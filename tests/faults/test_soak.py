@@ -49,7 +49,7 @@ import pytest
 
 from grstats.history.parquet import partitions, read_history
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,

@@ -41,7 +41,7 @@ import pytest
 from protocol import decode_envelope
 from tests.faults import sqlattacks
 from tests.fixtures.broker import Broker, make_test_ca
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,

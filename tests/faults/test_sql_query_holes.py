@@ -21,8 +21,8 @@ import pytest
 
 from grstats.sql import SqlOptions, native_password_hash
 from tests.faults import mysqlwire
-from tests.grstats.daemon_helpers import GRSTATS
-from tests.grstats.sql.inprocess import Running, serve
+from tests.fixtures.daemons import GRSTATS
+from tests.fixtures.sql_inprocess import Running, serve
 
 pytestmark = [pytest.mark.faults, pytest.mark.timing]  # bounds a delay: run alone
 

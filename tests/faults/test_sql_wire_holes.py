@@ -1,7 +1,7 @@
 """The SQL endpoint's wire against hostile clients (issue 22's attack table, the wire rows).
 
 Strategy: the endpoint runs in this process on its own loop
-(`tests/grstats/sql/inprocess.py`); attackers are raw loopback sockets
+(`tests/fixtures/sql_inprocess.py`); attackers are raw loopback sockets
 speaking MySQL's framing (`mysqlwire`), real clients are PyMySQL. Each test
 measures what the issue measured (bytes held, slots held, attempts per
 second, the loop's longest stall) with short, configured timeouts; every
@@ -23,7 +23,7 @@ import pytest
 from grstats.sql import SqlOptions, native_password_hash
 from tests.faults import mysqlwire
 from tests.fixtures.broker import make_test_ca
-from tests.grstats.sql.inprocess import Running, serve
+from tests.fixtures.sql_inprocess import Running, serve
 
 pytestmark = [pytest.mark.faults, pytest.mark.timing]  # bounds a delay: run alone
 

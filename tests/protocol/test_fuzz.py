@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 import msgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,9 @@ from protocol import (
     encode_pipeline_stats,
 )
 from protocol.pipeline_stats_decode import decode_pipeline_stats_general, scan_sent_timestamp
+
+# thousands of examples per target, CPU-bound: `make test` runs them, `make test-fast` not
+pytestmark = pytest.mark.slow
 
 EXAMPLES = 2000
 REASONS = {MALFORMED_FIXED_HEADER, MALFORMED_PAYLOAD_ITEM, MALFORMED_PAYLOAD_LENGTH}

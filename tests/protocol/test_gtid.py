@@ -1,34 +1,28 @@
-"""GtidSet and Gtid: MySQL's GTID text parser and printer, and the set algebra.
+"""GtidSet's text: the golden vectors, MySQL's parser and printer, hostile input.
 
-Expected values come from the golden vectors, from MySQL's source read by hand
+The set algebra and single GTIDs: test_gtid_algebra.py; the independent model and
+fuzzing: test_gtid_model.py.
+
+Expected values come from the golden vectors or from MySQL's source read by hand
 (``Gtid_set::add_gtid_text``, ``Tsid::from_cstring``, ``Tag::from_cstring``,
-``parse_gno``), or from an independent model (a Python set of GTIDs over small
-GNO ranges) -- never from the code under test.
+``parse_gno``) -- never from the code under test.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
-import pickle
 import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from protocol import Gtid, GtidSet, ProtocolError
 from protocol.gtid import GNO_MAX
-from tests.fixtures.paths import VECTORS_DIR, load_vectors
+from tests.fixtures.gtid_text import A, B, gs
+from tests.fixtures.paths import load_vectors, vector_case_names
 
 GTID_TEXT = "pipeline_stats_gtid_text.json"
 ENCODE = "pipeline_stats_encode.json"
-
-A = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
-B = "b8f3a0d3-b50b-dc85-6329-e6e8e52c8de9"
-Z = "00000000-0000-0000-0000-000000000001"
 
 
 @functools.cache
@@ -36,21 +30,10 @@ def _vectors(name: str) -> dict[str, dict[str, Any]]:
     return {case["name"]: case for case in load_vectors(name)}
 
 
-def _names(name: str) -> list[str]:
-    # Read at collection only to name the cases; each test body loads through
-    # load_vectors, which skips cleanly when ../shared is absent.
-    path = VECTORS_DIR / name
-    return [case["name"] for case in json.loads(path.read_text())] if path.exists() else []
-
-
-def gs(text: str) -> GtidSet:
-    return GtidSet.parse(text)
-
-
 # --- golden vectors ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", _names(GTID_TEXT))
+@pytest.mark.parametrize("name", vector_case_names(GTID_TEXT))
 def test_gtid_text_vector(name: str) -> None:
     case = _vectors(GTID_TEXT)[name]
     if case["valid"]:
@@ -95,7 +78,7 @@ NON_NORMALIZED_EXPECTED = (
 )
 
 
-@pytest.mark.parametrize("name", _names(ENCODE))
+@pytest.mark.parametrize("name", vector_case_names(ENCODE))
 def test_encode_vector_committed_set(name: str) -> None:
     case = _vectors(ENCODE)[name]
     text = case.get("transactions_committed_all_members")
@@ -112,7 +95,7 @@ def test_encode_vector_committed_set(name: str) -> None:
             GtidSet.parse(text)
 
 
-@pytest.mark.parametrize("name", _names(ENCODE))
+@pytest.mark.parametrize("name", vector_case_names(ENCODE))
 def test_encode_vector_last_conflict_free(name: str) -> None:
     case = _vectors(ENCODE)[name]
     text = case.get("transaction_last_conflict_free")
@@ -275,323 +258,3 @@ def test_many_distinct_intervals() -> None:
     s = GtidSet.parse(text)
     assert s.count() == 100_000
     assert str(s) == text
-
-
-# --- algebra, hand computed ---------------------------------------------------
-
-
-def test_union_merges_touching_and_keeps_tags_apart() -> None:
-    s = gs(f"{A}:1-5:t:1") | gs(f"{A}:6-9:u:2,{B}:1")
-    assert str(s) == f"{A}:1-9:t:1:u:2,\n{B}:1"
-
-
-def test_union_method_equals_operator() -> None:
-    x, y = gs(f"{A}:1-3"), gs(f"{A}:3-7")
-    assert x.union(y) == x | y == gs(f"{A}:1-7")
-
-
-def test_difference_splits_intervals() -> None:
-    s = gs(f"{A}:1-10:t:1-3,{B}:1") - gs(f"{A}:3-4:8:t:2,{B}:1")
-    assert str(s) == f"{A}:1-2:5-7:9-10:t:1:3"
-    assert s == gs(f"{A}:1-10:t:1-3,{B}:1").difference(gs(f"{A}:3-4:8:t:2,{B}:1"))
-
-
-def test_difference_with_untagged_does_not_touch_tagged() -> None:
-    assert gs(f"{A}:t:1-5") - gs(f"{A}:1-5") == gs(f"{A}:t:1-5")
-
-
-def test_difference_across_many_intervals() -> None:
-    s = gs(f"{A}:1-100") - gs(f"{A}:2:4:6-50:99-200")
-    assert str(s) == f"{A}:1:3:5:51-98"
-
-
-def test_intersection() -> None:
-    s = gs(f"{A}:1-10:20-30:t:5,{B}:1") & gs(f"{A}:5-25:t:5-6,{Z}:1")
-    assert str(s) == f"{A}:5-10:20-25:t:5"
-    assert s == gs(f"{A}:1-10:20-30:t:5,{B}:1").intersection(gs(f"{A}:5-25:t:5-6,{Z}:1"))
-
-
-def test_subset_and_superset() -> None:
-    small, big = gs(f"{A}:2-3:t:1"), gs(f"{A}:1-5:t:1-2")
-    assert small.issubset(big) and small <= big and small < big
-    assert big.issuperset(small) and big >= small and big > small
-    assert not big <= small
-    same = gs(str(big))
-    assert big <= same and not big < same
-    assert not gs(f"{A}:t:1") <= gs(f"{A}:1")
-    assert GtidSet() <= small
-
-
-def test_contains_text_tuple_and_gtid() -> None:
-    s = gs(f"{A}:1-3:7:Tag:5")
-    assert f"{A}:2" in s
-    assert f"{A.upper()}:TAG:5" in s
-    assert (A, "tag", 5) in s
-    assert (A.upper(), "TAG", 7) not in s
-    assert Gtid(A, "", 7) in s
-    assert f"{A}:4" not in s
-    assert f"{A}:8" not in s
-    assert f"{A}:tag:4" not in s
-    assert f"{B}:1" not in s
-    assert 5 not in s
-
-
-def test_contains_rejects_malformed_gtid_text() -> None:
-    with pytest.raises(ProtocolError):
-        _ = "nonsense" in gs(f"{A}:1")
-
-
-def test_count_and_len() -> None:
-    s = gs(f"{A}:1-10:20:t:1-5,{B}:100-199")
-    assert s.count() == len(s) == 116
-
-
-def test_count_beyond_sys_maxsize() -> None:
-    s = gs(f"{A}:1-{GNO_MAX},{B}:1-{GNO_MAX}")
-    assert s.count() == 2 * GNO_MAX
-    with pytest.raises(OverflowError):
-        len(s)
-
-
-def test_empty_set() -> None:
-    for e in (GtidSet(), gs(""), gs(f"{A}:lonely"), gs(f"{A}:1") - gs(f"{A}:1")):
-        assert e.is_empty() and not e and e.count() == 0 and str(e) == ""
-        assert e == GtidSet()
-    assert not gs(f"{A}:1").is_empty()
-
-
-def test_equal_sets_hash_alike_whatever_the_text() -> None:
-    x = gs(f"{A}:3:1-2,{B}:5")
-    y = gs(f"{B.upper()}:0x5, {A}:1, {A}:2-3")
-    assert x == y and hash(x) == hash(y)
-    assert len({x, y}) == 1
-    assert x != gs(f"{A}:1-3") and x != str(x)
-
-
-def test_round_trip_through_text_and_pickle() -> None:
-    s = gs(f"{B}:1-3:z:9,{A}:x:1:7")
-    assert GtidSet.parse(str(s)) == s
-    assert pickle.loads(pickle.dumps(s)) == s
-    assert eval(repr(s), {"GtidSet": GtidSet}) == s
-
-
-def test_operations_leave_operands_unchanged() -> None:
-    x, y = gs(f"{A}:1-5"), gs(f"{A}:3-9")
-    _ = (x | y, x - y, x & y)
-    assert str(x) == f"{A}:1-5" and str(y) == f"{A}:3-9"
-
-
-def test_gtid_set_is_immutable() -> None:
-    s = gs(f"{A}:1")
-    with pytest.raises(AttributeError):
-        s._map = {}
-
-
-def test_constructor_from_intervals() -> None:
-    s = GtidSet([(A.upper(), "T", 4, 6), (A, "", 1, 2), (A, "", 3, 3), (B, "", 9, 9)])
-    assert str(s) == f"{A}:1-3:t:4-6,\n{B}:9"
-    assert list(s.intervals()) == [(A, "", 1, 3), (A, "t", 4, 6), (B, "", 9, 9)]
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [("nope", "", 1, 1), (A, "1t", 1, 1), (A, "", 0, 1), (A, "", 3, 2), (A, "", 1, GNO_MAX + 1)],
-)
-def test_constructor_rejects_bad_intervals(bad: tuple[str, str, int, int]) -> None:
-    with pytest.raises(ProtocolError):
-        GtidSet([bad])
-
-
-def test_operators_with_other_types_are_not_implemented() -> None:
-    with pytest.raises(TypeError):
-        _ = gs(f"{A}:1") | {1}
-    with pytest.raises(TypeError):
-        _ = gs(f"{A}:1") <= 3
-
-
-# --- single GTIDs -------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (f"{A}:1", Gtid(A, "", 1)),
-        (f" {A.upper()} : 0x10 ", Gtid(A, "", 16)),
-        (f"{A}:Tag_1:5", Gtid(A, "tag_1", 5)),
-        (f"{A} : t : 010", Gtid(A, "t", 8)),
-        (f"{A}:{GNO_MAX}".encode(), Gtid(A, "", GNO_MAX)),
-    ],
-)
-def test_single_gtid_parses(text: str | bytes, expected: Gtid) -> None:
-    assert Gtid.parse(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        A,
-        f"{A}:",
-        f"{A}:0",
-        f"{A}:-1",
-        f"{A}:1-2",
-        f"{A}:1,",
-        f"{A}:t",
-        f"{A}:t:",
-        f"{A}:1tag:1",
-        f"{A}:{'t' * 33}:1",
-        f"{A}:9223372036854775807",
-        f"{A}:1:2",
-        "ñ",
-        b"\xff",
-    ],
-)
-def test_single_gtid_rejects(text: str | bytes) -> None:
-    with pytest.raises(ProtocolError):
-        Gtid.parse(text)
-
-
-def test_single_gtid_prints() -> None:
-    assert str(Gtid(A, "", 7)) == f"{A}:7"
-    assert str(Gtid(A, "tg", 7)) == f"{A}:tg:7"
-
-
-@pytest.mark.parametrize("args", [(A.upper(), "", 1), (A, "T", 1), (A, "", 0), ("x", "", 1)])
-def test_single_gtid_constructor_requires_canonical_fields(args: tuple[str, str, int]) -> None:
-    with pytest.raises(ProtocolError):
-        Gtid(*args)
-
-
-# --- property tests against an independent model ------------------------------
-
-UUIDS = [Z, "3e11fa47-71ca-11e1-9e33-c80aa9429562", "ffffffff-0000-0000-0000-000000000000"]
-TAGS = ["a", "B_2", "zz"]
-Model = set[tuple[str, str, int]]
-
-
-def _model_text(model: Model) -> str:
-    """MySQL's printed form of a model, written independently of protocol.gtid."""
-    blocks = []
-    for uuid in sorted({u for u, _, _ in model}):
-        out = uuid
-        for tag in sorted({t for u, t, _ in model if u == uuid}):
-            out += f":{tag}" if tag else ""
-            gnos = sorted(g for u, t, g in model if u == uuid and t == tag)
-            start = prev = gnos[0]
-            for g in [*gnos[1:], None]:
-                if g is not None and g == prev + 1:
-                    prev = g
-                    continue
-                out += f":{start}" if start == prev else f":{start}-{prev}"
-                if g is not None:
-                    start = prev = g
-        blocks.append(out)
-    return ",\n".join(blocks)
-
-
-def _expand(s: GtidSet) -> Model:
-    return {(u, t, g) for u, t, first, last in s.intervals() for g in range(first, last + 1)}
-
-
-@st.composite
-def gno_text(draw: st.DrawFn, n: int) -> str:
-    fmt = draw(st.sampled_from(["{}", "0x{:x}", "0X{:X}", "0{:o}", "+{}"]))
-    return fmt.format(n)
-
-
-@st.composite
-def set_text(draw: st.DrawFn) -> tuple[str, Model]:
-    """Random MySQL-acceptable text with the set it denotes, built side by side."""
-    model: Model = set()
-    elements = []
-    for _ in range(draw(st.integers(0, 4))):
-        uuid = draw(st.sampled_from(UUIDS))
-        text = uuid.upper() if draw(st.booleans()) else uuid
-        tag = ""
-        for _ in range(draw(st.integers(0, 4))):
-            ws = draw(st.sampled_from(["", "", " ", "\t", "\n "]))
-            if draw(st.integers(0, 3)) == 0:
-                tag = draw(st.sampled_from(TAGS))
-                text += f"{ws}:{ws}{tag}"
-                tag = tag.lower()
-                continue
-            first, last = draw(st.integers(1, 30)), draw(st.integers(0, 30))
-            if draw(st.booleans()):
-                text += f":{ws}{draw(gno_text(first))}"
-                model |= {(uuid, tag, first)}
-            else:
-                text += f":{draw(gno_text(first))}{ws}-{ws}{draw(gno_text(last))}"
-                model |= {(uuid, tag, g) for g in range(first, last + 1)}
-        elements.append(text)
-    separator = draw(st.sampled_from([",", ", ", ",\n", " ,, "]))
-    return separator.join(elements), model
-
-
-@settings(max_examples=200)
-@given(set_text())
-def test_parse_and_print_match_the_model(case: tuple[str, Model]) -> None:
-    text, model = case
-    s = GtidSet.parse(text)
-    assert _expand(s) == model
-    assert str(s) == _model_text(model)
-    assert s.count() == len(s) == len(model)
-    assert GtidSet.parse(str(s)) == s
-
-
-@settings(max_examples=200)
-@given(set_text(), set_text())
-def test_algebra_matches_the_model(left: tuple[str, Model], right: tuple[str, Model]) -> None:
-    x, y = GtidSet.parse(left[0]), GtidSet.parse(right[0])
-    mx, my = left[1], right[1]
-    assert _expand(x | y) == mx | my
-    assert _expand(x & y) == mx & my
-    assert _expand(x - y) == mx - my
-    assert str(x - y) == _model_text(mx - my)
-    assert (x <= y) == (mx <= my)
-    assert (x < y) == (mx < my)
-    assert (x == y) == (mx == my)
-    for uuid in UUIDS:
-        for tag in ["", "a", "b_2"]:
-            for gno in range(1, 32):
-                assert ((uuid, tag, gno) in x) == ((uuid, tag, gno) in mx)
-
-
-# --- fuzzing: only ProtocolError or a GtidSet ---------------------------------
-
-ALPHABET = "0123456789abcdefABCDEFxX:-, \n_tTgz+\t"
-
-
-def _parse_or_protocol_error(text: str | bytes) -> None:
-    try:
-        s = GtidSet.parse(text)
-    except ProtocolError as err:
-        assert isinstance(err.offset, int)
-        return
-    assert GtidSet.parse(str(s)) == s
-
-
-@settings(max_examples=1000)
-@given(st.text(alphabet=ALPHABET, max_size=80))
-def test_fuzz_random_text(text: str) -> None:
-    _parse_or_protocol_error(text)
-
-
-@settings(max_examples=600)
-@given(set_text(), st.data())
-def test_fuzz_mutated_valid_text(case: tuple[str, Model], data: st.DataObject) -> None:
-    text = case[0] or Z
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(text)))
-        if data.draw(st.booleans()) and at < len(text):
-            text = text[:at] + text[at + 1 :]
-        else:
-            text = text[:at] + data.draw(st.sampled_from(ALPHABET)) + text[at:]
-    _parse_or_protocol_error(text)
-
-
-@settings(max_examples=400)
-@given(st.binary(max_size=60))
-def test_fuzz_random_bytes(data: bytes) -> None:
-    _parse_or_protocol_error(data)
-    with contextlib.suppress(ProtocolError):
-        Gtid.parse(data)

@@ -208,6 +208,7 @@ near_valid_channels = st.lists(
 )
 
 
+@pytest.mark.slow  # 600 examples, CPU-bound: not in make test-fast
 @settings(max_examples=600, deadline=None)
 @given(plain)
 def test_decode_of_any_plain_value_raises_only_protocol_error(value: Any) -> None:
@@ -215,6 +216,7 @@ def test_decode_of_any_plain_value_raises_only_protocol_error(value: Any) -> Non
         decode_lag(value)
 
 
+@pytest.mark.slow  # 600 examples, CPU-bound: not in make test-fast
 @settings(max_examples=600, deadline=None)
 @given(st.integers(-1, 2**56), near_valid_channels)
 def test_decode_of_near_valid_sections_round_trips_or_raises_protocol_error(
@@ -228,6 +230,7 @@ def test_decode_of_near_valid_sections_round_trips_or_raises_protocol_error(
     assert decode_lag(encode_lag(report)) == report
 
 
+@pytest.mark.slow  # 600 examples, CPU-bound: not in make test-fast
 @settings(max_examples=600, deadline=None)
 @given(st.integers(-1, 2**56), near_valid_channels)
 def test_fast_path_accepts_exactly_what_the_checked_path_accepts(

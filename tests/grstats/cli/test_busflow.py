@@ -9,7 +9,7 @@ from grstats.cli.busflow import FlowListen
 from grstats.core import columns as col
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.topics import STATUS_OFFLINE
-from tests.grstats.core.test_tables import OTHER_GROUP, REMOTE, T0, THIRD, envelope, topic
+from tests.fixtures.member_tables import OTHER_GROUP, REMOTE, T0, THIRD, envelope, topic
 
 SECOND = 1_000_000
 SETTINGS = FlowControlSettings(applier_threshold=5)

@@ -1,7 +1,7 @@
 """`grstats check`: each failure mode against the real thing.
 
 The broker is the shipped secure Mosquitto config (TLS, accounts, ACL), MySQL
-a mysql-mimic server (tests/grstats/cli/mimic_server.py) with or without a
+a mysql-mimic server (tests/fixtures/mimic_server.py) with or without a
 grant, the history directory a real file system (a read-only and a full
 tmpfs where mounting is permitted).
 """
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from tests.fixtures.broker import ACCOUNTS, MEMBER_A, MEMBER_B, Broker, SecureBroker, free_port
-from tests.grstats.cli.mimic_server import PASSWORD, USER, mimic_mysql
-from tests.grstats.daemon_helpers import GROUP as DAEMON_GROUP
-from tests.grstats.daemon_helpers import M1, M2, daemon_config, daemons, render_toml
+from tests.fixtures.daemons import GROUP as DAEMON_GROUP
+from tests.fixtures.daemons import M1, M2, daemon_config, daemons, render_toml
+from tests.fixtures.mimic_server import PASSWORD, USER, mimic_mysql
 
 GRSTATS = str(Path(sys.executable).parent / "grstats")
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

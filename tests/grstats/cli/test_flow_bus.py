@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import M1, M2, daemon_config, daemons, wait_for
+from tests.fixtures.cli import grstats
+from tests.fixtures.daemons import M1, M2, daemon_config, daemons, wait_for
 
 PERIOD = 0.25
 THRESHOLD = 5

@@ -9,8 +9,8 @@ import tomllib
 from pathlib import Path
 
 from grstats.config import load_config
+from tests.fixtures.mimic_server import PASSWORD, USER, mimic_mysql
 from tests.fixtures.paths import REPO_ROOT
-from tests.grstats.cli.mimic_server import PASSWORD, USER, mimic_mysql
 
 GRSTATS = str(Path(sys.executable).parent / "grstats")
 UUID = "11111111-1111-1111-1111-111111111111"  # the mimic's @@server_uuid

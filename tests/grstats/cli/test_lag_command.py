@@ -12,7 +12,8 @@ import pytest
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx, encode_member_lag
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import _publish_retained, grstats
+from tests.fixtures.bus_helpers import publish_retained
+from tests.fixtures.cli import grstats
 
 G = "dddddddd-0000-0000-0000-000000000000"
 R1 = "dddddddd-0000-0000-0000-000000000001"
@@ -46,7 +47,9 @@ def _envelope() -> bytes:
 
 @pytest.fixture
 def lagging(broker: Broker) -> Broker:
-    asyncio.run(_publish_retained(broker, [(f"grstats/v1/{G}/{R1}/stats", _envelope())]))
+    asyncio.run(
+        publish_retained(broker.host, broker.port, [(f"grstats/v1/{G}/{R1}/stats", _envelope())])
+    )
     return broker
 
 

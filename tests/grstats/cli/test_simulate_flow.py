@@ -27,6 +27,9 @@ from grstats.history.writer import read_history
 from grstats.offline.backfill import member_ids, simulate_history
 from protocol import MemberStatsState
 
+# two simulated days and their replay, ~45 s of CPU: not in make test-fast
+pytestmark = pytest.mark.slow
+
 FLOW = [name for name, _ in FLOW_HISTORY_COLUMNS]
 SEED = 5
 # thresholds low enough that the slow member's applier queue crosses them in and out,

@@ -1,7 +1,7 @@
 """`grstats stats|members|status|watch` against real daemons, and `--bus` against a real broker.
 
 One Mosquitto and two simulated member daemons (`grstats run` subprocesses,
-started with tests/grstats/daemon_helpers.py)
+started with tests/fixtures/daemons.py)
 serve the whole module; each test runs the CLI as a user would (a
 subprocess: real exit status, real stderr). Expected values are the configs
 the test wrote, the daemon's API read directly with urllib, or messages the
@@ -19,7 +19,6 @@ import os
 import pty
 import struct
 import subprocess
-import sys
 import termios
 import urllib.request
 from collections.abc import Iterator
@@ -29,10 +28,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.bus.client import Bus, BusOptions
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker, find_mosquitto, free_port
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.bus_helpers import publish_retained
+from tests.fixtures.cli import GRSTATS, grstats
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,
@@ -43,7 +43,7 @@ from tests.grstats.daemon_helpers import (
     wait_for,
 )
 
-GRSTATS = [sys.executable, "-c", "from grstats.cli.main import main; main()"]
+__all__ = ["grstats"]  # imported from here by modules not moved yet (tests/fixtures/cli.py)
 
 
 @dataclass
@@ -81,14 +81,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             yield Cluster(broker, apis, started)
     finally:
         broker.stop()
-
-
-def grstats(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "400"}
-    env.pop("GRSTATS_API", None)
-    return subprocess.run(
-        [*GRSTATS, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
-    )
 
 
 def _parse_boxed(text: str) -> list[dict[str, str]]:
@@ -266,16 +258,6 @@ def _envelope(group: str, member: str, port: int, stats: PipelineStats) -> bytes
     )
 
 
-async def _publish_retained(broker: Broker, messages: list[tuple[str, bytes]]) -> None:
-    bus = Bus(BusOptions(host=broker.host, port=broker.port))
-    async with asyncio.TaskGroup() as tasks:
-        tasks.create_task(bus.run())
-        await asyncio.wait_for(bus.connected.wait(), 10)
-        for topic, payload in messages:
-            assert await bus.publish(topic, payload, qos=1, retain=True)
-        await bus.close()
-
-
 @pytest.fixture
 def retained(broker: Broker) -> Broker:
     stats1 = PipelineStats(
@@ -294,7 +276,7 @@ def retained(broker: Broker) -> Broker:
         (f"grstats/v1/{G2}/{R1}/status", b"online"),
         (f"custom/prefix/{G2}/{R2}/stats", _envelope(G2, R2, 3307, stats2)),
     ]
-    asyncio.run(_publish_retained(broker, messages))
+    asyncio.run(publish_retained(broker.host, broker.port, messages))
     return broker
 
 

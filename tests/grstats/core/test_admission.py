@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from grstats.core.tables import Accepted, Ignored, Rejected
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     PERIOD_US,
     REMOTE,

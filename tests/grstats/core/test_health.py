@@ -16,7 +16,7 @@ from grstats.core.history_figures import HistoryFigures, HistoryHealth
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.daemon.health import EchoWatch, assemble_snapshot
 from grstats.daemon.notify import status_text
-from tests.grstats.core.test_tables import make_tables
+from tests.fixtures.member_tables import make_tables
 
 
 def test_a_code_degraded_twice_is_one_code_with_two_details() -> None:

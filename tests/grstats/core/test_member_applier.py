@@ -18,7 +18,7 @@ from grstats.core.lagrows import parse_timestamp
 from grstats.core.tables import Accepted
 from grstats.sources.simulated import GroupModel, SimulationSettings
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     LOCAL,
     REMOTE,

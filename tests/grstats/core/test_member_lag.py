@@ -10,7 +10,7 @@ from grstats.core.lag import ChannelLag, MemberLag, StageTrx, encode_member_lag
 from grstats.core.registry import OFFSET_WINDOW
 from grstats.core.tables import Accepted
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     LOCAL,
     REMOTE,

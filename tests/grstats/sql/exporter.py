@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.grstats.daemon_helpers import wait_for
+from tests.fixtures.daemons import wait_for
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import pytest
 from grstats.core import columns as col
 from grstats.core.snapshot import DaemonSnapshot, with_tables
 from grstats.sql import SqlOptions, native_password_hash
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve, snapshot
 
 PASSWORD = "s3cret"
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

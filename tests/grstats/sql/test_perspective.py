@@ -4,7 +4,7 @@ mysqld_exporter's member-stats query filters `WHERE MEMBER_ID=@@server_uuid`
 and labels its series with no member, as against MySQL; one exporter per
 member, each logging in as `grstats+<member_id>`, exports every member's stats
 from one endpoint. Expected values are the fixed snapshot's (LOCAL checked 5,
-REMOTE checked 7: tests/grstats/sql/inprocess.py).
+REMOTE checked 7: tests/fixtures/sql_inprocess.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pymysql
 import pytest
 
 from grstats.sql import SqlOptions, native_password_hash
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve
 from tests.grstats.sql.exporter import exporter_lines
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
 

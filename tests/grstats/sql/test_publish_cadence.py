@@ -22,7 +22,7 @@ import pytest
 
 from protocol import decode_envelope
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import GROUP, M1, M2, daemon_config, daemons, wait_for
+from tests.fixtures.daemons import GROUP, M1, M2, daemon_config, daemons, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]  # bounds a delay: run alone
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.broker import Broker, make_test_ca
-from tests.grstats.daemon_helpers import M1, M2, M3, daemon_config, daemons, wait_for
+from tests.fixtures.daemons import M1, M2, M3, daemon_config, daemons, wait_for
 from tests.grstats.sql.exporter import exporter_lines
 
 PASSWORD = "s3cret"

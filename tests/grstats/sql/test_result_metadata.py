@@ -23,7 +23,7 @@ from grstats.core.lagrows import lag_rows
 from grstats.core.snapshot import DaemonSnapshot, with_tables
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures import mysql_definitions as defs
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve, snapshot
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve, snapshot
 
 PASSWORD = "s3cret"
 BIG = 2**64 - 1  # the largest BIGINT UNSIGNED

@@ -17,8 +17,8 @@ import pytest
 
 from grstats.core import columns
 from grstats.sql import SqlOptions, native_password_hash
-from tests.grstats.daemon_helpers import GRSTATS
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
+from tests.fixtures.daemons import GRSTATS
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
 

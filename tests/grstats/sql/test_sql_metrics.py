@@ -16,7 +16,7 @@ import pymysql
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import M1, daemon_config, daemons, wait_for
+from tests.fixtures.daemons import M1, daemon_config, daemons, wait_for
 
 PASSWORD = "s3cret"
 

@@ -20,8 +20,8 @@ import pytest
 
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures.broker import make_test_ca
-from tests.grstats.daemon_helpers import wait_for
-from tests.grstats.sql.inprocess import LOCAL, REMOTE, Running, serve
+from tests.fixtures.daemons import wait_for
+from tests.fixtures.sql_inprocess import LOCAL, REMOTE, Running, serve
 
 PASSWORD = "s3cret"
 

@@ -25,8 +25,7 @@ import pymysql
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,
@@ -36,7 +35,8 @@ from tests.grstats.daemon_helpers import (
     mysql_daemon_config,
     wait_for,
 )
-from tests.grstats.test_mysql_source import (
+from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
+from tests.fixtures.mysql_source import (
     MEMBERS_TABLE,
     STATS_TABLE,
     WORKER_COLUMNS_84,

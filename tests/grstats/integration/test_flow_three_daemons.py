@@ -38,7 +38,7 @@ import pytest
 
 from grstats.core.lagrows import parse_timestamp
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M1,
     M2,
     M3,

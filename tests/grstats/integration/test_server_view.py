@@ -25,8 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.broker import Broker
-from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M1,
     M2,
     M3,
@@ -38,7 +37,8 @@ from tests.grstats.daemon_helpers import (
     mysql_daemon_config,
     wait_for,
 )
-from tests.grstats.test_mysql_source import (
+from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
+from tests.fixtures.mysql_source import (
     MEMBERS_COLUMNS_84,
     MEMBERS_TABLE,
     STATS_COLUMNS_84,

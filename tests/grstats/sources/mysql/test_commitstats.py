@@ -18,17 +18,8 @@ from structlog.testing import capture_logs
 from grstats.sources.mysql.commitstats import build_commit_path, build_communication
 from protocol import CommitPathCounters, GroupCommunication
 from tests.fixtures import mysql_definitions as defs
-from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
-    GLOBAL_STATUS_COLUMNS,
-    GLOBAL_STATUS_TABLE,
-    T0,
-    FakeMySQL,
-    fake,
-    make_source,
-    online_84,
-)
-
-__all__ = ["fake", "make_source"]  # fixtures used by name
+from tests.fixtures.fake_mysql import FakeMySQL
+from tests.fixtures.mysql_source import GLOBAL_STATUS_COLUMNS, GLOBAL_STATUS_TABLE, T0, online_84
 
 # what a server shows, by hand (text, as global_status's VARCHAR(1024) does)
 SHOWN = {

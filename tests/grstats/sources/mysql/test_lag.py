@@ -1,6 +1,6 @@
 """The mysql source's replication lag by stage (WL#7374) over the real wire protocol.
 
-The fake server (test_mysql_source.FakeMySQL) shows TIMESTAMP(6) cells the
+The fake server (tests/fixtures/fake_mysql.py) shows TIMESTAMP(6) cells the
 way MySQL does: in the session's time zone, the server's default being +05:30,
 and MySQL's all-zero "none" as '0000-00-00 00:00:00.000000'. Cells are given
 here as µs since the epoch (0: none); expected values are written by hand.
@@ -18,7 +18,8 @@ from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL, ChannelLag, Stag
 from grstats.sources.mysql import MySQLSource
 from grstats.sources.mysql.lag import timestamp_us
 from tests.fixtures import mysql_definitions as defs
-from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
+from tests.fixtures.fake_mysql import FakeMySQL
+from tests.fixtures.mysql_source import (
     APPLIER_STATUS_COLUMNS,
     APPLIER_STATUS_TABLE,
     CONNECTION_STATUS_COLUMNS_84,
@@ -31,15 +32,9 @@ from tests.grstats.test_mysql_source import (  # the fake server and its fixture
     WORKER_COLUMNS_80,
     WORKER_COLUMNS_84,
     WORKER_TABLE,
-    FakeMySQL,
-    fake,
-    make_source,
     member_84,
     online_84,
-    versioned,
 )
-
-__all__ = ["fake", "make_source", "versioned"]  # fixtures used by name
 
 GTID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 # 2026-11-23 09:00:00.000100 UTC; the fake shows it as 14:30:00.000100 (+05:30)

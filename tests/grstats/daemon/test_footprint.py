@@ -22,8 +22,7 @@ import pymysql
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     SPAWNED,
     DaemonProc,
     mysql_daemon_config,
@@ -31,7 +30,8 @@ from tests.grstats.daemon_helpers import (
     wait_for,
     wait_started,
 )
-from tests.grstats.test_mysql_source import MEMBERS_TABLE, STATS_TABLE, member_84, row_84
+from tests.fixtures.fake_mysql import PASSWORD, FakeMySQL
+from tests.fixtures.mysql_source import MEMBERS_TABLE, STATS_TABLE, member_84, row_84
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol import MAX_APPLIER_WORKERS
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M2,
     DaemonProc,
     daemon_config,
@@ -23,14 +23,15 @@ from tests.grstats.daemon_helpers import (
     wait_for,
     wait_started,
 )
-from tests.grstats.test_mysql_applier import (
+from tests.fixtures.fake_mysql import PASSWORD, USER, UUID, FakeMySQL
+from tests.fixtures.mysql_source import online_84
+from tests.grstats.sources.mysql.test_applier import (
     CH,
     METRICS_COLUMNS,
     METRICS_TABLE,
     PROGRESS_COLUMNS,
     PROGRESS_TABLE,
 )
-from tests.grstats.test_mysql_source import PASSWORD, USER, UUID, FakeMySQL, online_84
 
 WORKERS = 300
 DROPPED = WORKERS - 256  # per envelope, by hand

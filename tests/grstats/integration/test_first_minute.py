@@ -34,7 +34,7 @@ import pymysql
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M1,
     M2,
     DaemonProc,
@@ -279,7 +279,7 @@ def test_every_surface_answers_across_a_utc_midnight(broker: Broker, tmp_path: P
     # cutoff = day - retention, expired when older than the cutoff.
     old_day = time.strftime("%Y-%m-%d", time.gmtime(midnight - 1 - retention * 86_400))
     config["sql"] = _sql_section(tmp_path, history, rollups)
-    clockshift = Path(__file__).parents[1] / "fixtures" / "clockshift"
+    clockshift = Path(__file__).parents[2] / "fixtures" / "clockshift"
     env = {
         "PYTHONPATH": os.pathsep.join([str(clockshift), os.environ.get("PYTHONPATH", "")]),
         "GRSTATS_TEST_CLOCK_SHIFT_S": repr(shift),

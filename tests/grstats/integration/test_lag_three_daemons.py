@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M1,
     M2,
     M3,

@@ -14,8 +14,8 @@ from grstats.api.metrics import build_registry
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import EchoWatch, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
-from tests.grstats.core.test_tables import LOCAL, T0, local_sample, make_tables
-from tests.grstats.publishing import Sink, make_publisher
+from tests.fixtures.member_tables import LOCAL, T0, local_sample, make_tables
+from tests.fixtures.publishing import Sink, make_publisher
 from tests.grstats.test_history_lag import APPLIER
 
 

@@ -16,9 +16,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+from tests.fixtures.cli import grstats
+from tests.fixtures.daemons import M1, M2, M3, DaemonProc, daemon_config, daemons, wait_for
+
+# three daemons on a real broker for about a minute: not in `make test-fast`
+pytestmark = pytest.mark.slow
 
 MEMBERS = (M1, M2, M3)
 METRICS = "replication_applier_metrics"

@@ -11,16 +11,8 @@ from typing import Any
 
 from grstats.sources.mysql.gtidstate import build_gtid_state
 from protocol import GtidSet
-from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
-    GROUP,
-    T0,
-    FakeMySQL,
-    fake,
-    make_source,
-    online_84,
-)
-
-__all__ = ["fake", "make_source"]  # fixtures used by name
+from tests.fixtures.fake_mysql import GROUP, FakeMySQL
+from tests.fixtures.mysql_source import T0, online_84
 
 OTHER = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
 VIEW = "cccccccc-cccc-cccc-cccc-cccccccccccc"

@@ -27,8 +27,8 @@ from grstats.core.snapshot_builder import BUILDERS
 from grstats.core.snapshot_inputs import SnapshotInputs, Tables
 from grstats.core.tables import MemberTables
 from grstats.sql import SqlOptions, native_password_hash
-from tests.faults.test_api_faults import _get
-from tests.grstats.sql.inprocess import serve
+from tests.fixtures.http import raw_get
+from tests.fixtures.sql_inprocess import serve
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 LOCAL = "11111111-1111-1111-1111-111111111111"
@@ -76,15 +76,15 @@ async def api(probe: DaemonSnapshot) -> AsyncIterator[ApiServer]:
 
 
 async def test_a_new_table_is_in_the_json_api(api: ApiServer) -> None:
-    status, _, body = await _get(api.port, "/v1/tables")
+    status, _, body = await raw_get(api.port, "/v1/tables")
     assert status == 200 and PROBE.name in json.loads(body)
-    status, _, body = await _get(api.port, f"/v1/tables/{PROBE.name}")
+    status, _, body = await raw_get(api.port, f"/v1/tables/{PROBE.name}")
     assert status == 200
     assert json.loads(body) == [{"MEMBER_ID": LOCAL, "PROBE_WIDGETS": WIDGETS, "PROBE_NOTE": NOTE}]
 
 
 async def test_a_new_table_is_in_metrics(api: ApiServer) -> None:
-    status, _, body = await _get(api.port, "/metrics")
+    status, _, body = await raw_get(api.port, "/metrics")
     assert status == 200
     found = {
         (s.name, tuple(sorted(s.labels.items()))): s.value

@@ -11,7 +11,7 @@ import pytest
 
 from protocol import decode_envelope, decode_pipeline_stats
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,

@@ -15,17 +15,8 @@ from structlog.testing import capture_logs
 
 from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
 from tests.fixtures import mysql_definitions as defs
-from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
-    T0,
-    WORKER_COLUMNS_84,
-    WORKER_TABLE,
-    FakeMySQL,
-    fake,
-    make_source,
-    online_84,
-)
-
-__all__ = ["fake", "make_source"]  # fixtures used by name
+from tests.fixtures.fake_mysql import FakeMySQL
+from tests.fixtures.mysql_source import T0, WORKER_COLUMNS_84, WORKER_TABLE, online_84
 
 CH = "group_replication_applier"
 METRICS_TABLE = "replication_applier_metrics"

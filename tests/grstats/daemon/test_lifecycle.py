@@ -14,7 +14,7 @@ import pytest
 
 from grstats.history.writer import read_history
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     M1,
     M2,
@@ -146,7 +146,8 @@ def test_api_serves_tables_metrics_health_and_json_404(broker: Broker, tmp_path:
 async def test_mysql_source_daemon_learns_identity_from_the_server(
     broker: Broker, tmp_path: Path
 ) -> None:
-    from tests.grstats import test_mysql_source as fake_mysql  # noqa: PLC0415 - its fake server
+    from tests.fixtures import fake_mysql  # noqa: PLC0415 - a fake server
+    from tests.fixtures.mysql_source import online_84  # noqa: PLC0415
 
     server = fake_mysql.FakeMySQL()  # GR not started yet: no rows
     await server.start()
@@ -174,7 +175,7 @@ async def test_mysql_source_daemon_learns_identity_from_the_server(
         assert len(rows) == 1
         assert rows[0]["COUNT_TRANSACTIONS_CHECKED"] == 0
 
-        fake_mysql.online_84(server)  # the member joins the group
+        online_84(server)  # the member joins the group
         await asyncio.to_thread(
             wait_for, lambda: d.has_event("daemon.ready"), 20, "identity learned, bus connected"
         )

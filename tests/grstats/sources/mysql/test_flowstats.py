@@ -19,26 +19,15 @@ from structlog.testing import capture_logs
 from grstats.core.sample import ServerFlowControl
 from grstats.sources.mysql.flowstats import build_server_flow_control
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     DaemonProc,
     mysql_daemon_config,
     spawn_daemon,
     wait_for,
     wait_started,
 )
-from tests.grstats.test_mysql_source import (  # the fake server and its fixtures
-    GLOBAL_STATUS_COLUMNS,
-    GLOBAL_STATUS_TABLE,
-    PASSWORD,
-    T0,
-    UUID,
-    FakeMySQL,
-    fake,
-    make_source,
-    online_84,
-)
-
-__all__ = ["fake", "make_source"]  # fixtures used by name
+from tests.fixtures.fake_mysql import PASSWORD, UUID, FakeMySQL
+from tests.fixtures.mysql_source import GLOBAL_STATUS_COLUMNS, GLOBAL_STATUS_TABLE, T0, online_84
 
 FLOW = "grstats_flow_control"
 LAST = "2026-11-23 09:00:01.250000"
