@@ -16,9 +16,8 @@ import gc
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,8 +25,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.snapshot import DaemonSnapshot
+from tests.fixtures.http import api_server as _server
 from tests.fixtures.http import raw_get, raw_request
-from tests.grstats.test_metrics import _member_row, _stats_row, _status_row
+from tests.grstats.api.test_metrics import _member_row, _stats_row, _status_row
 
 pytestmark = pytest.mark.faults
 
@@ -36,8 +36,6 @@ NEVER_READING = 24
 SILENT = 10
 RSS_GROWTH_BOUND = 60 * 1024 * 1024
 DEADLINE_S = 60.0
-# tests/grstats/test_api_server.py (not moved yet) imports these two names from here
-_get, _request = raw_get, raw_request
 
 
 def _big_snapshot() -> DaemonSnapshot:
@@ -95,16 +93,6 @@ def _closing_all(socks: list[socket.socket]) -> Iterator[list[socket.socket]]:
     finally:
         for sock in socks:
             sock.close()
-
-
-@asynccontextmanager
-async def _server(snapshot: DaemonSnapshot, **limits: Any) -> AsyncIterator[ApiServer]:
-    server = ApiServer(ApiOptions(port=0, **limits), lambda: snapshot)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.close()
 
 
 def _metric(text: bytes, name: str, **labels: str) -> float:

@@ -29,7 +29,7 @@ from grstats.history.parquet import read_history
 from grstats.history.wal import encode_record
 from grstats.history.writer import HistoryWriter
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     M1,
     M2,
     STATS,

@@ -33,7 +33,7 @@ from grstats.history.parquet import (
 from grstats.history.wal import WAL_MAGIC, encode_record
 from grstats.history.writer import HistoryWriter
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import GROUP, M1, daemon_config, start_daemon, wait_for
+from tests.fixtures.daemons import GROUP, M1, daemon_config, start_daemon, wait_for
 from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
 
 pytestmark = pytest.mark.faults

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.api.metrics import snapshot_registry
 from grstats.core.snapshot import DaemonSnapshot
 from protocol import CommitPathReport
-from tests.grstats.core.test_tables import local_sample, make_tables
-from tests.grstats.test_commitpath import GROUP, NEW, OLD, REMOTE, T0, _received
+from tests.fixtures.member_tables import local_sample, make_tables
+from tests.grstats.core.test_commitpath import GROUP, NEW, OLD, REMOTE, T0, _received
 
 PREFIX = "grstats_commit_path_"
 MINUTE = PREFIX + "last_minute_"

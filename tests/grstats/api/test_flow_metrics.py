@@ -6,7 +6,7 @@ import math
 
 from grstats.core import columns as col
 from grstats.core.snapshot import with_tables
-from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 
 def _row(member: str, bottleneck: str, eta: float | None, throttled: float) -> dict[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grstats.core import columns as col
 from grstats.core.snapshot import with_tables
-from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 
 def _row(

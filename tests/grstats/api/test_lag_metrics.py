@@ -7,7 +7,7 @@ import dataclasses
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx
 from grstats.core.lagrows import lag_rows
 from grstats.core.snapshot import DaemonCounters, with_tables
-from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot
+from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot
 
 T = 1_700_000_000_000_000
 BUSY = ChannelLag(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from grstats.cli.commands.commit_path import explain_rows, explain_text
 from grstats.core import columns as col
 from grstats.core.snapshot import with_tables
-from tests.grstats.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
 
 M3 = "33333333-3333-3333-3333-333333333333"
 

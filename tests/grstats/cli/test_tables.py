@@ -43,8 +43,6 @@ from tests.fixtures.daemons import (
     wait_for,
 )
 
-__all__ = ["grstats"]  # imported from here by modules not moved yet (tests/fixtures/cli.py)
-
 
 @dataclass
 class Cluster:

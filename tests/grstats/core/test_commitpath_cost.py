@@ -11,10 +11,10 @@ from grstats.core import columns as col
 from grstats.core import commitpath
 from grstats.core.commitpath import CommunicationReader
 from protocol import CommitPathReport, GroupCommunication
-from tests.grstats.core.test_tables import local_sample, make_tables
-from tests.grstats.test_commitpath import GROUP, NEW, REMOTE, T0, TOPIC, WINDOW, _received
-from tests.grstats.test_commitpath_comm import SINGLE
-from tests.grstats.test_commitpath_comm import _envelope as _comm_env
+from tests.fixtures.member_tables import local_sample, make_tables
+from tests.grstats.core.test_commitpath import GROUP, NEW, REMOTE, T0, TOPIC, WINDOW, _received
+from tests.grstats.core.test_commitpath_comm import SINGLE
+from tests.grstats.core.test_commitpath_comm import _envelope as _comm_env
 
 TABLE = "grstats_member_commit_path"
 

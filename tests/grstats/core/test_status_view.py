@@ -13,7 +13,7 @@ import dataclasses
 from grstats.core.sample import ServerViewMember
 from grstats.core.snapshot import MEMBERS_TABLE
 from protocol import PipelineStats
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     LOCAL,
     REMOTE,
     T0,

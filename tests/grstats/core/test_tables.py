@@ -26,8 +26,6 @@ from tests.fixtures.member_tables import (
 
 # The modules not moved yet import these from here: they live in
 # tests/fixtures/member_tables.py (issue 25), import them from there.
-__all__ = ["GROUP", "LOCAL", "REMOTE", "T0", "envelope", "local_sample", "make_tables",
-           "online_tables", "topic"]  # fmt: skip
 
 
 # -- accepting and applying ----------------------------------------------------

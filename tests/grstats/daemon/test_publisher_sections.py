@@ -16,7 +16,7 @@ from grstats.daemon.health import EchoWatch, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
 from tests.fixtures.member_tables import LOCAL, T0, local_sample, make_tables
 from tests.fixtures.publishing import Sink, make_publisher
-from tests.grstats.test_history_lag import APPLIER
+from tests.grstats.history.test_lag import APPLIER
 
 
 class _Bus:

@@ -9,7 +9,7 @@ import pytest
 from grstats.daemon import sections
 from grstats.daemon.sections import ExtSections
 from protocol import GroupCommunication, decode_commit_path_comm
-from tests.grstats.core.test_tables import local_sample
+from tests.fixtures.member_tables import local_sample
 
 LEADER = "cccccccc-cccc-cccc-cccc-cccccccccccc"
 OTHER = "dddddddd-dddd-dddd-dddd-dddddddddddd"

@@ -21,7 +21,7 @@ from grstats.bus.client import Bus, BusOptions
 from grstats.history.wal import writer_id
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.daemons import (
     GROUP,
     STATS,
     DaemonProc,

@@ -8,8 +8,10 @@ import pytest
 
 from grstats.core.health import Health
 from grstats.core.snapshot import DaemonSnapshot
-from tests.faults.test_api_faults import _get, _request, _server
-from tests.grstats.test_metrics import M1, _snapshot
+from tests.fixtures.http import api_server as _server
+from tests.fixtures.http import raw_get as _get
+from tests.fixtures.http import raw_request as _request
+from tests.grstats.api.test_metrics import M1, _snapshot
 
 
 def _head(path: str) -> bytes:

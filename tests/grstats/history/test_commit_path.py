@@ -30,8 +30,8 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
-from tests.grstats.core.test_tables import GROUP, REMOTE, T0, local_sample, online_tables, topic
-from tests.grstats.publishing import Sink, make_publisher
+from tests.fixtures.member_tables import GROUP, REMOTE, T0, local_sample, online_tables, topic
+from tests.fixtures.publishing import Sink, make_publisher
 
 COUNTERS = CommitPathCounters(
     consensus_proposals=10,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.broker import Broker
-from tests.grstats.daemon_helpers import M1, M2, DaemonProc, daemon_config, daemons, wait_for
+from tests.fixtures.daemons import M1, M2, DaemonProc, daemon_config, daemons, wait_for
 
 TABLE = "grstats_member_commit_path"
 WAIT_S = 2 * 2 * (0.005 + 0.005)  # two rounds (BEFORE) or two round trips (AFTER) of 20 ms

@@ -33,11 +33,11 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
+from tests.fixtures.member_tables import make_tables
+from tests.fixtures.publishing import Sink, make_publisher
 from tests.grstats.core.test_member_gtids_table import GROUP, LOCAL, REMOTE, THIRD, send, tables
-from tests.grstats.core.test_tables import make_tables
 from tests.grstats.history.rows import sample_row, wal_file
 from tests.grstats.history.test_parquet import _old_schema_file
-from tests.grstats.publishing import Sink, make_publisher
 
 T0 = 1_700_000_000_000_000
 S = 1_000_000

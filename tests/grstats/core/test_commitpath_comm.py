@@ -14,8 +14,8 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
-from tests.grstats.core.test_tables import LOCAL, local_sample, make_tables
-from tests.grstats.test_commitpath import GROUP, REMOTE, T0, TOPIC, WINDOW
+from tests.fixtures.member_tables import LOCAL, local_sample, make_tables
+from tests.grstats.core.test_commitpath import GROUP, REMOTE, T0, TOPIC, WINDOW
 
 LEADER = "cccccccc-cccc-cccc-cccc-cccccccccccc"
 SINGLE = GroupCommunication(10, "8.0.27", (LEADER,), (LEADER,), True)

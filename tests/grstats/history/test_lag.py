@@ -16,15 +16,15 @@ from grstats.core.records import LAG_HISTORY_COLUMNS
 from grstats.core.rows import lag_history
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.receiver import Receiver
-from tests.grstats.core.test_member_lag import lag_envelope
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     T0,
     local_sample,
     online_tables,
     topic,
 )
-from tests.grstats.publishing import Sink, make_publisher
+from tests.fixtures.publishing import Sink, make_publisher
+from tests.grstats.core.test_member_lag import lag_envelope
 
 S = 1_000_000
 APPLIER = ChannelLag(

@@ -20,8 +20,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.broker import Broker
-from tests.grstats.cli.test_tables import grstats
-from tests.grstats.daemon_helpers import (
+from tests.fixtures.cli import grstats
+from tests.fixtures.daemons import (
     M1,
     M2,
     M3,

@@ -19,9 +19,9 @@ from grstats.core.tables import MemberTables
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
-from tests.grstats.core.test_tables import GROUP, LOCAL, T0, envelope, local_sample, make_tables
-from tests.grstats.core.test_tables import topic as stats_topic
-from tests.grstats.publishing import Sink
+from tests.fixtures.member_tables import GROUP, LOCAL, T0, envelope, local_sample, make_tables
+from tests.fixtures.member_tables import topic as stats_topic
+from tests.fixtures.publishing import Sink
 
 S = 1_000_000
 LOW = FlowControlSettings(certifier_threshold=100, applier_threshold=100)

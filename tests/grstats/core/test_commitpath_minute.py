@@ -13,7 +13,7 @@ import pytest
 
 from grstats.core.commitpath import commit_path_minute, commit_path_row, commit_path_window
 from protocol import CommitPathCounters, CommitPathReport
-from tests.grstats.core.test_tables import LOCAL, local_sample, make_tables
+from tests.fixtures.member_tables import LOCAL, local_sample, make_tables
 
 T0 = 1_700_000_000_000_000
 SECOND = 1_000_000

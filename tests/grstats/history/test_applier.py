@@ -19,7 +19,7 @@ from grstats.core.rows import applier_history
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.receiver import Receiver
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
-from tests.grstats.core.test_tables import (
+from tests.fixtures.member_tables import (
     GROUP,
     REMOTE,
     T0,
@@ -27,7 +27,7 @@ from tests.grstats.core.test_tables import (
     online_tables,
     topic,
 )
-from tests.grstats.publishing import Sink, make_publisher
+from tests.fixtures.publishing import Sink, make_publisher
 
 CHANNEL = ApplierChannel(
     channel="group_replication_applier",

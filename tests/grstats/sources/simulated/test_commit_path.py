@@ -16,7 +16,7 @@ from grstats.sources.simulated.commitpath import (
     round_us,
 )
 from grstats.sources.simulated.settings import ScriptEvent, SimulationSettings
-from tests.grstats.core.test_tables import make_tables
+from tests.fixtures.member_tables import make_tables
 
 M1, M2, M3 = (f"{d * 8}-{d * 4}-{d * 4}-{d * 4}-{d * 12}" for d in "123")
 SLOW = SimulationSettings(members=(M1, M2, M3), slow_link_member=M3, slow_link_ms=25.0)

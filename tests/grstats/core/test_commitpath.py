@@ -17,7 +17,7 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
-from tests.grstats.core.test_tables import local_sample, make_tables
+from tests.fixtures.member_tables import local_sample, make_tables
 
 T0 = 1_700_000_000_000_000
 M1 = "11111111-1111-1111-1111-111111111111"
