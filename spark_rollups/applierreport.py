@@ -163,12 +163,14 @@ def applier_section(
                 "committed bytes",
                 "active (h)",
                 *share_columns,
-                "samples",
+                "readings",
                 "resets",
             ],
             rows,
             note="share = the wait's time / the applier's active time over the week; "
-            "resets = samples where the applier metrics restarted.",
+            "readings = samples whose applier counters the history keeps (the last of each "
+            "10 s, and both sides of a restart); resets = readings where the applier metrics "
+            "restarted.",
             percent=frozenset(share_columns),
         )
     )
