@@ -6,8 +6,8 @@ incrementally the dates whose history segments changed since the last run
 (manifest.py; a missing or corrupt manifest means every date).  The samples
 are read with column pruning (only `part-*.parquet`, as history.py writes
 them), ordered once (`with_steps`), the member minutes are aggregated and
-persisted, and every coarser table is derived from them exactly (the
-percentiles too, from the minutes' value counts, see percentiles.py).  The day before the
+persisted, and every coarser table is derived from them exactly (p95 too,
+from the minutes' sorted values, see transforms.py).  The day before the
 first processed date is read too, only for each member's last sample, so the
 first step of an incremental run is right.  The applier tables (hour, day;
 applier.py) come from their own pass over the same samples, the flow-control
@@ -235,15 +235,12 @@ def run_rollup(
         started = time.monotonic()
         raw_minutes = T.member_minute(T.with_steps(samples)).persist(StorageLevel.MEMORY_AND_DISK)
         minute_rows = raw_minutes.count()
-        progress(
-            f"rollup: samples ordered into {minute_rows} member minutes and value counts "
-            f"in {_since(started)}"
-        )
+        progress(f"rollup: samples ordered into {minute_rows} member minutes in {_since(started)}")
         minutes = T.apply_day_boundary(
-            T.minute_figures(raw_minutes), None if baseline is None else T.last_samples(baseline)
+            raw_minutes, None if baseline is None else T.last_samples(baseline)
         ).persist(StorageLevel.MEMORY_AND_DISK)
         persisted += [minutes, raw_minutes]
-        tables.update(T.tables_from_minutes(minutes, T.minute_counts(raw_minutes), period_seconds))
+        tables.update(T.tables_from_minutes(minutes, period_seconds))
     if wanted & set(TABLE_GROUPS["applier"]):
         # The applier tables order the samples once more, per member and with the
         # baseline days in the same window (applier.py); only their columns are read.

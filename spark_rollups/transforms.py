@@ -7,14 +7,16 @@ steps, reset/restart flags and each day's first and last sample; the minute
 table is aggregated from those rows, and the hour and day tables are sums,
 minima and maxima of minutes -- exact, since every additive quantity (steps,
 samples, resets, gauge sums) is carried through.  Percentiles are not
-decomposable, so the same aggregation also counts each minute's values of
-every `DISTRIBUTIONS` figure (value -> count rows, percentiles.py); hours and
-days sum those counts and take the exact percentile again, one function for
-all of them: linear interpolation between the closest ranks, position =
-q * (n - 1) -- Spark's `percentile`, numpy's default and DuckDB's
-`quantile_cont`; a bucket without values has NULL percentiles.  (Neither
-Spark's `percentile` nor per-minute value lists: both are object aggregates,
-boxing every value, and neither can be summed into hours.)
+decomposable, so each minute also carries the sorted values of every
+`DISTRIBUTIONS` entry (`_vals_*`, at most 60 at 1 Hz: the queue gauges as
+ints, the lag figures as doubles, NULLs left out); hours and days merge those
+arrays and take the exact percentile again, one function for all of them.
+Percentiles are exact everywhere: linear interpolation between the closest
+ranks, position = q * (n - 1) -- Spark's `percentile`, numpy's default and
+DuckDB's `quantile_cont`; a bucket without values has NULL percentiles.
+(Spark's `percentile` itself is not used: it is an object aggregate with a
+value map per group, and the arrays are needed anyway for the coarser
+buckets.)
 
 Invariants:
 - Steps: step_i = v_i - v_(i-1), or v_i when that is negative (a counter
@@ -44,8 +46,6 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_rollups import percentiles as P
-from spark_rollups.percentiles import DISTRIBUTIONS
 from spark_rollups.schema import (
     BUCKET,
     COUNTERS,
@@ -56,11 +56,13 @@ from spark_rollups.schema import (
     HISTORY_INPUT_COLUMNS,
     HISTORY_SCHEMA,
     INCARNATION,
+    LAG_PERCENTILES,
     LAGS,
     MEMBER_COLUMNS,
     MEMBER_ID,
     SAMPLED_AT,
     SEQ,
+    percentile_name,
 )
 
 __all__ = [
@@ -83,19 +85,27 @@ __all__ = [
     "last_samples",
     "member_coarser",
     "member_minute",
-    "minute_counts",
-    "minute_figures",
     "rollup_tables",
     "select_samples",
     "tables_from_minutes",
     "with_steps",
 ]
 
+P95 = 0.95
+
+# Every exact percentile is taken from sorted per-minute value arrays (`_VALS`),
+# merged for hours and days: (value column, rollup prefix, element type, fractions).
+# Gauges are integers (p95 of the queues), lags doubles (p50/p95/p99 of each figure).
+DISTRIBUTIONS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
+    *((out, out, "int", (P95,)) for _, out, p95 in GAUGES if p95),
+    *((lag, lag, "double", LAG_PERCENTILES) for lag in LAGS),
+)
+
 # Internal columns carried by the minute table for exact coarser rollups.
 _HEAD = "_head_"  # values of the member's first sample of the day (first minute only)
 _TAIL = "_tail_"  # values of the member's last sample of the day (last minute only)
 _SUM = "_sum_"  # gauge sums, so that coarser averages are exact
-_KEYS = (GROUP_NAME, MEMBER_ID, DAY, BUCKET)
+_VALS = "_vals_"  # sorted gauge values of the minute, so that coarser p95 are exact
 
 
 def select_samples(history: DataFrame) -> DataFrame:
@@ -176,22 +186,42 @@ def _boundary_columns() -> list[str]:
     return [*(out for _, out in COUNTERS), "incarnation"]
 
 
-def member_minute(steps: DataFrame) -> DataFrame:
-    """Aggregate per-sample steps into member minutes and the minutes' value counts.
+def _percentile_sorted(values: Column, fraction: float) -> Column:
+    """Exact percentile of a sorted array: linear interpolation between the closest ranks.
 
-    One aggregation: each sample is also one row per DISTRIBUTIONS figure it
-    has, grouped by the value (percentiles.py), so the ordered samples are
-    read once.  Persist the result; `minute_figures` and `minute_counts` read it.
+    position = fraction * (n - 1) (0-based), the definition of Spark's
+    `percentile`, numpy's default and DuckDB's `quantile_cont`; null when empty.
+    """
+    n = F.size(values)
+    position = F.lit(fraction) * (n - 1)
+    low = F.floor(position).cast("int")
+    high = F.ceil(position).cast("int")
+    low_value = F.element_at(values, low + 1)
+    high_value = F.element_at(values, high + 1)
+    return F.when(n > 0, low_value + (position - low) * (high_value - low_value))
+
+
+def _percentiles() -> dict[str, Column]:
+    """Every percentile column, from the `_VALS` arrays of the bucket (one mechanism)."""
+    return {
+        percentile_name(prefix, fraction): _percentile_sorted(F.col(f"{_VALS}{prefix}"), fraction)
+        for _, prefix, _, fractions in DISTRIBUTIONS
+        for fraction in fractions
+    }
+
+
+def member_minute(steps: DataFrame) -> DataFrame:
+    """Aggregate per-sample steps into member minutes (with internal columns).
 
     Args:
         steps: output of `with_steps`.
 
     Returns:
-        Rows keyed by (group_name, member_id, day, bucket_start minute,
-        FIGURE, VALUE): the minute's own row (FIGURE -1) with counter
-        increases, gauge min/max, `samples`, `resets`, `restarts` and the
-        internal `_sum_*`, `_head_*` and `_tail_*` columns; and one row per
-        distinct value of each figure with its COUNT.
+        One row per (group_name, member_id, day, bucket_start minute): counter
+        increases, gauge min/max/p95, `samples`, `resets`, `restarts`, and the
+        internal `_sum_*`, `_vals_*` (sorted gauge values), `_head_*` and
+        `_tail_*` columns used by `apply_day_boundary` and `member_coarser`.
+        Not final: pass it through `apply_day_boundary`, then `finish_member`.
     """
     aggs: list[Column] = [F.coalesce(F.sum(out), F.lit(0)).alias(out) for _, out in COUNTERS]
     for _, out, _p95 in GAUGES:
@@ -201,36 +231,22 @@ def member_minute(steps: DataFrame) -> DataFrame:
             F.sum(out).alias(f"{_SUM}{out}"),
         ]
     aggs += [F.max(lag).alias(f"{lag}_max") for lag in LAGS]
+    # The minute's values travel on, so that hour and day percentiles are exact too
+    # (collect_list skips NULLs: a lag figure that was not known is no value).
+    aggs += [
+        F.sort_array(F.collect_list(F.col(column).cast(kind))).alias(f"{_VALS}{prefix}")
+        for column, prefix, kind, _ in DISTRIBUTIONS
+    ]
     aggs += [
         F.sum(F.col("_keep").cast("long")).alias("samples"),
         F.sum(F.col("_reset").cast("long")).alias("resets"),
         F.sum(F.col("_restart").cast("long")).alias("restarts"),
         *(F.max(f"{_HEAD}{c}").alias(f"{_HEAD}{c}") for c in _boundary_columns()),
         *(F.max(f"{_TAIL}{c}").alias(f"{_TAIL}{c}") for c in _boundary_columns()),
-        F.count(F.lit(1)).alias(P.COUNT),
     ]
     bucket = F.date_trunc("minute", SAMPLED_AT).alias(BUCKET)
-    # A value row's other aggregates are computed and dropped: cheaper than a second
-    # pass over the ordered samples.  NULL is no value (a lag not known, a duplicate).
-    rows = steps.select("*", P.value_entries()).where(
-        (F.col(P.FIGURE) < 0) | F.col(P.VALUE).isNotNull()
-    )
-    return rows.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket, P.FIGURE, P.VALUE).agg(*aggs)
-
-
-def minute_figures(minutes: DataFrame) -> DataFrame:
-    """The minutes' own rows of `member_minute` (for `apply_day_boundary`)."""
-    return minutes.where(F.col(P.FIGURE) < 0).drop(P.FIGURE, P.VALUE, P.COUNT)
-
-
-def minute_counts(minutes: DataFrame) -> DataFrame:
-    """The value counts of `member_minute`: keys, FIGURE, VALUE, COUNT."""
-    return minutes.where(F.col(P.FIGURE) >= 0).select(*_KEYS, P.FIGURE, P.VALUE, P.COUNT)
-
-
-def _with_percentiles(figures: DataFrame, counts: DataFrame) -> DataFrame:
-    """`figures` with the percentile columns of their buckets (NULL: no values)."""
-    return figures.join(P.percentiles(counts), list(_KEYS), "left")
+    minutes = steps.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
+    return minutes.withColumns(_percentiles())
 
 
 def last_samples(samples: DataFrame) -> DataFrame:
@@ -255,7 +271,7 @@ def apply_day_boundary(minutes: DataFrame, previous_tails: DataFrame | None = No
     """Give each member-day's first sample its step from the previous day's last sample.
 
     Args:
-        minutes: `minute_figures` of `member_minute`.
+        minutes: output of `member_minute`.
         previous_tails: `last_samples` of days not rolled up in this run (the
             day before an incremental range); may be None.
 
@@ -290,7 +306,7 @@ def apply_day_boundary(minutes: DataFrame, previous_tails: DataFrame | None = No
 
 
 def member_coarser(minutes: DataFrame, unit: str) -> DataFrame:
-    """Roll member minutes up to hours or days, exactly (the percentiles are not here).
+    """Roll member minutes up to hours or days, exactly (p95 from the minutes' values).
 
     Args:
         minutes: output of `apply_day_boundary` (with internal columns).
@@ -308,9 +324,15 @@ def member_coarser(minutes: DataFrame, unit: str) -> DataFrame:
             F.sum(f"{_SUM}{out}").alias(f"{_SUM}{out}"),
         ]
     aggs += [F.max(f"{lag}_max").alias(f"{lag}_max") for lag in LAGS]
+    aggs += [
+        F.sort_array(F.flatten(F.collect_list(f"{_VALS}{prefix}"))).alias(f"{_VALS}{prefix}")
+        for _, prefix, _, _ in DISTRIBUTIONS
+    ]
     aggs += [F.sum(c).alias(c) for c in ("samples", "resets", "restarts")]
     bucket = F.date_trunc(unit, BUCKET).alias(BUCKET)
-    return minutes.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
+    coarse = minutes.groupBy(GROUP_NAME, MEMBER_ID, DAY, bucket).agg(*aggs)
+    # A separate projection: each sorted array is computed once, then indexed.
+    return coarse.withColumns(_percentiles())
 
 
 def finish_member(rolled: DataFrame, bucket_seconds: int, period_seconds: float) -> DataFrame:
@@ -370,26 +392,21 @@ def group_rollup(members: DataFrame, bucket_seconds: int, period_seconds: float)
 _BUCKET_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
-def tables_from_minutes(
-    minutes: DataFrame, counts: DataFrame, period_seconds: float = 1.0
-) -> dict[str, DataFrame]:
-    """The five output tables from boundary-corrected member minutes and their value counts.
+def tables_from_minutes(minutes: DataFrame, period_seconds: float = 1.0) -> dict[str, DataFrame]:
+    """The five output tables from boundary-corrected member minutes.
 
     Args:
         minutes: output of `apply_day_boundary` (persist it: every table reads it).
-        counts: `minute_counts` (persisted with the minutes).
         period_seconds: the sampling period (expected samples = bucket / period).
 
     Returns:
         member_minute, member_hour, member_day, group_hour, group_day; each
         with its DESIGN.md section 7 columns plus `day` (the output partition).
     """
-    minute = _with_percentiles(minutes, counts)
-    tables = {"member_minute": finish_member(minute, 60, period_seconds)}
+    tables = {"member_minute": finish_member(minutes, 60, period_seconds)}
     for unit in ("hour", "day"):
         seconds = _BUCKET_SECONDS[unit]
-        rolled = _with_percentiles(member_coarser(minutes, unit), P.coarser_counts(counts, unit))
-        member = finish_member(rolled, seconds, period_seconds)
+        member = finish_member(member_coarser(minutes, unit), seconds, period_seconds)
         tables[f"member_{unit}"] = member
         tables[f"group_{unit}"] = group_rollup(member, seconds, period_seconds)
     return {
@@ -415,6 +432,5 @@ def rollup_tables(
         As `tables_from_minutes`.
     """
     tails = None if baseline is None else last_samples(baseline)
-    minutes = member_minute(with_steps(samples))
-    figures = apply_day_boundary(minute_figures(minutes), tails)
-    return tables_from_minutes(figures, minute_counts(minutes), period_seconds)
+    minutes = apply_day_boundary(member_minute(with_steps(samples)), tails)
+    return tables_from_minutes(minutes, period_seconds)
