@@ -10,7 +10,7 @@ with an equivalent pyarrow generator.  It then times:
 - the Spark session start (reported separately),
 - `spark_rollups.rollup.run_rollup` on local[2], every table written, in a
   cold JVM and again warm, then each table group alone (rollup.TABLE_GROUPS:
-  member+group tables, applier, flow control, member_hosts; warm),
+  member+group tables, applier, flow control, GTID, commit path, member_hosts; warm),
 - DuckDB computing the same tables with the tests' oracle queries
   (tests/fixtures/rollup_oracle.py: like for like) and writing them, per group,
 - incremental (unless --incremental-days 0): a 30-day history (3 members)
@@ -196,6 +196,35 @@ def _duck_applier(con: Any, history: Path, out: Path) -> None:
         _copy(con, query, out, f"applier_member_{unit}")
 
 
+def _duck_commit(con: Any, history: Path, out: Path) -> None:
+    # the commit-path test's oracle: counter_steps_sql of the history's cp_* counters
+    # (cp_<op>_<unit> -> <op>_<unit>), with the means and shares Spark derives
+    from grstats.core.records import COMMIT_PATH_HISTORY_COLUMNS  # noqa: PLC0415
+    from tests.fixtures.rollup_oracle import BUCKET_US, counter_steps_sql  # noqa: PLC0415
+
+    increases = {src: src.removeprefix("cp_") for src in COMMIT_PATH_HISTORY_COLUMNS}
+    ops = [src.removesuffix("_count") for src in increases.values() if src.endswith("_count")]
+    shared = [op for op in ops if op != "round_trip"]
+    whole = " + ".join(f"coalesce({op}_us, 0)" for op in shared)
+    derived = ", ".join(
+        [f"CASE WHEN {op}_count > 0 THEN {op}_us / {op}_count / 1e6 END" for op in ops]
+        + [f"CASE WHEN {whole} > 0 THEN {op}_us / ({whole}) END" for op in shared]
+    )
+    for unit in ("hour", "day"):
+        rows = counter_steps_sql(history, increases, BUCKET_US[unit])
+        query = f"SELECT *, make_timestamp(bucket) AS bucket_start, {derived} FROM ({rows})"
+        _copy(con, query, out, f"commit_member_{unit}")
+
+
+def _duck_gtid(con: Any, history: Path, out: Path) -> None:
+    from tests.spark_rollups.gtid_history import ORACLE  # noqa: PLC0415 - the test's oracle
+
+    for unit, seconds in (("hour", 3600), ("day", 86_400)):
+        rows = ORACLE.format(history=history, bucket=seconds)
+        query = f"SELECT *, make_timestamp(bucket * 1000000) AS bucket_start FROM ({rows})"
+        _copy(con, query, out, f"gtid_member_{unit}")
+
+
 def _duck_flow(con: Any, history: Path, out: Path) -> None:
     from tests.fixtures.rollup_oracle import FLOW_TABLES, flow_sql  # noqa: PLC0415
 
@@ -217,6 +246,8 @@ DUCK_GROUPS = {
     "member": _duck_member,
     "applier": _duck_applier,
     "flow": _duck_flow,
+    "gtid": _duck_gtid,
+    "commit": _duck_commit,
     "hosts": _duck_hosts,
 }
 
