@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,6 @@ def fanin(args: argparse.Namespace) -> None:
             api = api_port_of(log)
             while not healthz(api).get("bus_connected"):
                 time.sleep(0.05)
-            samples: list[tuple[float, int]] = []
             base = healthz(api)["counters"]["envelopes_accepted"]
 
             result: dict[str, int] = {}
@@ -112,24 +112,9 @@ def fanin(args: argparse.Namespace) -> None:
             )
             cpu0 = cpu_seconds(proc.pid)
             thread.start()
-            idle_since = None
-            last = base
-            while True:
-                now = time.monotonic()
-                accepted = healthz(api)["counters"]["envelopes_accepted"]
-                samples.append((now, accepted))
-                if accepted == last and not thread.is_alive():
-                    idle_since = idle_since or now
-                    if now - idle_since > 2.0:
-                        break
-                else:
-                    idle_since = None
-                last = accepted
-                time.sleep(0.2)
-            thread.join()
-            moving = [(t, a) for t, a in samples if a > base]
-            t_first = max(t for t, a in samples if a == base) if moving else 0.0
-            t_last = min(t for t, a in samples if a == last)
+            t_first, t_last, last = until_drained(
+                lambda: healthz(api)["counters"]["envelopes_accepted"], thread, base, 0.2
+            )
             daemon_count = last - base
             daemon_rate = daemon_count / max(t_last - t_first, 1e-9)
             daemon_cpu = cpu_seconds(proc.pid) - cpu0
@@ -199,6 +184,34 @@ def parquet_rows(history: Path) -> int:
     return sum(pq.read_metadata(p).num_rows for p in history.glob("group=*/date=*/part-*.parquet"))
 
 
+def until_drained(
+    total: Callable[[], int], thread: threading.Thread, base: int, interval: float = 0.1
+) -> tuple[float, float, int]:
+    """Poll `total` every `interval` s until `thread` (the publishers) ended and it stood 2 s.
+
+    Returns (the last moment it read `base`, the first it read its final value, that value).
+    """
+    samples: list[tuple[float, int]] = []
+    last = base
+    idle_since = None
+    while True:
+        now = time.monotonic()
+        accepted = total()
+        samples.append((now, accepted))
+        if accepted == last and not thread.is_alive():
+            idle_since = idle_since or now
+            if now - idle_since > 2.0:
+                break
+        else:
+            idle_since = None
+        last = accepted
+        time.sleep(interval)
+    thread.join()
+    t_first = max(t for t, a in samples if a == base)
+    t_last = min(t for t, a in samples if a == last)
+    return t_first, t_last, last
+
+
 def measure_collectors(
     procs: Procs, workdir: Path, broker: int, args: argparse.Namespace, count: int
 ) -> dict[str, float]:
@@ -217,23 +230,7 @@ def measure_collectors(
     )
     cpu0 = [cpu_seconds(p.pid) for p in collectors]
     thread.start()
-    samples: list[tuple[float, int]] = []
-    idle_since = None
-    while True:
-        now = time.monotonic()
-        accepted = total()
-        samples.append((now, accepted))
-        if accepted == last and not thread.is_alive():
-            idle_since = idle_since or now
-            if now - idle_since > 2.0:
-                break
-        else:
-            idle_since = None
-        last = accepted
-        time.sleep(0.1)
-    thread.join()
-    t_first = max(t for t, a in samples if a == base)
-    t_last = min(t for t, a in samples if a == last)
+    t_first, t_last, last = until_drained(total, thread, base)
     cpu = sum(cpu_seconds(p.pid) for p in collectors) - sum(cpu0)
     rss = max(rss_mb(p.pid) for p in collectors)
     for p in collectors:

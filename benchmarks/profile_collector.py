@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from _bench_fanin import healthz, run_publishers, start_collectors
+from _bench_fanin import healthz, run_publishers, start_collectors, until_drained
 from _bench_procs import Procs, cpu_seconds, start_broker
 from _common import machine
 
@@ -95,23 +95,9 @@ def main() -> int:
                 target=lambda: sent.update(n=run_publishers(procs, workdir, broker, load, "p"))
             )
             thread.start()
-            samples: list[tuple[float, int]] = []
-            idle_since = None
-            while True:  # as _bench_fanin.measure_collectors
-                now = time.monotonic()
-                accepted = healthz(port)["counters"]["envelopes_accepted"]
-                samples.append((now, accepted))
-                if accepted == last and not thread.is_alive():
-                    idle_since = idle_since or now
-                    if now - idle_since > 2.0:
-                        break
-                else:
-                    idle_since = None
-                last = accepted
-                time.sleep(0.1)
-            thread.join()
-            t_first = max(t for t, a in samples if a == base)
-            t_last = min(t for t, a in samples if a == last)
+            t_first, t_last, last = until_drained(
+                lambda: healthz(port)["counters"]["envelopes_accepted"], thread, base
+            )
             cpu = cpu_seconds(pid) - cpu0
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
