@@ -283,8 +283,8 @@ def test_the_small_history_keeps_the_awkward_spots(small_history: Path) -> None:
     assert len(dup) == 2 * len(set(dup.tolist())) > 0  # the duplicates
     assert not ((member == members[2]) & (t >= _at(DAY2, 10)) & (t < _at(DAY2, 10, 30))).any()
     assert ((member == members[2]) & (t >= _at(DAY2, 9, 58)) & (t < _at(DAY2, 10))).any()
-    incarnation = np.array(table["incarnation"].to_pylist())[member == members[0]]
-    assert len(set(incarnation.tolist())) == 2  # the daemon restart at 12:00
+    incarnations = zip(table["incarnation"].to_pylist(), member, strict=True)
+    assert len({i for i, m in incarnations if m == members[0]}) == 2  # the restart at 12:00
     checked = table["count_transactions_checked"].to_numpy()
     restart = (member == members[1]) & (t >= _at(DAY2, 14, 58)) & (t < _at(DAY2, 15, 3))
     assert (np.diff(checked[restart][np.argsort(t[restart])]) < 0).any()  # the reset
