@@ -1,4 +1,7 @@
-"""`grstats demo` end to end (short live part, two backfilled days) and on Ctrl-C.
+"""`grstats demo` end to end (short live part, one backfilled day) and on Ctrl-C.
+
+One day is the whole path (simulate, rollup, report, findings) as well as a
+week: `--days` only sets how many dates each step goes through.
 
 Leftovers are checked through the PID file the demo writes (`pid name` per
 child; each child except `watch` leads its own process group): after the demo
@@ -76,7 +79,7 @@ def test_demo_end_to_end_writes_the_report_and_leaves_nothing_running(tmp_path: 
         pytest.skip("python -m spark_rollups is not part of this build yet")
     out = tmp_path / "demo-out"
     result = subprocess.run(
-        [*GRSTATS, "demo", "--days", "2", "--out", str(out)],
+        [*GRSTATS, "demo", "--days", "1", "--out", str(out)],
         capture_output=True,
         text=True,
         env=_env("5"),

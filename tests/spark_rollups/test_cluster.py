@@ -1,10 +1,12 @@
 """The rollup and the report on a real Spark standalone cluster equal local mode's.
 
 A master and two 1-core workers on loopback (tests/fixtures/spark.py), a
-one-day history of three members written by `grstats simulate`, and the
-command line a user runs: `python -m spark_rollups rollup --master
-spark://...` and `report --master spark://...`.  Every table and every CSV
-of the report must equal what the in-process local session writes.
+one-day history of three members written by `grstats simulate` and cut to the
+minutes around every hour (history_cut.py: every hour bucket and every table
+still has rows, the tasks a twelfth of the samples), and the command line a
+user runs: `python -m spark_rollups rollup --master spark://...` and `report
+--master spark://...`.  Every table and every CSV of the report must equal
+what the in-process local session writes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 from spark_rollups.report import report
 from spark_rollups.rollup import TABLES, run_rollup
 from tests.fixtures.spark import SparkCluster
+from tests.spark_rollups.history_cut import cut_around_the_hour
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # JVMs start on a shared box
 
@@ -48,7 +51,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     grstats = shutil.which("grstats", path=str(Path(sys.executable).parent)) or "grstats"
     command = [grstats, "simulate", "--members", "3", "--days", "1", "--start", DAY]
     subprocess.run([*command, "--group", GROUP, "--out", str(root)], check=True, timeout=120)
-    return root
+    return cut_around_the_hour(root, tmp_path_factory.mktemp("cluster-history-cut"))
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,13 @@ made awkward on purpose: a gap, a server restart (counters drop), a daemon
 restart (new incarnation, counters go on) and a file of duplicate rows.  The
 expected tables are computed here with numpy, separately from transforms.py:
 drop duplicates, sort, diff, then contiguous-segment reductions.
+
+The tests of run semantics (a rerun, `since`/`until`, an incremental run, a
+replayed segment, a corrupt manifest) roll up a small cut of the same history:
+the five minutes around every hour (hh:58 .. hh+1:03), which keeps both days,
+the midnight between them and every awkward spot of day two (the duplicates
+at 08:00, the gap from 10:00, the new incarnation at 12:00, the reset at
+15:00), with its own expected tables from the same independent computation.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pyspark.sql import functions as F
 from grstats.offline.backfill import member_ids, simulate_history
 from spark_rollups.rollup import APPLIER_TABLES, GROUP_TABLES, MEMBER_TABLES, TABLES, run_rollup
 from tests.fixtures.rollup_oracle import group_sql, member_sql, steps_sql
+from tests.spark_rollups.history_cut import cut_around_the_hour
 from tests.spark_rollups.test_rollup_applier import expected_applier
 
 pytestmark = pytest.mark.slow
@@ -94,6 +102,12 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     simulate_history(root, group=GROUP, members=members, days=2, seed=5, start=DAY1)
     _make_awkward(root, members)
     return root
+
+
+@pytest.fixture(scope="module")
+def small_history(history: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`history` cut to the five minutes around every hour, its files kept apart."""
+    return cut_around_the_hour(history, tmp_path_factory.mktemp("small-history"))
 
 
 # --------------------------------------------------------------- expected
@@ -182,8 +196,7 @@ def _group_tables(
     return out
 
 
-@pytest.fixture(scope="module")
-def expected_members(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+def _expected_members(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
     members = _member_tables(history)
     return {
         **members,
@@ -192,15 +205,28 @@ def expected_members(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
     }
 
 
+def _expected_appliers(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+    return {  # DuckDB's, keyed like the others by bucket start in seconds
+        table: {(m, b // US): rec for (m, b), rec in expected_applier(history, table).items()}
+        for table in APPLIER_TABLES
+    }
+
+
+@pytest.fixture(scope="module")
+def expected_members(history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+    return _expected_members(history)
+
+
 @pytest.fixture(scope="module")
 def expected(
     history: Path, expected_members: dict[str, dict[Any, dict[str, Any]]]
 ) -> dict[str, dict[Any, dict[str, Any]]]:
-    appliers = {  # DuckDB's, keyed like the others by bucket start in seconds
-        table: {(m, b // US): rec for (m, b), rec in expected_applier(history, table).items()}
-        for table in APPLIER_TABLES
-    }
-    return {**expected_members, **appliers}
+    return {**expected_members, **_expected_appliers(history)}
+
+
+@pytest.fixture(scope="module")
+def small_expected(small_history: Path) -> dict[str, dict[Any, dict[str, Any]]]:
+    return {**_expected_members(small_history), **_expected_appliers(small_history)}
 
 
 # --------------------------------------------------------------- actual
@@ -239,6 +265,31 @@ def rolled(spark: Any, history: Path, tmp_path_factory: pytest.TempPathFactory) 
     return out
 
 
+@pytest.fixture(scope="module")
+def small_rolled(spark: Any, small_history: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("small-rollups")
+    run_rollup(spark, str(small_history), str(out))
+    return out
+
+
+def test_the_small_history_keeps_the_awkward_spots(small_history: Path) -> None:
+    table = pa.concat_tables(pq.read_table(f) for f in sorted(small_history.rglob("*.parquet")))
+    t = pc.cast(table["sampled_at"], pa.int64()).to_numpy()
+    member = np.array(table["member_id"].to_pylist())
+    members = member_ids(5, 3)
+    assert t.min() == _at(DAY1, 0) and t.max() == _at(DAY2, 23, 59) + 59 * US  # both days
+    assert {_at(DAY2, 0) - US, _at(DAY2, 0)} <= set(t.tolist())  # the midnight between
+    dup = t[(member == members[0]) & (t >= _at(DAY2, 8)) & (t < _at(DAY2, 8, 5))]
+    assert len(dup) == 2 * len(set(dup.tolist())) > 0  # the duplicates
+    assert not ((member == members[2]) & (t >= _at(DAY2, 10)) & (t < _at(DAY2, 10, 30))).any()
+    assert ((member == members[2]) & (t >= _at(DAY2, 9, 58)) & (t < _at(DAY2, 10))).any()
+    incarnations = zip(table["incarnation"].to_pylist(), member, strict=True)
+    assert len({i for i, m in incarnations if m == members[0]}) == 2  # the restart at 12:00
+    checked = table["count_transactions_checked"].to_numpy()
+    restart = (member == members[1]) & (t >= _at(DAY2, 14, 58)) & (t < _at(DAY2, 15, 3))
+    assert (np.diff(checked[restart][np.argsort(t[restart])]) < 0).any()  # the reset
+
+
 @pytest.mark.parametrize("table", [*MEMBER_TABLES, *GROUP_TABLES])
 def test_the_shared_duckdb_oracle_equals_the_independent_computation(
     history: Path, expected_members: dict[str, Any], table: str
@@ -273,29 +324,33 @@ def test_tables_are_partitioned_by_group_and_date(rolled: Path) -> None:
 
 
 def test_rerunning_a_date_replaces_it(
-    spark: Any, rolled: Path, history: Path, tmp_path: Path, expected: dict[str, Any]
+    spark: Any,
+    small_rolled: Path,
+    small_history: Path,
+    tmp_path: Path,
+    small_expected: dict[str, Any],
 ) -> None:
     out = tmp_path / "rollups"
-    shutil.copytree(rolled, out)
+    shutil.copytree(small_rolled, out)
     day1 = out / "member_minute" / f"group={GROUP}" / f"date={DAY1}"
     day1_files = sorted(day1.iterdir())
-    run_rollup(spark, str(history), str(out), since=DAY2.isoformat())
+    run_rollup(spark, str(small_history), str(out), since=DAY2.isoformat())
     assert sorted(day1.iterdir()) == day1_files  # other dates untouched
     for table in TABLES:
-        _assert_same(table, _read(spark, out, table), expected[table])
+        _assert_same(table, _read(spark, out, table), small_expected[table])
 
 
 def test_incremental_since_gives_the_same_tables_as_one_run(
-    spark: Any, history: Path, tmp_path: Path, expected: dict[str, Any]
+    spark: Any, small_history: Path, tmp_path: Path, small_expected: dict[str, Any]
 ) -> None:
     out = tmp_path / "rollups"
-    run_rollup(spark, str(history), str(out), until=DAY1.isoformat())
+    run_rollup(spark, str(small_history), str(out), until=DAY1.isoformat())
     assert not (out / "member_day" / f"group={GROUP}" / f"date={DAY2}").exists()
     lines: list[str] = []
-    run_rollup(spark, str(history), str(out), since=DAY2.isoformat(), progress=lines.append)
+    run_rollup(spark, str(small_history), str(out), since=DAY2.isoformat(), progress=lines.append)
     assert any(DAY2.isoformat() in line and "1 dates" in line for line in lines)
     for table in TABLES:
-        _assert_same(table, _read(spark, out, table), expected[table])
+        _assert_same(table, _read(spark, out, table), small_expected[table])
 
 
 def _files(root: Path) -> dict[str, int]:
@@ -308,17 +363,17 @@ def _copy_day(history: Path, to: Path, day: dt.date) -> None:
 
 
 def test_incremental_run_rolls_up_only_the_new_day_and_is_idempotent(
-    spark: Any, history: Path, tmp_path: Path, expected: dict[str, Any]
+    spark: Any, small_history: Path, tmp_path: Path, small_expected: dict[str, Any]
 ) -> None:
     grown, out = tmp_path / "history", tmp_path / "rollups"
-    _copy_day(history, grown, DAY1)
+    _copy_day(small_history, grown, DAY1)
     run_rollup(spark, str(grown), str(out))
-    _copy_day(history, grown, DAY2)  # the next day arrives
+    _copy_day(small_history, grown, DAY2)  # the next day arrives
     lines: list[str] = []
     run_rollup(spark, str(grown), str(out), progress=lines.append)
     assert any(f"{DAY2} .. {DAY2} (1 dates)" in line for line in lines), lines
     for table in TABLES:
-        _assert_same(table, _read(spark, out, table), expected[table])
+        _assert_same(table, _read(spark, out, table), small_expected[table])
     before = _files(out)
     lines.clear()
     assert run_rollup(spark, str(grown), str(out), progress=lines.append) == {}
@@ -327,11 +382,15 @@ def test_incremental_run_rolls_up_only_the_new_day_and_is_idempotent(
 
 
 def test_a_replayed_segment_redoes_its_date_and_the_day_after(
-    spark: Any, history: Path, rolled: Path, tmp_path: Path, expected: dict[str, Any]
+    spark: Any,
+    small_history: Path,
+    small_rolled: Path,
+    tmp_path: Path,
+    small_expected: dict[str, Any],
 ) -> None:
     grown, out = tmp_path / "history", tmp_path / "rollups"
-    shutil.copytree(history, grown)
-    shutil.copytree(rolled, out)
+    shutil.copytree(small_history, grown)
+    shutil.copytree(small_rolled, out)
     day1 = grown / f"group={GROUP}" / f"date={DAY1}"
     first = sorted(day1.glob("part-*.parquet"))[0]
     shutil.copy(first, day1 / "part-9999-replayed.parquet")  # every sample of it twice
@@ -339,21 +398,25 @@ def test_a_replayed_segment_redoes_its_date_and_the_day_after(
     run_rollup(spark, str(grown), str(out), progress=lines.append)
     assert any(f"{DAY1} .. {DAY2} (2 dates)" in line for line in lines), lines
     for table in TABLES:
-        _assert_same(table, _read(spark, out, table), expected[table])
+        _assert_same(table, _read(spark, out, table), small_expected[table])
 
 
 def test_a_corrupt_manifest_means_a_full_run(
-    spark: Any, history: Path, rolled: Path, tmp_path: Path, expected: dict[str, Any]
+    spark: Any,
+    small_history: Path,
+    small_rolled: Path,
+    tmp_path: Path,
+    small_expected: dict[str, Any],
 ) -> None:
     out = tmp_path / "rollups"
-    shutil.copytree(rolled, out)
+    shutil.copytree(small_rolled, out)
     manifest = out / "_rollup_manifest.json"
     assert manifest.exists()
     manifest.write_text('{"format": "grstats-rollup-manifest/1", "gro')  # a torn write
     lines: list[str] = []
-    run_rollup(spark, str(history), str(out), progress=lines.append)
+    run_rollup(spark, str(small_history), str(out), progress=lines.append)
     assert any("no usable manifest" in line for line in lines)
     assert any(f"{DAY1} .. {DAY2} (2 dates)" in line for line in lines), lines
     for table in TABLES:
-        _assert_same(table, _read(spark, out, table), expected[table])
-    assert run_rollup(spark, str(history), str(out)) == {}  # the manifest is whole again
+        _assert_same(table, _read(spark, out, table), small_expected[table])
+    assert run_rollup(spark, str(small_history), str(out)) == {}  # the manifest is whole again
