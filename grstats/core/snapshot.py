@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from grstats.core import columns
 from grstats.core.health import UNCHECKED, Health
@@ -251,6 +252,26 @@ def with_tables(snapshot: DaemonSnapshot, tables: Mapping[str, tuple[Row, ...]])
     for name in tables:
         columns.table(name)
     return replace(snapshot, tables={**snapshot.tables, **tables})
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonFigures:
+    """What the daemon adds to its tables' view: its own counters, gauges and checks.
+
+    The tables count what they received (`MemberTables.counters`); the bus,
+    the publisher and the daemon's checks are the daemon's, handed to
+    `MemberTables.snapshot` and `status_view` in one value.
+    """
+
+    bus_reconnects: int = 0
+    messages_published: int = 0
+    applier_workers_dropped: int = 0
+    sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    gauges: Mapping[str, float] = field(default_factory=dict)  # "members_known" is the tables'
+    health: Health = UNCHECKED  # the daemon's checks (the tables add their own)
+
+
+NO_FIGURES: Final = DaemonFigures()
 
 
 @dataclass(frozen=True, slots=True)

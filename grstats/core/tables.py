@@ -49,13 +49,18 @@ from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
-from grstats.core.health import UNCHECKED, Health
 from grstats.core.member_builders import members_count
 from grstats.core.oracle import ServerOracle
 from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.sample import LocalSample
-from grstats.core.snapshot import DaemonCounters, DaemonSnapshot, DaemonStatus
+from grstats.core.snapshot import (
+    NO_FIGURES,
+    DaemonCounters,
+    DaemonFigures,
+    DaemonSnapshot,
+    DaemonStatus,
+)
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
 from grstats.core.tables_health import tables_health
 from grstats.core.topics import STATS_KIND
@@ -107,7 +112,7 @@ class MemberTables:
         self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
-        self.received = ReceiveCounts()
+        self.received = ReceiveCounts()  # accepted, own and refused envelopes, by reason
         # the replays of MySQL's flow control: a daemon's group (`flow`), a collector's every one
         self.replays = GroupReplays(
             self.registry, flow_control or FlowControlSettings(), catch_up_limit_s, group=group
@@ -122,21 +127,6 @@ class MemberTables:
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
         self._comm_reader = CommunicationReader()  # a member's section checked once
-
-    @property
-    def accepted_total(self) -> int:
-        """Stats envelopes applied to the tables (`DaemonCounters.envelopes_accepted`)."""
-        return self.received.accepted
-
-    @property
-    def own_total(self) -> int:
-        """Our own envelopes heard back from the broker (`DaemonCounters.envelopes_own`)."""
-        return self.received.own
-
-    @property
-    def rejected_total(self) -> dict[str, int]:
-        """Refused messages by reason (`DaemonCounters.rejected`)."""
-        return self.received.rejected
 
     @property
     def version(self) -> int:
@@ -277,84 +267,51 @@ class MemberTables:
             oracle_disagreements={} if oracle is None else dict(oracle.disagreements),
         )
 
-    def snapshot(
-        self,
-        now_us: int,
-        *,
-        bus_reconnects: int = 0,
-        messages_published: int = 0,
-        applier_workers_dropped: int = 0,
-        sections_unsendable: Mapping[str, int] | None = None,
-        gauges: Mapping[str, float] | None = None,
-        health: Health = UNCHECKED,
-    ) -> DaemonSnapshot:
+    def snapshot(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonSnapshot:
         """Freeze the tables (grstats_flow_control included).
 
         Args:
             now_us: wall clock, microseconds (for ages and UNREACHABLE).
-            bus_reconnects, messages_published, applier_workers_dropped,
-                sections_unsendable: the daemon's own counters.
-            gauges: point-in-time values; "members_known" is filled here.
-            health: the daemon's checks (the tables add their own).
+            own: the daemon's own counters, gauges and checks.
 
         Returns:
             A new immutable DaemonSnapshot.
         """
         return build_snapshot(
             self._inputs(now_us),
-            counters=self._counters(
-                bus_reconnects, messages_published, applier_workers_dropped, sections_unsendable
-            ),
-            gauges=self._gauges(gauges),
-            health=tables_health(health, self.registry.pending_gtids, self.oracle),
+            counters=self._counters(own),
+            gauges=self._gauges(own.gauges),
+            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
         )
 
-    def status_view(
-        self,
-        now_us: int,
-        *,
-        bus_reconnects: int = 0,
-        messages_published: int = 0,
-        applier_workers_dropped: int = 0,
-        sections_unsendable: Mapping[str, int] | None = None,
-        gauges: Mapping[str, float] | None = None,
-        health: Health = UNCHECKED,
-    ) -> DaemonStatus:
+    def status_view(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonStatus:
         """What a snapshot taken now would show but its tables: no row is built.
 
-        Args and "members_known" as for `snapshot`; `members` is the members
-        table's row count (`member_builders.members_count`).
+        Args as for `snapshot`; `members` is the members table's row count
+        (`member_builders.members_count`), also its "members_known" gauge.
         """
         members = members_count(self._inputs(now_us))
         return DaemonStatus(
             group_name=self.group or "",
             local_member_id=self.local_member_id or "",
             members=members,
-            counters=self._counters(
-                bus_reconnects, messages_published, applier_workers_dropped, sections_unsendable
-            ),
-            gauges={"members_known": float(members), **self._gauges(gauges)},
-            health=tables_health(health, self.registry.pending_gtids, self.oracle),
+            counters=self._counters(own),
+            gauges={"members_known": float(members), **self._gauges(own.gauges)},
+            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
         )
 
-    def _counters(
-        self,
-        bus_reconnects: int,
-        messages_published: int,
-        applier_workers_dropped: int,
-        sections_unsendable: Mapping[str, int] | None,
-    ) -> DaemonCounters:
+    def _counters(self, own: DaemonFigures) -> DaemonCounters:
         return dataclasses.replace(
             self.counters(),
-            bus_reconnects=bus_reconnects,
-            messages_published=messages_published,
-            applier_workers_dropped=applier_workers_dropped,
-            sections_unsendable=dict(sections_unsendable or {}),
+            bus_reconnects=own.bus_reconnects,
+            messages_published=own.messages_published,
+            applier_workers_dropped=own.applier_workers_dropped,
+            sections_unsendable=dict(own.sections_unsendable),
         )
 
-    def _gauges(self, gauges: Mapping[str, float] | None) -> dict[str, float]:
+    def _gauges(self, gauges: Mapping[str, float]) -> dict[str, float]:
         return {
-            **(gauges or {}),
+            **gauges,
             "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
         }
 

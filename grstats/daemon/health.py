@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from grstats.bus.client import Bus
 from grstats.core import health as h
 from grstats.core.health import Health
 from grstats.core.history_figures import HistoryFigures, HistoryHealth
 from grstats.core.records import HistoryRow
-from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, SqlFigures
+from grstats.core.snapshot import DaemonFigures, DaemonSnapshot, DaemonStatus, SqlFigures
 from grstats.core.tables import MemberTables
 from grstats.sources.base import Source
 
@@ -140,66 +140,51 @@ class EchoWatch:
         return published - self._published_at_echo > self.patience
 
 
-def _daemon_parts(  # noqa: PLR0917 - the two public callers' keywords, passed through
-    tables: MemberTables,
-    bus: Bus | None,
-    source: Source | None,
-    history: HistorySink | None,
-    publisher: Publishing | None,
-    echo: EchoWatch,
-    sql: SqlFigures | None,
-) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class DaemonParts:
+    """The daemon's parts a snapshot or a status reads (None: not running)."""
+
+    bus: Bus | None = None
+    source: Source | None = None
+    history: HistorySink | None = None
+    publisher: Publishing | None = None
+    echo: EchoWatch = dataclasses.field(default_factory=EchoWatch)
+    sql: SqlFigures | None = None
+
+
+def _daemon_figures(tables: MemberTables, parts: DaemonParts) -> DaemonFigures:
     """The daemon's counters, gauges and health, as `MemberTables.snapshot` takes them."""
+    bus, source, history, publisher = parts.bus, parts.source, parts.history, parts.publisher
     gauges = {
         "bus_connected": 1.0 if bus is not None and bus.connected.is_set() else 0.0,
         **health_gauges(source, history),
     }
     health = daemon_health(
-        part_health(bus, source, history), publisher, echo, sql, own=tables.own_total
+        part_health(bus, source, history), publisher, parts.echo, parts.sql, own=tables.received.own
     )
-    return {
-        "bus_reconnects": bus.reconnects if bus else 0,
-        "messages_published": publisher.published if publisher else 0,
-        "applier_workers_dropped": publisher.applier_workers_dropped if publisher else 0,
-        "sections_unsendable": publisher.sections_unsendable if publisher else None,
-        "gauges": gauges,
-        "health": health,
-    }
+    return DaemonFigures(
+        bus_reconnects=bus.reconnects if bus else 0,
+        messages_published=publisher.published if publisher else 0,
+        applier_workers_dropped=publisher.applier_workers_dropped if publisher else 0,
+        sections_unsendable=dict(publisher.sections_unsendable) if publisher else {},
+        gauges=gauges,
+        health=health,
+    )
 
 
-def assemble_snapshot(
-    tables: MemberTables,
-    *,
-    bus: Bus | None,
-    source: Source | None,
-    history: HistorySink | None,
-    publisher: Publishing | None,
-    echo: EchoWatch,
-    sql: SqlFigures | None = None,
-) -> DaemonSnapshot:
+def assemble_snapshot(tables: MemberTables, parts: DaemonParts) -> DaemonSnapshot:
     """The tables frozen with the daemon's counters, gauges, health and history figures."""
-    parts = _daemon_parts(tables, bus, source, history, publisher, echo, sql)
-    snapshot = tables.snapshot(now_us(), **parts)
+    snapshot = tables.snapshot(now_us(), _daemon_figures(tables, parts))
+    history = parts.history
     return dataclasses.replace(
-        snapshot,
-        history=history.stats if history is not None else None,
-        sql=sql,
+        snapshot, history=history.stats if history is not None else None, sql=parts.sql
     )
 
 
-def assemble_status(
-    tables: MemberTables,
-    *,
-    bus: Bus | None,
-    source: Source | None,
-    history: HistorySink | None,
-    publisher: Publishing | None,
-    echo: EchoWatch,
-    sql: SqlFigures | None = None,
-) -> DaemonStatus:
+def assemble_status(tables: MemberTables, parts: DaemonParts) -> DaemonStatus:
     """What `assemble_snapshot` would show now but the tables (none is built): /healthz."""
-    parts = _daemon_parts(tables, bus, source, history, publisher, echo, sql)
-    return dataclasses.replace(tables.status_view(now_us(), **parts), sql=sql)
+    status = tables.status_view(now_us(), _daemon_figures(tables, parts))
+    return dataclasses.replace(status, sql=parts.sql)
 
 
 class Publishing(Protocol):

@@ -44,6 +44,7 @@ from grstats.config import Settings
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import (
+    DaemonParts,
     EchoWatch,
     HistorySink,
     assemble_snapshot,
@@ -157,30 +158,18 @@ class Daemon:
         reader's snapshot fresh (built then: none is built here), so /metrics and
         /v1/tables say at least what /healthz has just said.
         """
-        status = assemble_status(
-            self.tables,
-            bus=self.bus,
-            source=self.source,
-            history=self.history,
-            publisher=self.publisher,
-            echo=self._echo,
-            sql=self.sql.figures() if self.sql is not None else None,
-        )
+        status = assemble_status(self.tables, self._parts())
         shown = self._snapshots.current
         if shown is not None and (shown.health, shown.counters) != (status.health, status.counters):
             self._snapshots.invalidate()
         return status
 
     def _build_snapshot(self) -> DaemonSnapshot:
-        return assemble_snapshot(
-            self.tables,
-            bus=self.bus,
-            source=self.source,
-            history=self.history,
-            publisher=self.publisher,
-            echo=self._echo,
-            sql=self.sql.figures() if self.sql is not None else None,
-        )
+        return assemble_snapshot(self.tables, self._parts())
+
+    def _parts(self) -> DaemonParts:
+        sql = self.sql.figures() if self.sql is not None else None
+        return DaemonParts(self.bus, self.source, self.history, self.publisher, self._echo, sql)
 
     def _update_status(self) -> None:
         text = status_text(self.get_status())

@@ -115,7 +115,7 @@ def test_max_members_per_group_counts_the_local_member() -> None:
         tables.receive(topic(member), envelope(member=member), T0)
     snap = tables.snapshot(T0)
     assert len(snap.table("replication_group_members")) == 4  # the local member and 3 remotes
-    assert tables.rejected_total["over_limit"] == 10 - 3
+    assert tables.received.rejected["over_limit"] == 10 - 3
 
 
 def test_a_collector_has_every_seat_for_remote_members() -> None:
@@ -124,7 +124,7 @@ def test_a_collector_has_every_seat_for_remote_members() -> None:
         member = str(uuid.UUID(int=i + 500))
         tables.receive(topic(member), envelope(member=member), T0)
     assert len(tables.snapshot(T0).table("replication_group_members")) == 4
-    assert tables.rejected_total["over_limit"] == 10 - 4
+    assert tables.received.rejected["over_limit"] == 10 - 4
 
 
 # -- pending gtids: expire and bounded in bytes ------------------------------------------
@@ -165,7 +165,7 @@ def test_pending_gtids_are_bounded_in_bytes_and_refusals_counted() -> None:
     snap = tables.snapshot(T0)
     assert snap.gauges["pending_gtids_bytes"] == 4 * 2_256
     assert snap.counters.pending_gtids_refused == 6
-    assert tables.rejected_total["over_limit"] == 6
+    assert tables.received.rejected["over_limit"] == 6
     assert snap.health.codes() == ("pending_gtids_full",)
     assert any("pending gtids" in detail for detail in snap.health.details())
     # a held one is applied when its member's stats come, and frees its bytes

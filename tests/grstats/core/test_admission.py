@@ -46,7 +46,7 @@ def test_thousands_of_fake_members_stop_at_the_cap_and_are_counted() -> None:
     assert (
         len(snap.table("replication_group_member_stats")) == 64
     )  # the local member has one of the 64 seats
-    assert tables.rejected_total["over_limit"] == 5_000 - 63
+    assert tables.received.rejected["over_limit"] == 5_000 - 63
 
 
 def test_collector_caps_the_number_of_groups() -> None:
@@ -55,7 +55,7 @@ def test_collector_caps_the_number_of_groups() -> None:
     for g in groups:
         tables.receive(topic(REMOTE, group=g), envelope(group=g), T0)
     assert len(tables.snapshot(T0).table("replication_group_member_stats")) == 3
-    assert tables.rejected_total["over_limit"] == 2
+    assert tables.received.rejected["over_limit"] == 2
 
 
 def test_sent_us_far_in_the_future_is_rejected() -> None:

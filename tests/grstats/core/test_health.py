@@ -14,7 +14,7 @@ from grstats.api.server import ApiServer
 from grstats.core.health import UNCHECKED, Health, HealthReason
 from grstats.core.history_figures import HistoryFigures, HistoryHealth
 from grstats.core.snapshot import DaemonSnapshot
-from grstats.daemon.health import EchoWatch, assemble_snapshot
+from grstats.daemon.health import DaemonParts, assemble_snapshot
 from grstats.daemon.notify import status_text
 from tests.fixtures.member_tables import make_tables
 
@@ -71,11 +71,7 @@ def _views(health_snapshot: DaemonSnapshot) -> tuple[dict[str, Any], dict[str, f
 def test_the_daemons_health_reaches_healthz_metrics_and_systemd_alike() -> None:
     snapshot = assemble_snapshot(
         make_tables(),
-        bus=None,
-        source=None,
-        history=_History(),  # type: ignore[arg-type]
-        publisher=None,
-        echo=EchoWatch(),
+        DaemonParts(history=_History()),  # type: ignore[arg-type]
     )
     assert snapshot.history == HistoryFigures(rows_written=3)  # the writer's own figures
     healthz, metric, systemd = _views(snapshot)
@@ -101,7 +97,5 @@ def test_the_daemons_health_reaches_healthz_metrics_and_systemd_alike() -> None:
 
 def test_no_gauge_decodes_into_a_reason() -> None:
     # the old second vocabulary: a `degraded_<x>` gauge read back as reason <x>
-    snapshot = assemble_snapshot(
-        make_tables(), bus=None, source=None, history=None, publisher=None, echo=EchoWatch()
-    )
+    snapshot = assemble_snapshot(make_tables(), DaemonParts())
     assert not any(key.startswith("degraded_") for key in snapshot.gauges)

@@ -216,7 +216,7 @@ def test_retained_copy_of_an_applied_message_is_ignored_not_counted() -> None:
     tables.receive(topic(), data, T0)
     result = tables.receive(topic(), data, T0 + 1, retained=True)  # after a reconnect
     assert isinstance(result, Ignored)
-    assert tables.rejected_total["stale"] == 0
+    assert tables.received.rejected["stale"] == 0
 
 
 def test_replay_of_an_older_incarnation_is_stale_not_a_restart() -> None:
@@ -246,6 +246,6 @@ def test_our_own_messages_are_ignored_not_counted() -> None:
     tables = online_tables()
     result = tables.receive(topic(LOCAL), envelope(member=LOCAL, transactions_certified=9), T0)
     assert isinstance(result, Ignored)
-    assert tables.accepted_total == 0
-    assert sum(tables.rejected_total.values()) == 0
-    assert tables.own_total == 1
+    assert tables.received.accepted == 0
+    assert sum(tables.received.rejected.values()) == 0
+    assert tables.received.own == 1

@@ -11,8 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
 from grstats.api.metrics import build_registry
+from grstats.core.snapshot import DaemonFigures
 from grstats.core.tables import MemberTables
-from grstats.daemon.health import EchoWatch, assemble_snapshot
+from grstats.daemon.health import DaemonParts, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
 from tests.fixtures.member_tables import LOCAL, T0, local_sample, make_tables
 from tests.fixtures.publishing import Sink, make_publisher
@@ -54,7 +55,7 @@ def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: P
     assert all("lag" not in envelope.ext for envelope in stats)
 
     tables: MemberTables = make_tables()
-    snapshot = tables.snapshot(T0, sections_unsendable=publisher.sections_unsendable)
+    snapshot = tables.snapshot(T0, DaemonFigures(sections_unsendable=publisher.sections_unsendable))
     assert snapshot.counters.as_dict()["ext_lag_unsendable"] == 3
     text = generate_latest(build_registry(lambda: snapshot)).decode()
     samples = {
@@ -106,9 +107,7 @@ def test_an_unsendable_gtid_state_degrades_healthz_until_one_fits(tmp_path: Path
     bus = _Bus()
 
     def health() -> tuple[tuple[str, ...], float]:
-        snap = assemble_snapshot(
-            tables, bus=None, source=None, history=None, publisher=publisher, echo=EchoWatch()
-        )
+        snap = assemble_snapshot(tables, DaemonParts(publisher=publisher))
         return snap.health.details(), snap.health.status()["gtids_unsendable"]
 
     asyncio.run(publisher.tick(0, bus))  # type: ignore[arg-type]
