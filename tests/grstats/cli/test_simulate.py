@@ -174,13 +174,14 @@ def _applier_rollup(history: Path, unit: str) -> list[tuple[Any, ...]]:
 def test_applier_rollups_equal_those_of_every_sample_counted_from_the_kept_ones(
     day_of_three: Path, full_cadence_day_of_three: Path
 ) -> None:
-    for unit in ("hour", "day"):
-        full = _applier_rollup(full_cadence_day_of_three, unit)
-        kept = _applier_rollup(day_of_three, unit)
-        assert len(full) == len(kept) > 0
-        for a, b in zip(kept, full, strict=True):
-            # every figure equal; `samples` (next to last) counts the kept ones
-            assert a[:-2] == b[:-2] and a[-1] == b[-1]
+    # hours only: a day's steps are its hours' (the same steps, bucketed coarser);
+    # day sums across gaps of days are history/test_cadence.py's random histories
+    full = _applier_rollup(full_cadence_day_of_three, "hour")
+    kept = _applier_rollup(day_of_three, "hour")
+    assert len(full) == len(kept) > 0
+    for a, b in zip(kept, full, strict=True):
+        # every figure equal; `samples` (next to last) counts the kept ones
+        assert a[:-2] == b[:-2] and a[-1] == b[-1]
     days = duckdb.sql(
         f"SELECT samples FROM ({applier_sql(day_of_three, BUCKET_US['day'])})"
     ).fetchall()
