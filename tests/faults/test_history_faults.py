@@ -376,7 +376,16 @@ async def test_disk_full_real_tmpfs_bounded_degraded_and_recovers(small_fs: Path
 
 async def test_buffer_bound_drops_oldest_and_counts_them(tmp_path: Path) -> None:
     ops = FullDisk()
-    writer = _fast_writer(tmp_path, file_ops=ops, max_buffer_rows=100)
+    # the thread takes rows only on its timers (record() never wakes it): with
+    # them an hour away, no batch is in flight beside the buffer while we fill it
+    # (with 0.05 s a loaded machine let the thread take 60 rows first: 90 dropped)
+    writer = _fast_writer(
+        tmp_path,
+        file_ops=ops,
+        max_buffer_rows=100,
+        flush_interval_s=3600.0,
+        fsync_interval_s=3600.0,
+    )
     await writer.start()
     ops.full = True
     for seq in range(1, 251):
