@@ -2,10 +2,10 @@
 
 Strategy: answers are built from one immutable `DaemonSnapshot` read per
 request (`get_snapshot`), never from live state, and know nothing of
-sockets; /healthz reads only a `DaemonStatus` (`get_status`: the daemon's
+sockets: the server (`grstats.api.server`) frames and sends them within its
+bounds. /healthz reads only a `DaemonStatus` (`get_status`: the daemon's
 counters and checks now, no table built, so polling it costs a busy
-collector nothing of its tables): the server (`grstats.api.server`) frames and sends them within its
-bounds. The snapshot's part of /metrics is rendered once per snapshot and
+collector nothing of its tables). The snapshot's part of /metrics is rendered once per snapshot and
 shared by every scraper of that snapshot; only the small process/API part
 is rendered per request.
 """

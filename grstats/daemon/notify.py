@@ -14,7 +14,7 @@ import socket
 
 import structlog
 
-from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
+from grstats.core.snapshot import DaemonStatus
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -53,9 +53,8 @@ def watchdog_interval_s() -> float | None:
     return int(usec) / 2 / 1_000_000
 
 
-def status_text(view: DaemonStatus | DaemonSnapshot) -> str:
+def status_text(status: DaemonStatus) -> str:
     """The one-line STATUS= systemd shows for the daemon."""
-    status = status_of(view) if isinstance(view, DaemonSnapshot) else view
     connected = bool(status.gauges.get("bus_connected"))
     text = f"bus={'connected' if connected else 'disconnected'} members={status.members}"
     if not status.health.ok:

@@ -13,7 +13,7 @@ from grstats.api.options import ApiOptions
 from grstats.api.server import ApiServer
 from grstats.core.health import UNCHECKED, Health, HealthReason
 from grstats.core.history_figures import HistoryFigures, HistoryHealth
-from grstats.core.snapshot import DaemonSnapshot
+from grstats.core.snapshot import DaemonSnapshot, status_of
 from grstats.daemon.health import DaemonParts, assemble_snapshot
 from grstats.daemon.notify import status_text
 from tests.fixtures.member_tables import make_tables
@@ -65,7 +65,7 @@ def _views(health_snapshot: DaemonSnapshot) -> tuple[dict[str, Any], dict[str, f
         for s in f.samples
         if s.name == "grstats_health_status"
     }
-    return {**healthz, "http": status}, metric, status_text(health_snapshot)
+    return {**healthz, "http": status}, metric, status_text(status_of(health_snapshot))
 
 
 def test_the_daemons_health_reaches_healthz_metrics_and_systemd_alike() -> None:
