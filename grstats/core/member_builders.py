@@ -36,7 +36,7 @@ from grstats.core.commitpath import CommitPathRows
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
-from grstats.core.sample import LocalSample, ServerViewMember
+from grstats.core.sample import LocalMember, LocalSample, ServerViewMember
 from grstats.core.snapshot import Row
 from grstats.core.snapshot_inputs import LocalView, SnapshotInputs, Tables
 
@@ -102,7 +102,7 @@ def members_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
             unreachable = inputs.registry.unreachable(remote, inputs.now_us)
             rows.append(remote_member_row(remote.envelope, unreachable=unreachable))
     for other in _server_only(inputs):
-        rows.append(_member_row_of(other))
+        rows.append(_member_row_of(other.member))
     return _sorted(rows)
 
 
@@ -302,8 +302,7 @@ def _local_stats_row(sample: LocalSample | None) -> Row:
     return stats_row(m.view_id, member_id, sample.stats)
 
 
-def _member_row_of(other: ServerViewMember) -> Row:
-    m = other.member
+def _member_row_of(m: LocalMember) -> Row:
     return member_row(
         member_id=m.member_id,
         host=m.host,
@@ -328,17 +327,7 @@ def _local_member_row(sample: LocalSample | None) -> Row:
             version="",
             stack="",
         )
-    m = sample.member
-    return member_row(
-        member_id=m.member_id,
-        host=m.host,
-        port=m.port,
-        state=m.state,
-        underlying_state=m.state,
-        role=m.role,
-        version=m.version,
-        stack=m.communication_stack,
-    )
+    return _member_row_of(sample.member)
 
 
 def _status_row(
