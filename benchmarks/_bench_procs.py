@@ -154,13 +154,15 @@ def start_broker(procs: Procs, workdir: Path) -> int:
     return port
 
 
-def daemon_toml(broker: int, member: str, members: list[str]) -> str:
+def daemon_toml(broker: int, member: str, members: list[str], simulated: str = "") -> str:
+    """One simulated member's config; `simulated`: further `[simulated]` lines."""
     return f"""
 [member]
 group = "{GROUP}"
 id = "{member}"
 [simulated]
 members = {json.dumps(members)}
+{simulated}
 [bus]
 port = {broker}
 [publish]
@@ -174,10 +176,18 @@ format = "json"
 """
 
 
-def start_daemon(procs: Procs, workdir: Path, broker: int, member: str, members: list[str]) -> Any:
+def start_daemon(
+    procs: Procs,
+    workdir: Path,
+    broker: int,
+    member: str,
+    members: list[str],
+    *,
+    simulated: str = "",
+) -> Any:
     d = workdir / member
     d.mkdir()
-    (d / "grstats.toml").write_text(daemon_toml(broker, member, members))
+    (d / "grstats.toml").write_text(daemon_toml(broker, member, members, simulated))
     grstats = str(Path(sys.executable).parent / "grstats")
     proc = procs.start([grstats, "run", "--config", str(d / "grstats.toml")], d / "log")
     return proc, d / "log"
