@@ -20,10 +20,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grstats.cli.demo.mosquitto import (  # noqa: E402 - after the sys.path line so a plain checkout works
-    find_mosquitto,
-    write_loopback_config,
-)
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
     Envelope,
     MemberInfo,
@@ -146,6 +142,10 @@ class Procs:
 
 
 def start_broker(procs: Procs, workdir: Path) -> int:
+    # imported here, not at the top: the bare aiomqtt reference process imports
+    # this module and must not hold grstats (importing grstats imports structlog)
+    from grstats.cli.demo.mosquitto import find_mosquitto, write_loopback_config  # noqa: PLC0415
+
     binary = find_mosquitto() or "/usr/sbin/mosquitto"
     port = free_port()
     conf = write_loopback_config(workdir / "mosquitto.conf", port)
