@@ -20,10 +20,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grstats.cli.demo.mosquitto import (  # noqa: E402 - after the sys.path line so a plain checkout works
-    find_mosquitto,
-    write_loopback_config,
-)
 from protocol import (  # noqa: E402 - after the sys.path line so a plain checkout works
     Envelope,
     MemberInfo,
@@ -146,6 +142,10 @@ class Procs:
 
 
 def start_broker(procs: Procs, workdir: Path) -> int:
+    # imported here, not at the top: the bare aiomqtt reference process imports
+    # this module and must not hold grstats (importing grstats imports structlog)
+    from grstats.cli.demo.mosquitto import find_mosquitto, write_loopback_config  # noqa: PLC0415
+
     binary = find_mosquitto() or "/usr/sbin/mosquitto"
     port = free_port()
     conf = write_loopback_config(workdir / "mosquitto.conf", port)
@@ -154,13 +154,15 @@ def start_broker(procs: Procs, workdir: Path) -> int:
     return port
 
 
-def daemon_toml(broker: int, member: str, members: list[str]) -> str:
+def daemon_toml(broker: int, member: str, members: list[str], simulated: str = "") -> str:
+    """One simulated member's config; `simulated`: further `[simulated]` lines."""
     return f"""
 [member]
 group = "{GROUP}"
 id = "{member}"
 [simulated]
 members = {json.dumps(members)}
+{simulated}
 [bus]
 port = {broker}
 [publish]
@@ -174,10 +176,18 @@ format = "json"
 """
 
 
-def start_daemon(procs: Procs, workdir: Path, broker: int, member: str, members: list[str]) -> Any:
+def start_daemon(
+    procs: Procs,
+    workdir: Path,
+    broker: int,
+    member: str,
+    members: list[str],
+    *,
+    simulated: str = "",
+) -> Any:
     d = workdir / member
     d.mkdir()
-    (d / "grstats.toml").write_text(daemon_toml(broker, member, members))
+    (d / "grstats.toml").write_text(daemon_toml(broker, member, members, simulated))
     grstats = str(Path(sys.executable).parent / "grstats")
     proc = procs.start([grstats, "run", "--config", str(d / "grstats.toml")], d / "log")
     return proc, d / "log"

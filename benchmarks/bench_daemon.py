@@ -4,6 +4,7 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
                                          [--publishers 2] [--members 300]
                                          [--skip-steady] [--skip-fanin]
                                          [--production] [--prod-daemons 3]
+                                         [--commit-path-pair] [--pair-rounds 2]
 
 (a) steady state: 9 `grstats run` daemons (simulated source, period 1 s) and
     one bare aiomqtt process doing the same exchange (publish one
@@ -37,8 +38,17 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
     CPU % and RSS as ratios to the bare process (the daemon alone; with [sql]
     also the daemon plus its endpoint's process). Goals: <= 1.3x CPU, <= 1.5x RSS.
 
-The scenarios live in _bench_steady.py (a, d), _bench_fanin.py (b, c); the
-child processes' roles in _bench_roles.py; the plumbing in _bench_procs.py.
+(e) commit-path pair (`--commit-path-pair` runs only this; issue 27): (a)'s 9
+    daemons at the default MySQL version (ext.commit_path sent) and at
+    `[simulated] version = "8.0.22"` (no Gr_* variables: no section),
+    alternating `--pair-rounds` times, `--seconds` each, each phase beside its
+    own bare aiomqtt process on a fresh broker. CPU and RSS of each phase, the
+    ratio with/without (goal: <= 1.05x), and one daemon's commit-path row count
+    per phase (all members with, none without).
+
+The scenarios live in _bench_steady.py (a, d), _bench_fanin.py (b, c),
+_bench_pair.py (e); the child processes' roles in _bench_roles.py; the
+plumbing in _bench_procs.py.
 
 Figures only; nothing is asserted. Only processes started here are signalled.
 """
@@ -50,6 +60,7 @@ import asyncio
 import os
 
 from _bench_fanin import fanin, fanin_collectors
+from _bench_pair import commit_path_pair
 from _bench_roles import role_bare_steady, role_bare_sub, role_bus_sub, role_publisher
 from _bench_steady import production, steady
 from _common import machine
@@ -67,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fanin", action="store_true", help="only (c): collectors, 1 and 2")
     parser.add_argument("--production", action="store_true", help="only (d): mysql + history")
     parser.add_argument("--prod-daemons", type=int, default=3, help="(d) daemons per [sql] row")
+    parser.add_argument("--commit-path-pair", action="store_true", help="only (e): issue 27")
+    parser.add_argument("--pair-rounds", type=int, default=2, help="(e) with/without rounds")
+    parser.add_argument("--pair-daemons", type=int, default=9, help="(e) daemons per phase")
     # child roles
     parser.add_argument("--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher"))
     parser.add_argument("--port", type=int)
@@ -93,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.production:
         production(args.seconds, args.prod_daemons)
+        return 0
+    if args.commit_path_pair:
+        commit_path_pair(args.seconds, args.pair_rounds, args.pair_daemons)
         return 0
     if not args.skip_steady:
         steady(args.seconds)

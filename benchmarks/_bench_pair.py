@@ -1,0 +1,128 @@
+"""bench_daemon's commit-path pair (issue 27): scenario (a) with and without the section.
+
+The 9 simulated daemons of (a) run at the group's default MySQL version, whose
+members send ext.commit_path and ext.commit_path_comm ("with"), and at
+`[simulated] version = "8.0.22"`, a server without the Gr_* status variables
+and without replication_group_communication_information, so no section
+("without"). The two alternate in one run (with, without, with, without, ...),
+each phase on its own fresh Mosquitto (no retained envelope crosses phases)
+beside its own bare aiomqtt process, measured for the same seconds after the
+same warm-up. Each phase reads grstats_member_commit_path from one daemon's
+API: the rows it holds are the members whose envelopes carried a section, so
+"with" should show every member and "without" none.
+
+Printed: each phase's daemon CPU % and RSS (means over the 9) and the bare
+process's; then the means over the phases of each kind and the ratio
+with / without (issue 27's "Done when": at most 1.05 for both).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from _bench_procs import Procs, api_port_of, http_json, member_uuid, start_broker, start_daemon
+from _bench_steady import measure, start_bare
+
+WITHOUT_VERSION = "8.0.22"  # before 8.0.23 (communication information) and 8.1.0 (Gr_*)
+TABLE = "grstats_member_commit_path"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One measured phase: means over its daemons, its bare process, its table rows."""
+
+    label: str
+    cpu: float
+    rss: float
+    bare_cpu: float
+    bare_rss: float
+    rows: int
+    members: int
+
+
+def _rows_seen(port: int, members: int, deadline_s: float) -> int:
+    """grstats_member_commit_path's row count on one daemon, once every member was
+    heard from (or at the deadline): the members whose envelopes carried a section."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        seen = len(http_json(port, "/v1/tables/grstats_member_status"))
+        if seen >= members or time.monotonic() > deadline:
+            return len(http_json(port, f"/v1/tables/{TABLE}"))
+        time.sleep(0.2)
+
+
+def run_phase(label: str, simulated: str, seconds: float, n: int) -> Phase:
+    """Start `n` simulated daemons (with `simulated` in their [simulated] section)
+    and a bare process on a fresh broker, measure them, stop them."""
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="bench-pair-") as tmp:
+        workdir = Path(tmp)
+        try:
+            broker = start_broker(procs, workdir)
+            members = [member_uuid(i, 1) for i in range(n)]
+            started = [
+                start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                for m in members
+            ]
+            ports = [api_port_of(log) for _, log in started]
+            bare = start_bare(procs, workdir, broker, seconds)
+            daemons = [p.pid for p, _ in started]
+            w = measure([*daemons, bare.pid], seconds)
+            rows = _rows_seen(ports[0], n, 10.0)
+        finally:
+            procs.stop_all()
+    return Phase(
+        label,
+        w.mean_cpu(daemons),
+        w.mean_rss(daemons),
+        w.cpu[bare.pid],
+        w.rss[bare.pid],
+        rows,
+        n,
+    )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def commit_path_pair(seconds: float, rounds: int, n: int = 9) -> None:
+    """Alternate `rounds` times: `n` daemons with the commit-path section, then without."""
+    kinds = {"with": "", "without": f'version = "{WITHOUT_VERSION}"'}
+    print(
+        f"(e) commit-path pair (issue 27): {n} simulated daemons at 1 Hz + 1 bare aiomqtt, "
+        f"default version (ext.commit_path sent) vs {WITHOUT_VERSION} (none), "
+        f"alternating, {rounds} x {seconds:.0f} s each"
+    )
+    phases: list[Phase] = []
+    for r in range(rounds):
+        for label, simulated in kinds.items():
+            p = run_phase(label, simulated, seconds, n)
+            phases.append(p)
+            print(
+                f"    round {r + 1} {label:<7}: daemon CPU {p.cpu:5.2f} %  RSS {p.rss:5.1f} MB | "
+                f"bare CPU {p.bare_cpu:5.2f} %  RSS {p.bare_rss:5.1f} MB | "
+                f"{TABLE} rows {p.rows}/{p.members}",
+                flush=True,
+            )
+    by = {k: [p for p in phases if p.label == k] for k in kinds}
+    cpu = {k: _mean([p.cpu for p in ps]) for k, ps in by.items()}
+    rss = {k: _mean([p.rss for p in ps]) for k, ps in by.items()}
+    rel = {k: _mean([p.cpu / max(p.bare_cpu, 1e-9) for p in ps]) for k, ps in by.items()}
+    for k in kinds:
+        print(f"    {k:<7} mean: CPU {cpu[k]:.2f} % ({rel[k]:.2f}x bare)  RSS {rss[k]:.1f} MB")
+    print(
+        f"    ratio with/without: CPU {cpu['with'] / max(cpu['without'], 1e-9):.3f}x "
+        f"(of the x-bare figures {rel['with'] / max(rel['without'], 1e-9):.3f}x), "
+        f"RSS {rss['with'] / rss['without']:.3f}x  (goal: <= 1.05x each)"
+    )
+    leaked = [p for p in by["without"] if p.rows]
+    missing = [p for p in by["with"] if p.rows < p.members]
+    if leaked or missing:
+        print(
+            f"    WARNING: {len(leaked)} 'without' phase(s) held commit-path rows, "
+            f"{len(missing)} 'with' phase(s) lacked some: the pair does not measure the section"
+        )
