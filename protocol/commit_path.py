@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any, Final, NoReturn
 
 from protocol.errors import ProtocolError
+from protocol.frozen import builder
 
 COMMIT_PATH_VERSION: Final = 1
 MAX_COUNTER: Final = (1 << 64) - 1
@@ -81,6 +82,7 @@ class CommitPathCounters:
 COUNTERS: Final = tuple(f.name for f in fields(CommitPathCounters))
 _TIMESTAMP_AT: Final = COUNTERS.index("last_consensus_end_us")
 _VALUES: Final = attrgetter(*COUNTERS)
+_build_counters = builder(CommitPathCounters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,7 @@ def decode_commit_path(value: object) -> CommitPathReport:
         ProtocolError: not the layout above (version, type, length or range).
     """
     at, raw = _checked(value)
-    return CommitPathReport(at, CommitPathCounters(*raw))
+    return CommitPathReport(at, _build_counters(*raw))
 
 
 def _checked(value: object) -> tuple[int, Any]:
