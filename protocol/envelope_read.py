@@ -85,6 +85,9 @@ def _bounds(size: int) -> dict[str, Any]:
     }
 
 
+_FAST_BOUNDS: Final = _bounds(FAST_PATH_SIZE)
+
+
 def _fail(where: str, problem: str, offset: int | None = None) -> NoReturn:
     raise ProtocolError(f"envelope: {where}: {problem}", offset)
 
@@ -166,7 +169,9 @@ def _read_canonical(
     an error to name -- goes the streaming way.
     """
     try:
-        message = msgpack.unpackb(data, **_bounds(len(data)))
+        # every declared length bounded by FAST_PATH_SIZE (>= len(data)): an
+        # allocation stays as bounded, and a refusal sends `data` the strict way
+        message = msgpack.unpackb(data, **_FAST_BOUNDS)
         canonical = type(message) is dict and msgpack.packb(message) == data
     except (ValueError, TypeError, Refused, msgpack.UnpackException):
         return None
