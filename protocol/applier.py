@@ -230,6 +230,7 @@ def _decode_checked(value: object) -> ApplierReport:
 # what that accepts (tested).
 _build_channel = builder(ApplierChannel)
 _build_worker = builder(ApplierWorker)
+_build_report = builder(ApplierReport)
 
 
 def _well_formed(value: object) -> bool:
@@ -290,7 +291,8 @@ def _well_formed(value: object) -> bool:
 def _build(value: list[Any]) -> ApplierReport:
     # `value` is well formed: every position holds what the layout says.
     channels = tuple(starmap(_build_channel, value[3]))
-    return ApplierReport(value[1], value[2], channels, tuple(starmap(_build_worker, value[4])))
+    workers = tuple(starmap(_build_worker, value[4]))
+    return _build_report(value[1], value[2], channels, workers)
 
 
 def _fast(value: object) -> ApplierReport | None:

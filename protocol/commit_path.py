@@ -82,7 +82,6 @@ class CommitPathCounters:
 COUNTERS: Final = tuple(f.name for f in fields(CommitPathCounters))
 _TIMESTAMP_AT: Final = COUNTERS.index("last_consensus_end_us")
 _VALUES: Final = attrgetter(*COUNTERS)
-_build_counters = builder(CommitPathCounters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +90,10 @@ class CommitPathReport:
 
     at_us: int
     counters: CommitPathCounters
+
+
+_build_counters = builder(CommitPathCounters)
+_build_report = builder(CommitPathReport)
 
 
 def _fail(where: str, problem: str) -> NoReturn:
@@ -118,7 +121,7 @@ def decode_commit_path(value: object) -> CommitPathReport:
         ProtocolError: not the layout above (version, type, length or range).
     """
     at, raw = _checked(value)
-    return CommitPathReport(at, _build_counters(*raw))
+    return _build_report(at, _build_counters(*raw))
 
 
 def _checked(value: object) -> tuple[int, Any]:

@@ -193,6 +193,7 @@ def _channel(where: str, value: object) -> LagChannel:
 # what that accepts (tested).
 _build_stage = builder(LagStage)
 _build_channel = builder(LagChannel)
+_build_report = builder(LagReport)
 _MAX_US: Final = MAX_TIMESTAMP_US
 
 
@@ -252,7 +253,7 @@ def _build(value: list[Any]) -> LagReport:
     for channel in value[2]:
         stages = starmap(_build_stage, channel[5:])
         channels.append(_build_channel(*channel[:5], *stages))
-    return LagReport(value[1], tuple(channels))
+    return _build_report(value[1], tuple(channels))
 
 
 def _fast_report(value: object) -> LagReport | None:
