@@ -44,7 +44,7 @@ def _with_repeated(path: tuple[str, ...], key: str) -> bytes:
     packer = msgpack.Packer(use_bin_type=True)
 
     def pack_map(mapping_items: list[tuple[str, Any]], inner: dict[str, bytes]) -> bytes:
-        out = packer.pack_map_header(len(mapping_items))
+        out: bytes = packer.pack_map_header(len(mapping_items))
         for k, v in mapping_items:
             out += packer.pack(k) + (inner[k] if k in inner else packer.pack(v))
         return out
@@ -72,7 +72,26 @@ def _nested_repeat() -> bytes:
     return packed.replace(b"\x91\x01", b"\x91\x82\xa1k\x01\xa1k\x02")
 
 
+def _int_key_in_member() -> bytes:
+    packed = _packed(_message())
+    member = msgpack.packb("member")
+    at = packed.index(member) + len(member)
+    count = packed[at]  # a fixmap
+    return packed[:at] + bytes([count + 1]) + b"\x07\x01" + packed[at + 1 :]
+
+
+def _ext_as_map16() -> bytes:
+    # not what msgpack-python writes for a small map, but valid msgpack
+    packed = _packed(_message())
+    ext = msgpack.packb("ext")
+    at = packed.index(ext) + len(ext)
+    count = packed[at] & 0x0F
+    return packed[:at] + b"\xde\x00" + bytes([count]) + packed[at + 1 :]
+
+
 CASES: dict[str, bytes] = {
+    "an int key in member": _int_key_in_member(),
+    "ext as map16": _ext_as_map16(),
     "good": _packed(_message()),
     "member key twice": _with_repeated(("member",), "id"),
     "ext key twice": _with_repeated(("ext",), "lag"),
@@ -111,7 +130,7 @@ def test_a_small_envelope_of_maps_gives_up_the_hook_early(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = 0
-    real = envelope_read.msgpack.unpackb
+    real = msgpack.unpackb
 
     def counting(data: Any, **kwargs: Any) -> Any:
         hook = kwargs.get("object_pairs_hook")
@@ -125,7 +144,7 @@ def test_a_small_envelope_of_maps_gives_up_the_hook_early(
             kwargs["object_pairs_hook"] = counted
         return real(data, **kwargs)
 
-    monkeypatch.setattr(envelope_read.msgpack, "unpackb", counting)
+    monkeypatch.setattr(msgpack, "unpackb", counting)  # the module protocol calls
     _, dropped = decode_envelope_sections(CASES["2000 empty maps dropped"], keep=KEEP)
     assert dropped == ("junk",)
     assert 0 < calls <= envelope_read.FAST_PATH_MAPS + 1  # then skipped unread, in C
