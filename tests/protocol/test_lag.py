@@ -256,7 +256,7 @@ def _position_mutations() -> list[Any]:
     """The busy wire value with one position (channel head, stage item) made bad."""
     bad: list[Any] = [None, -1, 0, 2**55 + 1, True, False, 1.5, "", "x", "é", "a" * 97, [], b"x"]
     out: list[Any] = []
-    paths = [(2, c, i) for c in (0, 1) for i in range(5)]
+    paths: list[tuple[int, ...]] = [(2, c, i) for c in (0, 1) for i in range(5)]
     paths += [(2, c, s, i) for c in (0, 1) for s in (5, 8, 10) for i in range(5)]
     for path in paths:
         for value in bad:
