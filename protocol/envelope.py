@@ -121,7 +121,13 @@ def _bytes(where: str, value: object) -> bytes:
     return value
 
 
+# Plain scalars, by exact type: the common case, decided without the isinstance chain.
+_SCALARS: Final = frozenset({str, bytes, int, float, bool, type(None)})
+
+
 def _check_ext_value(value: object, depth: int) -> None:
+    if type(value) in _SCALARS:
+        return
     if isinstance(value, Mapping):
         if depth >= MAX_EXT_DEPTH:
             _fail("ext", f"nested deeper than {MAX_EXT_DEPTH} containers")
@@ -146,7 +152,7 @@ _SELF_CHECKED_SECTIONS: Final = SELF_CHECKED_SECTIONS
 
 
 def _ext(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         _fail("ext", f"expected a map, got {_type_name(value)}")
     for key, item in value.items():
         if type(key) is not str:
