@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any, Final, NoReturn
 
 from protocol.errors import ProtocolError
+from protocol.frozen import builder
 
 COMMIT_PATH_VERSION: Final = 1
 MAX_COUNTER: Final = (1 << 64) - 1
@@ -91,6 +92,10 @@ class CommitPathReport:
     counters: CommitPathCounters
 
 
+_build_counters = builder(CommitPathCounters)
+_build_report = builder(CommitPathReport)
+
+
 def _fail(where: str, problem: str) -> NoReturn:
     raise ProtocolError(f"ext.commit_path: {where}: {problem}")
 
@@ -116,7 +121,7 @@ def decode_commit_path(value: object) -> CommitPathReport:
         ProtocolError: not the layout above (version, type, length or range).
     """
     at, raw = _checked(value)
-    return CommitPathReport(at, CommitPathCounters(*raw))
+    return _build_report(at, _build_counters(*raw))
 
 
 def _checked(value: object) -> tuple[int, Any]:

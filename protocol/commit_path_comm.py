@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from protocol.errors import ProtocolError
+from protocol.frozen import builder
 
 COMMIT_PATH_COMM_VERSION: Final = 1
 MAX_WRITE_CONCURRENCY: Final = (1 << 32) - 1
@@ -67,33 +68,25 @@ class GroupCommunication:
         )
 
 
+_build = builder(GroupCommunication)
+
+
 def _fail(where: str, problem: str) -> NoReturn:
     raise ProtocolError(f"ext.commit_path_comm: {where}: {problem}")
 
 
-def _leaders(where: str, value: object) -> tuple[str, ...] | None:
+def _leaders(where: str, value: object) -> None:
     if value is None:
-        return None
+        return
     if (type(value) is not list and type(value) is not tuple) or len(value) > MAX_LEADERS:
         _fail(where, f"expected an array of at most {MAX_LEADERS} member UUIDs")
     for item in value:
         if type(item) is not str or not _UUID.fullmatch(item):
             _fail(where, f"expected a member UUID, got {item!r:.60}")
-    return tuple(value)
 
 
-def decode_commit_path_comm(value: object) -> GroupCommunication:
-    """Validate an `ext.commit_path_comm` value (already unpacked by the envelope decoder).
-
-    Args:
-        value: `envelope.ext["commit_path_comm"]`: plain msgpack data.
-
-    Returns:
-        The row as the sender's server showed it.
-
-    Raises:
-        ProtocolError: not the layout above (version, type, length or range).
-    """
+def _check(value: object) -> list[Any] | tuple[Any, ...]:
+    """`decode_commit_path_comm`'s checks: the value itself when it is well formed."""
     if (type(value) is not list and type(value) is not tuple) or len(value) != 6:
         _fail("top level", "expected an array of 6 items")
     version, concurrency, protocol, preferred, actual, single = value
@@ -109,11 +102,29 @@ def decode_commit_path_comm(value: object) -> GroupCommunication:
         _fail("protocol_version", f"expected a text of 1-{MAX_VERSION_CHARS} characters")
     if single is not None and (type(single) is not int or single not in (0, 1)):
         _fail("single_leader_capable", "expected 0 or 1")
-    return GroupCommunication(
+    _leaders("leaders_preferred", preferred)
+    _leaders("leaders_actual", actual)
+    return value
+
+
+def decode_commit_path_comm(value: object) -> GroupCommunication:
+    """Validate an `ext.commit_path_comm` value (already unpacked by the envelope decoder).
+
+    Args:
+        value: `envelope.ext["commit_path_comm"]`: plain msgpack data.
+
+    Returns:
+        The row as the sender's server showed it.
+
+    Raises:
+        ProtocolError: not the layout above (version, type, length or range).
+    """
+    _, concurrency, protocol, preferred, actual, single = _check(value)
+    return _build(
         concurrency,
         protocol,
-        _leaders("leaders_preferred", preferred),
-        _leaders("leaders_actual", actual),
+        None if preferred is None else tuple(preferred),
+        None if actual is None else tuple(actual),
         None if single is None else bool(single),
     )
 
@@ -139,5 +150,5 @@ def encode_commit_path_comm(comm: GroupCommunication) -> list[Any]:
         None if comm.leaders_actual is None else list(comm.leaders_actual),
         None if single is None else int(single),
     ]
-    decode_commit_path_comm(wire)  # one set of rules for both directions
+    _check(wire)  # one set of rules for both directions
     return wire

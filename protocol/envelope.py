@@ -40,6 +40,7 @@ import msgpack
 
 from protocol.envelope_read import MAX_SECTION_SIZE, SELF_CHECKED_SECTIONS, read_envelope_map
 from protocol.errors import ProtocolError
+from protocol.frozen import builder
 
 ENVELOPE_VERSION = 1
 DEFAULT_MAX_ENVELOPE_SIZE = 64 * 1024
@@ -73,6 +74,9 @@ class Envelope:
     ext: Mapping[str, Any] = field(default_factory=dict)
     v: int = ENVELOPE_VERSION
 
+
+_build_envelope = builder(Envelope)
+_build_member = builder(MemberInfo)
 
 # Keys and types of a well-formed envelope, in one order for the fast checks.
 _TOP_KEYS = operator.itemgetter(
@@ -117,7 +121,13 @@ def _bytes(where: str, value: object) -> bytes:
     return value
 
 
+# Plain scalars, by exact type: the common case, decided without the isinstance chain.
+_SCALARS: Final = frozenset({str, bytes, int, float, bool, type(None)})
+
+
 def _check_ext_value(value: object, depth: int) -> None:
+    if type(value) in _SCALARS:
+        return
     if isinstance(value, Mapping):
         if depth >= MAX_EXT_DEPTH:
             _fail("ext", f"nested deeper than {MAX_EXT_DEPTH} containers")
@@ -142,7 +152,7 @@ _SELF_CHECKED_SECTIONS: Final = SELF_CHECKED_SECTIONS
 
 
 def _ext(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         _fail("ext", f"expected a map, got {_type_name(value)}")
     for key, item in value.items():
         if type(key) is not str:
@@ -202,8 +212,15 @@ def _check(envelope: Envelope) -> None:
     _ext(envelope.ext)
 
 
+# A text this short packs within MAX_SECTION_SIZE (<= 4 UTF-8 bytes a character, a
+# 5-byte header): its size needs no packing to know.
+_SHORT_TEXT: Final = (MAX_SECTION_SIZE - 5) // 4
+
+
 def _check_section_sizes(ext: Mapping[str, Any]) -> None:
     for name, value in ext.items():
+        if type(value) is str and len(value) <= _SHORT_TEXT:
+            continue  # communication_stack: the one generic section a member sends
         if name not in _SELF_CHECKED_SECTIONS:
             try:
                 size = len(msgpack.packb(value, use_bin_type=True))
@@ -286,16 +303,9 @@ def _decode_well_formed(message: dict[Any, Any], ext: dict[str, Any]) -> Envelop
         return None
     if tuple(map(type, member)) != _MEMBER_TYPES or not 0 <= member[2] <= _PORT_MAX:
         return None
-    return Envelope(
-        v=top[0],
-        group=top[1],
-        member=MemberInfo(*member),
-        view_id=top[3],
-        incarnation=top[4],
-        seq=top[5],
-        sent_us=top[6],
-        stats=top[7],
-        ext=ext,
+    # fields in declaration order: group, member, view_id, incarnation, seq, sent_us, stats, ext, v
+    return _build_envelope(
+        top[1], _build_member(*member), top[3], top[4], top[5], top[6], top[7], ext, top[0]
     )
 
 

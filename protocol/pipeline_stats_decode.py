@@ -25,11 +25,11 @@ Invariants:
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from protocol.errors import ProtocolError
+from protocol.frozen import builder
 from protocol.pipeline_stats import (
     CARGO_TYPE_MAX,
     CARGO_TYPE_PIPELINE_STATS,
@@ -113,57 +113,9 @@ _POSITIONAL: Final = (
 )
 
 # Building the frozen dataclass through its generated __init__ costs about as
-# much as the whole rest of the decode (13 object.__setattr__ calls looked up
-# through a global). Decode is the hot path of every receiver, so it creates
-# the instance and fills the slots through their member descriptors instead.
-# PipelineStats has no __post_init__, so the result is the same object.
-_new = object.__new__
-_slots: Mapping[str, Any] = PipelineStats.__dict__
-_set_waiting_certification = _slots["transactions_waiting_certification"].__set__
-_set_waiting_apply = _slots["transactions_waiting_apply"].__set__
-_set_certified = _slots["transactions_certified"].__set__
-_set_applied = _slots["transactions_applied"].__set__
-_set_local = _slots["transactions_local"].__set__
-_set_negative_certified = _slots["transactions_negative_certified"].__set__
-_set_rows_validating = _slots["transactions_rows_validating"].__set__
-_set_gtids_present = _slots["transaction_gtids_present"].__set__
-_set_committed = _slots["transactions_committed_all_members"].__set__
-_set_last_conflict_free = _slots["transaction_last_conflict_free"].__set__
-_set_local_rollback = _slots["transactions_local_rollback"].__set__
-_set_flow_control_mode = _slots["flow_control_mode"].__set__
-_set_sent_timestamp = _slots["sent_timestamp"].__set__
-
-
-def _build(  # noqa: PLR0917 - positional on purpose: this call is the decoder's hot path
-    waiting_certification: int,
-    waiting_apply: int,
-    certified: int,
-    applied: int,
-    local: int,
-    negative_certified: int,
-    rows_validating: int,
-    gtids_present: bool,
-    committed: bytes,
-    last_conflict_free: bytes,
-    local_rollback: int,
-    flow_control_mode: int,
-    sent_timestamp: int | None,
-) -> PipelineStats:
-    stats: PipelineStats = _new(PipelineStats)
-    _set_waiting_certification(stats, waiting_certification)
-    _set_waiting_apply(stats, waiting_apply)
-    _set_certified(stats, certified)
-    _set_applied(stats, applied)
-    _set_local(stats, local)
-    _set_negative_certified(stats, negative_certified)
-    _set_rows_validating(stats, rows_validating)
-    _set_gtids_present(stats, gtids_present)
-    _set_committed(stats, committed)
-    _set_last_conflict_free(stats, last_conflict_free)
-    _set_local_rollback(stats, local_rollback)
-    _set_flow_control_mode(stats, flow_control_mode)
-    _set_sent_timestamp(stats, sent_timestamp)
-    return stats
+# much as the whole rest of the decode; decode is the hot path of every
+# receiver, so the instance is built as protocol.frozen does (the same object).
+_build = builder(PipelineStats)
 
 
 def decode_fixed_header(data: BytesLike) -> FixedHeader:

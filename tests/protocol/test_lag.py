@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 import msgpack
@@ -244,3 +245,39 @@ def test_fast_path_accepts_exactly_what_the_checked_path_accepts(
         assert fast is None
         return
     assert fast == checked
+
+
+def _busy_wire() -> list[Any]:
+    stage = [f"{UUID}:7", 1, 2, 3, 4]
+    return [1, AT, [_channel(**{f"i{i}": list(stage) for i in range(5, 11)}), _channel(i0="c2")]]
+
+
+def _position_mutations() -> list[Any]:
+    """The busy wire value with one position (channel head, stage item) made bad."""
+    bad: list[Any] = [None, -1, 0, 2**55 + 1, True, False, 1.5, "", "x", "é", "a" * 97, [], b"x"]
+    out: list[Any] = []
+    paths: list[tuple[int, ...]] = [(2, c, i) for c in (0, 1) for i in range(5)]
+    paths += [(2, c, s, i) for c in (0, 1) for s in (5, 8, 10) for i in range(5)]
+    for path in paths:
+        for value in bad:
+            wire = copy.deepcopy(_busy_wire())
+            target = wire
+            for i in path[:-1]:
+                target = target[i]
+            target[path[-1]] = value
+            out.append(wire)
+    renamed = copy.deepcopy(_busy_wire())
+    renamed[2][1][0] = APPLIER  # the same channel twice
+    out.append(renamed)
+    return out
+
+
+@pytest.mark.parametrize("value", _position_mutations())
+def test_fast_path_refuses_each_bad_position_as_the_checked_path_does(value: Any) -> None:
+    try:
+        expected: LagReport | None = lag_module._decode_checked(value)
+    except ProtocolError:
+        expected = None
+    assert lag_module._fast_report(value) == expected
+    if expected is not None:  # what decodes, encodes back to the same value
+        assert encode_lag(expected) == value
