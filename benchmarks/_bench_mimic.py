@@ -1,6 +1,7 @@
 """A process serving N fake MySQL 8.4 servers of one group, for bench_daemon's production run.
 
 Usage: python benchmarks/_bench_mimic.py --servers N [--only I] --ready FILE [--seconds S]
+                                          [--version 8.4] [--commit-path]
 
 Each server is tests/fixtures/fake_mysql.py's FakeMySQL (performance_schema
 declared from MySQL's shipped definitions) with its own @@server_uuid; every
@@ -12,6 +13,14 @@ parsing of the fakes is not charged to the daemons; `--only I` serves only
 server I (one process per server keeps a loaded machine from starving them). FILE receives the ports
 and member ids as JSON once every server listens; the process ends after S
 seconds or at SIGTERM.
+
+`--version` picks the servers' shape from MySQL's definitions (8.0, 8.4, 9.x;
+default 8.4). `--commit-path` makes them show issue 27's data as a server of
+that version does: on 8.4 / 9.x every Gr_* status variable the version ships
+(mysql_definitions.gr_status_variables) in global_status, growing each second,
+and one row of replication_group_communication_information; on 8.0 no Gr_*
+variable (8.0 ships none) and no communication table, as before 8.0.23 (the
+simulated pair's 8.0.22). Without it the servers show neither, as before.
 """
 
 from __future__ import annotations
@@ -22,13 +31,22 @@ import contextlib
 import json
 import signal
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.fixtures.fake_mysql import FakeMySQL  # noqa: E402 - after the sys.path line
-from tests.fixtures.mysql_source import MEMBERS_TABLE, STATS_TABLE, member_84, row_84  # noqa: E402
+from tests.fixtures import mysql_definitions as defs  # noqa: E402 - after the sys.path line
+from tests.fixtures.fake_mysql import FakeMySQL  # noqa: E402
+from tests.fixtures.mysql_source import (  # noqa: E402
+    GLOBAL_STATUS_TABLE,
+    MEMBERS_TABLE,
+    STATS_TABLE,
+    member_84,
+    row_84,
+)
 
 COUNTERS = (
     "COUNT_TRANSACTIONS_CHECKED",
@@ -36,25 +54,80 @@ COUNTERS = (
     "COUNT_TRANSACTIONS_LOCAL_PROPOSED",
 )
 
+COMM_TABLE = "replication_group_communication_information"
+# per second, on a group committing ~50 transactions/s (figures of the order the
+# GR tests show; only their growth matters here)
+TIME_SUM_STEP_US = 50 * 800
+BYTES_STEP = 50 * 900
+COUNT_STEP = 50
+
 
 def member_id(index: int) -> str:
     return f"dbdbdbdb-0000-4000-8000-{index:012x}"
 
 
-async def serve(count: int, only: int | None, ready: Path, seconds: float) -> None:
+def _shaped(fake: FakeMySQL, table: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` cut to the columns `fake`'s version declares for `table`."""
+    return [{c: row.get(c) for c in fake.tables[table][0]} for row in rows]
+
+
+class CommitPath:
+    """A server's Gr_* status rows (growing) and communication row, as its version shows."""
+
+    def __init__(self, fake: FakeMySQL, ids: list[str]) -> None:
+        self.rows = [
+            {"VARIABLE_NAME": n, "VARIABLE_VALUE": "0"}
+            for n in defs.gr_status_variables(fake.version)
+        ]
+        fake.tables[GLOBAL_STATUS_TABLE] = (fake.tables[GLOBAL_STATUS_TABLE][0], self.rows)
+        if not self.rows:  # 8.0: no Gr_* variables; the table too is left out (< 8.0.23)
+            fake.tables.pop(COMM_TABLE, None)
+            return
+        suspicions = ",".join(f'"{m}":0' for m in ids)
+        row = {
+            "WRITE_CONCURRENCY": 10,
+            "PROTOCOL_VERSION": "8.0.27",
+            "WRITE_CONSENSUS_LEADERS_PREFERRED": ids[0],
+            "WRITE_CONSENSUS_LEADERS_ACTUAL": ids[0],
+            "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE": 1,
+            "MEMBER_FAILURE_SUSPICIONS_COUNT": "{" + suspicions + "}",
+        }
+        fake.tables[COMM_TABLE] = (fake.tables[COMM_TABLE][0], _shaped(fake, COMM_TABLE, [row]))
+
+    def grow(self) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        for row in self.rows:
+            name = row["VARIABLE_NAME"]
+            if name.endswith("_timestamp"):
+                row["VARIABLE_VALUE"] = now
+                continue
+            step = COUNT_STEP
+            if name.endswith("_time_sum"):
+                step = TIME_SUM_STEP_US
+            elif "bytes" in name:
+                step = BYTES_STEP
+            row["VARIABLE_VALUE"] = str(int(row["VARIABLE_VALUE"]) + step)
+
+
+async def serve(
+    count: int, only: int | None, ready: Path, seconds: float, *, version: str, commit_path: bool
+) -> None:
     ids = [member_id(i) for i in range(count)]
+    shown = FakeMySQL(version).variables["version"]  # as the version's server says it
     members = [
-        member_84(MEMBER_ID=m, MEMBER_HOST=f"db{i}.example", MEMBER_ROLE=role)
+        member_84(MEMBER_ID=m, MEMBER_HOST=f"db{i}.example", MEMBER_ROLE=role, MEMBER_VERSION=shown)
         for i, (m, role) in enumerate(zip(ids, ["PRIMARY"] + ["SECONDARY"] * count, strict=False))
     ]
     stats = [row_84(MEMBER_ID=m) for m in ids]
-    servers = []
+    servers, commit_paths = [], []
     served = [(i, m) for i, m in enumerate(ids) if only is None or i == only]
     for i, m in served:
-        fake = FakeMySQL("8.4")
+        fake = FakeMySQL(version)
         fake.variables.update(server_uuid=m, hostname=f"db{i}.example")
         fake.tables[MEMBERS_TABLE] = (fake.tables[MEMBERS_TABLE][0], members)
         fake.tables[STATS_TABLE] = (fake.tables[STATS_TABLE][0], stats)
+        if commit_path:
+            commit_paths.append(CommitPath(fake, ids))
         await fake.start()
         servers.append(fake)
     listening = [{"port": s.port, "member": m} for s, (_, m) in zip(servers, served, strict=True)]
@@ -67,6 +140,8 @@ async def serve(count: int, only: int | None, ready: Path, seconds: float) -> No
         for row in stats:  # shared by every fake: one group's view
             for c in COUNTERS:
                 row[c] += 50
+        for server in commit_paths:
+            server.grow()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
     for fake in servers:
@@ -79,8 +154,19 @@ def main() -> int:
     parser.add_argument("--only", type=int)
     parser.add_argument("--ready", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=3600.0)
+    parser.add_argument("--version", choices=defs.VERSIONS, default="8.4")
+    parser.add_argument("--commit-path", action="store_true", help="show issue 27's data")
     args = parser.parse_args()
-    asyncio.run(serve(args.servers, args.only, args.ready, args.seconds))
+    asyncio.run(
+        serve(
+            args.servers,
+            args.only,
+            args.ready,
+            args.seconds,
+            version=args.version,
+            commit_path=args.commit_path,
+        )
+    )
     return 0
 
 

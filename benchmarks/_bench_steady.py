@@ -33,6 +33,7 @@ from _bench_procs import (
 )
 
 MIMIC = str(Path(__file__).resolve().parent / "_bench_mimic.py")
+GRSTATS = str(Path(sys.executable).parent / "grstats")
 MYSQL_PASSWORD = "pw"  # tests/fixtures/fake_mysql.py's account
 SQL_PASSWORD = "bench-sql"
 
@@ -156,11 +157,14 @@ format = "json"
     return text
 
 
-def start_mimic(procs: Procs, workdir: Path, servers: int) -> list[dict[str, Any]]:
-    """One fake server per process, all of one group; their ports and member ids."""
+def start_mimic(
+    procs: Procs, workdir: Path, servers: int, shape: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """One fake server per process, all of one group; their ports and member ids.
+    `shape`: _bench_mimic.py's --version / --commit-path arguments (default: 8.4, neither)."""
     readies = [workdir / f"mimic-{i}.json" for i in range(servers)]
     for i, ready in enumerate(readies):
-        argv = [sys.executable, MIMIC, "--servers", str(servers), "--only", str(i)]
+        argv = [sys.executable, MIMIC, "--servers", str(servers), "--only", str(i), *shape]
         procs.start([*argv, "--ready", str(ready)], workdir / f"mimic-{i}.log")
     deadline = time.monotonic() + 60
     while not all(ready.exists() for ready in readies):
@@ -173,7 +177,6 @@ def start_mimic(procs: Procs, workdir: Path, servers: int) -> list[dict[str, Any
 def production(seconds: float, per_set: int) -> None:
     """(d) mysql source against fake servers in another process, history on, [sql] off / on."""
     procs = Procs()
-    grstats = str(Path(sys.executable).parent / "grstats")
     with tempfile.TemporaryDirectory(prefix="bench-prod-") as tmp:
         workdir = Path(tmp)
         try:
@@ -186,7 +189,7 @@ def production(seconds: float, per_set: int) -> None:
                 d = workdir / f"d{i}"
                 d.mkdir()
                 (d / "grstats.toml").write_text(production_toml(broker, server["port"], d, sql))
-                proc = procs.start([grstats, "run", "--config", str(d / "grstats.toml")], d / "log")
+                proc = procs.start([GRSTATS, "run", "--config", str(d / "grstats.toml")], d / "log")
                 sets[sql].append(proc.pid)
                 logs.append(d / "log")
             for log in logs:

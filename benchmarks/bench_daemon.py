@@ -5,6 +5,7 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
                                          [--skip-steady] [--skip-fanin]
                                          [--production] [--prod-daemons 3]
                                          [--commit-path-pair] [--pair-rounds 2]
+                                         [--commit-path-pair --production] [--pair-version 8.4]
 
 (a) steady state: 9 `grstats run` daemons (simulated source, period 1 s) and
     one bare aiomqtt process doing the same exchange (publish one
@@ -46,8 +47,17 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
     ratio with/without (goal: <= 1.05x), and one daemon's commit-path row count
     per phase (all members with, none without).
 
+(f) production commit-path pair (`--commit-path-pair --production`; issue 27):
+    (d)'s daemons ([sql] off, `--prod-daemons` of them) against fake servers
+    of `--pair-version` (8.4 or 9.x: the Gr_* variables and
+    replication_group_communication_information shown, the counters growing)
+    vs fake 8.0 servers (neither; shapes from MySQL's definitions), alternating
+    as (e), each phase on a fresh broker beside its own bare aiomqtt process.
+    The ratio with/without (goal: <= 1.05x) includes the daemons' own reading
+    and parsing of those figures.
+
 The scenarios live in _bench_steady.py (a, d), _bench_fanin.py (b, c),
-_bench_pair.py (e); the child processes' roles in _bench_roles.py; the
+_bench_pair.py (e, f); the child processes' roles in _bench_roles.py; the
 plumbing in _bench_procs.py.
 
 Figures only; nothing is asserted. Only processes started here are signalled.
@@ -60,7 +70,7 @@ import asyncio
 import os
 
 from _bench_fanin import fanin, fanin_collectors
-from _bench_pair import commit_path_pair
+from _bench_pair import commit_path_pair, production_pair
 from _bench_roles import role_bare_steady, role_bare_sub, role_bus_sub, role_publisher
 from _bench_steady import production, steady
 from _common import machine
@@ -81,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-path-pair", action="store_true", help="only (e): issue 27")
     parser.add_argument("--pair-rounds", type=int, default=2, help="(e) with/without rounds")
     parser.add_argument("--pair-daemons", type=int, default=9, help="(e) daemons per phase")
+    parser.add_argument("--pair-version", choices=("8.4", "9.x"), default="8.4", help="(f)")
     # child roles
     parser.add_argument("--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher"))
     parser.add_argument("--port", type=int)
@@ -104,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     print(machine(f"load average {os.getloadavg()[0]:.2f}"))
     if args.fanin:
         fanin_collectors(args)
+        return 0
+    if args.commit_path_pair and args.production:
+        production_pair(args.seconds, args.pair_rounds, args.prod_daemons, args.pair_version)
         return 0
     if args.production:
         production(args.seconds, args.prod_daemons)

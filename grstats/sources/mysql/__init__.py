@@ -34,6 +34,12 @@ text-protocol SELECTs:
    summed per held transaction); None on a server without them. Both are
    extras like the lag, read within the same deadline.
 
+The extras also hold the Gr_* commit-path figures (in 7.'s query), the server's
+view of the other members, @@gtid_executed / @@gtid_purged and
+replication_group_communication_information; the last is read at a cadence,
+not every poll (extras.py: first poll, new session, view id / state / role
+change, else every ``COMMUNICATION_REREAD_S``).
+
 The sample shows exactly what the server shows, nothing invented: MEMBER_ID,
 MEMBER_HOST, VIEW_ID as shown (possibly ""), MEMBER_PORT NULL -> None, state,
 role, version and communication stack as shown ("" where the column is absent

@@ -14,6 +14,16 @@ breaks the connection drops it (a timed-out or broken stream cannot be
 reused; the next sample reconnects at once) and gives its empty value; once
 the connection is gone the reads after it give theirs without querying. Each
 failure reason is logged once per source (``mysql.lag_unavailable``).
+
+The group communication information is read at a cadence, not every poll
+(`Extras.communication`): the table changes only by an operator's UDF call
+(group_replication_set_write_concurrency, _set_communication_protocol,
+_set_as_primary) or a view / primary change, while its query was 5.8 % of a
+production daemon's working samples (benchmarks/profile_daemon.py). It is read
+on the first poll, on a new session, whenever the member's view id, state or
+role seen in the same poll changes, and otherwise every
+`COMMUNICATION_REREAD_S`; between reads the sample carries the last value read.
+A failed read gives None (counted as any extra's) and the next poll reads again.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import structlog
 from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from grstats.core.sample import ServerFlowControl, ServerViewMember, in_group
+from grstats.core.sample import LocalMember, ServerFlowControl, ServerViewMember, in_group
 from grstats.sources.mysql import applier, commitstats, flowstats, gtidstate, lag
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.values import PollFailed, dict_rows, server_view
@@ -45,6 +55,12 @@ _SQL_VIEW_MEMBERS = "SELECT * FROM performance_schema.replication_group_members"
 # Share of poll_timeout kept back from the extras, so that their own deadline
 # fires first and the stats sample is still returned.
 _MARGIN = 0.1
+# How stale the communication information may get when nothing the poll sees
+# changed: only a UDF call changes it without a view, state or role change, and
+# an operator who just made one can wait half a minute. A module constant, not a
+# setting: there is nothing to tune (a shorter period costs a query per poll).
+COMMUNICATION_REREAD_S = 30.0
+_COMMUNICATION_REREAD_US = int(COMMUNICATION_REREAD_S * 1_000_000)
 
 
 class Extras:
@@ -58,6 +74,10 @@ class Extras:
         self._db = db
         self._deadline = 0.0  # loop time by which this sample's extras must be done
         self._failures_logged: set[str] = set()
+        # the communication information last read, and what it was read under
+        self._communication: GroupCommunication | None = None
+        self._communication_key: tuple[object, str, str, str] | None = None
+        self._communication_read_us = 0
 
     def start(self, poll_deadline: float, poll_timeout: float) -> None:
         """Begin a sample: its extras must be done a margin before `poll_deadline`."""
@@ -105,13 +125,28 @@ class Extras:
             conn, "gtids", lambda: _read_gtid_state(self._db, conn, now_us), None
         )
 
-    async def communication(self, conn: asyncmy.Connection) -> GroupCommunication | None:
-        """replication_group_communication_information (commitstats.py); None when the
-        server has no such table or row, or it cannot be read.
+    async def communication(
+        self, conn: asyncmy.Connection, now_us: int, member: LocalMember
+    ) -> GroupCommunication | None:
+        """replication_group_communication_information (commitstats.py) as last read;
+        None when the server has no such table or row, or it cannot be read.
+
+        Read again when `conn` is a new session, `member`'s view id, state or role
+        differ from the last read's, `now_us` is `COMMUNICATION_REREAD_S` past it
+        (or before it: the wall clock stepped back), or the last read failed.
         """
-        return await self._guarded(
+        key = (conn, member.view_id, member.state, member.role)
+        age_us = now_us - self._communication_read_us
+        if key == self._communication_key and 0 <= age_us < _COMMUNICATION_REREAD_US:
+            return self._communication
+        got = await self._guarded(
             conn, "communication", lambda: _read_communication(self._db, conn), None
         )
+        # a failed read dropped the connection: nothing kept, the next poll reads
+        read = conn is self._db.conn
+        self._communication_key = key if read else None
+        self._communication, self._communication_read_us = got, now_us
+        return got
 
     async def _guarded(
         self, conn: asyncmy.Connection, what: str, read: Callable[[], Awaitable[T]], empty: T

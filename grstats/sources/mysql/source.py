@@ -184,5 +184,5 @@ class MySQLSource:
             gtid_state=await extras.gtid_state(conn, now_us),
             server_view=view,
             commit_path=commit_path,
-            communication=await extras.communication(conn),
+            communication=await extras.communication(conn, now_us, member),
         )

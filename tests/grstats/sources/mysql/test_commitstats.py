@@ -15,11 +15,23 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from grstats.core.sample import LocalSample
 from grstats.sources.mysql.commitstats import build_commit_path, build_communication
 from protocol import CommitPathCounters, GroupCommunication
 from tests.fixtures import mysql_definitions as defs
 from tests.fixtures.fake_mysql import FakeMySQL
-from tests.fixtures.mysql_source import GLOBAL_STATUS_COLUMNS, GLOBAL_STATUS_TABLE, T0, online_84
+from tests.fixtures.mysql_source import (
+    GLOBAL_STATUS_COLUMNS,
+    GLOBAL_STATUS_TABLE,
+    MEMBERS_TABLE,
+    SECOND,
+    STATS_TABLE,
+    T0,
+    member_84,
+    online_84,
+    row_84,
+    sample_until,
+)
 
 # what a server shows, by hand (text, as global_status's VARCHAR(1024) does)
 SHOWN = {
@@ -255,3 +267,78 @@ def test_an_odd_communication_cell_is_none_alone() -> None:
         ]
     )
     assert got == GroupCommunication(None, None, None, (LEADER,), None)
+
+
+# -- the communication information is read at a cadence (extras.COMMUNICATION_REREAD_S) --
+# It changes only by a UDF call or a view / state / role change; its query was 5.8 % of
+# a production daemon's working samples when it ran every poll.
+PERIOD_S = 30  # extras.COMMUNICATION_REREAD_S, written out
+
+
+def _concurrency(sample: LocalSample) -> int | None:
+    assert sample.communication is not None
+    return sample.communication.write_concurrency
+
+
+async def test_the_communication_information_is_read_again_on_a_view_role_or_period(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    _communication(fake)
+    source = make_source(fake.port, poll_timeout=POLL_TIMEOUT_S)
+    for second in range(5):
+        assert _concurrency(await source.sample(T0 + second * SECOND)) == 10
+    assert fake.queries[COMM_TABLE] == 1  # the first poll only
+    assert fake.queries[STATS_TABLE] >= 5  # the stats: every poll
+    assert fake.queries[GLOBAL_STATUS_TABLE] == 5  # the Gr_* counters: every poll, exact
+
+    # an operator's UDF call: the sample carries the last value read until a re-read
+    _communication(fake, WRITE_CONCURRENCY=20)
+    assert _concurrency(await source.sample(T0 + 5 * SECOND)) == 10
+    fake.set_row(STATS_TABLE, **row_84(VIEW_ID="17324567890123456:4"))  # a view change
+    assert _concurrency(await source.sample(T0 + 6 * SECOND)) == 20
+    assert fake.queries[COMM_TABLE] == 2
+
+    _communication(fake, WRITE_CONCURRENCY=30)
+    fake.set_row(MEMBERS_TABLE, **member_84(MEMBER_ROLE="SECONDARY"))  # a primary change
+    assert _concurrency(await source.sample(T0 + 7 * SECOND)) == 30
+    assert fake.queries[COMM_TABLE] == 3
+
+    _communication(fake, WRITE_CONCURRENCY=40)
+    assert _concurrency(await source.sample(T0 + (7 + PERIOD_S - 1) * SECOND)) == 30
+    assert _concurrency(await source.sample(T0 + (7 + PERIOD_S) * SECOND)) == 40
+    assert fake.queries[COMM_TABLE] == 4
+    # the wall clock stepped back: read again rather than trust the age
+    _communication(fake, WRITE_CONCURRENCY=50)
+    assert _concurrency(await source.sample(T0)) == 50
+    assert fake.queries[COMM_TABLE] == 5
+
+
+async def test_a_failed_or_new_session_reads_the_communication_information_again(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    online_84(fake)
+    _communication(fake)
+    source = make_source(fake.port, poll_timeout=0.5)
+    fake.hang_tables.add(COMM_TABLE)
+    with capture_logs() as logs:
+        sample = await source.sample(T0)
+    assert sample.communication is None  # the read timed out: None, as before
+    assert sample.stats.transactions_certified == 12345
+    assert [e["reason"] for e in logs if e["event"] == "mysql.lag_unavailable"] == [
+        "communication_timeout"
+    ]
+    fake.hang_tables.clear()
+    fake.release.set()
+    sample = await sample_until(source, T0 + SECOND, lambda s: s.communication is not None)
+    assert _concurrency(sample) == 10
+    read = fake.queries[COMM_TABLE]
+
+    _communication(fake, WRITE_CONCURRENCY=20)
+    fake.kill_sessions()  # a restarted server, a recycled session: a new session
+    sample = await sample_until(
+        source,
+        T0 + 10 * SECOND,
+        lambda s: s.communication is not None and s.communication.write_concurrency == 20,
+    )
+    assert fake.queries[COMM_TABLE] == read + 1
