@@ -14,7 +14,7 @@ and hands each member-day to
 writer uses -- so the output has exactly the daemon's format and layout.
 
 Invariants: the output is a function of (group, members, seed, start, days,
-slow member, slow-link hours): member UUIDs and incarnations derive from the seed, and each
+slow member, slow-link hours, version): member UUIDs and incarnations derive from the seed, and each
 member-day's segment name derives from those inputs, so re-running into the
 same directory replaces the files instead of duplicating rows.  Days are whole
 UTC days; the default start makes the run end with the last full UTC day
@@ -23,6 +23,7 @@ UTC days; the default start makes the run end with the last full UTC day
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import itertools
@@ -114,6 +115,7 @@ def _build_model(
     flow_control: FlowControlSettings,
     *,
     slow_link: bool = False,
+    version: str | None = None,
 ) -> Any:
     from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
@@ -126,6 +128,8 @@ def _build_model(
         # the group throttles its writers with the very settings the replay uses
         flow_control=flow_control,
     )
+    if version is not None:
+        settings = dataclasses.replace(settings, version=version)
     return GroupModel(settings)
 
 
@@ -245,6 +249,7 @@ def simulate_history(
     on_chunk: Callable[[int], None] | None = None,
     flow_control: FlowControlSettings | None = None,
     slow_link_hours: tuple[int, int] | None = None,
+    version: str | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -263,6 +268,8 @@ def simulate_history(
         slow_link_hours: (first, end) UTC hours, 0..24: every day the last member's
             link is slow from `first`:00 to `end`:00 (its consensus rounds and
             message round trips take longer; the cp_* columns); None: never.
+        version: the members' MySQL version (before 8.1.0 the cp_* columns are
+            NULL, as such servers show no Gr_* counters); None: the model's default.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
@@ -277,7 +284,13 @@ def simulate_history(
     began = time.monotonic()
     flow_control = flow_control or FlowControlSettings()
     model = _build_model(
-        group, members, seed, slow_member, flow_control, slow_link=slow_link_hours is not None
+        group,
+        members,
+        seed,
+        slow_member,
+        flow_control,
+        slow_link=slow_link_hours is not None,
+        version=version,
     )
     slow_link: tuple[tuple[int, int], ...] | None = None
     if slow_link_hours is not None:
@@ -333,6 +346,8 @@ def simulate_history(
                 segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
                 if slow_link_hours is not None:  # names of runs without it stay as they were
                     segment += f"|slow-link={slow_link_hours[0]}-{slow_link_hours[1]}"
+                if version is not None:
+                    segment += f"|version={version}"
                 if pending is not None:
                     finish(pending)
                 pending = pool.submit(write_segments, out, table, segment_id=segment), len(table)

@@ -33,7 +33,12 @@ import numpy as np
 import numpy.typing as npt
 
 from grstats.core.columns import COMMIT_PATH_HISTORY_EVERY_S
-from grstats.sources.simulated.commitpath import GC_EVERY_S, GC_RUN_US, round_us
+from grstats.sources.simulated.commitpath import (
+    GC_EVERY_S,
+    GC_RUN_US,
+    round_us,
+    shows_commit_path,
+)
 from grstats.sources.simulated.settings import SimulationSettings
 
 __all__ = ["commit_path_columns", "kept_rows"]
@@ -69,13 +74,17 @@ def commit_path_columns(
             outside `secs`); required with windows.
 
     Returns:
-        History column name -> int64 array, one value per second.
+        History column name -> int64 array, one value per second; no columns
+        (they stay NULL) when the members' version shows no Gr_* counters
+        (before 8.1.0, commitpath.shows_commit_path).
 
     Raises:
         ValueError: windows without local_at, or arrays of different lengths.
     """
     if len(secs) != len(local_proposed):
         raise ValueError("secs and local_proposed: different lengths")
+    if not shows_commit_path(settings):
+        return {}
     elapsed = np.maximum(secs - settings.epoch_s, 0)
     rounds = local_proposed + elapsed
     gc_runs = elapsed // GC_EVERY_S

@@ -29,13 +29,32 @@ model's epoch (Group Replication's start); every counter only grows.
 - Communication information: a multi-primary-style XCom (every member a
   consensus leader, no single leader), the default write concurrency and the
   8.0.27 protocol, as a group of 8.0.27+ servers shows them by default.
+
+What a member of the settings' `version` shows (mysql/mysql-server):
+
+- 8.1.0+: the Gr_* counters (plugin/group_replication/include/
+  plugin_status_variables.h, new in 8.1.0; the manual's server status
+  variable index: "Added in MySQL 8.1.0"). Older servers show no such rows,
+  so the mysql source gives no counters (commitstats.py): `shows_commit_path`
+  False, the live sample's commit_path None, the cp_* history columns NULL.
+- 8.0.27+: replication_group_communication_information with its fifth column
+  WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE (plugin/group_replication/src/
+  perfschema/table_communication_information.cc, init()'s table definition)
+  and protocol 8.0.27 (mysql_version_gcs_protocol_map.cc: Gcs_protocol_version
+  V3 -> 8.0.27, FIRST_PROTOCOL_WITH_SUPPORT_FOR_CONSENSUS_LEADERS).
+- 8.0.23-8.0.26: the table's first four columns only (the same file's 8.0.23
+  definition: WRITE_CONCURRENCY, PROTOCOL_VERSION, WRITE_CONSENSUS_LEADERS_
+  PREFERRED/ACTUAL), so single_leader_capable None; the highest protocol those
+  servers know is V2 (libmysqlgcs/include/mysql/gcs/gcs_types.h: HIGHEST_KNOWN
+  = V2), which the table shows as 8.0.16 (V2 -> 8.0.16); every member leads.
+- before 8.0.23: no table (it came with 8.0.23): communication None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from grstats.sources.simulated.settings import SimulationSettings
+from grstats.sources.simulated.settings import SimulationSettings, version_tuple
 from protocol import CommitPathCounters, GroupCommunication
 
 __all__ = [
@@ -45,6 +64,7 @@ __all__ = [
     "communication_of",
     "farthest_us",
     "round_us",
+    "shows_commit_path",
 ]
 
 GC_EVERY_S = 60
@@ -53,6 +73,21 @@ _MESSAGE_BYTES = 600  # a data message on the wire, bytes (transaction + GCS hea
 _CONTROL_BYTES = 100
 _WRITE_CONCURRENCY = 10  # group_replication_get_write_concurrency()'s default
 _PROTOCOL = "8.0.27"  # the newest communication protocol version (8.0.27+ servers)
+_PROTOCOL_8_0_16 = "8.0.16"  # Gcs_protocol_version V2: the highest 8.0.16-8.0.26 know
+_COMMIT_PATH_SINCE = (8, 1, 0)  # the Gr_* status variables
+_COMMUNICATION_SINCE = (8, 0, 23)  # replication_group_communication_information
+_SINGLE_LEADER_SINCE = (8, 0, 27)  # its fifth column, protocol V3
+
+
+def _at_least(settings: SimulationSettings, since: tuple[int, int, int]) -> bool:
+    """Whether the members' version is `since` or newer (an odd version: the newest)."""
+    version = version_tuple(settings.version)
+    return version is None or version >= since
+
+
+def shows_commit_path(settings: SimulationSettings) -> bool:
+    """Whether the members' MySQL version shows the Gr_* counters (8.1.0+)."""
+    return _at_least(settings, _COMMIT_PATH_SINCE)
 
 
 def _link_us(settings: SimulationSettings, member: str) -> int:
@@ -156,7 +191,16 @@ def commit_path_at(
     )
 
 
-def communication_of(settings: SimulationSettings) -> GroupCommunication:
-    """replication_group_communication_information as every member of the group shows it."""
+def communication_of(settings: SimulationSettings) -> GroupCommunication | None:
+    """replication_group_communication_information as every member of the group shows it.
+
+    Returns:
+        Its row as the members' version shows it (the module's docstring); None
+        before 8.0.23 (no such table).
+    """
+    if not _at_least(settings, _COMMUNICATION_SINCE):
+        return None
     leaders = tuple(sorted(settings.members))
+    if not _at_least(settings, _SINGLE_LEADER_SINCE):
+        return GroupCommunication(_WRITE_CONCURRENCY, _PROTOCOL_8_0_16, leaders, leaders, None)
     return GroupCommunication(_WRITE_CONCURRENCY, _PROTOCOL, leaders, leaders, False)

@@ -29,13 +29,12 @@ Invariants: every daemon computes the same state, role and VIEW_ID for any
 from __future__ import annotations
 
 import bisect
-import re
 
 import numpy as np
 
 from grstats.core.sample import in_group
 from grstats.sources.simulated.hashing import I64, key, mix_py
-from grstats.sources.simulated.settings import SimulationSettings
+from grstats.sources.simulated.settings import SimulationSettings, version_tuple
 from grstats.sources.simulated.workload import event_second
 
 __all__ = ["IN_VIEW", "Membership", "logs_view_change_event"]
@@ -47,8 +46,8 @@ _VCLE_REMOVED = (8, 3, 0)  # MEMBER_VERSION_REMOVING_VCLE
 
 def logs_view_change_event(version: str) -> bool:
     """Whether members of this MySQL version log a View_change_log_event on a join."""
-    parts = re.findall(r"\d+", version)[:3]
-    return len(parts) == 3 and tuple(int(p) for p in parts) < _VCLE_REMOVED
+    parsed = version_tuple(version)
+    return parsed is not None and parsed < _VCLE_REMOVED
 
 
 class Membership:

@@ -22,6 +22,7 @@ __all__ = [
     "MODES",
     "ScriptEvent",
     "SimulationSettings",
+    "version_tuple",
 ]
 
 DEFAULT_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -42,7 +43,19 @@ ACTIONS = (
 )
 CONSISTENCY_LEVELS = ("BEFORE", "AFTER", "BEFORE_AND_AFTER")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_VERSION_PARTS = re.compile(r"\d+")
 _MAX_PEAK_RATE = 100_000.0  # tx/s per member; keeps the model's integer arithmetic in int64
+
+
+def version_tuple(version: str) -> tuple[int, int, int] | None:
+    """A MySQL version text ("8.0.22", "8.4.3-log") as (major, minor, patch); None if odd.
+
+    The model takes an odd `version` for the newest server: it shows everything.
+    """
+    parts = _VERSION_PARTS.findall(version)[:3]
+    if len(parts) != 3:
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 @dataclass(frozen=True, slots=True)

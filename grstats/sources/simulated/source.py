@@ -22,7 +22,11 @@ import time
 from typing import TYPE_CHECKING
 
 from grstats.core.sample import LocalSample
-from grstats.sources.simulated.commitpath import commit_path_at, communication_of
+from grstats.sources.simulated.commitpath import (
+    commit_path_at,
+    communication_of,
+    shows_commit_path,
+)
 
 if TYPE_CHECKING:
     from grstats.sources.simulated.model import GroupModel
@@ -57,6 +61,15 @@ class SimulatedSource:
         model, member = self._model, self._member_id
         with self._lock:
             stats = model.stats_at(member, now_us)
+            commit_path = None  # a server older than 8.1.0 shows no Gr_* counters
+            if shows_commit_path(model.settings):
+                commit_path = commit_path_at(
+                    model.settings,
+                    member,
+                    now_us // 1_000_000,
+                    stats.transactions_local,
+                    lambda s: model.stats_at(member, s * 1_000_000).transactions_local,
+                )
             return LocalSample(
                 member=model.member_at(member, now_us),
                 stats=stats,
@@ -64,13 +77,7 @@ class SimulatedSource:
                 lag=model.lag_at(member, now_us),
                 applier=model.applier_at(member, now_us),
                 gtid_state=model.gtid_state_at(member, now_us),
-                commit_path=commit_path_at(
-                    model.settings,
-                    member,
-                    now_us // 1_000_000,
-                    stats.transactions_local,
-                    lambda s: model.stats_at(member, s * 1_000_000).transactions_local,
-                ),
+                commit_path=commit_path,
                 communication=communication_of(model.settings),
             )
 
