@@ -297,20 +297,28 @@ class SimulatePlan:
         return segment
 
 
-def day_inputs(model: Any, plan: SimulatePlan, day_index: int, flow: Any) -> tuple[Any, Any]:
+def day_inputs(
+    model: Any, plan: SimulatePlan, day_index: int, flow: Any
+) -> tuple[Any, Any, dict[int, Any]]:
     """The day's first pass, in day order (the flow-control replay carries its state from
     one day to the next): every member's integer columns (10 int64 arrays, 7 MB a
-    member-day) and the replay's fc_* figures, member -> column -> array.
+    member-day) and the replay's fc_* figures, member -> column -> array; and the
+    certifier's rounds of the day (the counts needed them; the texts need them again).
     """
-    numbers = _number_columns(model, list(plan.members), plan.day_start_s(day_index), _DAY_S)
-    return numbers, flow.day(numbers)
+    start_s = plan.day_start_s(day_index)
+    numbers = _number_columns(model, list(plan.members), start_s, _DAY_S)
+    return numbers, flow.day(numbers), model.certification_rounds(start_s, _DAY_S)
 
 
 def member_day_tables(
-    model: Any, plan: SimulatePlan, day_index: int, numbers: Any, figures: Any
+    model: Any,
+    plan: SimulatePlan,
+    day_index: int,
+    first_pass: tuple[Any, Any, dict[int, Any]],
 ) -> Iterator[tuple[str, Any]]:
     """The day's second pass: each member's rows as a history table, one member at a
-    time (a pure function of the plan, the day and the first pass's columns).
+    time (a pure function of the plan, the day and `day_inputs`' first pass, which
+    it consumes).
 
     Yields:
         (segment id, table with the history schema) per member, in member order.
@@ -323,6 +331,8 @@ def member_day_tables(
     schema = history_schema()
     start_s = plan.day_start_s(day_index)
     slow_link = plan.slow_link()
+    numbers, figures, rounds = first_pass
+    model.remember_certification_rounds(rounds)  # a worker's model has not computed them
     for member in plan.members:
         columns = _model_columns(model, member, start_s, _DAY_S)
         columns.update(numbers.pop(member))

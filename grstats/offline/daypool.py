@@ -92,8 +92,8 @@ def run_serial(
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulate-write") as pool:
         for day_index in range(plan.days):
-            numbers, figures = day_inputs(model, plan, day_index, flow)
-            for segment, table in member_day_tables(model, plan, day_index, numbers, figures):
+            first_pass = day_inputs(model, plan, day_index, flow)
+            for segment, table in member_day_tables(model, plan, day_index, first_pass):
                 if pending is not None:
                     finish(pending)
                 pending = pool.submit(write_segments, out, table, segment_id=segment), len(table)
@@ -153,9 +153,9 @@ def run_parallel(
         for day_index in range(plan.days):
             while len(in_flight) > jobs:
                 collect(wait(in_flight, return_when=FIRST_COMPLETED).done)
-            numbers, figures = day_inputs(model, plan, day_index, flow)
-            in_flight[pool.submit(_second_pass, day_index, numbers, figures)] = day_index
-            del numbers, figures
+            first_pass = day_inputs(model, plan, day_index, flow)
+            in_flight[pool.submit(_second_pass, day_index, first_pass)] = day_index
+            del first_pass
         while in_flight:
             collect(wait(in_flight, return_when=FIRST_COMPLETED).done)
     finally:
@@ -184,7 +184,7 @@ def _ready() -> None:
     """A no-op: submitting it makes the pool start its workers."""
 
 
-def _second_pass(day_index: int, numbers: Any, figures: Any) -> _Written:
+def _second_pass(day_index: int, first_pass: Any) -> _Written:
     """In a worker: the day's member tables, each written; (paths, rows) per member."""
     from grstats.history.writer import write_segments  # noqa: PLC0415
 
@@ -193,5 +193,5 @@ def _second_pass(day_index: int, numbers: Any, figures: Any) -> _Written:
     model, plan, out = _worker
     return [
         (write_segments(out, table, segment_id=segment), len(table))
-        for segment, table in member_day_tables(model, plan, day_index, numbers, figures)
+        for segment, table in member_day_tables(model, plan, day_index, first_pass)
     ]

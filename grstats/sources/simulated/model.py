@@ -105,7 +105,9 @@ class GroupModel:
             self._workload.hours_cached = max(self._workload.hours_cached, raw.hours_cached)
             self._queues = ThrottledQueues(self._workload, self._queues, self._flow)
         self._ledger = GtidLedger(self._workload)
-        cert = Certification(self._workload, self._queues, self._ledger, self._membership)
+        self._cert = cert = Certification(
+            self._workload, self._queues, self._ledger, self._membership
+        )
         self._counts = PipelineCounts(self._workload, self._queues, cert, self._membership)
         self._texts = MemberTexts(settings, self._membership, cert, self._ledger)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
@@ -113,6 +115,16 @@ class GroupModel:
         self._gtid_states = GtidStates(
             settings, self._workload, self._ledger, self._queues.queue_at
         )
+
+    def certification_rounds(self, start_s: int, n_seconds: int) -> dict[int, Any]:
+        """The certifier's rounds (stable set, garbage collection) that seconds [start_s,
+        start_s + n_seconds) see, by minute: what a model of equal settings in another
+        process may `remember_certification_rounds` instead of computing them again."""
+        return dict(self._cert.rounds(start_s, start_s + n_seconds))
+
+    def remember_certification_rounds(self, rounds: dict[int, Any]) -> None:
+        """Take rounds from `certification_rounds` of a model of equal settings."""
+        self._cert.remember(rounds)
 
     def gtid_state_at(self, member_id: str, t_us: int) -> GtidState:
         """The member's @@gtid_executed and @@gtid_purged at time t (gtidstate.py).
