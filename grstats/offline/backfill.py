@@ -387,8 +387,8 @@ def simulate_history(
         version: the members' MySQL version (before 8.1.0 the cp_* columns are
             NULL, as such servers show no Gr_* counters); None: the model's default.
         workers: worker processes for the days' second passes (daypool.py); 1: all
-            in this process; None: `daypool.default_workers` (1 for a small run). The files are the
-            same whatever the number.
+            in this process; None: `daypool.default_workers` (1 for a small run or a
+            busy machine). The files are the same whatever the number.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.

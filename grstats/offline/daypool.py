@@ -3,23 +3,24 @@
 Strategy / invariants
 ---------------------
 A member-day's rows are a pure function of the plan, its day and the day's
-first pass (`backfill.day_inputs`: every member's integer columns and the
-flow-control replay's fc_* figures). The replay carries its state from one day
-to the next, so first passes run here, in day order. The second pass of a day
-(texts, lag, applier and commit-path columns: most of the model's work) and
-its Parquet writes (zstd) run in a worker process, each worker with its own
-model built from the plan: the model is a pure function of (settings, time),
-as the daemons of one group already rely on. So the files, names and bytes,
-are those of the serial run (a test holds the tables equal).
+first pass (`backfill.day_inputs`: every member's integer columns and the flow-
+control replay's fc_* figures, the certifier's rounds). The replay carries its
+state from one day to the next, so first passes run here, in day order. The
+second pass of a day (texts, lag, applier and commit-path columns: most of the
+model's work) and its Parquet writes (zstd) run in a worker process, each
+worker with its own model built from the plan: the model is a pure function of
+(settings, time), as the daemons of one group already rely on. So the files,
+names and bytes, are those of the serial run (a test holds the tables equal).
 
-Bounds: `jobs` workers (`default_workers`: the usable CPUs, at most
-MAX_WORKERS; none for a small run) and at most `jobs` + 1 days in flight: a day's first pass (~70 MB
-for 9 members) is pickled to its worker. Progress: each member-day's rows are
-reported when its day is done. Workers ignore SIGINT: Ctrl-C reaches this
-process, which cancels the days not started, waits for the running ones (a
-file is written whole, by rename, or not at all) and re-raises. A worker's
-error does the same and is raised here: an OSError as it is (the CLI names
-the path), anything else, a worker's death included, as `WorkerFailed`.
+Bounds: `jobs` workers (`default_workers`: the idle CPUs, at most MAX_WORKERS;
+none for a small run or a busy machine) and at most `jobs` + 1 days in flight:
+a day's first pass (~70 MB for 9 members) is pickled to its worker. Progress:
+each member-day's rows are reported when its day is done. Workers ignore
+SIGINT: Ctrl-C reaches this process, which cancels the days not started, waits
+for the running ones (a file is written whole, by rename, or not at all) and
+re-raises. A worker's error does the same and is raised here: an OSError as it
+is (the CLI names the path), anything else, a worker's death included, as
+`WorkerFailed`.
 """
 
 from __future__ import annotations
@@ -54,11 +55,15 @@ class WorkerFailed(Exception):
 
 
 def default_workers(member_days: int) -> int:
-    """The usable CPUs (scheduler affinity), at most MAX_WORKERS; 1 for a small run.
+    """The idle CPUs (usable ones less the 1-minute load), at most MAX_WORKERS; 1 for
+    a small run or a busy machine.
 
-    A worker costs its start (imports: ~0.5 s of CPU, seconds of wall time on a
-    busy disk) and a day's first pass pickled to it; below MIN_PARALLEL_MEMBER_DAYS
-    (~0.3 s of CPU each) that is more than it saves.
+    Workers cost ~30 % more CPU in all (their starts: imports, ~0.5 s each; a
+    day's first pass pickled to them; each model's own warm-up): they pay only
+    with a second CPU actually free (measured: on a 2-core box whose other core
+    was busy, 2 workers took 30-35 s where one process took 22 s). Below
+    MIN_PARALLEL_MEMBER_DAYS (~0.3 s of CPU each) they never pay. The output is
+    the same whatever the number.
     """
     if member_days < MIN_PARALLEL_MEMBER_DAYS:
         return 1
@@ -66,7 +71,11 @@ def default_workers(member_days: int) -> int:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # no affinity on this platform
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_WORKERS))
+    try:
+        idle = cpus - int(os.getloadavg()[0] + 0.5)
+    except OSError:  # no load average here: take every CPU as free
+        idle = cpus
+    return max(1, min(idle, MAX_WORKERS))
 
 
 def run_serial(

@@ -82,7 +82,8 @@ __all__ = ["command"]
     type=click.IntRange(1, 64),
     default=None,
     help="Worker processes for the days (the files are the same whatever the number; "
-    "1: all in this process). Default: the usable CPUs, at most 4.",
+    "1: all in this process). Default: the idle CPUs (usable ones less the load "
+    "average), at most 4; 1 below 16 member-days.",
 )
 @click.option(
     "--out",
