@@ -29,8 +29,7 @@ import hashlib
 import itertools
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +38,13 @@ from grstats.core.flowcontrol import FlowControlSettings
 
 __all__ = [
     "SECONDS_PER_DAY",
+    "SimulatePlan",
     "SimulateResult",
+    "day_inputs",
     "default_group",
     "default_start",
     "incarnation_of",
+    "member_day_tables",
     "member_ids",
     "model_group",
     "simulate_history",
@@ -50,7 +52,9 @@ __all__ = [
 
 _NAMESPACE = uuid.UUID("0f6d8f3a-2c51-5c1e-b7a4-9e2a61d0c3b7")
 SECONDS_PER_DAY = 86_400
+_DAY_S = SECONDS_PER_DAY
 _CHUNK_S = 3_600  # the model's hour
+_DAY_HOURS = 26  # workload hours a model keeps: a day, the hour before it, one spare
 
 
 def member_ids(seed: int, count: int) -> list[str]:
@@ -116,6 +120,7 @@ def _build_model(
     *,
     slow_link: bool = False,
     version: str | None = None,
+    hours_cached: int | None = None,
 ) -> Any:
     from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
@@ -130,7 +135,7 @@ def _build_model(
     )
     if version is not None:
         settings = dataclasses.replace(settings, version=version)
-    return GroupModel(settings)
+    return GroupModel(settings, hours_cached=hours_cached)
 
 
 def _number_columns(model: Any, members: list[str], start_s: int, n: int) -> dict[str, Any]:
@@ -237,6 +242,115 @@ def _commit_columns(
     return {name: pa.array(values, pa.int64(), mask=dropped) for name, values in figures.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class SimulatePlan:
+    """The inputs of a run: every member-day is a function of these and its day (picklable:
+    a worker process gets the plan and rebuilds the model from it)."""
+
+    group: str
+    members: tuple[str, ...]
+    seed: int
+    start: dt.date
+    days: int
+    slow_member: bool
+    flow_control: FlowControlSettings
+    slow_link_hours: tuple[int, int] | None
+    version: str | None
+
+    def model(self) -> Any:
+        """The group model, keeping a day of workload hours (see GroupModel)."""
+        return _build_model(
+            self.group,
+            list(self.members),
+            self.seed,
+            self.slow_member,
+            self.flow_control,
+            slow_link=self.slow_link_hours is not None,
+            version=self.version,
+            hours_cached=_DAY_HOURS,
+        )
+
+    def day_start_s(self, day_index: int) -> int:
+        """Unix second at which day `day_index` of the run begins."""
+        day = self.start + dt.timedelta(days=day_index)
+        return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
+
+    def slow_link(self) -> tuple[tuple[int, int], ...] | None:
+        """[start, end) Unix seconds of the last member's slow link, every day; None: never."""
+        if self.slow_link_hours is None:
+            return None
+        first, end = self.slow_link_hours
+        return tuple(
+            (self.day_start_s(d) + 3600 * first, self.day_start_s(d) + 3600 * end)
+            for d in range(self.days)
+        )
+
+    def segment(self, member: str, day_index: int) -> str:
+        """The member-day's segment id (its file name derives from it)."""
+        day = self.start + dt.timedelta(days=day_index)
+        segment = f"simulate|{self.seed}|{self.group}|{member}|{day.isoformat()}"
+        segment += f"|{int(self.slow_member)}"
+        if self.slow_link_hours is not None:  # names of runs without it stay as they were
+            segment += f"|slow-link={self.slow_link_hours[0]}-{self.slow_link_hours[1]}"
+        if self.version is not None:
+            segment += f"|version={self.version}"
+        return segment
+
+
+def day_inputs(
+    model: Any, plan: SimulatePlan, day_index: int, flow: Any
+) -> tuple[Any, Any, dict[int, Any]]:
+    """The day's first pass, in day order (the flow-control replay carries its state from
+    one day to the next): every member's integer columns (10 int64 arrays, 7 MB a
+    member-day) and the replay's fc_* figures, member -> column -> array; and the
+    certifier's rounds of the day (the counts needed them; the texts need them again).
+    """
+    start_s = plan.day_start_s(day_index)
+    numbers = _number_columns(model, list(plan.members), start_s, _DAY_S)
+    return numbers, flow.day(numbers), model.certification_rounds(start_s, _DAY_S)
+
+
+def member_day_tables(
+    model: Any,
+    plan: SimulatePlan,
+    day_index: int,
+    first_pass: tuple[Any, Any, dict[int, Any]],
+) -> Iterator[tuple[str, Any]]:
+    """The day's second pass: each member's rows as a history table, one member at a
+    time (a pure function of the plan, the day and `day_inputs`' first pass, which
+    it consumes).
+
+    Yields:
+        (segment id, table with the history schema) per member, in member order.
+    """
+    import numpy as np  # noqa: PLC0415  (keeps `grstats --help` fast)
+    import pyarrow as pa  # noqa: PLC0415
+
+    from grstats.history.writer import history_schema  # noqa: PLC0415
+
+    schema = history_schema()
+    start_s = plan.day_start_s(day_index)
+    slow_link = plan.slow_link()
+    numbers, figures, rounds = first_pass
+    model.remember_certification_rounds(rounds)  # a worker's model has not computed them
+    for member in plan.members:
+        columns = _model_columns(model, member, start_s, _DAY_S)
+        columns.update(numbers.pop(member))
+        columns.update(figures.pop(member))
+        # the commit path's counters from the local proposals (slow link in `slow_link`)
+        columns.update(_commit_columns(model, member, start_s, columns, slow_link))
+        first_seq = day_index * _DAY_S + 1
+        columns["group_name"] = pa.repeat(pa.scalar(plan.group, pa.string()), _DAY_S)
+        columns["incarnation"] = np.full(_DAY_S, incarnation_of(plan.seed, member), dtype=np.uint64)
+        columns["seq"] = np.arange(first_seq, first_seq + _DAY_S, dtype=np.int64)
+        # any column the model leaves out is NULL, as a daemon without it writes it
+        for f in schema:
+            if f.name not in columns:
+                columns[f.name] = pa.nulls(_DAY_S, f.type)
+        table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
+        yield plan.segment(member, day_index), table
+
+
 def simulate_history(
     out: Path,
     *,
@@ -250,6 +364,7 @@ def simulate_history(
     flow_control: FlowControlSettings | None = None,
     slow_link_hours: tuple[int, int] | None = None,
     version: str | None = None,
+    workers: int | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -261,7 +376,8 @@ def simulate_history(
         seed: model seed.
         start: first UTC day.
         slow_member: make the last member the slow one (applier capacity).
-        on_chunk: called with the number of rows after each member-day.
+        on_chunk: called with the number of rows after each member-day (with
+            workers: when its day is done).
         flow_control: the group's flow-control variables: the model throttles its
             writers by them, and the replay that fills the fc_* columns
             (`offline.flowfill`) uses them; None: MySQL's defaults.
@@ -270,89 +386,36 @@ def simulate_history(
             message round trips take longer; the cp_* columns); None: never.
         version: the members' MySQL version (before 8.1.0 the cp_* columns are
             NULL, as such servers show no Gr_* counters); None: the model's default.
+        workers: worker processes for the days' second passes (daypool.py); 1: all
+            in this process; None: `daypool.default_workers` (1 for a small run or a
+            busy machine). The files are the same whatever the number.
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
+
+    Raises:
+        daypool.WorkerFailed: a worker process failed (its error, one line).
     """
-    import numpy as np  # noqa: PLC0415  (keeps `grstats --help` fast)
-    import pyarrow as pa  # noqa: PLC0415
+    from grstats.offline import daypool  # noqa: PLC0415
 
-    from grstats.history.writer import history_schema, write_segments  # noqa: PLC0415
-    from grstats.offline.flowfill import FlowFill  # noqa: PLC0415
-
-    schema = history_schema()
     began = time.monotonic()
-    flow_control = flow_control or FlowControlSettings()
-    model = _build_model(
-        group,
-        members,
-        seed,
-        slow_member,
-        flow_control,
-        slow_link=slow_link_hours is not None,
+    plan = SimulatePlan(
+        group=group,
+        members=tuple(members),
+        seed=seed,
+        start=start,
+        days=days,
+        slow_member=slow_member,
+        flow_control=flow_control or FlowControlSettings(),
+        slow_link_hours=slow_link_hours,
         version=version,
     )
-    slow_link: tuple[tuple[int, int], ...] | None = None
-    if slow_link_hours is not None:
-        first_s = int(dt.datetime(start.year, start.month, start.day, tzinfo=dt.UTC).timestamp())
-        slow_link = tuple(
-            (
-                first_s + d * SECONDS_PER_DAY + 3600 * slow_link_hours[0],
-                first_s + d * SECONDS_PER_DAY + 3600 * slow_link_hours[1],
-            )
-            for d in range(days)
-        )
-    flow = FlowFill(flow_control)
     out.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    rows = 0
-    # One member-day is encoded and written (zstd in C++, without the GIL) while the
-    # model computes the next: at most one write in flight, two member-days in memory.
-    pending: tuple[Future[list[Path]], int] | None = None
-
-    def finish(write: tuple[Future[list[Path]], int]) -> None:
-        nonlocal rows
-        paths.extend(write[0].result())
-        rows += write[1]
-        if on_chunk is not None:
-            on_chunk(write[1])
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulate-write") as pool:
-        for day_index in range(days):
-            day = start + dt.timedelta(days=day_index)
-            start_s = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
-            # the flow-control replay reads every member's day at once: a first pass computes
-            # every member's integer columns (10 int64 arrays, 7 MB a member-day) and keeps
-            # them for the second, which adds the rest of each member's rows, one at a time
-            numbers = _number_columns(model, members, start_s, SECONDS_PER_DAY)
-            figures = flow.day(numbers)
-            for member in members:
-                columns = _model_columns(model, member, start_s, SECONDS_PER_DAY)
-                columns.update(numbers.pop(member))
-                columns.update(figures.pop(member))
-                # the commit path's counters from the local proposals (slow link in `slow_link`)
-                columns.update(_commit_columns(model, member, start_s, columns, slow_link))
-                first_seq = day_index * SECONDS_PER_DAY + 1
-                columns["group_name"] = pa.repeat(pa.scalar(group, pa.string()), SECONDS_PER_DAY)
-                columns["incarnation"] = np.full(
-                    SECONDS_PER_DAY, incarnation_of(seed, member), dtype=np.uint64
-                )
-                columns["seq"] = np.arange(first_seq, first_seq + SECONDS_PER_DAY, dtype=np.int64)
-                # any column the model leaves out is NULL, as a daemon without it writes it
-                for f in schema:
-                    if f.name not in columns:
-                        columns[f.name] = pa.nulls(SECONDS_PER_DAY, f.type)
-                table = pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
-                segment = f"simulate|{seed}|{group}|{member}|{day.isoformat()}|{int(slow_member)}"
-                if slow_link_hours is not None:  # names of runs without it stay as they were
-                    segment += f"|slow-link={slow_link_hours[0]}-{slow_link_hours[1]}"
-                if version is not None:
-                    segment += f"|version={version}"
-                if pending is not None:
-                    finish(pending)
-                pending = pool.submit(write_segments, out, table, segment_id=segment), len(table)
-        if pending is not None:
-            finish(pending)
+    if workers is None:
+        workers = daypool.default_workers(len(members) * days)
+    jobs = min(days, max(1, workers))
+    run = daypool.run_serial if jobs <= 1 else daypool.run_parallel
+    paths, rows = run(plan, out, jobs, on_chunk)
     size = sum(p.stat().st_size for p in set(paths))
     return SimulateResult(rows, len(set(paths)), size, time.monotonic() - began)
 

@@ -30,6 +30,7 @@ only grows while membership is unchanged; ROWS_VALIDATING >= 0.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -102,6 +103,19 @@ class Certification:
         if len(self._stable) > _STABLE_CACHED:
             self._stable.popitem(last=False)
         return got
+
+    def rounds(self, start: int, stop: int) -> dict[int, tuple[int, int, str]]:
+        """The rounds (`stable_at`) of seconds [start, stop), by minute; computed if not cached."""
+        return {x: self.stable_at(x) for x in range(start - start % GC_PERIOD_S, stop, GC_PERIOD_S)}
+
+    def remember(self, rounds: Mapping[int, tuple[int, int, str]]) -> None:
+        """Cache rounds an equal model computed (another process's: a round is a pure
+        function of the settings and its minute), as if computed here."""
+        for minute, got in rounds.items():
+            self._stable[minute] = got
+            self._stable.move_to_end(minute)
+        while len(self._stable) > _STABLE_CACHED:
+            self._stable.popitem(last=False)
 
     def rows_validating(self, ok_total: I64, start: int, stop: int) -> I64:
         """ROWS_VALIDATING for seconds [start, stop), given the group's certified totals there."""

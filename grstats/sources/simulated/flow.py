@@ -305,6 +305,7 @@ class ThrottledWorkload(Workload):
         super().__init__(raw.settings)
         self._raw, self._flow = raw, flow
         self._thr_hours: OrderedDict[int, Hour] = OrderedDict()
+        self.hours_cached = _HOURS_CACHED
 
     def hour(self, h: int) -> Hour:
         arrays = self._flow.hour_arrays(h)
@@ -320,7 +321,7 @@ class ThrottledWorkload(Workload):
         if before is not None:
             a, c = a + before[0][:, None], c + before[1][:, None]
         got = self._thr_hours[h] = Hour(a, c, raw.in_queue)
-        if len(self._thr_hours) > _HOURS_CACHED:
+        if len(self._thr_hours) > self.hours_cached:
             self._thr_hours.popitem(last=False)
         return got
 

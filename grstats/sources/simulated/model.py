@@ -76,16 +76,22 @@ def _background_in_queue(raw: Workload, m: int, start: int) -> I64:
 class GroupModel:
     """The simulated group; every method is a pure function of (settings, time)."""
 
-    def __init__(self, settings: SimulationSettings) -> None:
+    def __init__(self, settings: SimulationSettings, *, hours_cached: int | None = None) -> None:
         """Prepare the model (cheap; work happens lazily on first evaluation).
 
         Args:
             settings: the knobs, identical on every member of the group.
+            hours_cached: workload hours kept (at least the default of a few; ~1 MB
+                each for 9 members): a reader of whole days member by member
+                (`grstats simulate`) keeps a day instead of building each hour
+                once per member. None: the default, for a daemon's one member.
         """
         self.settings = settings
         self._index = {m: i for i, m in enumerate(settings.members)}
         self._membership = Membership(settings)
         self._workload = raw = Workload(settings)
+        if hours_cached is not None:
+            raw.hours_cached = max(raw.hours_cached, hours_cached)
         self._queues = ApplierQueues(raw)
         self._flow: FlowModel | None = None
         if settings.flow_control.mode == "QUOTA":
@@ -96,9 +102,12 @@ class GroupModel:
                 lambda m, start: raw_cert.in_queue(m, start, _background_in_queue(raw, m, start)),
             )
             self._workload = ThrottledWorkload(raw, self._flow)
+            self._workload.hours_cached = max(self._workload.hours_cached, raw.hours_cached)
             self._queues = ThrottledQueues(self._workload, self._queues, self._flow)
         self._ledger = GtidLedger(self._workload)
-        cert = Certification(self._workload, self._queues, self._ledger, self._membership)
+        self._cert = cert = Certification(
+            self._workload, self._queues, self._ledger, self._membership
+        )
         self._counts = PipelineCounts(self._workload, self._queues, cert, self._membership)
         self._texts = MemberTexts(settings, self._membership, cert, self._ledger)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
@@ -106,6 +115,16 @@ class GroupModel:
         self._gtid_states = GtidStates(
             settings, self._workload, self._ledger, self._queues.queue_at
         )
+
+    def certification_rounds(self, start_s: int, n_seconds: int) -> dict[int, Any]:
+        """The certifier's rounds (stable set, garbage collection) that seconds [start_s,
+        start_s + n_seconds) see, by minute: what a model of equal settings in another
+        process may `remember_certification_rounds` instead of computing them again."""
+        return dict(self._cert.rounds(start_s, start_s + n_seconds))
+
+    def remember_certification_rounds(self, rounds: dict[int, Any]) -> None:
+        """Take rounds from `certification_rounds` of a model of equal settings."""
+        self._cert.remember(rounds)
 
     def gtid_state_at(self, member_id: str, t_us: int) -> GtidState:
         """The member's @@gtid_executed and @@gtid_purged at time t (gtidstate.py).

@@ -92,6 +92,9 @@ class Workload:
         self._pa: I64 = np.zeros((1, n), dtype=np.int64)  # row j: proposals before hour h0 + j
         self._pc: I64 = np.zeros((1, n), dtype=np.int64)
         self._hours: OrderedDict[int, Hour] = OrderedDict()
+        # hours kept (~1 MB each for 9 members): a daemon needs this hour and the last;
+        # a bulk reader of a whole day per member (grstats simulate) keeps the day
+        self.hours_cached = _HOURS_CACHED
 
     # ---- hour parameters and arrays ----
 
@@ -164,7 +167,7 @@ class Workload:
         got = self._hours.get(h)
         if got is None:
             got = self._hours[h] = self._build_hour(h)
-            if len(self._hours) > _HOURS_CACHED:
+            if len(self._hours) > self.hours_cached:
                 self._hours.popitem(last=False)
         else:
             self._hours.move_to_end(h)
