@@ -2,12 +2,12 @@
 
 Strategy: the history keeps each member's cumulative Gr_* counters per
 operation (`COMMIT_COUNTERS`: a count and a time in µs, on one sample per
-10 s). They step exactly as the applier counters do (a set of
-`applier.counter_hours`, in the applier's ordered pass: the previous sample
-*with figures*, a reset counts its own value, nothing across a missing day),
-and a bucket sums the steps (`applier.counter_tables`). From the sums: the
-mean time of one operation, and each operation's share of the member's commit
-path -- its time over the summed time of the operations in `COMMIT_SHARED` (the message round trip
+10 s). They step exactly as the applier counters do (`applier.applier_steps`
+with these counters: the previous sample *with figures*, a reset counts its
+own value, nothing across a missing day), and a bucket sums the steps
+(`applier.counter_tables`). From the sums: the mean time of one operation,
+and each operation's share of the member's commit path -- its time over the
+summed time of the operations in `COMMIT_SHARED` (the message round trip
 contains the consensus round, so it is shown but not shared out), the same
 rule as grstats_member_commit_path.  The day table sums the hours (exact:
 everything is additive), then derives again.
@@ -32,10 +32,9 @@ from pyspark.sql import functions as F
 from spark_rollups.applier import counter_tables
 from spark_rollups.schema import COMMIT_COLUMNS, COMMIT_COUNTERS, COMMIT_OPS, COMMIT_SHARED, DAY
 
-__all__ = ["COMMIT", "COMMIT_TABLES", "commit_tables"]
+__all__ = ["COMMIT_TABLES", "commit_tables"]
 
 COMMIT_TABLES = ("commit_member_hour", "commit_member_day")
-COMMIT = "commit"  # the commit-path counters' set name in `applier.counter_hours`
 
 
 def _time(op: str) -> Column:
@@ -56,13 +55,14 @@ def _finish(rolled: DataFrame) -> DataFrame:
     return rolled.withColumns(derived).select(*COMMIT_COLUMNS, DAY)
 
 
-def commit_tables(hours: DataFrame) -> dict[str, DataFrame]:
-    """Both commit-path tables (`applier.counter_tables` of the `COMMIT` set).
+def commit_tables(samples: DataFrame, baseline: DataFrame | None = None) -> dict[str, DataFrame]:
+    """Both commit-path tables (`applier.counter_tables` of COMMIT_COUNTERS).
 
     Args:
-        hours: `applier.counter_hours` with the `COMMIT` set (COMMIT_COUNTERS).
+        samples: `select_samples` of the dates to roll up.
+        baseline: `select_samples` of the day before them, or None.
 
     Returns:
         commit_member_hour and commit_member_day, each COMMIT_COLUMNS plus `day`.
     """
-    return counter_tables(hours, COMMIT, COMMIT_COUNTERS, _finish, COMMIT_TABLES)
+    return counter_tables(samples, baseline, COMMIT_COUNTERS, _finish, COMMIT_TABLES)

@@ -9,9 +9,8 @@ them), ordered once (`with_steps`), the member minutes are aggregated and
 persisted, and every coarser table is derived from them exactly (p95 too,
 from the minutes' sorted values, see transforms.py).  The day before the
 first processed date is read too, only for each member's last sample, so the
-first step of an incremental run is right.  The applier and commit-path tables
-(hour, day) come from one more ordered pass over the same samples (both in
-`applier.counter_hours`, persisted), the flow-control
+first step of an incremental run is right.  The applier tables (hour, day;
+applier.py) come from their own pass over the same samples, the flow-control
 tables from one persisted scan of member-seconds (flowrollup.py).  The tables
 are small; they are written by concurrent jobs in two waves (member tables
 and applier hours, then the tables that read them and the rest).  The
@@ -48,16 +47,11 @@ from spark_rollups import flowrollup as FR
 from spark_rollups import gtidrollup as GR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
-from spark_rollups.applier import APPLIER, APPLIER_TABLES, applier_tables, counter_hours
-from spark_rollups.commitrollup import COMMIT, COMMIT_TABLES, commit_tables
+from spark_rollups.applier import APPLIER_TABLES, applier_tables
+from spark_rollups.commitrollup import COMMIT_TABLES, commit_tables
 from spark_rollups.manifest import plan_run
 from spark_rollups.memberdim import MEMBER_HOSTS, MEMBER_HOSTS_SCHEMA, member_hosts
-from spark_rollups.schema import (
-    APPLIER_COUNTERS,
-    COMMIT_COUNTERS,
-    FLOW_INPUT_COLUMNS,
-    FLOW_SCHEMA,
-)
+from spark_rollups.schema import FLOW_INPUT_COLUMNS, FLOW_SCHEMA
 from spark_rollups.segments import record_skipped, screen_segments
 from spark_rollups.session import build_session, run_command, session_settings
 from spark_rollups.storage import (
@@ -247,26 +241,12 @@ def run_rollup(
         ).persist(StorageLevel.MEMORY_AND_DISK)
         persisted += [minutes, raw_minutes]
         tables.update(T.tables_from_minutes(minutes, period_seconds))
-    sets = {
-        name: counters
-        for name, counters, group in (
-            (APPLIER, APPLIER_COUNTERS, "applier"),
-            (COMMIT, COMMIT_COUNTERS, "commit"),
-        )
-        if wanted & set(TABLE_GROUPS[group])
-    }
-    if sets:
-        # The applier and commit-path tables order the samples once more, per member
-        # and with the baseline days in the same window, both sets in one pass
-        # (applier.counter_hours); the hours persisted and counted before the
-        # concurrent writes, which would each compute them otherwise.
-        hours = counter_hours(samples, baseline, sets).persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(hours)
-        hours.count()
-        if APPLIER in sets:
-            tables.update(applier_tables(hours))
-        if COMMIT in sets:
-            tables.update(commit_tables(hours))  # the commit path, the same way
+    if wanted & set(TABLE_GROUPS["applier"]):
+        # The applier tables order the samples once more, per member and with the
+        # baseline days in the same window (applier.py); only their columns are read.
+        tables.update(applier_tables(samples, baseline))
+    if wanted & set(TABLE_GROUPS["commit"]):
+        tables.update(commit_tables(samples, baseline))  # the commit path, the same way
     if wanted & set(TABLE_GROUPS["flow"]):
         # flow control: its own (pruned) scan of the same dates, per-day figures only;
         # the member-seconds persisted and counted before the writes (three concurrent
