@@ -17,8 +17,10 @@ with an equivalent pyarrow generator.  It then times:
   rolled up in full, one day appended, then the incremental run (manifest)
   beside DuckDB computing the same new day (with the day before),
 and prints rows/s, the Spark/DuckDB ratios (every table cold and warm, per
-group warm, incremental), the rows per table on both sides and the input's
-bytes per sample.  Figures only; nothing is asserted.
+group warm, incremental; wall time, and beside it CPU time -- the JVM's from
+/proc on Linux, DuckDB's process time -- which a loaded machine blurs less),
+the rows per table on both sides and the input's bytes per sample.  Figures
+only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -145,6 +147,16 @@ def simulate(out: Path, members: int, days: int, start: dt.date = START_DAY) -> 
     return result.rows, "grstats simulate"
 
 
+def jvm_cpu(spark: Any) -> float:
+    """CPU seconds (user + system) the session's JVM has used; NaN when unknown (not Linux)."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid  # spark-submit exec's the JVM
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def compare_counts(spark_out: Path, duck_out: Path) -> str:
     """Rows per table in both outputs (the same work was done)."""
     import duckdb  # noqa: PLC0415 - only the benchmark needs it
@@ -253,9 +265,15 @@ DUCK_GROUPS = {
 
 
 def duckdb_rollup(
-    history: Path, out: Path, threads: int, groups: tuple[str, ...] = tuple(DUCK_GROUPS)
+    history: Path,
+    out: Path,
+    threads: int,
+    groups: tuple[str, ...] = tuple(DUCK_GROUPS),
+    cpu_seconds: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Every table Spark writes, by the tests' DuckDB oracles, written as Parquet.
+
+    `cpu_seconds`, when given, receives the process's CPU seconds per group.
 
     Returns:
         Seconds per table group (rollup.TABLE_GROUPS), each from its own read of the history.
@@ -269,9 +287,11 @@ def duckdb_rollup(
     con.execute("SET enable_progress_bar = false")
     seconds = {}
     for group in groups:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         DUCK_GROUPS[group](con, history, out)
         seconds[group] = time.monotonic() - started
+        if cpu_seconds is not None:
+            cpu_seconds[group] = time.process_time() - cpu
     con.close()
     return seconds
 
@@ -355,10 +375,10 @@ def main() -> int:
         spark.sparkContext.setLogLevel("ERROR")
         session_s = time.monotonic() - started
         print(f"spark session start: {session_s:.1f} s")
-        timings = []
+        timings, cpus = [], []
         for attempt in ("cold", "warm"):
             out = work / f"spark-{attempt}"
-            started = time.monotonic()
+            started, cpu = time.monotonic(), jvm_cpu(spark)
             run_rollup(
                 spark,
                 str(history),
@@ -367,29 +387,35 @@ def main() -> int:
                 progress=lambda line: print("  " + line),
             )
             timings.append(time.monotonic() - started)
+            cpus.append(jvm_cpu(spark) - cpu)
             print(
-                f"spark rollup, every table ({attempt} JVM): {timings[-1]:.1f} s, "
+                f"spark rollup, every table ({attempt} JVM): {timings[-1]:.1f} s "
+                f"(JVM CPU {cpus[-1]:.1f} s), "
                 f"{rows / timings[-1] / 1e6:.2f} M rows/s"
             )
         # each group alone (warm JVM): its own read of the history, as DuckDB's below
-        spark_groups = {}
+        spark_groups, spark_cpu = {}, {}
         for group, tables in TABLE_GROUPS.items():
-            started = time.monotonic()
+            started, cpu = time.monotonic(), jvm_cpu(spark)
             run_rollup(
                 spark, str(history), str(work / "spark-groups"), since="1970-01-01", only=tables
             )
             spark_groups[group] = time.monotonic() - started
-        print(
-            "spark rollup per table group (warm): "
-            + ", ".join(f"{g} {t:.1f} s" for g, t in spark_groups.items())
-        )
+            spark_cpu[group] = jvm_cpu(spark) - cpu
+        per_group = (f"{g} {t:.1f} s (CPU {spark_cpu[g]:.1f} s)" for g, t in spark_groups.items())
+        print("spark rollup per table group (warm): " + ", ".join(per_group))
         inc = None
         if args.incremental_days > 0:
             inc = incremental(spark, work, args.incremental_members, args.incremental_days)
         spark.stop()
-        duck_runs = [duckdb_rollup(history, work / f"duckdb-{i}", threads=2) for i in range(2)]
+        duck_cpus: list[dict[str, float]] = [{}, {}]
+        duck_runs = [
+            duckdb_rollup(history, work / f"duckdb-{i}", threads=2, cpu_seconds=duck_cpus[i])
+            for i in range(2)
+        ]
         # per group the faster run: the ratio errs against Spark
         duck_groups = {g: min(run[g] for run in duck_runs) for g in duck_runs[0]}
+        duck_cpu = {g: min(run[g] for run in duck_cpus) for g in duck_cpus[0]}
         duck = sum(duck_groups.values())
         print(
             f"duckdb rollup, every table (2 threads): "
@@ -402,9 +428,11 @@ def main() -> int:
         )
         print(
             f"ratio spark/duckdb, every table: {timings[0] / duck:.2f} (cold), "
-            f"{timings[-1] / duck:.2f} (warm)"
+            f"{timings[-1] / duck:.2f} (warm); CPU time: {cpus[0] / sum(duck_cpu.values()):.2f} "
+            f"(cold), {cpus[-1] / sum(duck_cpu.values()):.2f} (warm)"
         )
         print(f"ratio spark/duckdb per table group (warm): {_ratios(spark_groups, duck_groups)}")
+        print(f"ratio spark/duckdb CPU time per table group (warm): {_ratios(spark_cpu, duck_cpu)}")
         if inc is not None:
             full, step, inc_duck = inc
             print(
