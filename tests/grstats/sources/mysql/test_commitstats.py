@@ -319,7 +319,7 @@ async def test_a_failed_or_new_session_reads_the_communication_information_again
 ) -> None:
     online_84(fake)
     _communication(fake)
-    source = make_source(fake.port, poll_timeout=0.5)
+    source = make_source(fake.port, poll_timeout=2.0)
     fake.hang_tables.add(COMM_TABLE)
     with capture_logs() as logs:
         sample = await source.sample(T0)
