@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from grstats.cli.commands.simulate import command
@@ -39,6 +40,7 @@ def _files(out: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_a_parallel_run_writes_the_serial_runs_files(tmp_path: Path) -> None:
     serial, parallel = tmp_path / "serial", tmp_path / "parallel"
     assert _run(serial, workers=1) == [86_400] * 4
