@@ -65,6 +65,33 @@ def _rows_seen(port: int, members: int, deadline_s: float) -> tuple[int, int]:
         time.sleep(0.2)
 
 
+def _measured(
+    label: str,
+    procs: Procs,
+    *,
+    workdir: Path,
+    broker: int,
+    daemons: list[int],
+    ports: list[int],
+    seconds: float,
+) -> Phase:
+    """Start the bare process beside the running `daemons`, measure them all for
+    `seconds`, and read which members' commit-path rows the first daemon holds."""
+    bare = start_bare(procs, workdir, broker, seconds)
+    w = measure([*daemons, bare.pid], seconds)
+    rows, comm = _rows_seen(ports[0], len(daemons), 10.0)
+    return Phase(
+        label,
+        w.mean_cpu(daemons),
+        w.mean_rss(daemons),
+        w.cpu[bare.pid],
+        w.rss[bare.pid],
+        rows,
+        len(daemons),
+        comm,
+    )
+
+
 def run_phase(label: str, simulated: str, seconds: float, n: int) -> Phase:
     """Start `n` simulated daemons (with `simulated` in their [simulated] section)
     and a bare process on a fresh broker, measure them, stop them."""
@@ -79,22 +106,18 @@ def run_phase(label: str, simulated: str, seconds: float, n: int) -> Phase:
                 for m in members
             ]
             ports = [api_port_of(log) for _, log in started]
-            bare = start_bare(procs, workdir, broker, seconds)
             daemons = [p.pid for p, _ in started]
-            w = measure([*daemons, bare.pid], seconds)
-            rows, comm = _rows_seen(ports[0], n, 10.0)
+            return _measured(
+                label,
+                procs,
+                workdir=workdir,
+                broker=broker,
+                daemons=daemons,
+                ports=ports,
+                seconds=seconds,
+            )
         finally:
             procs.stop_all()
-    return Phase(
-        label,
-        w.mean_cpu(daemons),
-        w.mean_rss(daemons),
-        w.cpu[bare.pid],
-        w.rss[bare.pid],
-        rows,
-        n,
-        comm,
-    )
 
 
 def run_production_phase(label: str, version: str, seconds: float, n: int) -> Phase:
@@ -115,21 +138,17 @@ def run_production_phase(label: str, version: str, seconds: float, n: int) -> Ph
                 daemons.append(proc.pid)
                 logs.append(d / "log")
             ports = [api_port_of(log) for log in logs]
-            bare = start_bare(procs, workdir, broker, seconds)
-            w = measure([*daemons, bare.pid], seconds)
-            rows, comm = _rows_seen(ports[0], n, 10.0)
+            return _measured(
+                label,
+                procs,
+                workdir=workdir,
+                broker=broker,
+                daemons=daemons,
+                ports=ports,
+                seconds=seconds,
+            )
         finally:
             procs.stop_all()
-    return Phase(
-        label,
-        w.mean_cpu(daemons),
-        w.mean_rss(daemons),
-        w.cpu[bare.pid],
-        w.rss[bare.pid],
-        rows,
-        n,
-        comm,
-    )
 
 
 def production_pair(seconds: float, rounds: int, n: int, version: str = "8.4") -> None:
