@@ -6,6 +6,7 @@ helpers used by more than one module live in tests/fixtures/.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,3 +35,36 @@ def test_each_directory_of_tests_grstats_mirrors_a_package_of_grstats() -> None:
 def test_each_directory_of_tests_grstats_is_a_package() -> None:
     # without __init__.py two test_x.py in different directories collide in pytest
     assert [d for d in _directories() if not (TESTS / d / "__init__.py").is_file()] == []
+
+
+# STYLE.md §8: a module past ~450 lines is a sign to split (test modules along
+# their sections, shared helpers to tests/fixtures/).
+MAX_LINES = 450
+
+
+def test_no_module_of_tests_exceeds_450_lines() -> None:
+    lengths = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in (ROOT / "tests").rglob("*.py")
+    }
+    assert len(lengths) > 100  # the walk sees the tree
+    assert {p: n for p, n in lengths.items() if n > MAX_LINES} == {}
+
+
+# A test module imports shared helpers from tests/fixtures/, never from another
+# test module (importing one runs its module-level code and couples the two).
+TEST_MODULE_IMPORT = re.compile(r"^\s*from (tests\.[\w.]*\btest_\w+) import", re.MULTILINE)
+# tests/spark_rollups/ is another engineer's area this wave: its one import stays
+# until expected_applier moves to tests/fixtures/ there.
+IMPORT_EXCEPTIONS = {
+    "tests/spark_rollups/test_rollup_day.py": {"tests.spark_rollups.test_rollup_applier"}
+}
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    imports = {
+        str(p.relative_to(ROOT)): set(TEST_MODULE_IMPORT.findall(p.read_text(encoding="utf-8")))
+        for p in (ROOT / "tests").rglob("*.py")
+    }
+    assert imports["tests/test_layout.py"] == set()  # the pattern below is not an import
+    assert {p: m for p, m in imports.items() if m} == IMPORT_EXCEPTIONS

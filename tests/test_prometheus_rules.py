@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_grafana_dashboard import _exposed_names, _metric_names
+from tests.fixtures.exposed_metrics import exposed_names, metric_names
 
 RULES_DIR = Path(__file__).resolve().parents[1] / "config" / "prometheus"
 RULES = RULES_DIR / "grstats-rules.yml"
@@ -68,11 +68,11 @@ def test_promtool_rule_unit_tests_pass() -> None:
 def test_rules_read_only_series_grstats_exposes_or_records() -> None:
     text = RULES.read_text(encoding="utf-8")
     recorded = set(_field(text, "record"))
-    exposed = _exposed_names() | recorded | PROMETHEUS_OWN
+    exposed = exposed_names() | recorded | PROMETHEUS_OWN
     exprs = _field(text, "expr")
     assert len(exprs) > len(recorded)
     for expr in exprs:
-        names = _metric_names(expr)
+        names = metric_names(expr)
         assert names, expr
         assert names <= exposed, f"{sorted(names - exposed)} not exposed; in {expr!r}"
 

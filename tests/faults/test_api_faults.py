@@ -27,7 +27,7 @@ from grstats.api.server import ApiServer
 from grstats.core.snapshot import DaemonSnapshot
 from tests.fixtures.http import api_server as _server
 from tests.fixtures.http import raw_get, raw_request
-from tests.grstats.api.test_metrics import _member_row, _stats_row, _status_row
+from tests.fixtures.metrics_snapshot import member_row, stats_row, status_row
 
 pytestmark = pytest.mark.faults
 
@@ -45,11 +45,11 @@ def _big_snapshot() -> DaemonSnapshot:
         group_name="aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
         local_member_id=ids[0],
         tables={
-            "replication_group_member_stats": tuple(_stats_row(m, i) for i, m in enumerate(ids)),
+            "replication_group_member_stats": tuple(stats_row(m, i) for i, m in enumerate(ids)),
             "replication_group_members": tuple(
-                _member_row(m, 3306, "ONLINE", "SECONDARY") for m in ids
+                member_row(m, 3306, "ONLINE", "SECONDARY") for m in ids
             ),
-            "grstats_member_status": tuple(_status_row(m, 1.5, i, 0) for i, m in enumerate(ids)),
+            "grstats_member_status": tuple(status_row(m, 1.5, i, 0) for i, m in enumerate(ids)),
         },
         gauges={"bus_connected": 1},
     )

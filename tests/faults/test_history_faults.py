@@ -1,4 +1,4 @@
-"""History faults (issue 15): full disk, unstorable rows, duplicates, shared trees.
+"""History faults (issue 15): full disk, unstorable rows.
 
 Each test reproduces one fault against the real file system: ENOSPC injected
 at the writer's OS-call boundary (`FileOps`, so it always runs) and a real
@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,116 +22,20 @@ import pyarrow as pa
 import pytest
 from structlog.testing import capture_logs
 
-from grstats.core.records import HistoryRow
 from grstats.history.fileops import FileOps
-from grstats.history.parquet import read_history
 from grstats.history.wal import encode_record
 from grstats.history.writer import HistoryWriter
-from tests.fixtures.broker import Broker
-from tests.fixtures.daemons import (
-    M1,
-    M2,
-    STATS,
-    daemon_config,
-    daemons,
-    spawn_daemon,
-    start_daemon,
-    wait_for,
-    wait_started,
+from tests.fixtures.history_faults import (
+    FullDisk,
+    Watch,
+    fast_writer,
+    fd_count,
+    named_events,
+    row_keys,
 )
-from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
+from tests.grstats.history.rows import sample_row, wal_file
 
 pytestmark = pytest.mark.faults
-
-DEADLINE_S = 30.0
-
-
-class FullDisk(FileOps):
-    """Real file operations, except that writes fail with ENOSPC while `full`."""
-
-    def __init__(self) -> None:
-        self.full = False
-        self.failures = 0
-
-    def _check(self) -> None:
-        if self.full:
-            self.failures += 1
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def write(self, fd: int, data: bytes | memoryview) -> int:
-        self._check()
-        return super().write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        self._check()
-        super().fsync(fd)
-
-    def write_segments(
-        self, directory: Path, table: pa.Table, *, segment_id: str, writer: str = ""
-    ) -> list[Path]:
-        self._check()
-        return super().write_segments(directory, table, segment_id=segment_id, writer=writer)
-
-
-class Watch:
-    """Samples the process's file descriptors and the WAL directory while waiting."""
-
-    def __init__(self, wal_dir: Path) -> None:
-        self.wal_dir = wal_dir
-        self.max_fds = 0
-        self.max_wal_fds = 0
-        self.max_wal_files = 0
-        self.wal_names: set[str] = set()
-
-    def sample(self) -> None:
-        fds = os.listdir("/proc/self/fd")
-        wal_fds = 0
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue  # closed meanwhile
-            wal_fds += target.startswith(f"{self.wal_dir}/wal-")  # not the dir's fsync
-        names = {p.name for p in self.wal_dir.glob("wal-*.log")}
-        self.wal_names |= names
-        self.max_fds = max(self.max_fds, len(fds))
-        self.max_wal_fds = max(self.max_wal_fds, wal_fds)
-        self.max_wal_files = max(self.max_wal_files, len(names))
-
-    def until(self, condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            self.sample()
-            if condition():
-                return
-            time.sleep(0.005)
-        raise AssertionError(f"timed out waiting for {what}")
-
-
-def _fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def _keys(directory: Path) -> list[tuple[Any, ...]]:
-    table = read_history(directory)
-    names = ("group_name", "member_id", "incarnation", "seq")
-    return list(zip(*(table[n].to_pylist() for n in names), strict=True))
-
-
-def _fast_writer(directory: Path, **kwargs: Any) -> HistoryWriter:
-    settings: dict[str, Any] = {
-        "retention_days": 36500,
-        "flush_interval_s": 0.05,
-        "fsync_interval_s": 0.01,
-        "retry_max_s": 0.05,
-        "log_interval_s": 3600.0,
-    }
-    return HistoryWriter(directory, **(settings | kwargs))
-
-
-def _events(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["event"] == name]
-
 
 # ---------------------------------------------------------------- disk full
 
@@ -149,7 +52,7 @@ async def _fill_then_recover(
     for seq in range(11, 21):
         writer.record(sample_row(seq))
     watch.until(lambda: writer.stats.rows_written == 20, "rows 11-20 fsynced")
-    fds_before = _fd_count()
+    fds_before = fd_count()
     with capture_logs() as events:
         fill()
         errors_at_fill = writer.stats.errors
@@ -175,7 +78,7 @@ async def _fill_then_recover(
 
 async def test_disk_full_injected_bounded_degraded_and_recovers(tmp_path: Path) -> None:
     ops = FullDisk()
-    writer = _fast_writer(tmp_path, file_ops=ops)
+    writer = fast_writer(tmp_path, file_ops=ops)
 
     def fill() -> None:
         ops.full = True
@@ -187,11 +90,11 @@ async def test_disk_full_injected_bounded_degraded_and_recovers(tmp_path: Path) 
     assert ops.failures >= 20
     # at most the open WAL and one closed WAL waiting for its segments
     assert watch.max_wal_files <= 2
-    assert len(_events(events, "history.write_failed")) == 1  # then suppressed, counted
+    assert len(named_events(events, "history.write_failed")) == 1  # then suppressed, counted
     # >= 20 failures: one line per phase logged, every other one counted on recovery
-    assert len(_events(events, "history.segments_failed")) <= 1
-    assert sum(e["suppressed"] for e in _events(events, "history.recovered")) >= 18
-    keys = _keys(tmp_path)
+    assert len(named_events(events, "history.segments_failed")) <= 1
+    assert sum(e["suppressed"] for e in named_events(events, "history.recovered")) >= 18
+    keys = row_keys(tmp_path)
     assert sorted(k[3] for k in keys) == list(range(1, 61))  # nothing lost, no duplicate
     assert list((tmp_path / "wal").iterdir()) == []
     stats = writer.stats
@@ -202,7 +105,7 @@ async def test_close_while_disk_full_keeps_fsynced_rows_for_the_next_start(
     tmp_path: Path,
 ) -> None:
     ops = FullDisk()
-    writer = _fast_writer(tmp_path, file_ops=ops, flush_interval_s=3600.0)
+    writer = fast_writer(tmp_path, file_ops=ops, flush_interval_s=3600.0)
     await writer.start()
     for seq in range(1, 6):
         writer.record(sample_row(seq))
@@ -214,10 +117,10 @@ async def test_close_while_disk_full_keeps_fsynced_rows_for_the_next_start(
         await writer.close()
     assert writer.stats.dropped.disk_full == 3  # never fsynced: counted, not silent
     ops.full = False
-    again = _fast_writer(tmp_path)
+    again = fast_writer(tmp_path)
     await again.start()
     await again.close()
-    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 2, 3, 4, 5]
+    assert sorted(k[3] for k in row_keys(tmp_path)) == [1, 2, 3, 4, 5]
 
 
 async def test_start_on_a_full_disk_starts_degraded_and_replays_once_space_returns(
@@ -227,7 +130,7 @@ async def test_start_on_a_full_disk_starts_degraded_and_replays_once_space_retur
     wal_file(tmp_path, "000000000001-aa", b"".join(encode_record(sample_row(s)) for s in (1, 2, 3)))
     ops = FullDisk()
     ops.full = True
-    writer = _fast_writer(tmp_path, file_ops=ops)
+    writer = fast_writer(tmp_path, file_ops=ops)
     await writer.start()  # a full disk is a state to report, not a reason not to run
     assert not writer.health().ok
     writer.record(sample_row(3))  # redelivered: it is in that WAL already
@@ -236,7 +139,7 @@ async def test_start_on_a_full_disk_starts_degraded_and_replays_once_space_retur
     watch = Watch(tmp_path / "wal")
     watch.until(lambda: writer.health().ok and writer.stats.rows_buffered == 0, "recovery")
     await writer.close()
-    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 2, 3, 4]
+    assert sorted(k[3] for k in row_keys(tmp_path)) == [1, 2, 3, 4]
     assert writer.stats.dropped.duplicate == 1
 
 
@@ -249,12 +152,12 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (@FD@, @FD@))  # this child only
 import asyncio, json, sys, time
 from pathlib import Path
 from grstats.history.parquet import read_history
-from tests.faults.test_history_faults import FullDisk, _fast_writer
+from tests.fixtures.history_faults import FullDisk, fast_writer
 from tests.grstats.history.rows import sample_row
 
 async def main(directory):
     ops = FullDisk()
-    writer = _fast_writer(directory, file_ops=ops, fsync_interval_s=0.002, retry_max_s=0.002)
+    writer = fast_writer(directory, file_ops=ops, fsync_interval_s=0.002, retry_max_s=0.002)
     await writer.start()
     ops.full = True
     for seq in range(1, 201):
@@ -311,7 +214,7 @@ async def test_segments_failing_keep_the_wal_going_and_health_degraded_until_wri
     tmp_path: Path,
 ) -> None:
     ops = SegmentsFail()
-    writer = _fast_writer(tmp_path, file_ops=ops)
+    writer = fast_writer(tmp_path, file_ops=ops)
     await writer.start()
     ops.full = True
     watch = Watch(tmp_path / "wal")
@@ -321,15 +224,15 @@ async def test_segments_failing_keep_the_wal_going_and_health_degraded_until_wri
         # the WAL takes every row while segments fail, many flush intervals long
         watch.until(lambda: writer.stats.rows_written == 30 and ops.failures >= 20, "failures")
         assert not writer.health().ok
-        assert _events(events, "history.recovered") == []  # no flapping on WAL successes
+        assert named_events(events, "history.recovered") == []  # no flapping on WAL successes
         ops.full = False
         watch.until(lambda: writer.health().ok, "segments written again")
         await writer.close()
-    assert len(_events(events, "history.segments_failed")) == 1
-    assert _events(events, "history.write_failed") == []  # the WAL never failed
-    assert [e["phase"] for e in _events(events, "history.recovered")] == ["segments"]
+    assert len(named_events(events, "history.segments_failed")) == 1
+    assert named_events(events, "history.write_failed") == []  # the WAL never failed
+    assert [e["phase"] for e in named_events(events, "history.recovered")] == ["segments"]
     assert watch.max_wal_files <= 2
-    assert sorted(k[3] for k in _keys(tmp_path)) == list(range(1, 31))
+    assert sorted(k[3] for k in row_keys(tmp_path)) == list(range(1, 31))
 
 
 @pytest.fixture
@@ -353,7 +256,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
 async def test_disk_full_real_tmpfs_bounded_degraded_and_recovers(small_fs: Path) -> None:
     directory = small_fs / "history"
     ballast = small_fs / "ballast"
-    writer = _fast_writer(directory)
+    writer = fast_writer(directory)
 
     def fill() -> None:
         with ballast.open("wb") as f:
@@ -369,8 +272,8 @@ async def test_disk_full_real_tmpfs_bounded_degraded_and_recovers(small_fs: Path
 
     watch, events = await _fill_then_recover(directory, writer, fill, free)
     assert watch.max_wal_files <= 2
-    assert len(_events(events, "history.write_failed")) == 1
-    assert sorted(k[3] for k in _keys(directory)) == list(range(1, 61))
+    assert len(named_events(events, "history.write_failed")) == 1
+    assert sorted(k[3] for k in row_keys(directory)) == list(range(1, 61))
     assert list(directory.glob("**/.*.tmp")) == []
 
 
@@ -379,7 +282,7 @@ async def test_buffer_bound_drops_oldest_and_counts_them(tmp_path: Path) -> None
     # the thread takes rows only on its timers (record() never wakes it): with
     # them an hour away, no batch is in flight beside the buffer while we fill it
     # (with 0.05 s a loaded machine let the thread take 60 rows first: 90 dropped)
-    writer = _fast_writer(
+    writer = fast_writer(
         tmp_path,
         file_ops=ops,
         max_buffer_rows=100,
@@ -394,7 +297,7 @@ async def test_buffer_bound_drops_oldest_and_counts_them(tmp_path: Path) -> None
     ops.full = False
     await writer.flush()
     await writer.close()
-    assert sorted(k[3] for k in _keys(tmp_path)) == list(range(151, 251))
+    assert sorted(k[3] for k in row_keys(tmp_path)) == list(range(151, 251))
 
 
 # ---------------------------------------------------------------- unstorable rows
@@ -410,7 +313,7 @@ async def test_values_out_of_column_range_are_nulled_and_counted_never_silent(
         dataclasses.replace(sample_row(5), count_transactions_checked=-(2**63) - 1),
         dataclasses.replace(sample_row(5), sampled_at=2**62),  # year ~148 000: no partition
     ]
-    writer = _fast_writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     with capture_logs() as events:
         writer.record(sample_row(1))
@@ -419,143 +322,13 @@ async def test_values_out_of_column_range_are_nulled_and_counted_never_silent(
         writer.record(sample_row(6))
         await writer.close()
     # issue 21: only a sample whose identity (seq, sampled_at) cannot be stored is dropped
-    assert sorted(k[3] for k in _keys(tmp_path)) == [1, 3, 4, 5, 6]
+    assert sorted(k[3] for k in row_keys(tmp_path)) == [1, 3, 4, 5, 6]
     assert writer.stats.dropped.invalid == 2
     assert writer.stats.values_nulled == {
         "flow_control_mode": 1,
         "member_port": 1,
         "count_transactions_checked": 1,
     }
-    rejected = _events(events, "history.row_rejected")
+    rejected = named_events(events, "history.row_rejected")
     assert len(rejected) == 1  # rate-limited: the other one is counted as suppressed
     assert rejected[0]["column"] == "seq"
-
-
-# ---------------------------------------------------------------- duplicates
-
-
-def _member_row(group: str, member: str, incarnation: int, seq: int, at_us: int) -> HistoryRow:
-    return dataclasses.replace(
-        sample_row(1),
-        group_name=group,
-        member_id=member,
-        incarnation=incarnation,
-        seq=seq,
-        sampled_at=at_us,
-        transactions_committed_all_members=None,
-        last_conflict_free_transaction=None,
-    )
-
-
-async def test_collector_restarted_ten_times_writes_each_sample_once(tmp_path: Path) -> None:
-    # g1/A restarts its daemon (new incarnation) at cycle 5, g2/C every 4 cycles;
-    # g1/B keeps one incarnation; g1/D died 3 days ago and its retained sample
-    # is redelivered at every collector start.
-    dead = _member_row("g1", "D", 77, 9, MIDNIGHT_US - 3 * 86_400 * US)
-    incarnations = {"A": [2**64 - 3, 12], "B": [2**63 + 1], "C": [5, 6, 7]}
-    groups = {"A": "g1", "B": "g1", "C": "g2"}
-    expected: set[tuple[Any, ...]] = {("g1", "D", 77, 9)}
-    last: dict[str, list[HistoryRow]] = {}
-    seqs: dict[tuple[str, int], int] = {}
-    duplicates_per_cycle = []
-    for cycle in range(10):
-        writer = HistoryWriter(tmp_path, scope="all", retention_days=36500)
-        await writer.start()
-        redelivered = [dead]
-        for member in sorted(last):
-            redelivered.append(last[member][-1])  # the retained sample
-        if "A" in last:
-            redelivered.extend(last["A"][-3:])  # QoS 1 redelivery of unacknowledged ones
-        for row in redelivered:
-            writer.record(row)
-        for member, incs in incarnations.items():
-            inc = incs[min(cycle * len(incs) // 10, len(incs) - 1)]
-            new = []
-            for _ in range(20):
-                seq = seqs[member, inc] = seqs.get((member, inc), 0) + 1
-                at_us = MIDNIGHT_US + (cycle * 100 + seq) * US
-                new.append(_member_row(groups[member], member, inc, seq, at_us))
-                expected.add((groups[member], member, inc, seq))
-            for row in new:
-                writer.record(row)
-            last[member] = new
-        await writer.close()
-        duplicates_per_cycle.append(writer.stats.dropped.duplicate)
-    keys = _keys(tmp_path)
-    assert len(keys) == len(set(keys)), "duplicated samples"
-    assert set(keys) == expected
-    # cycle 0 has nothing to repeat; later cycles: D, A, B, C retained + 3 of A again
-    assert duplicates_per_cycle == [0] + [7] * 9
-
-
-# ---------------------------------------------------------------- shared tree
-
-
-async def test_two_writers_on_one_directory_never_take_each_others_files(
-    tmp_path: Path,
-) -> None:
-    first = _fast_writer(tmp_path, instance="collector-a", flush_interval_s=3600.0)
-    second = _fast_writer(tmp_path, instance="collector-b", flush_interval_s=3600.0)
-    await first.start()
-    await second.start()
-    for seq in range(1, 11):
-        second.record(sample_row(seq, member="m-b"))
-    Watch(tmp_path / "wal").until(lambda: second.stats.rows_written == 10, "b fsynced")
-    await first.close()
-    restarted = _fast_writer(tmp_path, instance="collector-a")  # must not replay b's WAL
-    await restarted.start()
-    for seq in range(11, 21):
-        second.record(sample_row(seq, member="m-b"))
-    restarted.record(sample_row(1, member="m-a"))
-    await restarted.close()
-    await second.close()
-    assert sorted(_keys(tmp_path)) == sorted(
-        [("g", "m-a", 2**63 + 5, 1)] + [("g", "m-b", 2**63 + 5, s) for s in range(1, 21)]
-    )
-
-
-# ---------------------------------------------------------------- real collector
-
-
-@pytest.mark.slow
-def test_real_collector_restarted_ten_times_writes_no_sample_twice(
-    broker: Broker, tmp_path: Path
-) -> None:
-    # M2 is SIGKILLed at once: its retained stats stay on the broker and are
-    # redelivered at every collector start.  M1 keeps publishing.
-    history = tmp_path / "history"
-    collector_config = {
-        "bus": {"host": "127.0.0.1", "port": broker.port},
-        "publish": {"period": 0.25, "unreachable_after": 4},
-        "api": {"listen": "127.0.0.1:0"},
-        "history": {"dir": str(history), "flush_interval": 0.5},
-        "log": {"format": "json"},
-    }
-    with daemons(tmp_path, [daemon_config(broker.port, M1, [M1, M2], period=0.25)]) as (live,):
-        dead = start_daemon(tmp_path / "dead", daemon_config(broker.port, M2, [M1, M2]))
-        wait_for(
-            lambda: M2 in {r["MEMBER_ID"] for r in live.table(STATS)}, 20, "M2's stats published"
-        )
-        dead.kill9()
-        for cycle in range(10):
-            collector = wait_started(
-                spawn_daemon(tmp_path / f"collector{cycle}", collector_config, command="collect")
-            )
-            try:
-                wait_for(
-                    lambda c=collector: any(  # type: ignore[misc]
-                        r["MEMBER_ID"] == M1 and r["ACCEPTED"] >= 2
-                        for r in c.table("grstats_member_status")
-                    ),
-                    20,
-                    "a few samples of M1",
-                )
-            finally:
-                assert collector.terminate() == 0
-    table = read_history(history)
-    keys = _keys(history)
-    assert len(keys) == len(set(keys)), "duplicated samples"
-    assert table.num_rows > 10
-    assert {k[1] for k in keys} == {M1, M2}
-    # every collector start received M2's one retained sample; it is written once
-    assert sum(k[1] == M2 for k in keys) == 1

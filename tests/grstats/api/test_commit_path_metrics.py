@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from grstats.api.metrics import snapshot_registry
 from grstats.core.snapshot import DaemonSnapshot
 from protocol import CommitPathReport
+from tests.fixtures.commit_path import GROUP, NEW, OLD, REMOTE, T0, receive_report
 from tests.fixtures.member_tables import local_sample, make_tables
-from tests.grstats.core.test_commitpath import GROUP, NEW, OLD, REMOTE, T0, _received
 
 PREFIX = "grstats_commit_path_"
 MINUTE = PREFIX + "last_minute_"
@@ -24,7 +24,7 @@ def _snapshot() -> DaemonSnapshot:
     tables.set_local(local_sample(), incarnation=1, seq=1)
     reports = (OLD, NEW, NEW)
     for seq, counters in enumerate(reports, start=1):
-        _received(tables, seq, CommitPathReport(T0 + (seq - 1) * 10_000_000, counters))
+        receive_report(tables, seq, CommitPathReport(T0 + (seq - 1) * 10_000_000, counters))
     return tables.snapshot(T0 + 20_000_000)
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from grstats.core import columns as col
 from grstats.core.snapshot import with_tables
-from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+from tests.fixtures.metrics_snapshot import (
+    GROUP,
+    M1,
+    M2,
+    metric_samples,
+    metric_types,
+    sample_snapshot,
+)
 
 
 def _row(
@@ -28,26 +35,26 @@ def _labels(member: str, **extra: str) -> frozenset[tuple[str, str]]:
 
 def _gtid_snapshot():  # type: ignore[no-untyped-def]
     rows = (_row(M1, 3, 0, "CLONE"), _row(M2, 0, 120, "INCREMENTAL"))
-    return with_tables(_snapshot(), {"grstats_member_gtids": rows})
+    return with_tables(sample_snapshot(), {"grstats_member_gtids": rows})
 
 
 def test_errant_and_missing_counts_per_member() -> None:
-    got = _samples(_gtid_snapshot())
+    got = metric_samples(_gtid_snapshot())
     assert got[("grstats_member_errant_transactions", _labels(M1))] == 3.0
     assert got[("grstats_member_errant_transactions", _labels(M2))] == 0.0
     assert got[("grstats_member_missing_transactions", _labels(M2))] == 120.0
-    assert _types(_gtid_snapshot())["grstats_member_errant_transactions"] == "gauge"
+    assert metric_types(_gtid_snapshot())["grstats_member_errant_transactions"] == "gauge"
 
 
 def test_recovery_method_is_one_series_per_method() -> None:
-    got = _samples(_gtid_snapshot())
+    got = metric_samples(_gtid_snapshot())
     assert got[("grstats_member_recovery_method", _labels(M1, method="CLONE"))] == 1.0
     assert got[("grstats_member_recovery_method", _labels(M1, method="INCREMENTAL"))] == 0.0
     assert got[("grstats_member_recovery_method", _labels(M2, method="INCREMENTAL"))] == 1.0
 
 
 def test_null_cells_are_no_series() -> None:
-    snap = with_tables(_snapshot(), {"grstats_member_gtids": (_row(M1, None, None, None),)})
-    got = _samples(snap)
+    snap = with_tables(sample_snapshot(), {"grstats_member_gtids": (_row(M1, None, None, None),)})
+    got = metric_samples(snap)
     assert not any(name.startswith("grstats_member_errant") for name, _ in got)
     assert not any(name == "grstats_member_recovery_method" for name, _ in got)

@@ -7,7 +7,7 @@ import dataclasses
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx
 from grstats.core.lagrows import lag_rows
 from grstats.core.snapshot import DaemonCounters, with_tables
-from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot
+from tests.fixtures.metrics_snapshot import GROUP, M1, M2, metric_samples, sample_snapshot
 
 T = 1_700_000_000_000_000
 BUSY = ChannelLag(
@@ -26,10 +26,10 @@ def _lag_snapshot() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         *lag_rows(M2, MemberLag(T + 2_000_000, (OFF,)), offset_s=-0.25, spread_s=0.25),
     )
     snapshot = with_tables(
-        dataclasses.replace(_snapshot(), counters=DaemonCounters(envelopes_lag_malformed=3)),
+        dataclasses.replace(sample_snapshot(), counters=DaemonCounters(envelopes_lag_malformed=3)),
         {"replication_group_member_lag": rows},
     )
-    return _samples(snapshot)
+    return metric_samples(snapshot)
 
 
 def _labels(member: str, channel: str = "group_replication_applier", **extra: str) -> frozenset:

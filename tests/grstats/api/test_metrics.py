@@ -14,107 +14,19 @@ from grstats.api.self_metrics import BoottimeProcessCollector
 from grstats.core.health import Health
 from grstats.core.history_figures import DropCounts, HistoryFigures
 from grstats.core.snapshot import (
-    REJECT_REASONS,
-    DaemonCounters,
     DaemonSnapshot,
     Departed,
 )
-
-GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-M1 = "11111111-1111-1111-1111-111111111111"
-M2 = "22222222-2222-2222-2222-222222222222"
-
-
-def _stats_row(member_id: str, base: int) -> dict[str, str | int | None]:
-    return {
-        "CHANNEL_NAME": "group_replication_applier",
-        "VIEW_ID": "17000000:3",
-        "MEMBER_ID": member_id,
-        "COUNT_TRANSACTIONS_IN_QUEUE": base + 1,
-        "COUNT_TRANSACTIONS_CHECKED": base + 2,
-        "COUNT_CONFLICTS_DETECTED": base + 3,
-        "COUNT_TRANSACTIONS_ROWS_VALIDATING": base + 4,
-        "TRANSACTIONS_COMMITTED_ALL_MEMBERS": f"{GROUP}:1-10",
-        "LAST_CONFLICT_FREE_TRANSACTION": f"{GROUP}:10",
-        "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": base + 5,
-        "COUNT_TRANSACTIONS_REMOTE_APPLIED": base + 6,
-        "COUNT_TRANSACTIONS_LOCAL_PROPOSED": base + 7,
-        "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": base + 8,
-    }
-
-
-def _member_row(member_id: str, port: int, state: str, role: str) -> dict[str, str | int]:
-    return {
-        "CHANNEL_NAME": "group_replication_applier",
-        "MEMBER_ID": member_id,
-        "MEMBER_HOST": "127.0.0.1",
-        "MEMBER_PORT": port,
-        "MEMBER_STATE": state,
-        "MEMBER_ROLE": role,
-        "MEMBER_VERSION": "8.4.3",
-        "MEMBER_COMMUNICATION_STACK": "XCom",
-    }
-
-
-def _status_row(
-    member_id: str, age: float | None, accepted: int, stale: int
-) -> dict[str, str | int | float | None]:
-    return {
-        "GROUP_NAME": GROUP,
-        "MEMBER_ID": member_id,
-        "IS_LOCAL": 1 if member_id == M1 else 0,
-        "LAST_SEEN_AGE_SECONDS": age,
-        "INCARNATION": 7,
-        "SEQ": 42,
-        "ACCEPTED": accepted,
-        "REJECTED_MALFORMED": 0,
-        "REJECTED_OVERSIZED": 0,
-        "REJECTED_SPOOFED": 0,
-        "REJECTED_OTHER_GROUP": 0,
-        "REJECTED_STALE": stale,
-    }
-
-
-def _snapshot() -> DaemonSnapshot:
-    return DaemonSnapshot(
-        taken_at_us=1_700_000_000_000_000,
-        group_name=GROUP,
-        local_member_id=M1,
-        tables={
-            "replication_group_member_stats": (_stats_row(M1, 100), _stats_row(M2, 200)),
-            "replication_group_members": (
-                _member_row(M1, 3306, "ONLINE", "PRIMARY"),
-                _member_row(M2, 3307, "UNREACHABLE", "SECONDARY"),
-            ),
-            "grstats_member_status": (_status_row(M1, None, 0, 0), _status_row(M2, 2.5, 90, 3)),
-        },
-        counters=DaemonCounters(
-            envelopes_accepted=90,
-            rejected={
-                **dict.fromkeys(REJECT_REASONS, 0),
-                "malformed": 4,
-                "spoofed": 1,
-                "stale": 3,
-            },
-            bus_reconnects=2,
-            messages_published=120,
-        ),
-        gauges={"bus_connected": 1, "members_known": 2},
-    )
-
-
-def _samples(snapshot: DaemonSnapshot) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    text = generate_latest(build_registry(lambda: snapshot)).decode()
-    out: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return out
-
-
-def _types(snapshot: DaemonSnapshot) -> dict[str, str]:
-    text = generate_latest(build_registry(lambda: snapshot)).decode()
-    return {f.name: f.type for f in text_string_to_metric_families(text)}
+from tests.fixtures.metrics_snapshot import (
+    GROUP,
+    M1,
+    M2,
+    member_row,
+    metric_samples,
+    metric_types,
+    sample_snapshot,
+    stats_row,
+)
 
 
 def _member(member_id: str, **extra: str) -> frozenset[tuple[str, str]]:
@@ -122,7 +34,7 @@ def _member(member_id: str, **extra: str) -> frozenset[tuple[str, str]]:
 
 
 def test_member_stats_columns_use_mysqld_exporter_names_per_member() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     expected = {
         "mysql_perf_schema_transactions_in_queue": 1,
         "mysql_perf_schema_transactions_checked_total": 2,
@@ -139,7 +51,7 @@ def test_member_stats_columns_use_mysqld_exporter_names_per_member() -> None:
 
 
 def test_counters_are_counters_and_queues_and_rows_validating_are_gauges() -> None:
-    types = _types(_snapshot())
+    types = metric_types(sample_snapshot())
     assert types["mysql_perf_schema_transactions_checked"] == "counter"
     assert types["mysql_perf_schema_conflicts_detected"] == "counter"
     assert types["mysql_perf_schema_transactions_local_rollback"] == "counter"
@@ -149,7 +61,7 @@ def test_counters_are_counters_and_queues_and_rows_validating_are_gauges() -> No
 
 
 def test_member_state_is_numeric_with_documented_mapping() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     assert samples[("mysql_perf_schema_replication_group_member_state", _member(M1))] == 1
     assert samples[("mysql_perf_schema_replication_group_member_state", _member(M2))] == 5
 
@@ -157,7 +69,7 @@ def test_member_state_is_numeric_with_documented_mapping() -> None:
 def test_member_info_is_mysqld_exporters_every_column_lower_cased_value_one() -> None:
     # prometheus/mysqld_exporter collector/perf_schema_replication_group_members.go:
     # SELECT * ... ; label = strings.ToLower(column), value 1, gauge; no group label.
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     labels = frozenset(
         {
             "channel_name": "group_replication_applier",
@@ -171,11 +83,14 @@ def test_member_info_is_mysqld_exporters_every_column_lower_cased_value_one() ->
         }.items()
     )
     assert samples[("mysql_perf_schema_replication_group_member_info", labels)] == 1
-    assert _types(_snapshot())["mysql_perf_schema_replication_group_member_info"] == "gauge"
+    assert (
+        metric_types(sample_snapshot())["mysql_perf_schema_replication_group_member_info"]
+        == "gauge"
+    )
 
 
 def test_member_info_reports_a_null_cell_as_an_empty_label() -> None:
-    row: dict[str, str | int | None] = {**_member_row(M2, 3307, "ONLINE", "SECONDARY")}
+    row: dict[str, str | int | None] = {**member_row(M2, 3307, "ONLINE", "SECONDARY")}
     row["MEMBER_COMMUNICATION_STACK"] = None
     snapshot = DaemonSnapshot(
         taken_at_us=0,
@@ -185,20 +100,20 @@ def test_member_info_reports_a_null_cell_as_an_empty_label() -> None:
     )
     infos = [
         dict(labels)
-        for (name, labels), _ in _samples(snapshot).items()
+        for (name, labels), _ in metric_samples(snapshot).items()
         if name == "mysql_perf_schema_replication_group_member_info"
     ]
     assert [info["member_communication_stack"] for info in infos] == [""]
 
 
 def test_local_member_is_marked_once() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     local = {labels for (name, labels) in samples if name == "grstats_local_member_info"}
     assert local == {_member(M1)}
 
 
 def test_daemon_health_counters_and_rejections_by_reason() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     assert samples[("grstats_envelopes_accepted_total", frozenset())] == 90
     assert samples[("grstats_bus_reconnects_total", frozenset())] == 2
     assert samples[("grstats_bus_connected", frozenset())] == 1
@@ -221,14 +136,14 @@ def test_daemon_health_counters_and_rejections_by_reason() -> None:
 
 
 def test_last_seen_is_a_unix_timestamp_per_member_and_absent_when_unknown() -> None:
-    samples = _samples(_snapshot())  # taken at 1_700_000_000 s; M2 heard 2.5 s before
+    samples = metric_samples(sample_snapshot())  # taken at 1_700_000_000 s; M2 heard 2.5 s before
     name = "grstats_member_last_seen_timestamp_seconds"
     assert samples[(name, _member(M2))] == 1_699_999_997.5
     assert (name, _member(M1)) not in samples
 
 
 def test_source_up_and_history_healthy_are_absent_until_the_daemon_tracks_them() -> None:
-    names = {name for name, _ in _samples(_snapshot())}
+    names = {name for name, _ in metric_samples(sample_snapshot())}
     assert "grstats_source_up" not in names
     assert "grstats_history_healthy" not in names
 
@@ -245,7 +160,7 @@ def test_source_up_history_healthy_and_health_reasons_follow_the_gauges() -> Non
         .check("history_degraded")
         .check("disk", "disk: full", "disk: still full"),
     )
-    samples = _samples(snapshot)
+    samples = metric_samples(snapshot)
     assert samples[("grstats_source_up", frozenset())] == 0
     assert samples[("grstats_history_healthy", frozenset())] == 1
     status = {
@@ -262,7 +177,7 @@ def test_source_up_history_healthy_and_health_reasons_follow_the_gauges() -> Non
 
 
 def test_build_info_process_and_python_metrics_are_in_the_registry() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     build = [dict(labels) for (name, labels) in samples if name == "grstats_build_info"]
     assert len(build) == 1
     assert build[0]["version"]
@@ -273,7 +188,7 @@ def test_build_info_process_and_python_metrics_are_in_the_registry() -> None:
 
 
 def test_api_connection_counters_are_exposed_even_without_a_server() -> None:
-    samples = _samples(_snapshot())
+    samples = metric_samples(sample_snapshot())
     assert samples[("grstats_api_connections_open", frozenset())] == 0
     refused = {
         dict(labels)["reason"]
@@ -287,14 +202,14 @@ def test_registries_are_independent_and_the_global_one_is_untouched() -> None:
     from prometheus_client import REGISTRY  # noqa: PLC0415 - only this test looks at it
 
     before = {family.name for family in REGISTRY.collect()}
-    build_registry(_snapshot)
-    build_registry(_snapshot)  # a second one: no duplicate-registration error
+    build_registry(sample_snapshot)
+    build_registry(sample_snapshot)  # a second one: no duplicate-registration error
     assert {family.name for family in REGISTRY.collect()} == before
     assert "grstats_build_info" not in before
 
 
 def test_null_cell_gives_no_series_rather_than_zero() -> None:
-    row = _stats_row(M2, 0)
+    row = stats_row(M2, 0)
     row["COUNT_TRANSACTIONS_IN_QUEUE"] = None
     snapshot = DaemonSnapshot(
         taken_at_us=0,
@@ -302,13 +217,13 @@ def test_null_cell_gives_no_series_rather_than_zero() -> None:
         local_member_id=M1,
         tables={"replication_group_member_stats": (row,)},
     )
-    samples = _samples(snapshot)
+    samples = metric_samples(snapshot)
     assert ("mysql_perf_schema_transactions_in_queue", _member(M2)) not in samples
     assert samples[("mysql_perf_schema_transactions_checked_total", _member(M2))] == 2
 
 
 def test_every_scrape_reads_the_current_snapshot() -> None:
-    current = [_snapshot()]
+    current = [sample_snapshot()]
     registry = build_registry(lambda: current[0])
     generate_latest(registry)
     current[0] = DaemonSnapshot(taken_at_us=1, group_name=GROUP, local_member_id=M1)
@@ -320,7 +235,7 @@ def test_every_scrape_reads_the_current_snapshot() -> None:
 
 def test_empty_snapshot_before_first_sample_still_exposes_health() -> None:
     snapshot = DaemonSnapshot(taken_at_us=0, group_name="", local_member_id="")
-    samples = _samples(snapshot)
+    samples = metric_samples(snapshot)
     assert samples[("grstats_envelopes_accepted_total", frozenset())] == 0
     assert samples[("grstats_bus_connected", frozenset())] == 0
 
@@ -348,7 +263,7 @@ def test_history_figures_are_exported_when_history_is_on() -> None:
         fsync_seconds_max=0.1,
         errors=4,
     )
-    samples = _samples(dataclasses.replace(_snapshot(), history=figures))
+    samples = metric_samples(dataclasses.replace(sample_snapshot(), history=figures))
     assert samples[("grstats_history_rows_written_total", frozenset())] == 1234
     assert samples[("grstats_history_rows_buffered", frozenset())] == 7
     dropped = {
@@ -369,7 +284,7 @@ def test_history_values_nulled_and_files_quarantined_are_exported() -> None:
     figures = HistoryFigures(
         dropped=DropCounts(corrupt=1), values_nulled={"apply_lag_seconds": 3}, files_quarantined=2
     )
-    samples = _samples(dataclasses.replace(_snapshot(), history=figures))
+    samples = metric_samples(dataclasses.replace(sample_snapshot(), history=figures))
     nulled = ("grstats_history_values_nulled_total", frozenset({("column", "apply_lag_seconds")}))
     assert samples[nulled] == 3
     assert samples[("grstats_history_files_quarantined_total", frozenset())] == 2
@@ -378,7 +293,9 @@ def test_history_values_nulled_and_files_quarantined_are_exported() -> None:
 
 
 def test_no_history_series_when_history_is_off() -> None:
-    assert not any(name.startswith("grstats_history_rows") for name, _ in _samples(_snapshot()))
+    assert not any(
+        name.startswith("grstats_history_rows") for name, _ in metric_samples(sample_snapshot())
+    )
 
 
 def test_departed_members_have_only_their_departure_series() -> None:
@@ -388,7 +305,7 @@ def test_departed_members_have_only_their_departure_series() -> None:
         ),
         Departed(GROUP, "55555555-5555-5555-5555-555555555555", "OFFLINE", 1_650_000_000_000_000),
     )
-    samples = _samples(dataclasses.replace(_snapshot(), departed=gone))
+    samples = metric_samples(dataclasses.replace(sample_snapshot(), departed=gone))
     state = "mysql_perf_schema_replication_group_member_state"
     seen = "grstats_member_last_seen_timestamp_seconds"
     for member, how in (("4" * 8, "UNREACHABLE"), ("5" * 8, "OFFLINE")):

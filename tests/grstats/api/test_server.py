@@ -11,7 +11,7 @@ from grstats.core.snapshot import DaemonSnapshot
 from tests.fixtures.http import api_server as _server
 from tests.fixtures.http import raw_get as _get
 from tests.fixtures.http import raw_request as _request
-from tests.grstats.api.test_metrics import M1, _snapshot
+from tests.fixtures.metrics_snapshot import M1, sample_snapshot
 
 
 def _head(path: str) -> bytes:
@@ -22,7 +22,7 @@ def _head(path: str) -> bytes:
     "path", ["/metrics", "/healthz", "/v1/tables", "/v1/tables/replication_group_members"]
 )
 async def test_head_answers_every_route_like_get_without_a_body(path: str) -> None:
-    async with _server(_snapshot()) as server:
+    async with _server(sample_snapshot()) as server:
         got_status, got_headers, _ = await _get(server.port, path)
         status, headers, body = await _request(server.port, _head(path))
     assert (status, body) == (got_status, b"")
@@ -32,14 +32,14 @@ async def test_head_answers_every_route_like_get_without_a_body(path: str) -> No
 
 async def test_head_announces_the_exact_length_get_sends() -> None:
     path = "/v1/tables/replication_group_members"
-    async with _server(_snapshot()) as server:
+    async with _server(sample_snapshot()) as server:
         _, _, body = await _get(server.port, path)
         _, headers, _ = await _request(server.port, _head(path))
     assert int(headers["content-length"]) == len(body)
 
 
 async def test_other_methods_are_405_with_allow() -> None:
-    async with _server(_snapshot()) as server:
+    async with _server(sample_snapshot()) as server:
         status, headers, _ = await _request(
             server.port, b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
         )
@@ -71,7 +71,7 @@ async def test_healthz_is_503_with_every_active_reason() -> None:
 
 
 async def test_healthz_is_200_and_reports_the_api_counters() -> None:
-    async with _server(_snapshot(), max_connections=7) as server:
+    async with _server(sample_snapshot(), max_connections=7) as server:
         status, _, body = await _get(server.port, "/healthz")
     health = json.loads(body)
     assert status == 200

@@ -5,7 +5,14 @@ from __future__ import annotations
 from grstats.cli.commands.commit_path import explain_rows, explain_text
 from grstats.core import columns as col
 from grstats.core.snapshot import with_tables
-from tests.grstats.api.test_metrics import GROUP, M1, M2, _samples, _snapshot, _types
+from tests.fixtures.metrics_snapshot import (
+    GROUP,
+    M1,
+    M2,
+    metric_samples,
+    metric_types,
+    sample_snapshot,
+)
 
 M3 = "33333333-3333-3333-3333-333333333333"
 
@@ -65,14 +72,14 @@ def test_a_member_id_with_control_characters_is_escaped() -> None:
 
 
 def test_metrics_are_seconds_with_counters_as_counters() -> None:
-    snap = with_tables(_snapshot(), {"grstats_member_commit_path": tuple(ROWS[:1])})
+    snap = with_tables(sample_snapshot(), {"grstats_member_commit_path": tuple(ROWS[:1])})
     labels = frozenset({"group": GROUP, "member_id": M1}.items())
-    got = _samples(snap)
+    got = metric_samples(snap)
     assert got[("grstats_commit_path_consensus_seconds_total", labels)] == 12.5
     assert got[("grstats_commit_path_consensus_share", labels)] == 0.8
     assert got[("grstats_commit_path_consensus_mean_seconds", labels)] == 0.004
     assert ("grstats_commit_path_before_begin_share", labels) not in got  # NULL: no series
-    assert _types(snap)["grstats_commit_path_consensus_seconds"] == "counter"
+    assert metric_types(snap)["grstats_commit_path_consensus_seconds"] == "counter"
 
 
 def _leading(single: int, actual: str) -> list[dict[str, object]]:
@@ -94,12 +101,12 @@ def test_explain_says_every_member_proposes_without_a_single_leader() -> None:
 
 def test_communication_metrics_are_gauges() -> None:
     cells = {col.COMMIT_PATH_WRITE_CONCURRENCY: 10, col.COMMIT_PATH_SINGLE_LEADER: 1}
-    snap = with_tables(_snapshot(), {"grstats_member_commit_path": ({**ROWS[0], **cells},)})
+    snap = with_tables(sample_snapshot(), {"grstats_member_commit_path": ({**ROWS[0], **cells},)})
     labels = frozenset({"group": GROUP, "member_id": M1}.items())
-    got = _samples(snap)
+    got = metric_samples(snap)
     assert got[("grstats_commit_path_write_concurrency", labels)] == 10
     assert got[("grstats_commit_path_single_leader_capable", labels)] == 1
-    assert _types(snap)["grstats_commit_path_write_concurrency"] == "gauge"
+    assert metric_types(snap)["grstats_commit_path_write_concurrency"] == "gauge"
 
 
 def test_explain_names_the_consistency_level_from_the_members_waits() -> None:

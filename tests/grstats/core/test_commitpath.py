@@ -7,54 +7,22 @@ import dataclasses
 import pytest
 
 from grstats.core.commitpath import commit_path_row, commit_path_window
-from grstats.core.tables import MemberTables
 from protocol import (
     CommitPathCounters,
     CommitPathReport,
-    Envelope,
-    MemberInfo,
-    PipelineStats,
-    encode_envelope,
-    encode_pipeline_stats,
+)
+from tests.fixtures.commit_path import (
+    NEW,
+    REMOTE,
+    T0,
+    TOPIC,
+    WINDOW,
+    receive_report,
+    remote_envelope,
 )
 from tests.fixtures.member_tables import local_sample, make_tables
 
-T0 = 1_700_000_000_000_000
 M1 = "11111111-1111-1111-1111-111111111111"
-
-OLD = CommitPathCounters(
-    consensus_proposals=1000,
-    consensus_time_us=2_000_000,
-    data_messages=1000,
-    data_rtt_us=4_000_000,
-    control_messages=100,
-    control_rtt_us=100_000,
-    gc_runs=10,
-    gc_time_us=50_000,
-    before_begin=0,
-    before_begin_us=0,
-    after_sync=0,
-    after_sync_us=0,
-    throttled=0,
-    throttled_us=0,
-)
-NEW = CommitPathCounters(
-    consensus_proposals=1500,
-    consensus_time_us=3_000_000,
-    data_messages=1500,
-    data_rtt_us=6_000_000,
-    control_messages=200,
-    control_rtt_us=300_000,
-    gc_runs=20,
-    gc_time_us=150_000,
-    before_begin=100,
-    before_begin_us=200_000,
-    after_sync=0,
-    after_sync_us=0,
-    throttled=5,
-    throttled_us=500_000,
-)
-WINDOW = (CommitPathReport(T0, OLD), CommitPathReport(T0 + 10_000_000, NEW))
 
 
 def test_rates_means_and_shares_over_the_period() -> None:
@@ -130,38 +98,12 @@ def test_the_period_spans_a_second_at_least() -> None:
 
 # -- through the receive path: admission, registry, snapshot ---------------------
 
-REMOTE = "22222222-2222-2222-2222-222222222222"
-
-
-def _envelope(seq: int, sent_us: int, commit_path: object) -> bytes:
-    return encode_envelope(
-        Envelope(
-            group=GROUP,
-            member=MemberInfo(REMOTE, "10.0.0.2", 3306, "ONLINE", "SECONDARY", "8.4.3", "h:1"),
-            view_id="17000000:3",
-            incarnation=7,
-            seq=seq,
-            sent_us=sent_us,
-            stats=encode_pipeline_stats(PipelineStats()),
-            ext={"commit_path": commit_path},
-        )
-    )
-
-
-GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-TOPIC = f"grstats/v1/{GROUP}/{REMOTE}/stats"
-
-
-def _received(tables: MemberTables, seq: int, report: CommitPathReport) -> None:
-    wire = [1, report.at_us, list(dataclasses.astuple(report.counters))]
-    tables.receive(TOPIC, _envelope(seq, report.at_us, wire), report.at_us)
-
 
 def test_a_remote_members_two_reports_make_its_row() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
     for seq, report in enumerate(WINDOW, start=1):
-        _received(tables, seq, report)
+        receive_report(tables, seq, report)
     rows = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
     assert [r["MEMBER_ID"] for r in rows] == [REMOTE]
     assert rows[0]["CONSENSUS_PER_SECOND"] == 50.0
@@ -171,7 +113,7 @@ def test_a_remote_members_two_reports_make_its_row() -> None:
 def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
-    tables.receive(TOPIC, _envelope(1, T0, [9, T0, []]), T0)
+    tables.receive(TOPIC, remote_envelope(1, T0, commit_path=[9, T0, []]), T0)
     snapshot = tables.snapshot(T0)
     assert snapshot.counters.envelopes_commit_path_malformed == 1
     assert snapshot.counters.envelopes_accepted == 1
@@ -182,13 +124,13 @@ def test_a_members_row_is_rebuilt_only_when_its_reports_change() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
     for seq, report in enumerate(WINDOW, start=1):
-        _received(tables, seq, report)
+        receive_report(tables, seq, report)
     first = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
     again = tables.snapshot(WINDOW[1].at_us + 500_000).table("grstats_member_commit_path")
     assert again[0] is first[0]  # nothing new from the member: the same row
     # a third report: consensus 1500 -> 1800 rounds, 3.0 -> 3.9 s, over 5 s
     third = dataclasses.replace(NEW, consensus_proposals=1800, consensus_time_us=3_900_000)
-    _received(tables, 3, CommitPathReport(WINDOW[1].at_us + 5_000_000, third))
+    receive_report(tables, 3, CommitPathReport(WINDOW[1].at_us + 5_000_000, third))
     (row,) = tables.snapshot(WINDOW[1].at_us + 5_000_000).table("grstats_member_commit_path")
     assert row is not first[0]
     assert row["PERIOD_SECONDS"] == 5.0

@@ -7,18 +7,19 @@ import dataclasses
 
 from grstats.core.commitpath import commit_path_row
 from protocol import (
-    Envelope,
     GroupCommunication,
-    MemberInfo,
-    PipelineStats,
-    encode_envelope,
-    encode_pipeline_stats,
+)
+from tests.fixtures.commit_path import (
+    LEADER,
+    REMOTE,
+    SINGLE,
+    T0,
+    TOPIC,
+    WINDOW,
+    remote_envelope,
 )
 from tests.fixtures.member_tables import LOCAL, local_sample, make_tables
-from tests.grstats.core.test_commitpath import GROUP, REMOTE, T0, TOPIC, WINDOW
 
-LEADER = "cccccccc-cccc-cccc-cccc-cccccccccccc"
-SINGLE = GroupCommunication(10, "8.0.27", (LEADER,), (LEADER,), True)
 WIRE_SINGLE = [1, 10, "8.0.27", [LEADER], [LEADER], 1]
 COMM_COLUMNS = (
     "WRITE_CONCURRENCY",
@@ -27,21 +28,6 @@ COMM_COLUMNS = (
     "WRITE_CONSENSUS_LEADERS_ACTUAL",
     "WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE",
 )
-
-
-def _envelope(seq: int, sent_us: int, **ext: object) -> bytes:
-    return encode_envelope(
-        Envelope(
-            group=GROUP,
-            member=MemberInfo(REMOTE, "10.0.0.2", 3306, "ONLINE", "SECONDARY", "8.0.40", "h:1"),
-            view_id="17000000:3",
-            incarnation=7,
-            seq=seq,
-            sent_us=sent_us,
-            stats=encode_pipeline_stats(PipelineStats()),
-            ext=ext,
-        )
-    )
 
 
 def test_the_row_shows_the_communication_information_as_mysql_does() -> None:
@@ -55,7 +41,9 @@ def test_the_row_shows_the_communication_information_as_mysql_does() -> None:
 def test_an_8_0_member_without_gr_figures_still_has_a_row() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
-    tables.receive(TOPIC, _envelope(1, T0, commit_path_comm=WIRE_SINGLE), T0)
+    tables.receive(
+        TOPIC, remote_envelope(1, T0, version="8.0.40", commit_path_comm=WIRE_SINGLE), T0
+    )
     (row,) = tables.snapshot(T0).table("grstats_member_commit_path")
     assert row["MEMBER_ID"] == REMOTE
     assert [row[c] for c in COMM_COLUMNS] == [10, "8.0.27", LEADER, LEADER, 1]
@@ -79,7 +67,9 @@ def test_a_malformed_communication_section_is_counted_and_the_rest_applied() -> 
     report = WINDOW[0]
     wire = [1, report.at_us, list(dataclasses.astuple(report.counters))]
     bad = [1, 10, "8.0.27", ["not-a-uuid"], None, 1]
-    tables.receive(TOPIC, _envelope(1, T0, commit_path=wire, commit_path_comm=bad), T0)
+    tables.receive(
+        TOPIC, remote_envelope(1, T0, version="8.0.40", commit_path=wire, commit_path_comm=bad), T0
+    )
     snapshot = tables.snapshot(T0)
     assert snapshot.counters.envelopes_commit_path_malformed == 1
     assert snapshot.counters.envelopes_accepted == 1

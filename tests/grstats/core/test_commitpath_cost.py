@@ -11,10 +11,19 @@ from grstats.core import columns as col
 from grstats.core import commitpath
 from grstats.core.commitpath import CommunicationReader
 from protocol import CommitPathReport, GroupCommunication
+from tests.fixtures.commit_path import (
+    GROUP,
+    LEADER,
+    NEW,
+    REMOTE,
+    SINGLE,
+    T0,
+    TOPIC,
+    WINDOW,
+    receive_report,
+    remote_envelope,
+)
 from tests.fixtures.member_tables import local_sample, make_tables
-from tests.grstats.core.test_commitpath import GROUP, NEW, REMOTE, T0, TOPIC, WINDOW, _received
-from tests.grstats.core.test_commitpath_comm import SINGLE
-from tests.grstats.core.test_commitpath_comm import _envelope as _comm_env
 
 TABLE = "grstats_member_commit_path"
 
@@ -37,7 +46,7 @@ def test_a_snapshot_nobody_reads_builds_no_commit_path_row(row_builds: list[str]
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
     for seq, report in enumerate(WINDOW, start=1):
-        _received(tables, seq, report)
+        receive_report(tables, seq, report)
     snapshot = tables.snapshot(WINDOW[1].at_us)
     assert snapshot.table(col.MEMBER_STATS.name)  # the other tables are there
     assert row_builds == []
@@ -52,11 +61,11 @@ def test_a_snapshot_read_later_shows_the_rows_of_its_moment() -> None:
     tables = make_tables()
     tables.set_local(local_sample(), incarnation=1, seq=1)
     for seq, report in enumerate(WINDOW, start=1):
-        _received(tables, seq, report)
+        receive_report(tables, seq, report)
     before = tables.snapshot(WINDOW[1].at_us)
     # a third report: consensus 1500 -> 1800 rounds over 5 s, read after it arrived
     third = dataclasses.replace(NEW, consensus_proposals=1800, consensus_time_us=3_900_000)
-    _received(tables, 3, CommitPathReport(WINDOW[1].at_us + 5_000_000, third))
+    receive_report(tables, 3, CommitPathReport(WINDOW[1].at_us + 5_000_000, third))
     after = tables.snapshot(WINDOW[1].at_us + 5_000_000)
     (now,) = after.table(TABLE)
     (then,) = before.table(TABLE)
@@ -67,7 +76,6 @@ def test_a_snapshot_read_later_shows_the_rows_of_its_moment() -> None:
 
 # -- ext.commit_path_comm: a member's unchanged section is checked once ---------
 
-LEADER = "cccccccc-cccc-cccc-cccc-cccccccccccc"
 OTHER = "dddddddd-dddd-dddd-dddd-dddddddddddd"
 KEY = (GROUP, REMOTE)
 
@@ -87,7 +95,7 @@ def comm_decodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 
 def _comm_envelope(seq: int, wire: object) -> bytes:
-    return _comm_env(seq, T0 + seq * 1_000_000, commit_path_comm=wire)
+    return remote_envelope(seq, T0 + seq * 1_000_000, version="8.0.40", commit_path_comm=wire)
 
 
 def test_a_members_unchanged_communication_is_checked_once(comm_decodes: list[object]) -> None:

@@ -1,15 +1,13 @@
 """grstats.core.flowcontrol against an independent reading of PROTOCOL.md section 9.
 
-`reference_quotas` below was written from the section's text only (not from
-the module): a list-of-dicts simulation of one receiver. The scripted stats
-sequences exercise throttling, release to unlimited, the 10-step expiry (and
-trap 17's purge during the first steps), min/max quota, member quota percent,
-the overshoot subtraction and DISABLED mode.
+`reference_quotas` (tests/fixtures/flow_reference.py) was written from the
+section's text only (not from the module): a list-of-dicts simulation of one
+receiver. The scripted stats sequences exercise throttling, release to
+unlimited, the 10-step expiry (and trap 17's purge during the first steps),
+min/max quota, member quota percent, the overshoot subtraction and DISABLED mode.
 """
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
@@ -19,79 +17,7 @@ from grstats.core.flowcontrol import (
     FlowEntry,
     needs_flow_control,
 )
-
-BIG = 2147483647
-
-
-def reference_quotas(script: list[dict], cfg: dict) -> list[int]:
-    """Replay §9 for a script of periods: {"msgs": {member: (wc, wa, dc, da, dl, mode)}, "used": n}.
-
-    Messages of a period arrive after the previous step (stamped with its step
-    number); the step at the end of the period computes the quota.
-    """
-    thr_c, thr_a = cfg.get("cert", 25000), cfg.get("apply", 25000)
-    hold_p, rel_p = cfg.get("hold", 10), cfg.get("release", 50)
-    mqp, minq = cfg.get("mqp", 0), cfg.get("minq", 0)
-    minrq, maxq = cfg.get("minrq", 0), cfg.get("maxq", 0)
-    stored: dict[str, list] = {}
-    stamp = 0
-    quota = 0
-    out = []
-    for period in script:
-        holds = 0
-        for member, (wc, wa, dc, da, dl, mode) in period["msgs"].items():
-            stored[member] = [wc, wa, dc, da, dl, mode, stamp]
-            if mode == 1 and (wc > thr_c or wa > thr_a):
-                holds += 1
-        used = period.get("used", 0)
-        stamp += 1
-        if period.get("disabled"):
-            quota = 0
-            out.append(quota)
-            continue
-        extra = used - quota if quota > 0 and used > quota else 0
-        if holds:
-            limit = stamp - 10 if stamp >= 10 else math.inf  # unsigned wrap: all stale
-            for member in [m for m, v in stored.items() if v[6] < limit]:
-                del stored[member]
-            cmin = amin = safe = BIG
-            writers = nonrec = 0
-            for wc, wa, dc, da, dl, mode, _ in stored.values():
-                if mode != 1:
-                    continue
-                if thr_c > 0 and dc > 0 and wc > thr_c:
-                    cmin = min(cmin, dc)
-                if thr_a > 0 and da > 0 and wa > thr_a:
-                    amin = min(amin, da)
-                    nonrec += 1
-                for d in (dc, da):
-                    if d > 0:
-                        safe = min(safe, d)
-                if dl > 0:
-                    writers += 1
-            writers = writers or 1
-            cap = cmin if 0 < cmin < amin else amin
-            floor = math.trunc(0.05 * min(thr_c, thr_a))
-            if minrq > 0 and nonrec == 0:
-                floor = minrq
-            if minq > 0:
-                floor = minq
-            cap = max(min(cap, safe), floor)
-            q = math.trunc(cap * (1 - hold_p / 100))
-            if maxq > 0:
-                q = min(q, maxq)
-            if writers > 1:
-                q = q // writers if mqp == 0 else math.trunc(q * mqp / 100)
-            quota = q - extra if q - extra > 1 else 1
-        elif quota > 0 and rel_p > 0 and quota * (1 + rel_p / 100) < BIG:
-            nxt = math.trunc(quota * (1 + rel_p / 100))
-            quota = nxt if nxt > quota else quota + 1
-        else:
-            quota = 0
-        if maxq > 0:
-            quota = min(quota if quota > 0 else maxq, maxq)
-        out.append(quota)
-    return out
+from tests.fixtures.flow_reference import BIG, reference_quotas
 
 
 def module_quotas(script: list[dict], cfg: dict) -> list[int]:

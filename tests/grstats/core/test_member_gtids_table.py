@@ -5,55 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from grstats.core.sample import LocalMember, LocalSample
-from grstats.core.tables import Limits, MemberTables, RegistryLimits
+from grstats.core.tables import MemberTables
 from protocol import (
-    Envelope,
     GtidSet,
     GtidState,
-    MemberInfo,
     PipelineStats,
-    encode_envelope,
-    encode_pipeline_stats,
 )
-
-GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
-LOCAL = "11111111-1111-1111-1111-111111111111"
-REMOTE = "22222222-2222-2222-2222-222222222222"
-THIRD = "33333333-3333-3333-3333-333333333333"
-T0 = 1_700_000_000_000_000
-S = 1_000_000
-
-
-def tables() -> MemberTables:
-    return MemberTables(
-        group=GROUP,
-        local_member_id=LOCAL,
-        registry_limits=RegistryLimits(
-            period_s=1.0, unreachable_after=1000, forget_after_s=10_000.0
-        ),
-        limits=Limits(),
-        gtid_interval_s=30.0,
-    )
-
-
-def send(
-    t: MemberTables, member: str, seq: int, executed: str, purged: str = "", *, ext: Any = None
-) -> None:
-    stats = PipelineStats(transaction_gtids_present=True)
-    wire = [1, T0 + seq, executed, purged] if ext is None else ext
-    payload = encode_envelope(
-        Envelope(
-            GROUP,
-            MemberInfo(member, "h", 3306, "ONLINE", "SECONDARY", "8.4.3", "h:33061"),
-            "17000000:3",
-            7,
-            seq,
-            T0,
-            encode_pipeline_stats(stats),
-            {"gtids": wire},
-        )
-    )
-    t.receive(f"grstats/v1/{GROUP}/{member}/stats", payload, T0)
+from tests.fixtures.member_gtids import GROUP, LOCAL, REMOTE, T0, THIRD, S, send, tables
 
 
 def local(t: MemberTables, at_us: int, executed: str, purged: str = "") -> None:

@@ -9,7 +9,7 @@ from grstats.core import columns as col
 from grstats.core.lag import ChannelLag, MemberLag, StageTrx, encode_member_lag
 from grstats.core.registry import OFFSET_WINDOW
 from grstats.core.tables import Accepted
-from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
+from tests.fixtures.member_lag import lag_envelope
 from tests.fixtures.member_tables import (
     GROUP,
     LOCAL,
@@ -32,33 +32,6 @@ CHANNEL = ChannelLag(
     workers=4,
     busy_workers=1,
 )
-
-
-def lag_envelope(
-    lag_value: Any,
-    *,
-    member: str = REMOTE,
-    seq: int = 1,
-    sent_us: int = T0,
-    transactions_certified: int = 5,
-) -> bytes:
-    ext: dict[str, Any] = {"communication_stack": "MySQL"}
-    if lag_value is not None:
-        ext["lag"] = lag_value
-    return encode_envelope(
-        Envelope(
-            group=GROUP,
-            member=MemberInfo(member, "10.0.0.2", 3306, "ONLINE", "SECONDARY", "8.4.3", "x:1"),
-            view_id="17000000:3",
-            incarnation=7,
-            seq=seq,
-            sent_us=sent_us,
-            stats=encode_pipeline_stats(
-                PipelineStats(transactions_certified=transactions_certified)
-            ),
-            ext=ext,
-        )
-    )
 
 
 def good_lag(at_us: int = T0 + 1_250_000) -> Any:

@@ -15,9 +15,9 @@ from grstats.core.snapshot import DaemonFigures
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import DaemonParts, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
+from tests.fixtures.member_lag import APPLIER
 from tests.fixtures.member_tables import LOCAL, T0, local_sample, make_tables
 from tests.fixtures.publishing import Sink, make_publisher
-from tests.grstats.history.test_lag import APPLIER
 
 
 class _Bus:

@@ -33,11 +33,11 @@ from protocol import (
     encode_envelope,
     encode_pipeline_stats,
 )
+from tests.fixtures.history_files import old_schema_file
+from tests.fixtures.member_gtids import GROUP, LOCAL, REMOTE, THIRD, send, tables
 from tests.fixtures.member_tables import make_tables
 from tests.fixtures.publishing import Sink, make_publisher
-from tests.grstats.core.test_member_gtids_table import GROUP, LOCAL, REMOTE, THIRD, send, tables
 from tests.grstats.history.rows import sample_row, wal_file
-from tests.grstats.history.test_parquet import _old_schema_file
 
 T0 = 1_700_000_000_000_000
 S = 1_000_000
@@ -148,7 +148,7 @@ def test_gtid_columns_survive_a_parquet_round_trip(tmp_path: Path) -> None:
 
 def test_a_file_from_before_the_gtid_columns_reads_them_as_null(tmp_path: Path) -> None:
     old = dataclasses.replace(sample_row(1), fc_throttling=1)
-    _old_schema_file(tmp_path, [old], newer=tuple(GTIDS))
+    old_schema_file(tmp_path, [old], newer=tuple(GTIDS))
     new = dataclasses.replace(sample_row(2), gtid_errant_count=5, gtid_recovery_method="CLONE")
     write_segments(tmp_path, rows_to_table([new]), segment_id="new")
     table = read_history(tmp_path).sort_by("seq")

@@ -11,34 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from grstats.core.lag import RECOVERY_CHANNEL, ChannelLag, MemberLag, StageTrx, encode_member_lag
+from grstats.core.lag import RECOVERY_CHANNEL, MemberLag, StageTrx, encode_member_lag
 from grstats.core.records import LAG_HISTORY_COLUMNS
 from grstats.core.rows import lag_history
 from grstats.daemon import receiver as receiver_module
 from grstats.daemon.receiver import Receiver
+from tests.fixtures.member_lag import APPLIER, S, lag_envelope
 from tests.fixtures.member_tables import (
-    GROUP,
     T0,
     local_sample,
     online_tables,
     topic,
 )
 from tests.fixtures.publishing import Sink, make_publisher
-from tests.grstats.core.test_member_lag import lag_envelope
 
-S = 1_000_000
-APPLIER = ChannelLag(
-    receiver_on=True,
-    applier_on=True,
-    # queued: committed at T0-1 s on the source, queued by T0+0.2 s -> queue lag 1.2 s
-    last_queued=StageTrx(f"{GROUP}:12", T0 - S, T0 - S, T0, T0 + S // 5),
-    # applied: committed at T0-3 s, applied from T0-0.5 s to T0 -> apply lag 3, apply time 0.5
-    last_applied=StageTrx(f"{GROUP}:10", T0 - 3 * S, T0 - 3 * S, T0 - S // 2, T0),
-    # applying: immediate commit T0-2 s; read at T0+1.25 s -> replication lag 3.25 s
-    applying=StageTrx(f"{GROUP}:11", T0 - 2 * S, T0 - 2 * S, T0, None),
-    workers=4,
-    busy_workers=1,
-)
 RECOVERY = dataclasses.replace(
     APPLIER, channel=RECOVERY_CHANNEL, last_queued=StageTrx("x:1", T0 - 90 * S, None, None, T0)
 )

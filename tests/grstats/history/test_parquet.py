@@ -26,6 +26,7 @@ from grstats.history.parquet import (
     write_segments,
     zstd_level,
 )
+from tests.fixtures.history_files import old_schema_file
 from tests.grstats.history.rows import (
     MIDNIGHT_US,
     sample_row,
@@ -139,22 +140,8 @@ def test_lag_figures_survive_a_round_trip(tmp_path: Path) -> None:
     assert table.schema.field("apply_lag_seconds").type == pa.float64()
 
 
-def _old_schema_file(
-    directory: Path, rows: list[object], newer: tuple[str, ...] = LAG_HISTORY_COLUMNS
-) -> None:
-    """A file as written before the `newer` columns (and any after them) existed, by hand."""
-    names = [n for n, _ in HISTORY_COLUMNS]
-    old = names[: names.index(newer[0])]
-    assert not set(old) & set(newer)
-    table = rows_to_table(rows).select(old)  # type: ignore[arg-type]
-    assert newer[0] not in table.column_names
-    partition = directory / "group=g" / "date=2026-11-20"
-    partition.mkdir(parents=True)
-    pq.write_table(table, partition / "part-0000000000000000-old.parquet")
-
-
 def test_a_directory_mixing_old_and_new_files_reads_nulls_for_old_rows(tmp_path: Path) -> None:
-    _old_schema_file(tmp_path, [sample_row(1), sample_row(2)])
+    old_schema_file(tmp_path, [sample_row(1), sample_row(2)])
     new = dataclasses.replace(sample_row(3), apply_lag_seconds=0.75, replication_lag_seconds=0.0)
     write_segments(tmp_path, rows_to_table([new]), segment_id="new")
     table = read_history(tmp_path).sort_by("seq")
@@ -193,7 +180,7 @@ def test_applier_counters_come_right_after_the_lag_figures() -> None:
 
 def test_a_file_from_before_the_applier_counters_reads_them_as_null(tmp_path: Path) -> None:
     lagged = dataclasses.replace(sample_row(1), apply_lag_seconds=0.5)
-    _old_schema_file(tmp_path, [lagged], newer=APPLIER_HISTORY_COLUMNS)
+    old_schema_file(tmp_path, [lagged], newer=APPLIER_HISTORY_COLUMNS)
     new = dataclasses.replace(sample_row(2), transactions_committed_count=7)
     write_segments(tmp_path, rows_to_table([new]), segment_id="new")
     table = read_history(tmp_path).sort_by("seq")
@@ -247,7 +234,7 @@ def test_flow_figures_survive_a_round_trip(tmp_path: Path) -> None:
 
 
 def test_a_file_from_before_the_flow_columns_reads_them_as_null(tmp_path: Path) -> None:
-    _old_schema_file(
+    old_schema_file(
         tmp_path,
         [dataclasses.replace(sample_row(1), apply_lag_seconds=0.5)],
         newer=tuple(name for name, _ in FLOW_HISTORY_COLUMNS),

@@ -24,13 +24,13 @@ from tests.fixtures.daemons import (
     wait_started,
 )
 from tests.fixtures.fake_mysql import PASSWORD, USER, UUID, FakeMySQL
-from tests.fixtures.mysql_source import online_84
-from tests.grstats.sources.mysql.test_applier import (
+from tests.fixtures.mysql_source import (
     CH,
     METRICS_COLUMNS,
     METRICS_TABLE,
     PROGRESS_COLUMNS,
     PROGRESS_TABLE,
+    online_84,
 )
 
 WORKERS = 300

@@ -14,16 +14,20 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
-from tests.fixtures import mysql_definitions as defs
 from tests.fixtures.fake_mysql import FakeMySQL
-from tests.fixtures.mysql_source import T0, WORKER_COLUMNS_84, WORKER_TABLE, online_84
+from tests.fixtures.mysql_source import (
+    CH,
+    METRICS_COLUMNS,
+    METRICS_TABLE,
+    PROGRESS_COLUMNS,
+    PROGRESS_TABLE,
+    T0,
+    WORKER_COLUMNS_84,
+    WORKER_TABLE,
+    online_84,
+)
 
-CH = "group_replication_applier"
-METRICS_TABLE = "replication_applier_metrics"
-PROGRESS_TABLE = "replication_applier_progress_by_worker"
 # MySQL 9.x's own definitions (components/replication_applier_metrics), never grstats'
-METRICS_COLUMNS = defs.names(METRICS_TABLE, "9.x")
-PROGRESS_COLUMNS = defs.names(PROGRESS_TABLE, "9.x")
 LAST_START_US = 1_795_424_400_000_000  # 2026-11-23 09:00:00 UTC
 
 

@@ -20,7 +20,7 @@ from grstats.core.flowcontrol import FlowControlSettings
 from grstats.sources.simulated.model import GroupModel, SimulationSettings
 from grstats.sources.simulated.source import WARM_AHEAD_S, SimulatedSource
 from protocol import PipelineStats
-from tests.grstats.core.test_flowcontrol import reference_quotas
+from tests.fixtures.flow_reference import reference_quotas
 
 SLOW = "33333333-3333-3333-3333-333333333333"
 THRESHOLD = 1000  # MySQL's floor is 5% of it: 50 tx/s, below the slow member's 60 tx/s
