@@ -85,7 +85,7 @@ async def test_hung_server_sample_returns_and_goes_offline(
     fake: FakeMySQL, make_source: Any
 ) -> None:
     online_84(fake)
-    source = make_source(fake.port, poll_timeout=0.3, offline_after=3.0)
+    source = make_source(fake.port, poll_timeout=2.0, offline_after=3.0)
     assert (await source.sample(T0)).member.state == "ONLINE"
 
     fake.hang = True  # every performance_schema query now blocks

@@ -352,7 +352,7 @@ async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_sourc
     _applier_channel(fake)
     _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, *IDLE_WORKERS)
     fake.hang_tables = {WORKER_TABLE}
-    source = make_source(fake.port, poll_timeout=0.5, offline_after=0.0)
+    source = make_source(fake.port, poll_timeout=2.0, offline_after=0.0)
     with capture_logs() as events:
         for i in range(2):
             sample = await source.sample(T0 + i * SECOND)
