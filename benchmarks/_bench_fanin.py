@@ -360,5 +360,5 @@ def fanin_collectors(args: argparse.Namespace) -> None:
             else ""
         )
         + f"; 2 collectors / 1 {two['rate'] / max(one['rate'], 1e-9):.2f}"
-        + "  (goals: >= 25,000 env/s; 2/1 >= 1.7)"
+        + "  (goals: >= 25,000 env/s; 2/1 >= 1.8)"
     )

@@ -25,7 +25,7 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
     second, Parquet at stop; the Parquet rows are counted after the stop).
     Envelopes/s from the first to the last accepted one (/healthz polled every
     0.1 s), CPU per envelope, the load average before each. Goals: one collector
-    >= 25 k envelopes/s; two >= 1.7 x one (only meaningful with two free cores:
+    >= 25 k envelopes/s; two >= 1.8 x one (only meaningful with two free cores:
     the broker and the publishers share them here).
 
 (d) production configuration (`--production` runs only this; also after (a)):
