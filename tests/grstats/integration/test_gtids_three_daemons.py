@@ -110,6 +110,15 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
                 f"{d.member_id} to clear M2's errant GTID after the injection",
             )
             assert _rows(d)[M2]["RECOVERY_METHOD"] == "INCREMENTAL"
+        # M2's table may clear between two of its ticks: two more published samples
+        # make sure its history's last row was recorded after the clear
+        own = ds[MEMBERS.index(M2)]
+        published = own.counters()["messages_published"]
+        wait_for(
+            lambda: own.counters()["messages_published"] >= published + 2 or None,
+            10,
+            "two more samples of M2 after its table cleared",
+        )
         for d in ds:
             assert d.terminate() == 0
     _assert_history(tmp_path / "history-1", s_err, flagged[M2])
