@@ -77,6 +77,7 @@ def _rejected(d: DaemonProc, reason: str) -> int:
     return int(d.counters()[f"envelopes_rejected_{reason}"])
 
 
+@pytest.mark.slow
 def test_a_flood_of_fake_members_stops_at_the_cap_with_bounded_memory(
     broker: Broker, tmp_path: Path
 ) -> None:

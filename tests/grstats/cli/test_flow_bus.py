@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fixtures.broker import Broker
 from tests.fixtures.cli import grstats
 from tests.fixtures.daemons import M1, M2, daemon_config, daemons, wait_for
@@ -36,6 +38,7 @@ def _by_member(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(r["MEMBER_ID"]): r for r in rows}
 
 
+@pytest.mark.slow
 def test_flow_bus_replays_and_names_the_stopped_applier(broker: Broker, tmp_path: Path) -> None:
     t0 = int(time.time()) + 3
     script = [

@@ -171,6 +171,7 @@ def _applier_rollup(history: Path, unit: str) -> list[tuple[Any, ...]]:
     return duckdb.sql(f"SELECT * FROM ({sql}) ORDER BY ALL").fetchall()
 
 
+@pytest.mark.slow
 def test_applier_rollups_equal_those_of_every_sample_counted_from_the_kept_ones(
     day_of_three: Path, full_cadence_day_of_three: Path
 ) -> None:

@@ -155,6 +155,7 @@ def _wait_for_line(side_file: Path, incarnation: int, process: subprocess.Popen[
     raise AssertionError(f"writer {incarnation} reported nothing fsynced")
 
 
+@pytest.mark.slow
 def test_sigkill_twenty_times_loses_no_fsynced_row_and_duplicates_none(tmp_path: Path) -> None:
     history, side = tmp_path / "history", tmp_path / "fsynced.txt"
     today = dt.datetime.now(dt.UTC).date()
