@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,10 +161,15 @@ def production_pair(seconds: float, rounds: int, n: int, version: str = "8.4") -
         f"period 1 s) + 1 bare aiomqtt, fake {version} servers (Gr_* and communication "
         f"information shown) vs fake 8.0 (neither), alternating, {rounds} x {seconds:.0f} s each"
     )
+    _alternate(rounds, kinds, lambda label, shape: run_production_phase(label, shape, seconds, n))
+
+
+def _alternate(rounds: int, kinds: dict[str, str], run: Callable[[str, str], Phase]) -> None:
+    """Run each kind of phase in turn, `rounds` times, printing each; then the summary."""
     phases: list[Phase] = []
     for r in range(rounds):
-        for label, shape in kinds.items():
-            p = run_production_phase(label, shape, seconds, n)
+        for label, how in kinds.items():
+            p = run(label, how)
             phases.append(p)
             _print_phase(r, p)
     _summarise(phases, list(kinds))
@@ -213,10 +219,4 @@ def commit_path_pair(seconds: float, rounds: int, n: int = 9) -> None:
         f"default version (ext.commit_path sent) vs {WITHOUT_VERSION} (none), "
         f"alternating, {rounds} x {seconds:.0f} s each"
     )
-    phases: list[Phase] = []
-    for r in range(rounds):
-        for label, simulated in kinds.items():
-            p = run_phase(label, simulated, seconds, n)
-            phases.append(p)
-            _print_phase(r, p)
-    _summarise(phases, list(kinds))
+    _alternate(rounds, kinds, lambda label, simulated: run_phase(label, simulated, seconds, n))

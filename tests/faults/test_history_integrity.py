@@ -15,7 +15,6 @@ import struct
 import time
 import zlib
 from pathlib import Path
-from typing import Any
 
 import msgpack
 import pytest
@@ -31,9 +30,9 @@ from grstats.history.parquet import (
     write_segments,
 )
 from grstats.history.wal import WAL_MAGIC, encode_record
-from grstats.history.writer import HistoryWriter
 from tests.fixtures.broker import Broker
 from tests.fixtures.daemons import GROUP, M1, daemon_config, start_daemon, wait_for
+from tests.fixtures.history_faults import fast_writer
 from tests.grstats.history.rows import MIDNIGHT_US, US, sample_row, wal_file
 
 pytestmark = pytest.mark.faults
@@ -48,17 +47,6 @@ DOUBLES = (  # the history's double columns, by hand from DESIGN.md section 6
     "fc_catch_up_eta_seconds",
 )
 ETA = "fc_catch_up_eta_seconds"
-
-
-def _writer(directory: Path, **kwargs: Any) -> HistoryWriter:
-    settings: dict[str, Any] = {
-        "retention_days": 36500,
-        "flush_interval_s": 0.05,
-        "fsync_interval_s": 0.01,
-        "retry_max_s": 0.05,
-        "log_interval_s": 3600.0,
-    }
-    return HistoryWriter(directory, **(settings | kwargs))
 
 
 def _quarantined(directory: Path) -> list[Path]:
@@ -98,7 +86,7 @@ async def test_every_float_is_stored_as_itself_or_null_and_no_sample_is_dropped(
         dataclasses.replace(sample_row(seq), **dict.fromkeys(DOUBLES, value))
         for seq, (value, _, _) in enumerate(FLOATS, start=1)
     ]
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     with capture_logs() as events:
         for row in rows:
@@ -137,7 +125,7 @@ async def test_out_of_range_values_are_nulled_and_only_an_unstorable_identity_dr
         dataclasses.replace(sample_row(7), seq=2**63),  # identity: cannot be stored
         sample_row(8),
     ]
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     for row in rows:
         writer.record(row)
@@ -185,7 +173,7 @@ async def test_a_flipped_bit_in_wal_record_30_of_61_loses_only_record_30(
     records[29] = _flip(records[29], where)
     original = WAL_MAGIC + b"".join(records)
     wal_file(tmp_path, "000000000001-aa", b"".join(records))
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     health = writer.health()
     await writer.close()
@@ -202,7 +190,7 @@ async def test_a_flipped_bit_in_wal_record_30_of_61_loses_only_record_30(
 async def test_a_torn_last_record_is_cut_without_quarantine(tmp_path: Path) -> None:
     records = [encode_record(sample_row(seq)) for seq in range(1, 4)]
     wal_file(tmp_path, "000000000001-ab", b"".join(records) + records[0][:-3])
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     await writer.close()
     assert _seqs(tmp_path) == [1, 2, 3]
@@ -221,7 +209,7 @@ async def test_a_wal_of_a_newer_version_keeps_the_columns_this_one_knows(tmp_pat
         payload = msgpack.packb([*row_values(row), "future"], use_bin_type=True)
         records += struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
     wal_file(tmp_path, "000000000001-cd", records)
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     await writer.close()
     table = read_history(tmp_path).sort_by("seq")
@@ -236,7 +224,7 @@ async def test_a_wal_of_an_unknown_format_is_moved_to_the_quarantine(tmp_path: P
     wal.mkdir()
     stranger = wal / "wal-000000000001-ee.log"
     stranger.write_bytes(b"GRSWAL9\n" + b"\x01" * 40)
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     await writer.close()
     assert not stranger.exists()
@@ -260,14 +248,14 @@ def _cut_in_half(directory: Path) -> tuple[Path, bytes]:
 async def test_a_corrupt_segment_in_todays_partition_is_quarantined_and_writing_goes_on(
     tmp_path: Path,
 ) -> None:
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     for seq in range(1, 11):
         writer.record(_today_row(seq))
     await writer.close()
     segment, damaged = _cut_in_half(tmp_path)
 
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     for seq in range(11, 41):
         writer.record(_today_row(seq))
@@ -323,7 +311,7 @@ async def test_the_writer_quarantines_what_housekeeping_cannot_read(tmp_path: Pa
     bad_day = _day_files(tmp_path, "a", MIDNIGHT_US, 3)
     later = _day_files(tmp_path, "b", MIDNIGHT_US + day, 2)
     bad_day[2].write_bytes(b"")  # a zero-length file
-    writer = _writer(tmp_path)
+    writer = fast_writer(tmp_path)
     await writer.start()
     writer.record(_today_row(1))
     await writer.flush()  # the thread has started today's housekeeping by now
