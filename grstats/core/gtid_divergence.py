@@ -19,7 +19,10 @@ Identifiers" and Group Replication "Distributed Recovery"):
   current apply rate, bounded by `MAX_GRACE_US`. The fastest, because a GTID
   stops being a candidate as soon as any one other member has executed it: a
   slow member lagging by thousands neither raises a flag nor delays one
-  while another member keeps up.
+  while another member keeps up. Once flagged, a GTID stays errant for as
+  long as it stays a candidate, though the grace grows later (a burst fills
+  the fastest member's queue): the GTID was due there before that queue
+  filled, and a flag that came and went with each burst would be a lie.
 * *missing* of X: ``(E(O1) & ... & E(On)) - E(X)`` -- what every other ONLINE
   member has and X does not: X is behind (count, and the first UUID in MySQL's
   print order).
@@ -189,16 +192,19 @@ def grace_window_us(gtid_interval_s: float, drains: Iterable[tuple[int, float]] 
 
 @dataclass(slots=True)
 class _Chunks:
-    items: list[tuple[GtidSet, int]] = field(default_factory=list)
+    # (GTIDs, first seen µs, flagged: once past its grace, errant while a candidate)
+    items: list[tuple[GtidSet, int, bool]] = field(default_factory=list)
 
 
 class ErrantTracker:
     """When each member's candidates were first seen; errant = older than the grace.
 
-    Each member keeps chunks (GTIDs, first-seen µs). On every `update`, a chunk
-    keeps only the GTIDs that are still candidates; new candidates form a new
-    chunk stamped now. Past `MAX_CHUNKS` the two newest chunks merge under the
-    newer stamp (which can only delay a flag, never raise a false one).
+    Each member keeps chunks (GTIDs, first-seen µs, flagged). On every
+    `update`, a chunk keeps only the GTIDs that are still candidates (and its
+    flag); new candidates form a new chunk stamped now. Past `MAX_CHUNKS` the
+    two newest chunks merge under the newer stamp, flagged only if both were
+    (which can only delay a flag, never raise a false one). `errant` flags
+    the chunks past the grace it is given; a flag stays while its GTIDs do.
     """
 
     def __init__(self) -> None:
@@ -207,19 +213,19 @@ class ErrantTracker:
     def update(self, member_id: str, current: GtidSet, now_us: int) -> None:
         """Record `member_id`'s candidates as read at `now_us`."""
         chunks = self._chunks.setdefault(member_id, _Chunks())
-        kept: list[tuple[GtidSet, int]] = []
+        kept: list[tuple[GtidSet, int, bool]] = []
         known = _EMPTY
-        for gtids, since in chunks.items:
+        for gtids, since, flagged in chunks.items:
             still = gtids & current
             if still:
-                kept.append((still, since))
+                kept.append((still, since, flagged))
                 known = known | still
         fresh = current - known
         if fresh:
-            kept.append((fresh, now_us))
+            kept.append((fresh, now_us, False))
         while len(kept) > MAX_CHUNKS:
-            (a, _), (b, t) = kept[-2], kept[-1]
-            kept[-2:] = [(a | b, t)]
+            (a, _, fa), (b, t, fb) = kept[-2], kept[-1]
+            kept[-2:] = [(a | b, t, fa and fb)]
         chunks.items = kept
         if not kept:
             del self._chunks[member_id]
@@ -233,16 +239,22 @@ class ErrantTracker:
     def errant(self, member_id: str, now_us: int, grace_us: int) -> tuple[GtidSet, int | None]:
         """The member's errant GTIDs at `now_us` and since when (None: none).
 
-        A chunk is errant once ``now_us - first_seen >= grace_us``.
+        A chunk is errant once ``now_us - first_seen >= grace_us``, and stays
+        errant (flagged) while its GTIDs stay candidates, whatever grace a
+        later call gives.
         """
         out, since = _EMPTY, None
         chunks = self._chunks.get(member_id)
-        for gtids, first in chunks.items if chunks else ():
-            if now_us - first >= grace_us:
+        if chunks is None:
+            return out, since
+        for i, (gtids, first, flagged) in enumerate(chunks.items):
+            if flagged or now_us - first >= grace_us:
+                if not flagged:
+                    chunks.items[i] = (gtids, first, True)
                 out = out | gtids
                 since = first if since is None else min(since, first)
         return out, since
 
     def snapshot(self) -> Mapping[str, tuple[tuple[GtidSet, int], ...]]:
         """The chunks per member (for tests and /healthz)."""
-        return {m: tuple(c.items) for m, c in self._chunks.items()}
+        return {m: tuple((g, t) for g, t, _ in c.items) for m, c in self._chunks.items()}

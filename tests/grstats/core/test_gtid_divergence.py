@@ -130,6 +130,22 @@ def test_tracker_flags_a_candidate_only_after_the_grace() -> None:
     assert str(errant) == f"{M1}:1" and since == 1_000
 
 
+def test_a_flag_stays_while_the_gtid_stays_a_candidate_though_the_grace_grows() -> None:
+    # flagged at 60 s past first seen under a 60 s grace; then the fastest other
+    # member's queue grows (grace 600 s): the GTID was due there long ago, so the
+    # flag holds until the GTID stops being a candidate
+    t = ErrantTracker()
+    gtid = GtidSet.parse(f"{M1}:1")
+    t.update(M1, gtid, 1_000)
+    assert t.errant(M1, 1_060, 60) == (gtid, 1_000)
+    assert t.errant(M1, 1_061, 600) == (gtid, 1_000)
+    t.update(M1, GtidSet.parse(f"{M1}:1-2"), 1_070)  # :2 is new: not flagged by :1's flag
+    assert t.errant(M1, 1_071, 600) == (gtid, 1_000)
+    t.update(M1, GtidSet(), 1_080)  # it reached another member
+    t.update(M1, gtid, 1_090)  # and is a candidate again: a new chunk, a new grace
+    assert t.errant(M1, 1_091, 60) == (GtidSet(), None)
+
+
 def test_tracker_keeps_first_seen_per_chunk_and_clears() -> None:
     t = ErrantTracker()
     t.update(M1, GtidSet.parse(f"{M1}:1"), 0)
@@ -153,3 +169,9 @@ def test_tracker_bounds_its_chunks() -> None:
     assert chunks[0] == (GtidSet.parse(f"{M1}:1"), 1)
     # merged chunks take the newer stamp: the newest GTIDs are never older than seen
     assert chunks[-1][1] == MAX_CHUNKS + 4
+    # every chunk flagged; a new GTID merges into the newest chunk, which loses its
+    # flag: a merge keeps one only when both chunks had it (delayed, never invented)
+    assert t.errant(M1, 100 * MAX_CHUNKS, 1)[0] == GtidSet([(M1, "", 1, MAX_CHUNKS + 4)])
+    t.update(M1, GtidSet([(M1, "", 1, MAX_CHUNKS + 5)]), 100 * MAX_CHUNKS)
+    expected = GtidSet([(M1, "", 1, MAX_CHUNKS - 1)])
+    assert t.errant(M1, 100 * MAX_CHUNKS, 1) == (expected, 1)

@@ -63,9 +63,9 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
     s_inj = s_err + 20
     simulated = {
         "epoch": s_err - 120,
-        # the same load at any hour: in the default hot hours (10, 11, 14, 15 UTC) M1's
-        # daemon showed M2's errant GTID gone seconds after flagging it: not yet explained
-        "hot_hours": [],
+        # busy at any hour: a burst that fills the fastest member's queue grows the
+        # grace; a flag must hold through it (at 11 UTC it came and went before the fix)
+        "hot_hours": list(range(24)),
         "script": [
             {"at": s_err, "member": M2, "action": "errant_write", "count": 1},
             {"at": s_inj, "member": M2, "action": "inject_errant"},
@@ -112,6 +112,8 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
                 max(1.0, s_inj - time.time()) + 2 * GTID_INTERVAL_S + SCHEDULING_S,
                 f"{d.member_id} to clear M2's errant GTID after the injection",
             )
+            # not before it: a flag that lapses while the GTID is still a candidate lies
+            assert time.time() >= s_inj, f"{d.member_id} cleared M2's flag before the injection"
             assert _rows(d)[M2]["RECOVERY_METHOD"] == "INCREMENTAL"
         # M2's table may clear between two of its ticks: two more published samples
         # make sure its history's last row was recorded after the clear
