@@ -1,4 +1,4 @@
-"""What one poll reads, counted by the fake server: round trips and queries by table.
+"""What is read every poll and what at a cadence (cadence.py), counted by the fake server.
 
 Every statement the source sends is a round trip (the fake counts them, and
 its queries by table). What must be read every poll is read once: the two GR
