@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -47,6 +48,22 @@ def working_stacks(raw: Path, out: Path) -> tuple[int, int]:
             lines.append(line)
     out.write_text("\n".join(lines) + "\n")
     return kept, total
+
+
+def query_callers(work: Path) -> list[str]:
+    """Share of the working samples spent in each mysql `Connection.query` call site."""
+    by_site: dict[str, int] = {}
+    total = 0
+    for line in work.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count or 0)
+        frames = stack.split(";")
+        at = next((i for i, f in enumerate(frames) if f.startswith("Connection.query ")), 0)
+        if at:
+            site = re.sub(r"\(\S*?grstats/", "(grstats/", frames[at - 1])
+            by_site[site] = by_site.get(site, 0) + int(count)
+    ranked = sorted(by_site.items(), key=lambda kv: -kv[1])
+    return [f"{100 * n / max(1, total):5.1f}%  {site}" for site, n in ranked]
 
 
 def main() -> int:
@@ -86,6 +103,8 @@ def main() -> int:
             kept, total = working_stacks(raw, work)
             print(f"{kept} of {total} samples working; inclusive / own share of those, frame:")
             print("\n".join(top_frames(work, args.top)))
+            print("mysql queries by call site (share of the working samples):")
+            print("\n".join(query_callers(work)))
     return 0
 
 

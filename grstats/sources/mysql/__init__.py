@@ -3,22 +3,28 @@
 Strategy / invariants
 ---------------------
 One asyncmy connection is kept open and every `sample()` call reads, with plain
-text-protocol SELECTs:
+text-protocol SELECTs, one round trip each (8 a poll on 8.x, 10 on 9.x with
+WL#15620's tables; ``benchmarks/profile_daemon.py`` shows their share):
 
-1. ``SELECT @@server_uuid, @@group_replication_group_name`` (without the GR
-   variable when the plugin is not installed: error 1193) -- the liveness check
-   and the configured group name;
-2. ``SELECT * FROM performance_schema.replication_group_member_stats WHERE
-   MEMBER_ID = @@server_uuid OR MEMBER_ID = ''`` -- the local row, which has an
-   empty MEMBER_ID before Group Replication ever started (ps_information.cc,
-   plugin never initialised); columns are matched by name from the result's
-   description on every read, so servers without the newer columns (5.7 and
-   early 8.0 lack COUNT_TRANSACTIONS_REMOTE_* / _LOCAL_*) simply yield 0 for them;
-3. the same for ``performance_schema.replication_group_members`` (MEMBER_ROLE,
-   MEMBER_VERSION and MEMBER_COMMUNICATION_STACK may be missing);
-4. ``SELECT @@group_replication_flow_control_mode`` (QUOTA -> 1, DISABLED -> 0,
-   unknown variable or NULL -> 1, MySQL's default);
-5. replication lag by stage (`LocalSample.lag`, WL#7374; rows to values in
+1. ``SELECT * FROM performance_schema.replication_group_member_stats`` and
+2. ``SELECT * FROM performance_schema.replication_group_members``, whole: the
+   local rows are picked from them as ``WHERE MEMBER_ID = @@server_uuid OR
+   MEMBER_ID = ''`` would (the empty MEMBER_ID is the row MySQL shows before GR
+   ever started, ps_information.cc: plugin never initialised), and the other
+   members of the server's view (WL#10380) come from the same rows. Columns
+   are matched by name from the result's description on every read, so
+   servers without the newer columns (5.7 and early 8.0 lack
+   COUNT_TRANSACTIONS_REMOTE_* / _LOCAL_*; MEMBER_ROLE, MEMBER_VERSION and
+   MEMBER_COMMUNICATION_STACK may be missing) simply yield 0 or "" for them;
+3. ``SELECT @@server_uuid, @@group_replication_group_name,
+   @@group_replication_flow_control_mode, @@GLOBAL.gtid_executed,
+   @@GLOBAL.gtid_purged`` -- whom the daemon speaks for, the configured group
+   name, the flow-control mode (QUOTA -> 1, DISABLED -> 0, NULL -> 1, MySQL's
+   default) and the GTID sets (gtidstate.py). Without the GR plugin its
+   variables are unknown (error 1193): the same without them (mode 1). Read
+   after 1., so that @@gtid_executed holds every transaction the stats' sets
+   name;
+4. replication lag by stage (`LocalSample.lag`, WL#7374; rows to values in
    lag.py): the four replication_* tables of the GR channels, after
    ``SET @@session.time_zone = '+00:00'`` once per connection so that their
    TIMESTAMP(6) columns come back in UTC whatever the server's or the
@@ -27,18 +33,20 @@ text-protocol SELECTs:
    breaks the connection drops the connection (reconnected at once by the
    next call) but the stats sample is still returned, with lag (); a table
    the server does not have gives no rows. Each such failure is logged once.
-6. applier metrics (WL#15620 tables, or what 8.0's tell; applier.py) and
-7. the server's own flow-control figures, `LocalSample.flow_control`: the
+5. applier metrics (WL#15620's two tables, or what 8.0's tell from the
+   workers rows 4. read; applier.py) and
+6. the server's own flow-control figures, `LocalSample.flow_control`: the
    four Gr_flow_control_throttle_* global status variables in one query of
    performance_schema.global_status (flowstats.py; time sum in microseconds,
-   summed per held transaction); None on a server without them. Both are
-   extras like the lag, read within the same deadline.
+   summed per held transaction), with the Gr_* commit-path figures
+   (commitstats.py); None on a server without them. Both are extras like the
+   lag, read within the same deadline.
 
-The extras also hold the Gr_* commit-path figures (in 7.'s query), the server's
-view of the other members, @@gtid_executed / @@gtid_purged and
-replication_group_communication_information; the last is read at a cadence,
-not every poll (extras.py: first poll, new session, view id / state / role
-change, else every ``COMMUNICATION_REREAD_S``).
+What changes only with the group or the server is read at a cadence, not every
+poll (cadence.py: first poll, new session, view id / state / role change, a
+failed read, a clock step back, else every ``cadence.REREAD_S``):
+replication_group_communication_information, and whether
+replication_applier_metrics exists while it does not (extras.py).
 
 The sample shows exactly what the server shows, nothing invented: MEMBER_ID,
 MEMBER_HOST, VIEW_ID as shown (possibly ""), MEMBER_PORT NULL -> None, state,
@@ -78,7 +86,8 @@ current GTID texts and the publisher decides when a message carries them.
 Settings: `grstats.sources.mysql.settings`. Modules: `settings` (DSN and
 settings), `values` (server values to wire values, rows to the sample),
 `connection` (one asyncmy connection, backoff, queries), `source` (`MySQLSource`),
-`extras` (what is read after the stats, under their deadline), `lag` (WL#7374
+`extras` (what is read after the stats, under their deadline), `cadence` (when a
+slowly-changing read is due), `lag` (WL#7374
 tables), `applier` (WL#15620 tables), `flowstats` (Gr_flow_control_throttle_*
 status variables).
 """

@@ -22,9 +22,10 @@ from typing import Any, Final
 
 from protocol import GtidSet, GtidState, ProtocolError
 
-__all__ = ["SQL_GTIDS", "build_gtid_state"]
+__all__ = ["GTID_VARIABLES", "build_gtid_state"]
 
-SQL_GTIDS: Final = "SELECT @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged"
+# selected with the source's other variables, in one round trip (source.py)
+GTID_VARIABLES: Final = "@@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged"
 
 
 def _text(value: Any) -> str:

@@ -13,40 +13,46 @@ the stats sample (`extras.Extras`; the package docstring lists the queries).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import asyncmy
 import structlog
 
-from grstats.core.sample import LocalMember, LocalSample
+from grstats.core.sample import LocalMember, LocalSample, ServerViewMember, in_group
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.extras import Extras
+from grstats.sources.mysql.gtidstate import GTID_VARIABLES, build_gtid_state
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
     PollFailed,
+    dict_rows,
     first_row,
     flow_control_mode,
     local_row,
     member_and_stats,
+    server_view,
 )
 from protocol import FLOW_CONTROL_QUOTA, PipelineStats
 
 log = structlog.get_logger("grstats.sources.mysql")
 
-_SQL_IDENTITY = "SELECT @@server_uuid, @@group_replication_group_name"
-_SQL_IDENTITY_NO_GR = "SELECT @@server_uuid"
-# The local row: ours by UUID, or the one with an empty MEMBER_ID that MySQL
-# shows before GR ever started (ps_information.cc: plugin never initialised).
-_SQL_MEMBER_STATS = (
-    "SELECT * FROM performance_schema.replication_group_member_stats"
-    " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
+# The two tables whole: the local member's rows (ours by UUID, or the one with an
+# empty MEMBER_ID that MySQL shows before GR ever started -- ps_information.cc:
+# plugin never initialised) and every other member of the server's view
+# (WL#10380: the server receives every member's stats) from one read each.
+_SQL_MEMBER_STATS = "SELECT * FROM performance_schema.replication_group_member_stats"
+_SQL_MEMBERS = "SELECT * FROM performance_schema.replication_group_members"
+# The variables in one round trip, read after the stats so that @@gtid_executed
+# holds every transaction their TRANSACTIONS_COMMITTED_ALL_MEMBERS names; without
+# the GR plugin its variables are unknown (error 1193): then without them.
+_SQL_VARIABLES = (
+    "SELECT @@server_uuid, @@group_replication_group_name,"
+    f" @@group_replication_flow_control_mode, {GTID_VARIABLES}"
 )
-_SQL_MEMBERS = (
-    "SELECT * FROM performance_schema.replication_group_members"
-    " WHERE MEMBER_ID = @@server_uuid OR MEMBER_ID = ''"
-)
-_SQL_FLOW_CONTROL = "SELECT @@group_replication_flow_control_mode"
+_SQL_VARIABLES_NO_GR = f"SELECT @@server_uuid, {GTID_VARIABLES}"
+_SQL_IDENTITY = "SELECT @@server_uuid"
 
 
 class MySQLSource:
@@ -154,26 +160,24 @@ class MySQLSource:
     # -- reading ---------------------------------------------------------------
 
     async def _read(self, conn: asyncmy.Connection, now_us: int) -> LocalSample:
-        identity = await self._db.query(conn, "identity", _SQL_IDENTITY)
-        group_name: Any = None
-        if identity is None:
-            identity = await self._db.query(conn, "identity", _SQL_IDENTITY_NO_GR)
-            if identity is None:
-                raise PollFailed("the server did not answer the identity query")
-            server_uuid = first_row(identity[1], 1)[0]
-        else:
-            server_uuid, group_name = first_row(identity[1], 2)[:2]
-        stats_row = local_row(await self._db.query(conn, "member_stats", _SQL_MEMBER_STATS))
-        member_row = local_row(await self._db.query(conn, "members", _SQL_MEMBERS))
-        mode_result = await self._db.query(conn, "flow_control_mode", _SQL_FLOW_CONTROL)
-        mode = flow_control_mode(first_row(mode_result[1], 1)[0] if mode_result else None)
-
-        member, stats = member_and_stats(server_uuid, group_name, stats_row, member_row, mode)
+        db = self._db
+        stats_rows = dict_rows(await db.query(conn, "member_stats", _SQL_MEMBER_STATS))
+        member_rows = dict_rows(await db.query(conn, "members", _SQL_MEMBERS))
+        server_uuid, group_name, mode, gtids = await self._variables(conn)
+        member, stats = member_and_stats(
+            server_uuid,
+            group_name,
+            local_row(server_uuid, stats_rows),
+            local_row(server_uuid, member_rows),
+            mode,
+        )
+        view: tuple[ServerViewMember, ...] = ()
+        if in_group(member.state):
+            view = server_view(server_uuid, group_name, stats_rows, member_rows, mode)
         extras = self._extras
         lag = await extras.lag(conn, member.state)
-        applier = await extras.applier(conn, now_us, stats.transactions_waiting_apply)
+        applier = await extras.applier(conn, now_us, member, stats.transactions_waiting_apply)
         flow, commit_path = await extras.gr_status(conn)
-        view = await extras.server_view(conn, server_uuid, group_name, mode, member.state)
         return LocalSample(
             member=member,
             stats=stats,
@@ -181,8 +185,26 @@ class MySQLSource:
             lag=lag,
             flow_control=flow,
             applier=applier,
-            gtid_state=await extras.gtid_state(conn, now_us),
+            gtid_state=None if gtids is None else build_gtid_state(gtids, now_us),
             server_view=view,
             commit_path=commit_path,
             communication=await extras.communication(conn, now_us, member),
         )
+
+    async def _variables(
+        self, conn: asyncmy.Connection
+    ) -> tuple[Any, Any, int, Sequence[Any] | None]:
+        """(@@server_uuid, group name or None, flow-control mode, the GTID sets' row or None)."""
+        db = self._db
+        got = await db.query(conn, "variables", _SQL_VARIABLES)
+        if got is not None:
+            uuid, group, mode, *gtids = first_row(got[1], 5)[:5]
+            return uuid, group, flow_control_mode(mode), gtids
+        got = await db.query(conn, "variables", _SQL_VARIABLES_NO_GR)
+        if got is not None:
+            uuid, *gtids = first_row(got[1], 3)[:3]
+            return uuid, None, FLOW_CONTROL_QUOTA, gtids
+        got = await db.query(conn, "identity", _SQL_IDENTITY)
+        if got is None:
+            raise PollFailed("the server did not answer the identity query")
+        return first_row(got[1], 1)[0], None, FLOW_CONTROL_QUOTA, None

@@ -93,13 +93,17 @@ def first_row(rows: Sequence[Sequence[Any]], width: int) -> Sequence[Any]:
     return rows[0]
 
 
-def local_row(result: Result | None) -> Mapping[str, Any]:
-    """The row of our UUID if the server shows one, else the empty-MEMBER_ID one, else {}."""
-    if not result or not result[1]:
-        return {}
-    names, rows = result
-    dicts = [dict(zip(names, row, strict=False)) for row in rows]
-    return next((d for d in dicts if _text(d.get(col.MEMBER_ID))), dicts[0])
+def local_row(server_uuid: Any, rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Of a GR table's rows, the one of `server_uuid` if the server shows one, else the
+    one with an empty MEMBER_ID (GR never started), else {}: what ``WHERE MEMBER_ID =
+    @@server_uuid OR MEMBER_ID = ''`` selects (a NULL MEMBER_ID matches neither)."""
+    uuid = _text(server_uuid)
+    mine = [
+        r
+        for r in rows
+        if r.get(col.MEMBER_ID) is not None and _text(r[col.MEMBER_ID]) in (uuid, "")
+    ]
+    return next((r for r in mine if _text(r[col.MEMBER_ID])), mine[0] if mine else {})
 
 
 def dict_rows(result: Result | None) -> list[dict[str, Any]]:

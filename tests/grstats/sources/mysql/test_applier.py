@@ -14,7 +14,8 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from grstats.core.applier import ApplierChannel, ApplierWorker, MemberApplier
-from tests.fixtures.fake_mysql import FakeMySQL
+from protocol import GtidSet, GtidState
+from tests.fixtures.fake_mysql import OTHER_UUID, FakeMySQL
 from tests.fixtures.mysql_source import (
     CH,
     METRICS_COLUMNS,
@@ -148,8 +149,10 @@ async def test_a_hung_applier_query_keeps_the_stats_sample(
     assert sample.stats.transactions_waiting_apply == 3
     assert sample.applier is None
     # the timeout dropped the connection: the extras after it give nothing, unqueried
-    assert (sample.flow_control, sample.gtid_state, sample.communication) == (None, None, None)
-    assert sample.server_view == ()
+    assert (sample.flow_control, sample.communication) == (None, None)
+    # the GTID sets and the server's view are read with the stats, before the extras
+    assert sample.gtid_state == GtidState(T0, GtidSet(), GtidSet())
+    assert [v.member.member_id for v in sample.server_view] == [OTHER_UUID]
     unavailable = [e["reason"] for e in events if e["event"] == "mysql.lag_unavailable"]
     assert unavailable == ["applier_timeout"]
 

@@ -269,10 +269,10 @@ def test_an_odd_communication_cell_is_none_alone() -> None:
     assert got == GroupCommunication(None, None, None, (LEADER,), None)
 
 
-# -- the communication information is read at a cadence (extras.COMMUNICATION_REREAD_S) --
+# -- the communication information is read at a cadence (cadence.REREAD_S) --
 # It changes only by a UDF call or a view / state / role change; its query was 5.8 % of
 # a production daemon's working samples when it ran every poll.
-PERIOD_S = 30  # extras.COMMUNICATION_REREAD_S, written out
+PERIOD_S = 30  # cadence.REREAD_S, written out
 
 
 def _concurrency(sample: LocalSample) -> int | None:
