@@ -1,6 +1,7 @@
 """Where one production member daemon spends its CPU (py-spy), as in `make bench-daemon` (d).
 
 Usage: python benchmarks/profile_daemon.py [--seconds 60] [--top 40] [--sql]
+       python benchmarks/profile_daemon.py --simulated-pair [--seconds 60] [--top 40]
 
 One `grstats run` with the mysql source against a fake MySQL 8.4 server in
 another process (benchmarks/_bench_mimic.py), history on, period 1 s ([sql]
@@ -12,20 +13,37 @@ selector's select() or a Condition/Event wait are left out: the shares printed
 are of the samples that were doing work (every thread: the history writer's
 too). The daemon's CPU % over the same window is printed beside them.
 
+`--simulated-pair` profiles instead one daemon of bench-daemon (e)'s group
+(9 simulated daemons, period 1 s) twice: at the default MySQL version
+(ext.commit_path sent) and at `[simulated] version = "8.0.22"` (no section).
+It prints each phase's CPU % and then, frame by frame, the working samples
+per second of each phase and their difference, largest first: where the
+section's CPU goes.
+
 Bounded by `--seconds`; only processes started here are signalled.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _bench_procs import WARMUP_S, Procs, api_port_of, cpu_seconds, start_broker
+from _bench_procs import (
+    WARMUP_S,
+    Procs,
+    api_port_of,
+    cpu_seconds,
+    member_uuid,
+    start_broker,
+    start_daemon,
+)
 from _bench_steady import production_toml, start_mimic
 from _common import machine
 from profile_collector import top_frames
@@ -49,15 +67,89 @@ def working_stacks(raw: Path, out: Path) -> tuple[int, int]:
     return kept, total
 
 
+def _spy(procs: Procs, workdir: Path, pid: int, seconds: float, raw: Path) -> float:
+    """py-spy `pid` for `seconds` into `raw`; its CPU % of one core meanwhile."""
+    spy_bin = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    argv = [spy_bin, "record", "--pid", str(pid), "--format", "raw", "--rate"]
+    argv += ["1000", "--nonblocking", "--duration", str(int(seconds)), "-o", str(raw)]
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    spy = procs.start(argv, workdir / "py-spy.log")
+    spy.wait(timeout=seconds + 60)
+    return 100 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+
+
+def frame_samples(raw: Path) -> dict[str, int]:
+    """py-spy's raw stacks -> frame (no line number, paths from site-packages or the
+    tree) -> the samples it is on the stack of (inclusive)."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    prefix = re.compile(r"/\S*?(site-packages|python3\.\d+)/|" + re.escape(os.getcwd() + "/"))
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = {prefix.sub("", re.sub(r":\d+\)$", ")", f)) for f in stack.split(";") if f}
+        for frame in frames:
+            inclusive[frame] += int(count)
+    return dict(inclusive)
+
+
+SIMULATED_PAIR = {"with": "", "without": 'version = "8.0.22"'}  # as bench-daemon (e)
+
+
+def simulated_pair(seconds: float, top: int) -> None:
+    """Profile daemon 0 of 9 simulated daemons with the commit path and without."""
+    per_second: dict[str, dict[str, float]] = {}
+    for label, simulated in SIMULATED_PAIR.items():
+        procs = Procs()
+        with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
+            workdir = Path(tmp)
+            raw, work = workdir / "profile.raw", workdir / "working.raw"
+            try:
+                broker = start_broker(procs, workdir)
+                members = [member_uuid(i, 1) for i in range(9)]
+                started = [
+                    start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                    for m in members
+                ]
+                for _, log in started:
+                    api_port_of(log)
+                time.sleep(WARMUP_S)
+                cpu = _spy(procs, workdir, started[0][0].pid, seconds, raw)
+            finally:
+                procs.stop_all()
+            if not raw.exists():
+                print(f"{label}: py-spy wrote no profile (see its log)")
+                return
+            kept, _ = working_stacks(raw, work)
+            print(
+                f"{label:>7}: daemon 0 of 9 CPU {cpu:.2f} % (py-spy attached), "
+                f"{kept / seconds:.0f} working samples/s, load {os.getloadavg()[0]:.2f}"
+            )
+            per_second[label] = {f: n / seconds for f, n in frame_samples(work).items()}
+    with_, without = per_second["with"], per_second["without"]
+    frames = sorted(
+        set(with_) | set(without),
+        key=lambda f: abs(with_.get(f, 0) - without.get(f, 0)),
+        reverse=True,
+    )
+    print("working samples/s (1 kHz): with, without, difference; frame (inclusive)")
+    for f in frames[:top]:
+        a, b = with_.get(f, 0.0), without.get(f, 0.0)
+        print(f"{a:7.1f} {b:7.1f} {a - b:+7.1f}  {f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sql", action="store_true", help="with the SQL endpoint on")
+    parser.add_argument(
+        "--simulated-pair", action="store_true", help="bench-daemon (e)'s daemon, with/without"
+    )
     args = parser.parse_args()
-    spy_bin = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     grstats = str(Path(sys.executable).parent / "grstats")
     print(machine(f"load average {os.getloadavg()[0]:.2f}"))
+    if args.simulated_pair:
+        simulated_pair(args.seconds, args.top)
+        return 0
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
         workdir = Path(tmp)
@@ -70,12 +162,7 @@ def main() -> int:
             daemon = procs.start([grstats, "run", "--config", str(toml)], workdir / "daemon.log")
             api_port_of(workdir / "daemon.log")
             time.sleep(WARMUP_S)
-            argv = [spy_bin, "record", "--pid", str(daemon.pid), "--format", "raw", "--rate"]
-            argv += ["1000", "--nonblocking", "--duration", str(int(args.seconds)), "-o", str(raw)]
-            cpu0, t0 = cpu_seconds(daemon.pid), time.monotonic()
-            spy = procs.start(argv, workdir / "py-spy.log")
-            spy.wait(timeout=args.seconds + 60)
-            cpu = 100 * (cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - t0)
+            cpu = _spy(procs, workdir, daemon.pid, args.seconds, raw)
         finally:
             procs.stop_all()
         print(
