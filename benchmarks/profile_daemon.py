@@ -1,6 +1,7 @@
 """Where one production member daemon spends its CPU (py-spy), as in `make bench-daemon` (d).
 
 Usage: python benchmarks/profile_daemon.py [--seconds 60] [--top 40] [--sql]
+       python benchmarks/profile_daemon.py --simulated-pair [--calls] [--seconds 60] [--top 40]
 
 One `grstats run` with the mysql source against a fake MySQL 8.4 server in
 another process (benchmarks/_bench_mimic.py), history on, period 1 s ([sql]
@@ -12,21 +13,46 @@ selector's select() or a Condition/Event wait are left out: the shares printed
 are of the samples that were doing work (every thread: the history writer's
 too). The daemon's CPU % over the same window is printed beside them.
 
+`--simulated-pair` profiles instead one daemon of bench-daemon (e)'s group
+(9 simulated daemons, period 1 s) twice: at the default MySQL version
+(ext.commit_path sent) and at `[simulated] version = "8.0.22"` (no section).
+It prints each phase's CPU % and then, frame by frame, the working samples
+per second of each phase and their difference, largest first: where the
+section's CPU goes. With `--calls` that daemon runs under cProfile instead
+(every thread, from its start to its stop after `--seconds`), and what is
+printed is Python function calls: per second of each phase and, function by
+function, the calls per second the section adds. Counts do not depend on the
+box's load as times do; they show what is done, not what it costs.
+
 Bounded by `--seconds`; only processes started here are signalled.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import pstats
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from _bench_procs import WARMUP_S, Procs, api_port_of, cpu_seconds, start_broker
+from _bench_procs import (
+    REPO,
+    WARMUP_S,
+    Procs,
+    api_port_of,
+    cpu_seconds,
+    daemon_toml,
+    member_uuid,
+    start_broker,
+    start_daemon,
+)
 from _bench_steady import production_toml, start_mimic
 from _common import machine
 from profile_collector import top_frames
@@ -66,15 +92,177 @@ def query_callers(work: Path) -> list[str]:
     return [f"{100 * n / max(1, total):5.1f}%  {site}" for site, n in ranked]
 
 
+def _spy(procs: Procs, workdir: Path, pid: int, seconds: float, raw: Path) -> float:
+    """py-spy `pid` for `seconds` into `raw`; its CPU % of one core meanwhile."""
+    spy_bin = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    argv = [spy_bin, "record", "--pid", str(pid), "--format", "raw", "--rate"]
+    argv += ["1000", "--nonblocking", "--duration", str(int(seconds)), "-o", str(raw)]
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    spy = procs.start(argv, workdir / "py-spy.log")
+    spy.wait(timeout=seconds + 60)
+    return 100 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+
+
+def frame_samples(raw: Path) -> dict[str, int]:
+    """py-spy's raw stacks -> frame (no line number, paths from site-packages or the
+    tree) -> the samples it is on the stack of (inclusive)."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    prefix = re.compile(r"/\S*?(site-packages|python3\.\d+)/|" + re.escape(f"{REPO}/"))
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = {prefix.sub("", re.sub(r":\d+\)$", ")", f)) for f in stack.split(";") if f}
+        for frame in frames:
+            inclusive[frame] += int(count)
+    return dict(inclusive)
+
+
+# `python -c` for a daemon under cProfile in every thread: argv[1] is the stats
+# file (written at exit), the rest `grstats`'s arguments
+_PROFILED = """
+import cProfile, pstats, sys, threading
+out = sys.argv.pop(1)
+done = []
+thread_run = threading.Thread.run
+def run(self):
+    p = cProfile.Profile()
+    p.enable()
+    try:
+        thread_run(self)
+    finally:
+        p.disable()
+        done.append(p)
+threading.Thread.run = run
+from grstats.cli.main import main
+p = cProfile.Profile()
+p.enable()
+try:
+    main()
+except SystemExit:
+    pass
+finally:
+    p.disable()
+    stats = pstats.Stats(p)
+    for q in done:
+        stats.add(q)
+    stats.dump_stats(out)
+"""
+
+
+def _calls(stats_file: Path) -> dict[str, int]:
+    """Function (file:line(name), paths shortened) -> its calls in a cProfile stats file."""
+    prefix = re.compile(r"\S*?(site-packages|python3\.\d+)/|" + re.escape(f"{REPO}/"))
+    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(str(stats_file)).stats  # type: ignore[attr-defined]
+    out: collections.Counter[str] = collections.Counter()
+    for (file, line, name), row in stats.items():
+        # a built-in's name carries its object's address: the same one in two runs differs
+        out[prefix.sub("", f"{file}:{line}({re.sub(r' at 0x[0-9a-f]+', '', name)})")] += row[1]
+    return dict(out)
+
+
+def simulated_calls(seconds: float, top: int) -> None:
+    """cProfile daemon 0 of 9 simulated daemons with the commit path and without."""
+    per_second: dict[str, dict[str, float]] = {}
+    for label, simulated in SIMULATED_PAIR.items():
+        procs = Procs()
+        with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
+            workdir = Path(tmp)
+            members = [member_uuid(i, 1) for i in range(9)]
+            stats = workdir / "daemon.pstats"
+            try:
+                broker = start_broker(procs, workdir)
+                toml = workdir / "grstats.toml"
+                toml.write_text(daemon_toml(broker, members[0], members, simulated))
+                argv = [sys.executable, "-c", _PROFILED, str(stats), "run", "--config", str(toml)]
+                daemon = procs.start(argv, workdir / "daemon.log")
+                others = [
+                    start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                    for m in members[1:]
+                ]
+                for log in (workdir / "daemon.log", *(log for _, log in others)):
+                    api_port_of(log)
+                time.sleep(seconds)
+                daemon.send_signal(signal.SIGTERM)
+                daemon.wait(timeout=60)  # the stats are written as it exits
+            finally:
+                procs.stop_all()
+            calls = _calls(stats)
+        total = sum(calls.values())
+        print(f"{label:>7}: daemon 0 of 9, {total / seconds:.0f} calls/s (startup included)")
+        per_second[label] = {f: n / seconds for f, n in calls.items()}
+    with_, without = per_second["with"], per_second["without"]
+    extra = sum(with_.values()) - sum(without.values())
+    print(f"the section adds {extra:.0f} calls/s; by function (calls/s: with, without, added):")
+    frames = sorted(
+        set(with_) | set(without), key=lambda f: with_.get(f, 0) - without.get(f, 0), reverse=True
+    )
+    for f in frames[:top]:
+        a, b = with_.get(f, 0.0), without.get(f, 0.0)
+        print(f"{a:8.1f} {b:8.1f} {a - b:+8.1f}  {f}")
+
+
+SIMULATED_PAIR = {"with": "", "without": 'version = "8.0.22"'}  # as bench-daemon (e)
+
+
+def simulated_pair(seconds: float, top: int) -> None:
+    """Profile daemon 0 of 9 simulated daemons with the commit path and without."""
+    per_second: dict[str, dict[str, float]] = {}
+    for label, simulated in SIMULATED_PAIR.items():
+        procs = Procs()
+        with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
+            workdir = Path(tmp)
+            raw, work = workdir / "profile.raw", workdir / "working.raw"
+            try:
+                broker = start_broker(procs, workdir)
+                members = [member_uuid(i, 1) for i in range(9)]
+                started = [
+                    start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                    for m in members
+                ]
+                for _, log in started:
+                    api_port_of(log)
+                time.sleep(WARMUP_S)
+                cpu = _spy(procs, workdir, started[0][0].pid, seconds, raw)
+            finally:
+                procs.stop_all()
+            if not raw.exists():
+                print(f"{label}: py-spy wrote no profile (see its log)")
+                return
+            kept, _ = working_stacks(raw, work)
+            print(
+                f"{label:>7}: daemon 0 of 9 CPU {cpu:.2f} % (py-spy attached), "
+                f"{kept / seconds:.0f} working samples/s, load {os.getloadavg()[0]:.2f}"
+            )
+            per_second[label] = {f: n / seconds for f, n in frame_samples(work).items()}
+    with_, without = per_second["with"], per_second["without"]
+    frames = sorted(
+        set(with_) | set(without),
+        key=lambda f: abs(with_.get(f, 0) - without.get(f, 0)),
+        reverse=True,
+    )
+    print("working samples/s (1 kHz): with, without, difference; frame (inclusive)")
+    for f in frames[:top]:
+        a, b = with_.get(f, 0.0), without.get(f, 0.0)
+        print(f"{a:7.1f} {b:7.1f} {a - b:+7.1f}  {f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sql", action="store_true", help="with the SQL endpoint on")
+    parser.add_argument(
+        "--simulated-pair", action="store_true", help="bench-daemon (e)'s daemon, with/without"
+    )
+    parser.add_argument("--calls", action="store_true", help="with --simulated-pair: cProfile")
     args = parser.parse_args()
-    spy_bin = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     grstats = str(Path(sys.executable).parent / "grstats")
     print(machine(f"load average {os.getloadavg()[0]:.2f}"))
+    if args.simulated_pair and args.calls:
+        simulated_calls(args.seconds, args.top)
+        return 0
+    if args.simulated_pair:
+        simulated_pair(args.seconds, args.top)
+        return 0
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
         workdir = Path(tmp)
@@ -87,12 +275,7 @@ def main() -> int:
             daemon = procs.start([grstats, "run", "--config", str(toml)], workdir / "daemon.log")
             api_port_of(workdir / "daemon.log")
             time.sleep(WARMUP_S)
-            argv = [spy_bin, "record", "--pid", str(daemon.pid), "--format", "raw", "--rate"]
-            argv += ["1000", "--nonblocking", "--duration", str(int(args.seconds)), "-o", str(raw)]
-            cpu0, t0 = cpu_seconds(daemon.pid), time.monotonic()
-            spy = procs.start(argv, workdir / "py-spy.log")
-            spy.wait(timeout=args.seconds + 60)
-            cpu = 100 * (cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - t0)
+            cpu = _spy(procs, workdir, daemon.pid, args.seconds, raw)
         finally:
             procs.stop_all()
         print(

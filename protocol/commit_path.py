@@ -82,6 +82,7 @@ class CommitPathCounters:
 COUNTERS: Final = tuple(f.name for f in fields(CommitPathCounters))
 _TIMESTAMP_AT: Final = COUNTERS.index("last_consensus_end_us")
 _VALUES: Final = attrgetter(*COUNTERS)
+_WELL_FORMED_TYPES: Final = frozenset((int, type(None)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +135,14 @@ def _checked(value: object) -> tuple[int, Any]:
     at = _int("at_us", at_us, 1, MAX_TIMESTAMP_US)
     if (type(raw) is not list and type(raw) is not tuple) or len(raw) != len(COUNTERS):
         _fail("counters", f"expected an array of {len(COUNTERS)} items")
-    for item in raw:  # the well-formed case without building error texts
-        if item is not None and (type(item) is not int or not 0 <= item <= MAX_COUNTER):
-            break
-    else:
+    # The well-formed case in C, without building error texts: only int (bool is
+    # not one) and nil items, the nonzero ones within range (0 always is).
+    if _WELL_FORMED_TYPES.issuperset(map(type, raw)):
+        known = [*filter(None, raw)]
         stamp = raw[_TIMESTAMP_AT]
-        if stamp is None or stamp <= MAX_TIMESTAMP_US:
+        if (not known or (min(known) > 0 and max(known) <= MAX_COUNTER)) and (
+            stamp is None or stamp <= MAX_TIMESTAMP_US
+        ):
             return at, raw
     for i, (name, item) in enumerate(zip(COUNTERS, raw, strict=True)):
         high = MAX_TIMESTAMP_US if i == _TIMESTAMP_AT else MAX_COUNTER

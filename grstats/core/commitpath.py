@@ -237,7 +237,7 @@ def _same(old: object, new: object) -> bool:
     if type(old) is not type(new) or old != new:
         return False
     assert isinstance(old, list | tuple) and isinstance(new, list | tuple)  # equal to a valid one
-    return all(type(a) is type(b) for a, b in zip(old, new, strict=True))
+    return [*map(type, old)] == [*map(type, new)]  # in C: types compare by identity
 
 
 _MemberInputs = tuple[

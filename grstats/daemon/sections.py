@@ -86,7 +86,7 @@ class ExtSections:
     def _communication(self, communication: GroupCommunication) -> object:
         """`ext.commit_path_comm`, encoded again only for a new row (a refusal is not kept)."""
         last = self._comm
-        if last is not None and last[0] == communication:
+        if last is not None and (last[0] is communication or last[0] == communication):
             return last[1]
         comm = self._encoded("commit_path_comm", encode_commit_path_comm, communication)
         self._comm = None if comm is None else (communication, comm)

@@ -49,6 +49,11 @@ def test_the_section_is_small_and_bounded() -> None:
         ([1, AT, [-1, *[None] * 23]], "consensus_proposals"),
         ([1, AT, [1 << 64, *[None] * 23]], "consensus_proposals"),
         ([1, AT, [*[None] * 23, (1 << 55) + 1]], "last_consensus_end_us"),
+        # one bad item among good ones (the well-formed case is checked all at once)
+        ([1, AT, [*[7] * 22, -1, AT]], "throttled_us"),
+        ([1, AT, [0, 5, False, *[5] * 20, None]], "empty_proposals"),
+        ([1, AT, [*[5] * 20, 5.0, 5, 5, None]], "gc_time_us"),
+        ([1, AT, [*[5] * 9, 1 << 64, *[0] * 13, AT]], "control_rtt_us"),
         ({"v": 1}, "top level"),
         ([1, AT], "top level"),
     ],

@@ -29,6 +29,10 @@ model's epoch (Group Replication's start); every counter only grows.
 - Communication information: a multi-primary-style XCom (every member a
   consensus leader, no single leader), the default write concurrency and the
   8.0.27 protocol, as a group of 8.0.27+ servers shows them by default.
+- `MemberCommitPath` takes once what the settings fix for one member (its
+  round, its farthest peer, its consistency windows, the communication row:
+  the same object every sample), so a sample only multiplies; a source keeps
+  it while its model's settings object stays the same one.
 
 What a member of the settings' `version` shows (mysql/mysql-server):
 
@@ -54,12 +58,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from grstats.sources.simulated.settings import SimulationSettings, version_tuple
+from grstats.sources.simulated.settings import ScriptEvent, SimulationSettings, version_tuple
 from protocol import CommitPathCounters, GroupCommunication
 
 __all__ = [
     "GC_EVERY_S",
     "GC_RUN_US",
+    "MemberCommitPath",
     "commit_path_at",
     "communication_of",
     "farthest_us",
@@ -120,12 +125,12 @@ def farthest_us(settings: SimulationSettings, member: str) -> int:
 
 
 def _waits(
-    settings: SimulationSettings, member: str, s: int, proposals_at: Callable[[int], int]
+    events: tuple[ScriptEvent, ...], s: int, proposals_at: Callable[[int], int]
 ) -> tuple[int, int]:
-    """(BEFORE waits, AFTER waits) of `member`'s sessions up to second `s`."""
+    """(BEFORE waits, AFTER waits) up to second `s` of the member's consistency `events`."""
     before = after = 0
-    for ev in settings.script:
-        if ev.action != "consistency" or ev.member.lower() != member or ev.at_s > s:
+    for ev in events:
+        if ev.at_s > s:
             continue
         start = int(ev.at_s)
         end = s if ev.duration_s <= 0 else min(s, int(ev.at_s + ev.duration_s))
@@ -135,6 +140,70 @@ def _waits(
         if ev.level in ("AFTER", "BEFORE_AND_AFTER"):
             after += waits
     return before, after
+
+
+class MemberCommitPath:
+    """What `settings` fix of one member's commit path, taken once; its counters per second."""
+
+    __slots__ = ("_events", "_farthest", "_one", "_peers", "communication", "settings", "shown")
+
+    def __init__(self, settings: SimulationSettings, member: str) -> None:
+        """Args:
+        settings: the group's settings (kept: `settings` tells which it was made of).
+        member: the member's UUID (lower case).
+        """
+        self.settings = settings
+        self.shown = shows_commit_path(settings)
+        self.communication = communication_of(settings)
+        self._one = round_us(settings, member)
+        self._farthest = farthest_us(settings, member)
+        self._peers = max(1, len(settings.members) - 1)
+        self._events = tuple(
+            ev
+            for ev in settings.script
+            if ev.action == "consistency" and ev.member.lower() == member
+        )
+
+    def at(
+        self, s: int, local_proposals: int, proposals_at: Callable[[int], int] | None = None
+    ) -> CommitPathCounters:
+        """`commit_path_at(settings, member, s, local_proposals, proposals_at)`."""
+        elapsed = max(0, s - self.settings.epoch_s)
+        one = self._one
+        rounds = local_proposals + elapsed
+        gc_runs = elapsed // GC_EVERY_S
+        before, after = (
+            (0, 0)
+            if proposals_at is None or not self._events
+            else _waits(self._events, s, proposals_at)
+        )
+        return CommitPathCounters(
+            consensus_proposals=rounds,
+            consensus_time_us=rounds * one,
+            empty_proposals=0,
+            extended_rounds=0,
+            consensus_bytes_sent=self._peers
+            * (local_proposals * _MESSAGE_BYTES + elapsed * _CONTROL_BYTES),
+            consensus_bytes_received=0,
+            messages_sent=rounds,
+            control_messages=elapsed,
+            control_bytes=elapsed * _CONTROL_BYTES,
+            control_rtt_us=elapsed * one,
+            data_messages=local_proposals,
+            data_bytes=local_proposals * _MESSAGE_BYTES,
+            data_rtt_us=local_proposals * one,
+            before_begin=before,
+            before_begin_us=before * 2 * one,
+            after_termination=after,
+            after_termination_us=after * 2 * self._farthest,
+            after_sync=0,
+            after_sync_us=0,
+            gc_runs=gc_runs,
+            gc_time_us=gc_runs * GC_RUN_US,
+            throttled=0,
+            throttled_us=0,
+            last_consensus_end_us=s * 1_000_000 if rounds else None,
+        )
 
 
 def commit_path_at(
@@ -157,38 +226,7 @@ def commit_path_at(
     Returns:
         The counters as its server would show them.
     """
-    elapsed = max(0, s - settings.epoch_s)
-    one = round_us(settings, member)
-    rounds = local_proposals + elapsed
-    gc_runs = elapsed // GC_EVERY_S
-    peers = max(1, len(settings.members) - 1)
-    before, after = (0, 0) if proposals_at is None else _waits(settings, member, s, proposals_at)
-    return CommitPathCounters(
-        consensus_proposals=rounds,
-        consensus_time_us=rounds * one,
-        empty_proposals=0,
-        extended_rounds=0,
-        consensus_bytes_sent=peers * (local_proposals * _MESSAGE_BYTES + elapsed * _CONTROL_BYTES),
-        consensus_bytes_received=0,
-        messages_sent=rounds,
-        control_messages=elapsed,
-        control_bytes=elapsed * _CONTROL_BYTES,
-        control_rtt_us=elapsed * one,
-        data_messages=local_proposals,
-        data_bytes=local_proposals * _MESSAGE_BYTES,
-        data_rtt_us=local_proposals * one,
-        before_begin=before,
-        before_begin_us=before * 2 * one,
-        after_termination=after,
-        after_termination_us=after * 2 * farthest_us(settings, member),
-        after_sync=0,
-        after_sync_us=0,
-        gc_runs=gc_runs,
-        gc_time_us=gc_runs * GC_RUN_US,
-        throttled=0,
-        throttled_us=0,
-        last_consensus_end_us=s * 1_000_000 if rounds else None,
-    )
+    return MemberCommitPath(settings, member).at(s, local_proposals, proposals_at)
 
 
 def communication_of(settings: SimulationSettings) -> GroupCommunication | None:

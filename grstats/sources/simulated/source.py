@@ -22,11 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from grstats.core.sample import LocalSample
-from grstats.sources.simulated.commitpath import (
-    commit_path_at,
-    communication_of,
-    shows_commit_path,
-)
+from grstats.sources.simulated.commitpath import MemberCommitPath
 
 if TYPE_CHECKING:
     from grstats.sources.simulated.model import GroupModel
@@ -55,17 +51,19 @@ class SimulatedSource:
         self._lock = threading.Lock()
         self._warmed_hour: int | None = None  # the next hour, once warming has started
         self._warming: asyncio.Task[LocalSample] | None = None
+        self._commit_path = MemberCommitPath(model.settings, self._member_id)
 
     def _evaluate(self, now_us: int) -> LocalSample:
         """The sample at `now_us`, evaluated under the model lock (runs in a thread)."""
         model, member = self._model, self._member_id
         with self._lock:
+            path = self._commit_path
+            if path.settings is not model.settings:  # what it was made of was replaced
+                path = self._commit_path = MemberCommitPath(model.settings, member)
             stats = model.stats_at(member, now_us)
             commit_path = None  # a server older than 8.1.0 shows no Gr_* counters
-            if shows_commit_path(model.settings):
-                commit_path = commit_path_at(
-                    model.settings,
-                    member,
+            if path.shown:
+                commit_path = path.at(
                     now_us // 1_000_000,
                     stats.transactions_local,
                     lambda s: model.stats_at(member, s * 1_000_000).transactions_local,
@@ -78,7 +76,7 @@ class SimulatedSource:
                 applier=model.applier_at(member, now_us),
                 gtid_state=model.gtid_state_at(member, now_us),
                 commit_path=commit_path,
-                communication=communication_of(model.settings),
+                communication=path.communication,
             )
 
     async def start(self) -> None:

@@ -122,3 +122,20 @@ async def test_the_simulated_source_and_core_name_the_consistency_wait_and_level
     (verdict,) = explain_rows([row])
     assert verdict["dominant"] == "before_begin"
     assert str(verdict["check"]).endswith("group_replication_consistency = BEFORE")
+
+
+async def test_the_source_takes_the_links_again_when_its_models_settings_change() -> None:
+    model = GroupModel(SLOW)
+    source = SimulatedSource(model, M1)
+    now_us = (SLOW.epoch_s + 120) * 1_000_000
+    try:
+        first = (await source.sample(now_us)).commit_path
+        # by hand: M1's round is 2 x (0.5 + 0.5) ms with M2 a majority; then 2 x (4 + 4) ms
+        model.settings = dataclasses.replace(SLOW, link_latency_ms=4.0)
+        second = (await source.sample(now_us)).commit_path
+    finally:
+        await source.close()
+    assert first is not None and second is not None
+    assert first.consensus_proposals == second.consensus_proposals
+    assert first.consensus_time_us == first.consensus_proposals * 2_000
+    assert second.consensus_time_us == second.consensus_proposals * 16_000
