@@ -3,7 +3,7 @@
 The bulk arrays must hold, second by second, what a daemon records: the
 figures `core.rows.lag_history` derives from `GroupModel.lag_at` sampled at
 the whole second, clock offset 0 (the local member). That per-second path
-is tested on its own (test_simulated_lag.py, core/test_lagrows.py); here it
+is tested on its own (test_simulated_report.py, core/test_lagrows.py); here it
 is the reference for a consistency check, plus cases worked out by hand from
 lag.py's sub-second rule (commit k + p * 10 ms / N, queued 1 ms + 50 µs
 later, a backlog's i-th of n applied at j + i * 10 ms / n, 400 µs apply).
