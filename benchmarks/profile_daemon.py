@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import pstats
 import re
@@ -39,6 +40,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,32 +161,38 @@ def _calls(stats_file: Path) -> dict[str, int]:
     return dict(out)
 
 
+@contextlib.contextmanager
+def _nine_members() -> Iterator[tuple[Procs, Path, Any, list[str]]]:
+    """A broker in a scratch directory and nine member UUIDs; every process stopped after."""
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
+        workdir = Path(tmp)
+        try:
+            members = [member_uuid(i, 1) for i in range(9)]
+            yield procs, workdir, start_broker(procs, workdir), members
+        finally:
+            procs.stop_all()
+
+
 def simulated_calls(seconds: float, top: int) -> None:
     """cProfile daemon 0 of 9 simulated daemons with the commit path and without."""
     per_second: dict[str, dict[str, float]] = {}
     for label, simulated in SIMULATED_PAIR.items():
-        procs = Procs()
-        with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
-            workdir = Path(tmp)
-            members = [member_uuid(i, 1) for i in range(9)]
+        with _nine_members() as (procs, workdir, broker, members):
             stats = workdir / "daemon.pstats"
-            try:
-                broker = start_broker(procs, workdir)
-                toml = workdir / "grstats.toml"
-                toml.write_text(daemon_toml(broker, members[0], members, simulated))
-                argv = [sys.executable, "-c", _PROFILED, str(stats), "run", "--config", str(toml)]
-                daemon = procs.start(argv, workdir / "daemon.log")
-                others = [
-                    start_daemon(procs, workdir, broker, m, members, simulated=simulated)
-                    for m in members[1:]
-                ]
-                for log in (workdir / "daemon.log", *(log for _, log in others)):
-                    api_port_of(log)
-                time.sleep(seconds)
-                daemon.send_signal(signal.SIGTERM)
-                daemon.wait(timeout=60)  # the stats are written as it exits
-            finally:
-                procs.stop_all()
+            toml = workdir / "grstats.toml"
+            toml.write_text(daemon_toml(broker, members[0], members, simulated))
+            argv = [sys.executable, "-c", _PROFILED, str(stats), "run", "--config", str(toml)]
+            daemon = procs.start(argv, workdir / "daemon.log")
+            others = [
+                start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                for m in members[1:]
+            ]
+            for log in (workdir / "daemon.log", *(log for _, log in others)):
+                api_port_of(log)
+            time.sleep(seconds)
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=60)  # the stats are written as it exits
             calls = _calls(stats)
         total = sum(calls.values())
         print(f"{label:>7}: daemon 0 of 9, {total / seconds:.0f} calls/s (startup included)")
@@ -207,23 +215,17 @@ def simulated_pair(seconds: float, top: int) -> None:
     """Profile daemon 0 of 9 simulated daemons with the commit path and without."""
     per_second: dict[str, dict[str, float]] = {}
     for label, simulated in SIMULATED_PAIR.items():
-        procs = Procs()
-        with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
-            workdir = Path(tmp)
+        with _nine_members() as (procs, workdir, broker, members):
             raw, work = workdir / "profile.raw", workdir / "working.raw"
-            try:
-                broker = start_broker(procs, workdir)
-                members = [member_uuid(i, 1) for i in range(9)]
-                started = [
-                    start_daemon(procs, workdir, broker, m, members, simulated=simulated)
-                    for m in members
-                ]
-                for _, log in started:
-                    api_port_of(log)
-                time.sleep(WARMUP_S)
-                cpu = _spy(procs, workdir, started[0][0].pid, seconds, raw)
-            finally:
-                procs.stop_all()
+            started = [
+                start_daemon(procs, workdir, broker, m, members, simulated=simulated)
+                for m in members
+            ]
+            for _, log in started:
+                api_port_of(log)
+            time.sleep(WARMUP_S)
+            cpu = _spy(procs, workdir, started[0][0].pid, seconds, raw)
+            procs.stop_all()
             if not raw.exists():
                 print(f"{label}: py-spy wrote no profile (see its log)")
                 return
