@@ -6,7 +6,8 @@ minutes around every hour (history_cut.py: every hour bucket and every table
 still has rows, the tasks a twelfth of the samples), and the command line a
 user runs: `python -m spark_rollups rollup --master spark://...` and `report
 --master spark://...`.  Every table and every CSV of the report must equal
-what the in-process local session writes.
+what the in-process local session writes; the local run goes on while the
+cluster's driver runs (most of a cluster run is waiting on its executors).
 """
 
 from __future__ import annotations
@@ -32,17 +33,26 @@ DAY = "2026-11-17"  # a Tuesday of ISO week 2026-W47
 WEEK = "2026-W47"
 
 
-def _run(argv: list[str], cluster: SparkCluster, timeout: float = 240) -> str:
-    result = subprocess.run(
+def _start(argv: list[str], cluster: SparkCluster) -> subprocess.Popen[str]:
+    """The command line on the cluster, started: the local run goes on meanwhile."""
+    return subprocess.Popen(
         [sys.executable, "-m", "spark_rollups", *argv, "--master", cluster.url],
         env=cluster.env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
     )
-    assert result.returncode == 0, result.stderr[-4000:]
-    return result.stdout
+
+
+def _finish(driver: subprocess.Popen[str], timeout: float = 420) -> str:
+    try:
+        stdout, stderr = driver.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        driver.kill()  # by the PID we started
+        driver.communicate()
+        raise
+    assert driver.returncode == 0, stderr[-4000:]
+    return stdout
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +69,14 @@ def outputs(
     spark: Any, spark_cluster: SparkCluster, history: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("cluster-out")
-    lines = _run(
+    driver = _start(
         ["rollup", "--history", str(history), "--out", str(work / "cluster")], spark_cluster
     )
+    try:
+        run_rollup(spark, str(history), str(work / "local"))
+    finally:
+        lines = _finish(driver)
     assert f"group {GROUP}: {DAY} .. {DAY} (1 dates)" in lines
-    run_rollup(spark, str(history), str(work / "local"))
     return work / "cluster", work / "local"
 
 
@@ -88,8 +101,11 @@ def test_cluster_report_equals_local_mode(
 ) -> None:
     cluster_rollups, local_rollups = outputs
     argv = ["report", "--rollups", str(cluster_rollups), "--week", WEEK]
-    _run([*argv, "--out", str(tmp_path / "cluster")], spark_cluster)
-    report(spark, str(local_rollups), WEEK, tmp_path / "local")
+    driver = _start([*argv, "--out", str(tmp_path / "cluster")], spark_cluster)
+    try:
+        report(spark, str(local_rollups), WEEK, tmp_path / "local")
+    finally:
+        _finish(driver)
     cluster_dir, local_dir = tmp_path / "cluster" / GROUP, tmp_path / "local" / GROUP
     compared = sorted(p.name for p in local_dir.iterdir() if p.suffix in (".csv", ".md"))
     assert len(compared) > 3
