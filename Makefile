@@ -25,7 +25,8 @@ SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl
 # grstats itself without resolving anything: nothing unpinned is installed.  uv
 # (pinned and hashed in requirements-uv.txt, installed by pip) installs the lock
 # and grstats: 0.39-0.45x pip's time from empty caches, the same pinned files.
-UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+# UV_NATIVE_TLS: the system's certificate store, as pip trusts it (a proxy's CA).
+UV := UV_NATIVE_TLS=1 $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): pyproject.toml requirements-dev.txt requirements-uv.txt
 	@echo ">> creating $(VENV) and installing the locked dependencies, then grstats"
 	$(PYTHON) -m venv $(VENV)
