@@ -236,19 +236,25 @@ class ErrantTracker:
         for member_id in [m for m in self._chunks if m not in wanted]:
             del self._chunks[member_id]
 
-    def errant(self, member_id: str, now_us: int, grace_us: int) -> tuple[GtidSet, int | None]:
+    def errant(
+        self, member_id: str, now_us: int, grace_us: int, others_read_us: int | None = None
+    ) -> tuple[GtidSet, int | None]:
         """The member's errant GTIDs at `now_us` and since when (None: none).
 
-        A chunk is errant once ``now_us - first_seen >= grace_us``, and stays
-        errant (flagged) while its GTIDs stay candidates, whatever grace a
-        later call gives.
+        A chunk is errant once ``now_us - first_seen >= grace_us`` and the
+        other members' freshest set was read at or after `first_seen`
+        (`others_read_us`; None: no such condition): a remote set read
+        before the chunk was seen cannot hold it yet, however late it arrives.
+        It then stays errant (flagged) while its GTIDs stay candidates,
+        whatever grace a later call gives.
         """
         out, since = _EMPTY, None
         chunks = self._chunks.get(member_id)
         if chunks is None:
             return out, since
         for i, (gtids, first, flagged) in enumerate(chunks.items):
-            if flagged or now_us - first >= grace_us:
+            seen = others_read_us is None or others_read_us >= first
+            if flagged or (seen and now_us - first >= grace_us):
                 if not flagged:
                     chunks.items[i] = (gtids, first, True)
                 out = out | gtids

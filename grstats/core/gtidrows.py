@@ -145,7 +145,14 @@ class GtidDivergenceTable:
     ) -> tuple[GtidSet, Divergence, Row]:
         """The member's errant set, its divergence, and the counts and method of its row."""
         grace = self.grace_us(v for k, v in drains.items() if k != m.member_id)
-        errant, since = self.tracker.errant(m.member_id, now_us, grace)
+        others = [
+            at
+            for o in self._members
+            if o.member_id != m.member_id and o.state == "ONLINE"
+            for at in (self._read_at.get(o.member_id),)
+            if at is not None
+        ]
+        errant, since = self.tracker.errant(m.member_id, now_us, grace, max(others, default=None))
         d = self._judged(m, errant)
         judged = d.recovery is not None
         figures: Row = {

@@ -175,3 +175,31 @@ def test_tracker_bounds_its_chunks() -> None:
     t.update(M1, GtidSet([(M1, "", 1, MAX_CHUNKS + 5)]), 100 * MAX_CHUNKS)
     expected = GtidSet([(M1, "", 1, MAX_CHUNKS - 1)])
     assert t.errant(M1, 100 * MAX_CHUNKS, 1) == (expected, 1)
+
+
+def test_a_chunk_is_judged_only_against_sets_read_after_it_was_seen() -> None:
+    # X's set (read at 100 s) has group transactions 101-110 that the others' sets, read
+    # at 90 s and arriving late, cannot hold yet: not errant however long they stay
+    # stale; once a set read at 101 s still lacks them, the grace (2 x 2 s) decides
+    from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput  # noqa: PLC0415
+    from protocol import GtidState  # noqa: PLC0415
+
+    s, empty = 1_000_000, GtidSet()
+    table = GtidDivergenceTable(2.0)
+
+    def observe(now: int, others_at: int) -> object:
+        sets = {M1: (100, "1-110"), M2: (others_at, "1-100"), M3: (others_at, "1-100")}
+        table.observe(
+            [
+                MemberGtidInput(
+                    m, "ONLINE", GtidState(at * s, GtidSet.parse(f"{GROUP}:{n}"), empty)
+                )
+                for m, (at, n) in sets.items()
+            ],
+            now * s,
+        )
+        return {str(r["MEMBER_ID"]): r["ERRANT_COUNT"] for r in table.rows(now * s)}[M1]
+
+    assert observe(100, 90) == 0
+    assert observe(120, 90) == 0  # 20 s past the grace, but nobody's set is newer
+    assert observe(121, 101) == 10  # a set read after 100 s lacks them: 21 s >= 4 s
