@@ -26,13 +26,19 @@ what is measured, which the simulated pair leaves out.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from _bench_procs import Procs, api_port_of, http_json, member_uuid, start_broker, start_daemon
+from _bench_procs import (
+    Procs,
+    api_port_of,
+    http_json,
+    member_uuid,
+    scratch_with_broker,
+    start_daemon,
+)
 from _bench_steady import GRSTATS, measure, production_toml, start_bare, start_mimic
 
 WITHOUT_VERSION = "8.0.22"  # before 8.0.23 (communication information) and 8.1.0 (Gr_*)
@@ -96,60 +102,47 @@ def _measured(
 def run_phase(label: str, simulated: str, seconds: float, n: int) -> Phase:
     """Start `n` simulated daemons (with `simulated` in their [simulated] section)
     and a bare process on a fresh broker, measure them, stop them."""
-    procs = Procs()
-    with tempfile.TemporaryDirectory(prefix="bench-pair-") as tmp:
-        workdir = Path(tmp)
-        try:
-            broker = start_broker(procs, workdir)
-            members = [member_uuid(i, 1) for i in range(n)]
-            started = [
-                start_daemon(procs, workdir, broker, m, members, simulated=simulated)
-                for m in members
-            ]
-            ports = [api_port_of(log) for _, log in started]
-            daemons = [p.pid for p, _ in started]
-            return _measured(
-                label,
-                procs,
-                workdir=workdir,
-                broker=broker,
-                daemons=daemons,
-                ports=ports,
-                seconds=seconds,
-            )
-        finally:
-            procs.stop_all()
+    with scratch_with_broker("bench-pair-") as (procs, workdir, broker):
+        members = [member_uuid(i, 1) for i in range(n)]
+        started = [
+            start_daemon(procs, workdir, broker, m, members, simulated=simulated) for m in members
+        ]
+        ports = [api_port_of(log) for _, log in started]
+        daemons = [p.pid for p, _ in started]
+        return _measured(
+            label,
+            procs,
+            workdir=workdir,
+            broker=broker,
+            daemons=daemons,
+            ports=ports,
+            seconds=seconds,
+        )
 
 
 def run_production_phase(label: str, version: str, seconds: float, n: int) -> Phase:
     """`n` production daemons (mysql source, history on) against fake servers of
     `version` showing what it shows of issue 27, and a bare process; measured."""
-    procs = Procs()
-    with tempfile.TemporaryDirectory(prefix="bench-prod-pair-") as tmp:
-        workdir = Path(tmp)
-        try:
-            broker = start_broker(procs, workdir)
-            servers = start_mimic(procs, workdir, n, ("--version", version, "--commit-path"))
-            daemons, logs = [], []
-            for i, server in enumerate(servers):
-                d = workdir / f"d{i}"
-                d.mkdir()
-                (d / "grstats.toml").write_text(production_toml(broker, server["port"], d, False))
-                proc = procs.start([GRSTATS, "run", "--config", str(d / "grstats.toml")], d / "log")
-                daemons.append(proc.pid)
-                logs.append(d / "log")
-            ports = [api_port_of(log) for log in logs]
-            return _measured(
-                label,
-                procs,
-                workdir=workdir,
-                broker=broker,
-                daemons=daemons,
-                ports=ports,
-                seconds=seconds,
-            )
-        finally:
-            procs.stop_all()
+    with scratch_with_broker("bench-prod-pair-") as (procs, workdir, broker):
+        servers = start_mimic(procs, workdir, n, ("--version", version, "--commit-path"))
+        daemons, logs = [], []
+        for i, server in enumerate(servers):
+            d = workdir / f"d{i}"
+            d.mkdir()
+            (d / "grstats.toml").write_text(production_toml(broker, server["port"], d, False))
+            proc = procs.start([GRSTATS, "run", "--config", str(d / "grstats.toml")], d / "log")
+            daemons.append(proc.pid)
+            logs.append(d / "log")
+        ports = [api_port_of(log) for log in logs]
+        return _measured(
+            label,
+            procs,
+            workdir=workdir,
+            broker=broker,
+            daemons=daemons,
+            ports=ports,
+            seconds=seconds,
+        )
 
 
 def production_pair(seconds: float, rounds: int, n: int, version: str = "8.4") -> None:

@@ -5,15 +5,18 @@ Only processes started through `Procs` are ever signalled (by PID).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +155,18 @@ def start_broker(procs: Procs, workdir: Path) -> int:
     procs.start([binary, "-c", str(conf)], workdir / "mosquitto.log")
     wait_port(port)
     return port
+
+
+@contextlib.contextmanager
+def scratch_with_broker(prefix: str) -> Iterator[tuple[Procs, Path, int]]:
+    """(processes, a scratch directory, a broker's port in it); every process stopped after."""
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        workdir = Path(tmp)
+        try:
+            yield procs, workdir, start_broker(procs, workdir)
+        finally:
+            procs.stop_all()
 
 
 def daemon_toml(broker: int, member: str, members: list[str], simulated: str = "") -> str:

@@ -52,6 +52,7 @@ from _bench_procs import (
     cpu_seconds,
     daemon_toml,
     member_uuid,
+    scratch_with_broker,
     start_broker,
     start_daemon,
 )
@@ -164,14 +165,8 @@ def _calls(stats_file: Path) -> dict[str, int]:
 @contextlib.contextmanager
 def _nine_members() -> Iterator[tuple[Procs, Path, Any, list[str]]]:
     """A broker in a scratch directory and nine member UUIDs; every process stopped after."""
-    procs = Procs()
-    with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
-        workdir = Path(tmp)
-        try:
-            members = [member_uuid(i, 1) for i in range(9)]
-            yield procs, workdir, start_broker(procs, workdir), members
-        finally:
-            procs.stop_all()
+    with scratch_with_broker("profile-daemon-") as (procs, workdir, broker):
+        yield procs, workdir, broker, [member_uuid(i, 1) for i in range(9)]
 
 
 def simulated_calls(seconds: float, top: int) -> None:
