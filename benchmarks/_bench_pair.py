@@ -74,16 +74,14 @@ def _rows_seen(port: int, members: int, deadline_s: float) -> tuple[int, int]:
 
 def _measured(
     label: str,
-    procs: Procs,
-    *,
-    workdir: Path,
-    broker: int,
+    scratch: tuple[Procs, Path, int],
     daemons: list[int],
     ports: list[int],
     seconds: float,
 ) -> Phase:
     """Start the bare process beside the running `daemons`, measure them all for
     `seconds`, and read which members' commit-path rows the first daemon holds."""
+    procs, workdir, broker = scratch
     bare = start_bare(procs, workdir, broker, seconds)
     w = measure([*daemons, bare.pid], seconds)
     rows, comm = _rows_seen(ports[0], len(daemons), 10.0)
@@ -102,28 +100,22 @@ def _measured(
 def run_phase(label: str, simulated: str, seconds: float, n: int) -> Phase:
     """Start `n` simulated daemons (with `simulated` in their [simulated] section)
     and a bare process on a fresh broker, measure them, stop them."""
-    with scratch_with_broker("bench-pair-") as (procs, workdir, broker):
+    with scratch_with_broker("bench-pair-") as scratch:
+        procs, workdir, broker = scratch
         members = [member_uuid(i, 1) for i in range(n)]
         started = [
             start_daemon(procs, workdir, broker, m, members, simulated=simulated) for m in members
         ]
         ports = [api_port_of(log) for _, log in started]
         daemons = [p.pid for p, _ in started]
-        return _measured(
-            label,
-            procs,
-            workdir=workdir,
-            broker=broker,
-            daemons=daemons,
-            ports=ports,
-            seconds=seconds,
-        )
+        return _measured(label, scratch, daemons, ports, seconds)
 
 
 def run_production_phase(label: str, version: str, seconds: float, n: int) -> Phase:
     """`n` production daemons (mysql source, history on) against fake servers of
     `version` showing what it shows of issue 27, and a bare process; measured."""
-    with scratch_with_broker("bench-prod-pair-") as (procs, workdir, broker):
+    with scratch_with_broker("bench-prod-pair-") as scratch:
+        procs, workdir, broker = scratch
         servers = start_mimic(procs, workdir, n, ("--version", version, "--commit-path"))
         daemons, logs = [], []
         for i, server in enumerate(servers):
@@ -134,15 +126,7 @@ def run_production_phase(label: str, version: str, seconds: float, n: int) -> Ph
             daemons.append(proc.pid)
             logs.append(d / "log")
         ports = [api_port_of(log) for log in logs]
-        return _measured(
-            label,
-            procs,
-            workdir=workdir,
-            broker=broker,
-            daemons=daemons,
-            ports=ports,
-            seconds=seconds,
-        )
+        return _measured(label, scratch, daemons, ports, seconds)
 
 
 def production_pair(seconds: float, rounds: int, n: int, version: str = "8.4") -> None:
