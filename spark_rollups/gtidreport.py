@@ -139,7 +139,7 @@ def gtid_section(
         ]
     items: list[Item] = [
         f"{len(errant)} of {judged} members had errant transactions (GTIDs executed there "
-        "and on no other ONLINE member past the grace window); "
+        "and on no other ONLINE member, though a peer had applied past them); "
         f"{len(clone)} would have needed clone to rejoin at some point. {_ADVICE}"
     ]
     if errant:

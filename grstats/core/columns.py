@@ -800,7 +800,7 @@ NANOSECOND_COLUMNS: Final = frozenset(
 # -- grstats_member_gtids (issue 26) ---------------------------------------------
 # Each member's @@gtid_executed / @@gtid_purged (ext.gtids) and the divergence
 # rule of `core.gtid_divergence`: errant GTIDs (executed there and on no other
-# ONLINE member for longer than the grace window), missing ones, and whether it
+# ONLINE member, though a peer has applied past them since), missing ones, and whether it
 # could rejoin by incremental recovery today (and from which donors) or needs
 # clone. A member whose daemon sends no ext.gtids has no row. The history keeps
 # the counts and the method (`gtid_<name>`, appended last), never the sets.
@@ -832,8 +832,8 @@ MEMBER_GTIDS = TableDef(
             "gauge",
             history="gtid_errant_count",
             metric="grstats_member_errant_transactions",
-            help="GTIDs the member executed that no other ONLINE member has, for longer "
-            "than the grace window (errant transactions).",
+            help="GTIDs the member executed that no other ONLINE member has, though one "
+            "has applied past them since (errant transactions).",
             nullable=True,
         ),
         Column(ERRANT_SINCE, "timestamp(6)", "timestamp", nullable=True),

@@ -12,17 +12,25 @@ Identifiers" and Group Replication "Distributed Recovery"):
   the others' applier queues, or their sets are older than X's on the bus)
   or was never certified: a local write with super_read_only off, a fix-up
   with sql_log_bin on, a restore from another group's backup.
-* *errant*: a candidate that stays one for the whole grace window
-  (`grace_window_us`): two GTID intervals (each member's sets are up to one
-  interval old when read, and the other member's up to one more) plus the
-  time the *fastest* other member needs to drain its applier queue at its
-  current apply rate, bounded by `MAX_GRACE_US`. The fastest, because a GTID
-  stops being a candidate as soon as any one other member has executed it: a
-  slow member lagging by thousands neither raises a flag nor delays one
-  while another member keeps up. Once flagged, a GTID stays errant for as
-  long as it stays a candidate, though the grace grows later (a burst fills
-  the fastest member's queue): the GTID was due there before that queue
-  filled, and a flag that came and went with each burst would be a lie.
+* *errant*: a candidate that an ONLINE peer shows was never certified. A
+  certified transaction is in every member's pipeline (certifier queue, then
+  applier queue, applied in order) soon after any member executed it, so for
+  each of X's candidate chunks we follow each peer O from the first set of O
+  read at least `read_slack_us` after X's set that first had the chunk (host
+  clocks and consensus delivery differ by less): its
+  ``COUNT_TRANSACTIONS_REMOTE_APPLIED`` then plus its two queues then is the
+  count by which O has applied the chunk if the group certified it. Once an
+  O set read with that count reached still lacks the chunk, and O's next set
+  does too (a parallel applier without replica_preserve_commit_order may
+  commit a few out of order), the chunk is errant. The counts ride in the
+  same sample as the sets (read just before them), so no clock is compared
+  but for the slack. A slow member lagging by thousands never raises a flag
+  (it simply takes long to reach its count), and any one peer that keeps up
+  suffices. A member whose peers are all stalled is flagged only when one
+  moves again: an estimate from queue and rate (the old rule: 2 intervals +
+  queue / rate of the fastest peer) flagged thousands of in-flight GTIDs when
+  the fastest peer's queue grew faster than it drained. Once flagged, a GTID
+  stays errant for as long as it stays a candidate.
 * *missing* of X: ``(E(O1) & ... & E(On)) - E(X)`` -- what every other ONLINE
   member has and X does not: X is behind (count, and the first UUID in MySQL's
   print order).
@@ -53,7 +61,8 @@ view-change events are logged by every member alike, so they diverge only
 when a member missed or invented a view change.
 
 Invariants: pure (time is an argument); the sets are `protocol.gtid.GtidSet`;
-`ErrantTracker` holds at most `MAX_CHUNKS` first-seen chunks per member.
+`ErrantTracker` holds at most `MAX_CHUNKS` first-seen chunks per member, each
+following at most one count per peer.
 """
 
 from __future__ import annotations
@@ -68,20 +77,16 @@ __all__ = [
     "CLONE",
     "INCREMENTAL",
     "MAX_CHUNKS",
-    "MAX_GRACE_US",
     "Divergence",
     "ErrantTracker",
     "MemberGtids",
     "candidates",
     "divergence",
-    "grace_window_us",
 ]
 
 INCREMENTAL: Final = "INCREMENTAL"
 CLONE: Final = "CLONE"
 ONLINE: Final = "ONLINE"
-#: the grace window never exceeds 10 minutes, whatever a queue estimate says
-MAX_GRACE_US: Final = 600_000_000
 #: first-seen chunks kept per member (each a GtidSet with its first-seen time)
 MAX_CHUNKS: Final = 32
 _EMPTY: Final = GtidSet()
@@ -96,12 +101,21 @@ class MemberGtids:
         state: MEMBER_STATE ("ONLINE", "RECOVERING", ...).
         executed: @@gtid_executed.
         purged: @@gtid_purged (a subset of executed).
+        read_us: when the sets were read (on the member's clock).
+        applied: COUNT_TRANSACTIONS_REMOTE_APPLIED of the same sample, read
+            just before the sets (None: not known; the member then proves
+            nothing errant on another).
+        queued: COUNT_TRANSACTIONS_IN_QUEUE + COUNT_TRANSACTIONS_REMOTE_IN_
+            APPLIER_QUEUE of that sample.
     """
 
     member_id: str
     state: str
     executed: GtidSet
     purged: GtidSet = _EMPTY
+    read_us: int = 0
+    applied: int | None = None
+    queued: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,63 +183,82 @@ def divergence(
     )
 
 
-def grace_window_us(gtid_interval_s: float, drains: Iterable[tuple[int, float]] = ()) -> int:
-    """How long a candidate must stay one before it is errant.
+@dataclass(slots=True)
+class _Chunk:
+    """GTIDs first seen together as candidates, and what the peers showed of them since."""
 
-    Args:
-        gtid_interval_s: seconds between the GTID sets on the bus.
-        drains: per other ONLINE member whose figures are known, (transactions
-            in its applier queue, transactions it applied per second lately);
-            a rate of 0 with a non-empty queue never drains (the cap).
+    gtids: GtidSet
+    first_us: int  # when first seen (our clock)
+    read_us: int  # when the member's set that first had them was read (its clock)
+    flagged: bool = False  # errant: stays so while the GTIDs stay candidates
+    # peer -> (its applied count when followed, the count by which it has applied these)
+    targets: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # peer -> read time of its first set with the target count reached
+    reached: dict[str, int] = field(default_factory=dict)
 
-    Returns:
-        ``2 * gtid_interval + min(queue / rate)`` in µs (0 drain time without
-        figures), at most `MAX_GRACE_US`.
-    """
-    times = [
-        0.0 if queue <= 0 else queue / rate if rate > 0 else MAX_GRACE_US / 1e6
-        for queue, rate in drains
-    ]
-    drain_s = min(times, default=0.0)
-    return min(MAX_GRACE_US, round((2 * gtid_interval_s + drain_s) * 1e6))
+    def follow(self, peer: MemberGtids, slack_us: int) -> bool:
+        """Take one peer's sample; True when it proves these GTIDs were never certified."""
+        if peer.applied is None or peer.queued is None:
+            return False
+        key = peer.member_id
+        target = self.targets.get(key)
+        if target is not None and peer.applied < target[0]:  # its counters restarted
+            del self.targets[key]
+            self.reached.pop(key, None)
+            target = None
+        if target is None:
+            if peer.read_us < self.read_us + slack_us:
+                return False  # it may not have received them yet
+            target = self.targets[key] = (peer.applied, peer.applied + max(0, peer.queued))
+        if key not in self.reached:
+            if peer.applied >= target[1]:
+                self.reached[key] = peer.read_us
+            return False
+        return peer.read_us > self.reached[key]
 
 
 @dataclass(slots=True)
 class _Chunks:
-    # (GTIDs, first seen µs, flagged: once past its grace, errant while a candidate)
-    items: list[tuple[GtidSet, int, bool]] = field(default_factory=list)
+    items: list[_Chunk] = field(default_factory=list)
 
 
 class ErrantTracker:
-    """When each member's candidates were first seen; errant = older than the grace.
+    """Each member's candidate chunks and what its peers showed of them.
 
-    Each member keeps chunks (GTIDs, first-seen µs, flagged). On every
-    `update`, a chunk keeps only the GTIDs that are still candidates (and its
-    flag); new candidates form a new chunk stamped now. Past `MAX_CHUNKS` the
-    two newest chunks merge under the newer stamp, flagged only if both were
-    (which can only delay a flag, never raise a false one). `errant` flags
-    the chunks past the grace it is given; a flag stays while its GTIDs do.
+    Each member keeps chunks (GTIDs, first seen, the member's read time, a
+    flag, and per peer the count it must reach). On every `update`, a chunk
+    keeps only the GTIDs that are still candidates (with everything it
+    followed); new candidates form a new chunk. Past `MAX_CHUNKS` the two
+    newest chunks merge into the newer one's stamps and counts, flagged only
+    if both were (which can only delay a flag, never raise a false one: the
+    newer chunk's counts cover the older GTIDs too). `errant` follows the peers
+    and flags the chunks they prove; a flag stays while its GTIDs do.
     """
 
     def __init__(self) -> None:
         self._chunks: dict[str, _Chunks] = {}
 
-    def update(self, member_id: str, current: GtidSet, now_us: int) -> None:
-        """Record `member_id`'s candidates as read at `now_us`."""
+    def update(
+        self, member_id: str, current: GtidSet, now_us: int, read_us: int | None = None
+    ) -> None:
+        """Record `member_id`'s candidates at `now_us`, from its set read at `read_us`."""
         chunks = self._chunks.setdefault(member_id, _Chunks())
-        kept: list[tuple[GtidSet, int, bool]] = []
+        kept: list[_Chunk] = []
         known = _EMPTY
-        for gtids, since, flagged in chunks.items:
-            still = gtids & current
+        for chunk in chunks.items:
+            still = chunk.gtids & current
             if still:
-                kept.append((still, since, flagged))
+                chunk.gtids = still
+                kept.append(chunk)
                 known = known | still
         fresh = current - known
         if fresh:
-            kept.append((fresh, now_us, False))
+            kept.append(_Chunk(fresh, now_us, now_us if read_us is None else read_us))
         while len(kept) > MAX_CHUNKS:
-            (a, _, fa), (b, t, fb) = kept[-2], kept[-1]
-            kept[-2:] = [(a | b, t, fa and fb)]
+            a, b = kept[-2], kept[-1]
+            b.gtids = a.gtids | b.gtids
+            b.flagged = a.flagged and b.flagged
+            kept[-2:] = [b]
         chunks.items = kept
         if not kept:
             del self._chunks[member_id]
@@ -237,30 +270,30 @@ class ErrantTracker:
             del self._chunks[member_id]
 
     def errant(
-        self, member_id: str, now_us: int, grace_us: int, others_read_us: int | None = None
+        self, member_id: str, peers: Iterable[MemberGtids], slack_us: int
     ) -> tuple[GtidSet, int | None]:
-        """The member's errant GTIDs at `now_us` and since when (None: none).
+        """The member's errant GTIDs and since when (None: none), given its peers now.
 
-        A chunk is errant once ``now_us - first_seen >= grace_us`` and the
-        other members' freshest set was read at or after `first_seen`
-        (`others_read_us`; None: no such condition): a remote set read
-        before the chunk was seen cannot hold it yet, however late it arrives.
-        It then stays errant (flagged) while its GTIDs stay candidates,
-        whatever grace a later call gives.
+        Args:
+            member_id: the member judged.
+            peers: the other ONLINE members' current samples (sets and counts).
+            slack_us: how much later than the member's a peer's set must be
+                read to be followed (clock skew and delivery between hosts).
         """
         out, since = _EMPTY, None
         chunks = self._chunks.get(member_id)
         if chunks is None:
             return out, since
-        for i, (gtids, first, flagged) in enumerate(chunks.items):
-            seen = others_read_us is None or others_read_us >= first
-            if flagged or (seen and now_us - first >= grace_us):
-                if not flagged:
-                    chunks.items[i] = (gtids, first, True)
-                out = out | gtids
-                since = first if since is None else min(since, first)
+        followed = tuple(peers)
+        for chunk in chunks.items:
+            if not chunk.flagged:
+                proofs = [chunk.follow(p, slack_us) for p in followed]  # every peer: no short cut
+                chunk.flagged = any(proofs)
+            if chunk.flagged:
+                out = out | chunk.gtids
+                since = chunk.first_us if since is None else min(since, chunk.first_us)
         return out, since
 
     def snapshot(self) -> Mapping[str, tuple[tuple[GtidSet, int], ...]]:
         """The chunks per member (for tests and /healthz)."""
-        return {m: tuple((g, t) for g, t, _ in c.items) for m, c in self._chunks.items()}
+        return {m: tuple((c.gtids, c.first_us) for c in ch.items) for m, ch in self._chunks.items()}

@@ -6,9 +6,10 @@ once per tick. The candidates (`core.gtid_divergence.candidates`) are worked
 out again only when some member's GTID state or MEMBER_STATE changed, so a
 tick costs a tuple comparison; the `ErrantTracker` stamps what is new. The
 rows are built on demand for the snapshot, at its time: a candidate becomes
-errant once it has been one for `grace_window_us(gtid_interval, drains)`,
-where drains are the other members' applier queues and apply rates from the
-flow-control replay.
+errant once an ONLINE peer has applied past it and still lacks it (the rule
+of `core.gtid_divergence`), from the counts that rode with each member's
+sets; a peer's set counts when read at least one GTID interval (at least
+1 s) after the member's.
 
 Members that send no `ext.gtids` (an older daemon, a source that cannot read
 the variables) take no part: they have no row and are not compared with.
@@ -22,7 +23,7 @@ Invariants: pure (time is an argument); a count past bigint is NULL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,6 @@ from grstats.core.gtid_divergence import (
     MemberGtids,
     candidates,
     divergence,
-    grace_window_us,
 )
 from grstats.core.lagrows import format_timestamp
 from grstats.core.snapshot import Row
@@ -48,11 +48,17 @@ _HISTORY = {c.name: str(c.history) for c in col.MEMBER_GTIDS.columns if c.histor
 
 @dataclass(frozen=True, slots=True)
 class MemberGtidInput:
-    """One member as the table sees it: its id, MEMBER_STATE and last GTID state."""
+    """One member as the table sees it: its id, MEMBER_STATE and last GTID state.
+
+    `applied` and `queued` are the counts of the sample the sets rode in (see
+    `core.gtid_divergence.MemberGtids`); None when not known.
+    """
 
     member_id: str
     state: str
     gtids: GtidState
+    applied: int | None = None
+    queued: int | None = None
 
 
 def _count(gtids: GtidSet) -> int | None:
@@ -84,42 +90,41 @@ class GtidDivergenceTable:
             return
         self._key = key
         self._members = tuple(
-            MemberGtids(i.member_id, i.state, i.gtids.executed, i.gtids.purged) for i in items
+            MemberGtids(
+                i.member_id,
+                i.state,
+                i.gtids.executed,
+                i.gtids.purged,
+                i.gtids.at_us,
+                i.applied,
+                i.queued,
+            )
+            for i in items
         )
         self._read_at = {i.member_id: i.gtids.at_us for i in items}
         self._verdicts.clear()
         for m in self._members:
-            self.tracker.update(m.member_id, candidates(m, self._members), now_us)
+            self.tracker.update(m.member_id, candidates(m, self._members), now_us, m.read_us)
         self.tracker.forget(m.member_id for m in self._members)
 
-    def grace_us(self, drains: Iterable[tuple[int, float]] = ()) -> int:
-        """The grace window now (see `core.gtid_divergence.grace_window_us`)."""
-        return grace_window_us(self.gtid_interval_s, drains)
+    @property
+    def slack_us(self) -> int:
+        """How much later than a member's set a peer's must be read to be followed."""
+        return max(1_000_000, round(self.gtid_interval_s * 1_000_000))
 
-    def rows(
-        self, now_us: int, drains: Mapping[str, tuple[int, float]] | None = None
-    ) -> tuple[Row, ...]:
-        """One row per member with a GTID state, in member order.
+    def rows(self) -> tuple[Row, ...]:
+        """One row per member with a GTID state, in member order."""
+        return tuple(self._row(m) for m in self._members)
 
-        Args:
-            now_us: the snapshot's time.
-            drains: member id -> (applier queue, apply rate per second).
-        """
-        return tuple(self._row(m, now_us, drains or {}) for m in self._members)
-
-    def history(
-        self, member_id: str, now_us: int, drains: Mapping[str, tuple[int, float]] | None = None
-    ) -> dict[str, Any]:
+    def history(self, member_id: str) -> dict[str, Any]:
         """The history's GTID columns of one member: its row's counts and method now.
 
-        The values grstats_member_gtids shows for the member at `now_us` (one
-        rule, `_verdict`), so the history and the live table never disagree;
-        without the row's texts, as a daemon records a row per envelope.
+        The values grstats_member_gtids shows for the member now (one rule,
+        `_verdict`), so the history and the live table never disagree; without
+        the row's texts, as a daemon records a row per envelope.
 
         Args:
             member_id: the member the history row is of.
-            now_us: the row's time.
-            drains: as for `rows`.
 
         Returns:
             History column name -> value; every one None for a member without a
@@ -128,7 +133,7 @@ class GtidDivergenceTable:
         m = next((m for m in self._members if m.member_id == member_id), None)
         if m is None:
             return dict.fromkeys(_HISTORY.values(), None)
-        figures = self._verdict(m, now_us, drains or {})[2]
+        figures = self._verdict(m)[2]
         return {history: figures[name] for name, history in _HISTORY.items()}
 
     def _judged(self, m: MemberGtids, errant: GtidSet) -> Divergence:
@@ -140,19 +145,10 @@ class GtidDivergenceTable:
         self._verdicts[m.member_id] = (errant, d)
         return d
 
-    def _verdict(
-        self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]
-    ) -> tuple[GtidSet, Divergence, Row]:
+    def _verdict(self, m: MemberGtids) -> tuple[GtidSet, Divergence, Row]:
         """The member's errant set, its divergence, and the counts and method of its row."""
-        grace = self.grace_us(v for k, v in drains.items() if k != m.member_id)
-        others = [
-            at
-            for o in self._members
-            if o.member_id != m.member_id and o.state == "ONLINE"
-            for at in (self._read_at.get(o.member_id),)
-            if at is not None
-        ]
-        errant, since = self.tracker.errant(m.member_id, now_us, grace, max(others, default=None))
+        peers = (o for o in self._members if o.member_id != m.member_id and o.state == "ONLINE")
+        errant, since = self.tracker.errant(m.member_id, peers, self.slack_us)
         d = self._judged(m, errant)
         judged = d.recovery is not None
         figures: Row = {
@@ -163,8 +159,8 @@ class GtidDivergenceTable:
         }
         return errant, d, figures
 
-    def _row(self, m: MemberGtids, now_us: int, drains: Mapping[str, tuple[int, float]]) -> Row:
-        errant, d, figures = self._verdict(m, now_us, drains)
+    def _row(self, m: MemberGtids) -> Row:
+        errant, d, figures = self._verdict(m)
         return {
             col.MEMBER_ID: m.member_id,
             col.GTID_EXECUTED: str(m.executed),

@@ -45,7 +45,6 @@ __all__ = [
     "applier_worker_rows",
     "commit_path_later",
     "commit_path_rows",
-    "drains",
     "flow_control_rows",
     "member_gtids_rows",
     "member_lag_rows",
@@ -276,20 +275,10 @@ def flow_control_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...
 
 
 def member_gtids_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ...]:
-    """grstats_member_gtids: errant and missing GTIDs, the grace from the flow table's drains."""
-    if inputs.gtids is None or inputs.flow is None:
+    """grstats_member_gtids: errant and missing GTIDs (none for a collector)."""
+    if inputs.gtids is None:
         return ()
-    return inputs.gtids.rows(inputs.now_us, drains(tables.get(col.FLOW_CONTROL.name, ())))
-
-
-def drains(flow_rows: tuple[Row, ...]) -> dict[str, tuple[int, float]]:
-    """member id -> (applier queue, apply rate) from grstats_flow_control rows."""
-    out: dict[str, tuple[int, float]] = {}
-    for row in flow_rows:
-        queue, rate = row.get(col.APPLIER_QUEUE), row.get(col.APPLY_RATE)
-        if isinstance(queue, int) and isinstance(rate, int | float):
-            out[str(row.get(col.MEMBER_ID))] = (queue, float(rate))
-    return out
+    return inputs.gtids.rows()
 
 
 def _local_stats_row(sample: LocalSample | None) -> Row:

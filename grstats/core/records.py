@@ -159,7 +159,7 @@ class HistoryRow:
     fc_catch_up_eta_seconds: float | None = None  # +inf: never at this rate
     fc_failover_ready: int | None = None
     # the daemon's GTID divergence verdict for this member (None: no verdict)
-    gtid_errant_count: int | None = None  # GTIDs errant past the grace window
+    gtid_errant_count: int | None = None  # errant GTIDs (core.gtid_divergence)
     gtid_missing_count: int | None = None  # GTIDs every other ONLINE member has
     gtid_recovery_method: str | None = None  # "INCREMENTAL" or "CLONE"
     # the commit path's counters as the member's server showed them (None: unknown)

@@ -130,6 +130,7 @@ class Remote:
     lag: MemberLag | None = None  # its last ext.lag
     applier: MemberApplier | None = None  # its last ext.applier
     gtid_state: GtidState | None = None  # its last good ext.gtids
+    gtid_stats: PipelineStats | None = None  # the stats that rode with it (same sample)
     # its last two ext.commit_path reports (older first): the rates of its last period
     commit_path: tuple[CommitPathReport, ...] = ()
     communication: GroupCommunication | None = None  # its last ext.commit_path_comm
@@ -265,7 +266,7 @@ class MemberRegistry:
         remote.lag = msg.lag
         remote.applier = msg.applier
         if msg.gtid_state is not None:
-            remote.gtid_state = msg.gtid_state
+            remote.gtid_state, remote.gtid_stats = msg.gtid_state, stats
         remote.commit_path = commit_path_window(remote.commit_path, msg.commit_path)
         remote.commit_path_minute = commit_path_minute(remote.commit_path_minute, msg.commit_path)
         remote.communication = msg.communication
@@ -331,7 +332,7 @@ class MemberRegistry:
             stats.transaction_last_conflict_free,
         )
         if msg.gtid_state is not None:
-            remote.gtid_state = msg.gtid_state
+            remote.gtid_state, remote.gtid_stats = msg.gtid_state, stats
         self.version += 1
         return Applied(envelope, stats, msg.kind, gtid_state_error=msg.gtid_state_error)
 

@@ -5,8 +5,8 @@ builder (`core.snapshot_builder.BUILDERS`, one per declaration of
 `core.columns.TABLES`). A builder is a pure function of a `SnapshotInputs`
 (the local member's view, the member registry, the flow replay, the GTID
 divergence table, the server oracle's verdicts) and of the tables built
-before it (grstats_member_gtids reads grstats_flow_control's drains), so a
-new table needs no field here unless it has a new kind of source.
+before it, so a new table needs no field here unless it has a new kind of
+source.
 
 Invariants: nothing here is mutated by a builder; `members_heard` lists the
 members a daemon speaks for in the order the registry keeps them.

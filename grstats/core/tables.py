@@ -91,8 +91,8 @@ class MemberTables:
         flow_control: the group's flow-control variables (MySQL's defaults).
         catch_up_limit_s: applier catch-up time above which a member is not
             failover-ready.
-        gtid_interval_s: seconds between GTID sets on the bus (the errant
-            transactions' grace window is built on it).
+        gtid_interval_s: seconds between GTID sets on the bus (a peer's set
+            is followed for errant transactions when read one interval later).
     """
 
     def __init__(
@@ -238,14 +238,11 @@ class MemberTables:
         self.replays.tick(now_us, self.local_member_id)
         return removed
 
-    def gtid_history(self, member_id: str, now_us: int) -> dict[str, Any] | None:
-        """The history's GTID columns of `member_id` now (None: no verdict, a collector).
-
-        The grace uses the flow-control replay's queues and rates, as the snapshot does.
-        """
-        if self._gtid_watch is None or self.flow is None:
+    def gtid_history(self, member_id: str) -> dict[str, Any] | None:
+        """The history's GTID columns of `member_id` now (None: no verdict, a collector)."""
+        if self._gtid_watch is None:
             return None
-        return self._gtid_watch.history(member_id, now_us, self.flow)
+        return self._gtid_watch.table.history(member_id)
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""

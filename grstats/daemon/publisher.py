@@ -161,7 +161,7 @@ class Publisher:
             own = sample.member.member_id or self.tables.local_member_id or ""
             flow = flow_history(self.tables.flow, own)
             at = sample.sampled_at_us
-            gtids = self.tables.gtid_history(own, at)
+            gtids = self.tables.gtid_history(own)
             due = commit_path_due(self._history_previous_us, at)
             self._history_previous_us = at
             self.history.record(

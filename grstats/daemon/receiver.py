@@ -88,7 +88,7 @@ class Receiver:
         ):
             commit = commit_path_history(reports[-1].counters)
         # the GTID verdict of the member as our snapshot would show it then
-        gtids = self.tables.gtid_history(env.member.id, sampled_at)
+        gtids = self.tables.gtid_history(env.member.id)
         return history_row(
             env,
             result.stats,

@@ -70,7 +70,7 @@ def test_errant_and_clone_members_are_tabled_with_when_and_how_many() -> None:
     summary, errant, clone = items
     assert str(summary).startswith(
         "1 of 3 members had errant transactions (GTIDs executed there and on no other "
-        "ONLINE member past the grace window); 2 would have needed clone"
+        "ONLINE member, though a peer had applied past them); 2 would have needed clone"
     )
     assert isinstance(errant, Table) and isinstance(clone, Table)
     assert _cells(errant) == [["db1:3306", "2026-11-17 10:06", "2026-11-17 10:39", "34", "3"]]

@@ -6,12 +6,10 @@ from grstats.core.gtid_divergence import (
     CLONE,
     INCREMENTAL,
     MAX_CHUNKS,
-    MAX_GRACE_US,
     ErrantTracker,
     MemberGtids,
     candidates,
     divergence,
-    grace_window_us,
 )
 from protocol.gtid import GtidSet
 
@@ -112,94 +110,167 @@ def test_recovery_needs_clone_with_errant_transactions() -> None:
     assert d1.donors == (M2,)  # the donors still hold what it lacks
 
 
-def test_grace_window_is_two_intervals_plus_the_fastest_drain() -> None:
-    # 2 * 30 s + min(3000 / 100, 600 / 60) s = 70 s: one member that keeps up suffices
-    assert grace_window_us(30.0, [(3000, 100.0), (600, 60.0)]) == 70_000_000
-    assert grace_window_us(30.0, [(3000, 100.0), (0, 0.0)]) == 60_000_000
-    assert grace_window_us(30.0) == 60_000_000
-    assert grace_window_us(30.0, [(5, 0.0)]) == MAX_GRACE_US
+S = 1_000_000
+SLACK = 2 * S  # a peer's set counts when read 2 s after the member's
 
 
-def test_tracker_flags_a_candidate_only_after_the_grace() -> None:
+def peer(
+    member_id: str, read_s: float, applied: int, queued: int, executed: str = ""
+) -> MemberGtids:
+    """A peer's sample: its set (read at `read_s`) and the counts read just before it."""
+    return MemberGtids(
+        member_id,
+        "ONLINE",
+        GtidSet.parse(executed),
+        read_us=int(read_s * S),
+        applied=applied,
+        queued=queued,
+    )
+
+
+def test_a_candidate_is_errant_once_a_peer_applied_past_it_and_its_next_set_lacks_it() -> None:
     t = ErrantTracker()
     gtid = GtidSet.parse(f"{M1}:1")
-    t.update(M1, gtid, 1_000)
-    assert t.errant(M1, 1_000 + 59, 60)[0].is_empty()
-    t.update(M1, gtid, 1_060)
-    errant, since = t.errant(M1, 1_060, 60)
-    assert str(errant) == f"{M1}:1" and since == 1_000
+    t.update(M1, gtid, 100 * S, read_us=99 * S)
+    # read 1 s after M1's set: it may not have received the transaction yet, not followed
+    assert t.errant(M1, [peer(M2, 100, applied=500, queued=7)], SLACK) == (GtidSet(), None)
+    # read 2 s after: followed; applied 500 + 7 queued = 507 is the count to reach
+    assert t.errant(M1, [peer(M2, 101, applied=500, queued=7)], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 103, applied=506, queued=30)], SLACK)[0].is_empty()
+    # 507 reached at the set read at 105 s, which still lacks it: one more set may fill a
+    # parallel applier's out-of-order gap
+    assert t.errant(M1, [peer(M2, 105, applied=507, queued=40)], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 105, applied=507, queued=40)], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 107, applied=540, queued=0)], SLACK) == (gtid, 100 * S)
 
 
-def test_a_flag_stays_while_the_gtid_stays_a_candidate_though_the_grace_grows() -> None:
-    # flagged at 60 s past first seen under a 60 s grace; then the fastest other
-    # member's queue grows (grace 600 s): the GTID was due there long ago, so the
-    # flag holds until the GTID stops being a candidate
+def test_a_peer_whose_queue_grows_faster_than_it_drains_flags_nothing_in_flight() -> None:
+    # the hot-hour lie of the estimate (2 x 2 s + queue / rate): M2 has 6,063 queued at
+    # 549/s (an 11 s drain) but takes in 593/s, so what M1 executed at 100 s reaches M2
+    # after 15 s; the estimate flagged it at 115 s. Here M2 has applied 6,000 by 110 s,
+    # 6,062 by 111.9 s: not yet the 6,063 it had queued, so nothing is errant.
+    t = ErrantTracker()
+    in_flight = GtidSet.parse(f"{GROUP}:1001-2000")
+    t.update(M1, in_flight, 100 * S, read_us=100 * S)
+    samples = [(102.0, 0, 6063), (104, 1100, 6050), (110, 6000, 6300), (111.9, 6062, 6400)]
+    for read_s, applied, queued in samples:
+        assert t.errant(M1, [peer(M2, read_s, applied, queued)], SLACK)[0].is_empty()
+    assert not t.snapshot()[M1][0][0].is_empty()  # still a candidate, still followed
+
+
+def test_any_one_peer_that_keeps_up_suffices_and_a_slow_one_delays_nothing() -> None:
     t = ErrantTracker()
     gtid = GtidSet.parse(f"{M1}:1")
-    t.update(M1, gtid, 1_000)
-    assert t.errant(M1, 1_060, 60) == (gtid, 1_000)
-    assert t.errant(M1, 1_061, 600) == (gtid, 1_000)
-    t.update(M1, GtidSet.parse(f"{M1}:1-2"), 1_070)  # :2 is new: not flagged by :1's flag
-    assert t.errant(M1, 1_071, 600) == (gtid, 1_000)
-    t.update(M1, GtidSet(), 1_080)  # it reached another member
-    t.update(M1, gtid, 1_090)  # and is a candidate again: a new chunk, a new grace
-    assert t.errant(M1, 1_091, 60) == (GtidSet(), None)
+    t.update(M1, gtid, 0, read_us=0)
+    slow = [peer(M3, r, applied=10 * r, queued=90_000) for r in (2, 4, 6)]  # hours behind
+    fast = [peer(M2, r, applied=1000 + r, queued=1) for r in (2, 4, 6)]
+    assert t.errant(M1, [slow[0], fast[0]], SLACK)[0].is_empty()  # followed from 2 s
+    assert t.errant(M1, [slow[1], fast[1]], SLACK)[0].is_empty()  # 1003 reached at 4 s
+    assert t.errant(M1, [slow[2], fast[2]], SLACK) == (gtid, 0)  # and lacking it at 6 s
+    t2 = ErrantTracker()
+    t2.update(M1, gtid, 0, read_us=0)
+    for sample in slow:
+        assert t2.errant(M1, [sample], SLACK)[0].is_empty()
+
+
+def test_a_peer_without_counts_or_with_restarted_counters_proves_nothing_yet() -> None:
+    t = ErrantTracker()
+    gtid = GtidSet.parse(f"{M1}:1")
+    t.update(M1, gtid, 0, read_us=0)
+    blind = MemberGtids(M2, "ONLINE", GtidSet(), read_us=10 * S)
+    for _ in range(3):
+        assert t.errant(M1, [blind], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 10, applied=5000, queued=10)], SLACK)[0].is_empty()
+    # M2 restarted: its counters begin again from 0; followed again from there (3 + 5)
+    assert t.errant(M1, [peer(M2, 12, applied=3, queued=5)], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 14, applied=8, queued=0)], SLACK)[0].is_empty()
+    assert t.errant(M1, [peer(M2, 16, applied=8, queued=0)], SLACK) == (gtid, 0)
+
+
+def _flag(t: ErrantTracker, member_id: str, at_s: int) -> tuple[GtidSet, int | None]:
+    """Follow a peer that keeps up (nothing queued) over three sets from `at_s` on."""
+    got: tuple[GtidSet, int | None] = (GtidSet(), None)
+    for read_s in (at_s, at_s + 2, at_s + 4):
+        got = t.errant(member_id, [peer(M2, read_s, applied=0, queued=0)], SLACK)
+    return got
+
+
+def test_a_flag_stays_while_the_gtid_stays_a_candidate_though_the_peer_falls_behind() -> None:
+    t = ErrantTracker()
+    gtid = GtidSet.parse(f"{M1}:1")
+    t.update(M1, gtid, 1_000 * S, read_us=1_000 * S)
+    assert _flag(t, M1, 1_002) == (gtid, 1_000 * S)
+    # then M2's queue fills (a burst): the GTID was due there before, the flag holds
+    assert t.errant(M1, [peer(M2, 1_008, applied=1, queued=90_000)], SLACK) == (gtid, 1_000 * S)
+    t.update(M1, GtidSet.parse(f"{M1}:1-2"), 1_010 * S, read_us=1_010 * S)  # :2 is new
+    assert t.errant(M1, [peer(M2, 1_010, applied=2, queued=0)], SLACK) == (gtid, 1_000 * S)
+    t.update(M1, GtidSet(), 1_020 * S)  # it reached another member
+    t.update(M1, gtid, 1_030 * S, read_us=1_030 * S)  # and is a candidate again: followed anew
+    assert t.errant(M1, [peer(M2, 1_032, applied=0, queued=0)], SLACK) == (GtidSet(), None)
 
 
 def test_tracker_keeps_first_seen_per_chunk_and_clears() -> None:
     t = ErrantTracker()
-    t.update(M1, GtidSet.parse(f"{M1}:1"), 0)
-    t.update(M1, GtidSet.parse(f"{M1}:1-2"), 50)
-    errant, since = t.errant(M1, 100, 60)
+    t.update(M1, GtidSet.parse(f"{M1}:1"), 0, read_us=0)
+    t.update(M1, GtidSet.parse(f"{M1}:1-2"), 3 * S, read_us=3 * S)
+    # :1 is followed from the set read at 2 s, :2 only from 5 s on
+    errant, since = _flag(t, M1, 2)
     assert str(errant) == f"{M1}:1" and since == 0
-    t.update(M1, GtidSet.parse(f"{M1}:2"), 120)  # :1 arrived elsewhere
-    errant, since = t.errant(M1, 120, 60)
-    assert str(errant) == f"{M1}:2" and since == 50
-    t.update(M1, GtidSet(), 130)
-    assert t.errant(M1, 1_000, 60) == (GtidSet(), None)
+    t.update(M1, GtidSet.parse(f"{M1}:2"), 7 * S, read_us=7 * S)  # :1 arrived elsewhere
+    errant, since = t.errant(M1, [peer(M2, 8, applied=0, queued=0)], SLACK)
+    assert str(errant) == f"{M1}:2" and since == 3 * S
+    t.update(M1, GtidSet(), 9 * S)
+    assert t.errant(M1, [peer(M2, 10, applied=0, queued=0)], SLACK) == (GtidSet(), None)
     assert t.snapshot() == {}
 
 
 def test_tracker_bounds_its_chunks() -> None:
     t = ErrantTracker()
     for i in range(1, MAX_CHUNKS + 5):
-        t.update(M1, GtidSet([(M1, "", 1, i)]), i)
+        t.update(M1, GtidSet([(M1, "", 1, i)]), i * S, read_us=i * S)
     chunks = t.snapshot()[M1]
     assert len(chunks) == MAX_CHUNKS
-    assert chunks[0] == (GtidSet.parse(f"{M1}:1"), 1)
-    # merged chunks take the newer stamp: the newest GTIDs are never older than seen
-    assert chunks[-1][1] == MAX_CHUNKS + 4
+    assert chunks[0] == (GtidSet.parse(f"{M1}:1"), S)
+    # merged chunks take the newer stamps: the newest GTIDs are never older than seen
+    assert chunks[-1][1] == (MAX_CHUNKS + 4) * S
     # every chunk flagged; a new GTID merges into the newest chunk, which loses its
     # flag: a merge keeps one only when both chunks had it (delayed, never invented)
-    assert t.errant(M1, 100 * MAX_CHUNKS, 1)[0] == GtidSet([(M1, "", 1, MAX_CHUNKS + 4)])
-    t.update(M1, GtidSet([(M1, "", 1, MAX_CHUNKS + 5)]), 100 * MAX_CHUNKS)
+    assert _flag(t, M1, 100)[0] == GtidSet([(M1, "", 1, MAX_CHUNKS + 4)])
+    t.update(M1, GtidSet([(M1, "", 1, MAX_CHUNKS + 5)]), 200 * S, read_us=200 * S)
     expected = GtidSet([(M1, "", 1, MAX_CHUNKS - 1)])
-    assert t.errant(M1, 100 * MAX_CHUNKS, 1) == (expected, 1)
+    assert t.errant(M1, [peer(M2, 200, applied=0, queued=0)], SLACK) == (expected, S)
 
 
 def test_a_chunk_is_judged_only_against_sets_read_after_it_was_seen() -> None:
     # X's set (read at 100 s) has group transactions 101-110 that the others' sets, read
     # at 90 s and arriving late, cannot hold yet: not errant however long they stay
-    # stale; once a set read at 101 s still lacks them, the grace (2 x 2 s) decides
+    # stale; sets read from 102 s (one 2 s GTID interval later) on that still lack them
+    # after their members applied all they had queued then are what decide
     from grstats.core.gtidrows import GtidDivergenceTable, MemberGtidInput  # noqa: PLC0415
     from protocol import GtidState  # noqa: PLC0415
 
-    s, empty = 1_000_000, GtidSet()
+    empty = GtidSet()
     table = GtidDivergenceTable(2.0)
 
-    def observe(now: int, others_at: int) -> object:
+    def observe(now: int, others_at: int, applied: int = 0) -> object:
         sets = {M1: (100, "1-110"), M2: (others_at, "1-100"), M3: (others_at, "1-100")}
         table.observe(
             [
                 MemberGtidInput(
-                    m, "ONLINE", GtidState(at * s, GtidSet.parse(f"{GROUP}:{n}"), empty)
+                    m,
+                    "ONLINE",
+                    GtidState(at * S, GtidSet.parse(f"{GROUP}:{n}"), empty),
+                    applied,
+                    0,
                 )
                 for m, (at, n) in sets.items()
             ],
-            now * s,
+            now * S,
         )
-        return {str(r["MEMBER_ID"]): r["ERRANT_COUNT"] for r in table.rows(now * s)}[M1]
+        return {str(r["MEMBER_ID"]): r["ERRANT_COUNT"] for r in table.rows()}[M1]
 
     assert observe(100, 90) == 0
-    assert observe(120, 90) == 0  # 20 s past the grace, but nobody's set is newer
-    assert observe(121, 101) == 10  # a set read after 100 s lacks them: 21 s >= 4 s
+    assert observe(120, 90) == 0  # 20 s on, but nobody's set is newer
+    assert observe(121, 101) == 0  # newer, but within the slack of M1's read
+    assert observe(122, 102) == 0  # followed: nothing queued, so due already
+    assert observe(124, 104) == 10  # and the next set still lacks them

@@ -29,15 +29,24 @@ def rows(t: MemberTables, at_us: int) -> dict[str, dict[str, Any]]:
     return {str(r["MEMBER_ID"]): dict(r) for r in t.snapshot(at_us).table("grstats_member_gtids")}
 
 
-def test_a_local_write_is_errant_only_after_the_grace_then_clears() -> None:
+def test_a_local_write_is_errant_once_a_peer_applied_past_it_then_clears() -> None:
     t = tables()
     send(t, REMOTE, 1, f"{GROUP}:1-100")
     send(t, THIRD, 1, f"{GROUP}:1-90")
-    local(t, T0, f"{LOCAL}:1,\n{GROUP}:1-100")
-    r = rows(t, T0 + 59 * S)  # grace: 2 * 30 s, no applier queue
+    mine = f"{LOCAL}:1,\n{GROUP}:1-100"
+    local(t, T0, mine)
+    r = rows(t, T0 + 59 * S)  # the peers' sets were read before ours: nothing to follow
     assert r[LOCAL]["ERRANT_COUNT"] == 0 and r[LOCAL]["ERRANT_TRANSACTIONS"] == ""
-    local(t, T0 + 60 * S, f"{LOCAL}:1,\n{GROUP}:1-100")
-    r = rows(t, T0 + 60 * S)
+    # one 30 s GTID interval after ours: REMOTE has 5 queued (applied 100 + 5 = 105 to
+    # reach), THIRD 1,000 at a crawl; REMOTE reaches 105 in its set read at 60 s, and its
+    # set read at 90 s still lacks LOCAL:1: errant (THIRD never reaches 1,100 here)
+    peers = [(2, 30, 100, 5, 0), (3, 60, 105, 0, 5), (4, 90, 110, 0, 10)]
+    for seq, read_s, applied, queued, crawled in peers:
+        assert rows(t, T0 + read_s * S)[LOCAL]["ERRANT_COUNT"] == 0, read_s
+        send(t, REMOTE, seq, f"{GROUP}:1-100", read_s=read_s, applied=applied, queued=queued)
+        send(t, THIRD, seq, f"{GROUP}:1-90", read_s=read_s, applied=crawled, queued=1000)
+        local(t, T0 + read_s * S, mine)
+    r = rows(t, T0 + 90 * S)
     assert r[LOCAL]["ERRANT_TRANSACTIONS"] == f"{LOCAL}:1"
     assert r[LOCAL]["ERRANT_COUNT"] == 1
     assert r[LOCAL]["ERRANT_SINCE"] == "2023-11-14 22:13:20.000000"  # T0 in UTC
@@ -46,10 +55,10 @@ def test_a_local_write_is_errant_only_after_the_grace_then_clears() -> None:
     assert r[THIRD]["MISSING_COUNT"] == 10 and r[THIRD]["MISSING_FIRST_UUID"] == GROUP
     assert r[THIRD]["GTID_EXECUTED"] == f"{GROUP}:1-90"
     # the others receive LOCAL:1 (an empty transaction injected on them)
-    send(t, REMOTE, 2, f"{LOCAL}:1,\n{GROUP}:1-100")
-    send(t, THIRD, 2, f"{LOCAL}:1,\n{GROUP}:1-100")
-    local(t, T0 + 61 * S, f"{LOCAL}:1,\n{GROUP}:1-100")
-    r = rows(t, T0 + 61 * S)
+    send(t, REMOTE, 5, f"{LOCAL}:1,\n{GROUP}:1-100")
+    send(t, THIRD, 5, f"{LOCAL}:1,\n{GROUP}:1-100")
+    local(t, T0 + 120 * S, mine)
+    r = rows(t, T0 + 120 * S)
     assert r[LOCAL]["ERRANT_COUNT"] == 0 and r[LOCAL]["ERRANT_SINCE"] is None
     assert r[LOCAL]["RECOVERY_METHOD"] == "INCREMENTAL"
 
