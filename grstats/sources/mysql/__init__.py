@@ -3,8 +3,11 @@
 Strategy / invariants
 ---------------------
 One asyncmy connection is kept open and every `sample()` call reads, with plain
-text-protocol SELECTs, one round trip each (8 a poll on 8.x, 10 on 9.x with
-WL#15620's tables; ``benchmarks/profile_daemon.py`` shows their share):
+text-protocol SELECTs, 8 statements a poll in 2 round trips on 8.x (1.-3. in
+one COM_QUERY, the lag's four and the Gr_* status in another:
+CLIENT_MULTI_STATEMENTS, connection.Connection.batch; each statement gets the
+answer it would have had alone), 4 on 9.x with WL#15620's two tables
+(``benchmarks/profile_daemon.py`` shows their share):
 
 1. ``SELECT * FROM performance_schema.replication_group_member_stats`` and
 2. ``SELECT * FROM performance_schema.replication_group_members``, whole: the

@@ -56,6 +56,17 @@ log = structlog.get_logger("grstats.sources.mysql")
 
 T = TypeVar("T")
 
+# Read every poll in one round trip (connection.Connection.batch), in this order:
+# the lag's four tables, then the Gr_* status variables.
+_EVERY_POLL = (
+    ("lag_connection", lag.SQL_CONNECTION),
+    ("lag_applier", lag.SQL_APPLIER),
+    ("lag_coordinator", lag.SQL_COORDINATOR),
+    ("lag_workers", lag.SQL_WORKERS),
+    ("flow_stats", commitstats.SQL_GR_STATUS),
+)
+_LAG_RESULTS = 4
+
 # Share of poll_timeout kept back from the extras, so that their own deadline
 # fires first and the stats sample is still returned.
 _MARGIN = 0.1
@@ -79,15 +90,39 @@ class Extras:
         self._no_metrics = False
         self._metrics_cadence = Cadence()
         self._workers: Result | None = None  # this sample's lag read of the workers
+        self._polled: list[Result | None] = []  # this sample's _EVERY_POLL results, as read
 
     def start(self, poll_deadline: float, poll_timeout: float) -> None:
         """Begin a sample: its extras must be done a margin before `poll_deadline`."""
         self._deadline = poll_deadline - _MARGIN * poll_timeout
         self._workers = None
+        self._polled = []
 
     async def lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
-        """The GR channels' stage lag; () when it cannot be read."""
-        return await self._guarded(conn, "lag", lambda: self._read_lag(conn, state), ())
+        """The GR channels' stage lag; () when it cannot be read.
+
+        The four lag tables and global_status (for `gr_status`) are read in one
+        round trip (``_EVERY_POLL``); a failure after the lag's four results
+        keeps them and counts as global_status's (``flow_stats_*``).
+        """
+        got = self._polled
+        await self._guarded(
+            conn,
+            lambda: "lag" if len(got) < _LAG_RESULTS else "flow_stats",
+            lambda: self._read_every_poll(conn, got),
+            None,
+        )
+        if len(got) < _LAG_RESULTS:
+            return ()
+        connection, applier_status, coordinator, workers = got[:_LAG_RESULTS]
+        self._workers = workers
+        return lag.build_lag(
+            state,
+            dict_rows(connection),
+            dict_rows(applier_status),
+            dict_rows(coordinator),
+            dict_rows(workers),
+        )
 
     async def applier(
         self, conn: asyncmy.Connection, now_us: int, member: LocalMember, applier_queue: int
@@ -111,7 +146,11 @@ class Extras:
         """The Gr_* status variables in one query: the flow-control figures
         (flowstats.py) and the commit-path ones (commitstats.py); None for each
         the server does not show or when they cannot be read.
+
+        Built from the lag's round trip when it read global_status.
         """
+        if len(self._polled) == len(_EVERY_POLL):
+            return _gr_status(self._polled[-1])
         return await self._guarded(
             conn, "flow_stats", lambda: _read_gr_status(self._db, conn), (None, None)
         )
@@ -136,7 +175,11 @@ class Extras:
         return got
 
     async def _guarded(
-        self, conn: asyncmy.Connection, what: str, read: Callable[[], Awaitable[T]], empty: T
+        self,
+        conn: asyncmy.Connection,
+        what: str | Callable[[], str],
+        read: Callable[[], Awaitable[T]],
+        empty: T,
     ) -> T:
         if conn is not self._db.conn:  # an earlier extra dropped the connection
             return empty
@@ -144,23 +187,18 @@ class Extras:
             async with asyncio.timeout_at(self._deadline):
                 return await read()
         except TimeoutError:
-            self._failed(f"{what}_timeout", None)
+            self._failed(f"{what if isinstance(what, str) else what()}_timeout", None)
         except PollFailed as exc:
-            self._failed(f"{what}_query_failed", exc)
+            self._failed(f"{what if isinstance(what, str) else what()}_query_failed", exc)
         return empty
 
-    async def _read_lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
+    async def _read_every_poll(self, conn: asyncmy.Connection, got: list[Result | None]) -> None:
         db = self._db
         if not db.utc_session:
             if await db.query(conn, "lag_time_zone", lag.SQL_UTC_SESSION) is None:
-                return ()  # rejected (logged): timestamps would be in the wrong zone
+                return  # rejected (logged): timestamps would be in the wrong zone
             db.utc_session = True
-        connection = dict_rows(await db.query(conn, "lag_connection", lag.SQL_CONNECTION))
-        applier_status = dict_rows(await db.query(conn, "lag_applier", lag.SQL_APPLIER))
-        coordinator = dict_rows(await db.query(conn, "lag_coordinator", lag.SQL_COORDINATOR))
-        self._workers = await db.query(conn, "lag_workers", lag.SQL_WORKERS)
-        workers = dict_rows(self._workers)
-        return lag.build_lag(state, connection, applier_status, coordinator, workers)
+        await db.batch(conn, _EVERY_POLL, got)
 
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, probe: bool, applier_queue: int
@@ -196,7 +234,13 @@ class Extras:
 async def _read_gr_status(
     db: Connection, conn: asyncmy.Connection
 ) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
-    rows = dict_rows(await db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS))
+    return _gr_status(await db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS))
+
+
+def _gr_status(
+    result: Result | None,
+) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
+    rows = dict_rows(result)
     commit_path = commitstats.build_commit_path(rows)
     return (
         flowstats.build_server_flow_control(rows),
