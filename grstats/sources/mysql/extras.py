@@ -4,8 +4,11 @@ Strategy: lag (WL#7374, lag.py), applier metrics (WL#15620, applier.py), the
 Gr_* status variables (flow control and commit path: flowstats.py,
 commitstats.py) and the group communication information are read after the
 stats under one deadline: the poll's, less a margin of ``poll_timeout``, so
-that theirs fires first and the stats sample is still returned. `Extras` owns
-that policy; the module functions below it only query and build.
+that theirs fires first and the stats sample is still returned. The lag's
+four tables and the Gr_* status go in the stats' own round trip, after them
+(`Extras.every_poll`: the results are kept as they arrive, so a hang or a
+break after the stats costs only what comes after). `Extras` owns that
+policy; the module functions below it only query and build.
 
 Invariants: no read raises for a server problem. A read that times out or
 breaks the connection drops it (a timed-out or broken stream cannot be
@@ -98,22 +101,46 @@ class Extras:
         self._workers = None
         self._polled = []
 
-    async def lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
-        """The GR channels' stage lag; () when it cannot be read.
+    async def every_poll(
+        self, conn: asyncmy.Connection, head: tuple[tuple[str, str], ...]
+    ) -> list[Result | None]:
+        """Run `head` (the stats' statements) and ``_EVERY_POLL`` in one round trip.
 
-        The four lag tables and global_status (for `gr_status`) are read in one
-        round trip (``_EVERY_POLL``); a failure after the lag's four results
-        keeps them and counts as global_status's (``flow_stats_*``).
+        Before the lag's timestamps the session's time zone is set to UTC, once
+        per connection (first in the same round trip). Everything is read
+        within the extras' deadline, each result kept as it arrives: a failure
+        after `head`'s results keeps them (and the lag's, when it comes after
+        them: ``flow_stats_*``), drops the connection and logs as any extra's.
+
+        Returns:
+            `head`'s results.
+
+        Raises:
+            TimeoutError, PollFailed: `head`'s results could not all be read.
         """
+        db = self._db
+        tz = () if db.utc_session else (("lag_time_zone", lag.SQL_UTC_SESSION),)
+        got: list[Result | None] = []
+        stats = len(tz) + len(head)
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                await db.batch(conn, (*tz, *head, *_EVERY_POLL), got)
+        except (TimeoutError, PollFailed) as exc:
+            if len(got) < stats:
+                raise
+            what = "lag" if len(got) < stats + _LAG_RESULTS else "flow_stats"
+            failure = "timeout" if isinstance(exc, TimeoutError) else "query_failed"
+            self._failed(f"{what}_{failure}", None if isinstance(exc, TimeoutError) else exc)
+        if tz:
+            db.utc_session = bool(got) and got[0] is not None
+        self._polled = got[stats:]
+        return got[len(tz) : stats]
+
+    def lag(self, state: str) -> tuple[ChannelLag, ...]:
+        """The GR channels' stage lag from `every_poll`'s read; () when it was not read."""
         got = self._polled
-        await self._guarded(
-            conn,
-            lambda: "lag" if len(got) < _LAG_RESULTS else "flow_stats",
-            lambda: self._read_every_poll(conn, got),
-            None,
-        )
-        if len(got) < _LAG_RESULTS:
-            return ()
+        if len(got) < _LAG_RESULTS or not self._db.utc_session:
+            return ()  # not read, or the time zone was refused (logged): wrong zone
         connection, applier_status, coordinator, workers = got[:_LAG_RESULTS]
         self._workers = workers
         return lag.build_lag(
@@ -175,11 +202,7 @@ class Extras:
         return got
 
     async def _guarded(
-        self,
-        conn: asyncmy.Connection,
-        what: str | Callable[[], str],
-        read: Callable[[], Awaitable[T]],
-        empty: T,
+        self, conn: asyncmy.Connection, what: str, read: Callable[[], Awaitable[T]], empty: T
     ) -> T:
         if conn is not self._db.conn:  # an earlier extra dropped the connection
             return empty
@@ -187,18 +210,10 @@ class Extras:
             async with asyncio.timeout_at(self._deadline):
                 return await read()
         except TimeoutError:
-            self._failed(f"{what if isinstance(what, str) else what()}_timeout", None)
+            self._failed(f"{what}_timeout", None)
         except PollFailed as exc:
-            self._failed(f"{what if isinstance(what, str) else what()}_query_failed", exc)
+            self._failed(f"{what}_query_failed", exc)
         return empty
-
-    async def _read_every_poll(self, conn: asyncmy.Connection, got: list[Result | None]) -> None:
-        db = self._db
-        if not db.utc_session:
-            if await db.query(conn, "lag_time_zone", lag.SQL_UTC_SESSION) is None:
-                return  # rejected (logged): timestamps would be in the wrong zone
-            db.utc_session = True
-        await db.batch(conn, _EVERY_POLL, got)
 
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, probe: bool, applier_queue: int

@@ -54,7 +54,8 @@ _SQL_VARIABLES = (
 )
 _SQL_VARIABLES_NO_GR = f"SELECT @@server_uuid, {GTID_VARIABLES}"
 _SQL_IDENTITY = "SELECT @@server_uuid"
-# the three in one round trip, in this order (connection.Connection.batch)
+# the three in one round trip, in this order, before the extras' every-poll reads
+# (extras.Extras.every_poll, connection.Connection.batch)
 _STATS_BATCH = (
     ("member_stats", _SQL_MEMBER_STATS),
     ("members", _SQL_MEMBERS),
@@ -167,8 +168,8 @@ class MySQLSource:
     # -- reading ---------------------------------------------------------------
 
     async def _read(self, conn: asyncmy.Connection, now_us: int) -> LocalSample:
-        got: list[Result | None] = []
-        await self._db.batch(conn, _STATS_BATCH, got)  # one round trip
+        extras = self._extras
+        got = await extras.every_poll(conn, _STATS_BATCH)  # the lag's, the Gr_* too: one trip
         stats_rows, member_rows = dict_rows(got[0]), dict_rows(got[1])
         server_uuid, group_name, mode, gtids = await self._variables(conn, got[2])
         member, stats = member_and_stats(
@@ -181,8 +182,7 @@ class MySQLSource:
         view: tuple[ServerViewMember, ...] = ()
         if in_group(member.state):
             view = server_view(server_uuid, group_name, stats_rows, member_rows, mode)
-        extras = self._extras
-        lag = await extras.lag(conn, member.state)
+        lag = extras.lag(member.state)
         applier = await extras.applier(conn, now_us, member, stats.transactions_waiting_apply)
         flow, commit_path = await extras.gr_status(conn)
         return LocalSample(

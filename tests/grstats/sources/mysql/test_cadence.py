@@ -2,7 +2,7 @@
 
 The fake counts the statements the source sends, its round trips (COM_QUERY
 packets: one carries several statements) and its queries by table. What must
-be read every poll is read once, in two round trips: the two GR
+be read every poll is read once, in one round trip: the two GR
 tables whole (the local rows and the server's view), the variables with the
 GTID sets in one SELECT, the four lag tables (whose workers rows also give
 8.x's derived applier figures) and the Gr_* status. What changes only with the
@@ -41,10 +41,12 @@ EVERY_POLL = 8
 # the first poll also: the driver's SET AUTOCOMMIT at connect (asyncmy, autocommit=True),
 # SET time_zone, the communication information, the metrics probe
 FIRST_POLL = EVERY_POLL + 4
-# round trips of a poll: the stats, members and variables in one; the 4 lag tables and
-# global_status in another (one COM_QUERY of several statements: CLIENT_MULTI_STATEMENTS)
-EVERY_POLL_ROUND_TRIPS = 2
-FIRST_POLL_ROUND_TRIPS = EVERY_POLL_ROUND_TRIPS + 4
+# round trips of a poll: the stats, members and variables, the 4 lag tables and
+# global_status in one (a COM_QUERY of several statements: CLIENT_MULTI_STATEMENTS);
+# the first poll also: SET AUTOCOMMIT, the communication information, the metrics
+# probe (SET time_zone goes in the poll's round trip)
+EVERY_POLL_ROUND_TRIPS = 1
+FIRST_POLL_ROUND_TRIPS = EVERY_POLL_ROUND_TRIPS + 3
 
 
 def _online(fake: FakeMySQL) -> None:
