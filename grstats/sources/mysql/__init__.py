@@ -6,8 +6,8 @@ One asyncmy connection is kept open and every `sample()` call reads, with plain
 text-protocol SELECTs, 8 statements a poll in 1 round trip on 8.x (1., 2., 3.,
 the lag's four and the Gr_* status in one COM_QUERY: CLIENT_MULTI_STATEMENTS,
 connection.Connection.batch; each statement gets the answer it would have had
-alone), 3 on 9.x with WL#15620's two tables (``benchmarks/profile_daemon.py``
-shows their share):
+alone); 10 on 9.x, in 1 round trip too once a poll found WL#15620's two
+tables (``benchmarks/profile_daemon.py`` shows their share):
 
 1. ``SELECT * FROM performance_schema.replication_group_member_stats`` and
 2. ``SELECT * FROM performance_schema.replication_group_members``, whole: the

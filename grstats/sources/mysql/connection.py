@@ -155,7 +155,7 @@ class Connection:
             PollFailed: the connection is broken or ending.
         """
         out: list[Result | None] = []
-        await self.batch(conn, ((what, sql),), out, missing_ok=missing_ok)
+        await self.batch(conn, ((what, sql),), out, missing_ok=what if missing_ok else "")
         return out[0]
 
     async def batch(
@@ -164,7 +164,7 @@ class Connection:
         queries: Sequence[tuple[str, str]],
         out: list[Result | None],
         *,
-        missing_ok: bool = False,
+        missing_ok: str = "",
     ) -> None:
         """Run `queries` (what, SQL) in one round trip; their results appended to `out`.
 
@@ -177,7 +177,8 @@ class Connection:
         `query`'s: logged once per connection) and the rest are sent again in
         the next round trip, so every statement gets the answer it would have
         had alone. Each result is appended as soon as it is read: a deadline
-        that fires in the middle keeps what was read before it.
+        that fires in the middle keeps what was read before it. The statement
+        named `missing_ok` may find no table (ER_NO_SUCH_TABLE: None, not logged).
 
         Raises:
             PollFailed: the connection is broken or ending.
@@ -195,7 +196,8 @@ class Connection:
                         if len(out) == end or not await cur.nextset():
                             break
             except asyncmy.errors.MySQLError as exc:
-                self._rejected(_what(queries, out, end), exc, missing_ok)
+                what = _what(queries, out, end)
+                self._rejected(what, exc, missing_ok=bool(missing_ok) and what == missing_ok)
                 out.append(None)
             except OSError as exc:
                 raise PollFailed(_what(queries, out, end)) from exc

@@ -7,7 +7,8 @@ stats under one deadline: the poll's, less a margin of ``poll_timeout``, so
 that theirs fires first and the stats sample is still returned. The lag's
 four tables and the Gr_* status go in the stats' own round trip, after them
 (`Extras.every_poll`: the results are kept as they arrive, so a hang or a
-break after the stats costs only what comes after). `Extras` owns that
+break after the stats costs only what comes after), and so do
+replication_applier_metrics and _progress_by_worker once a read found them. `Extras` owns that
 policy; the module functions below it only query and build.
 
 Invariants: no read raises for a server problem. A read that times out or
@@ -69,6 +70,11 @@ _EVERY_POLL = (
     ("flow_stats", commitstats.SQL_GR_STATUS),
 )
 _LAG_RESULTS = 4
+# after them when the last read found replication_applier_metrics (9.x): its two reads
+_METRICS_READS = (
+    ("applier_metrics", applier.SQL_METRICS),
+    ("applier_progress", applier.SQL_PROGRESS),
+)
 
 # Share of poll_timeout kept back from the extras, so that their own deadline
 # fires first and the stats sample is still returned.
@@ -92,6 +98,7 @@ class Extras:
         # replication_applier_metrics: absent at the last probe, and when to probe again
         self._no_metrics = False
         self._metrics_cadence = Cadence()
+        self._metrics_seen = False  # the last read found it: read in every_poll's trip
         self._workers: Result | None = None  # this sample's lag read of the workers
         self._polled: list[Result | None] = []  # this sample's _EVERY_POLL results, as read
 
@@ -120,15 +127,18 @@ class Extras:
         """
         db = self._db
         tz = () if db.utc_session else (("lag_time_zone", lag.SQL_UTC_SESSION),)
+        metrics = _METRICS_READS if self._metrics_seen else ()
+        queries = (*tz, *head, *_EVERY_POLL, *metrics)
         got: list[Result | None] = []
         stats = len(tz) + len(head)
         try:
             async with asyncio.timeout_at(self._deadline):
-                await db.batch(conn, (*tz, *head, *_EVERY_POLL), got)
+                await db.batch(conn, queries, got, missing_ok=_METRICS_READS[0][0])
         except (TimeoutError, PollFailed) as exc:
             if len(got) < stats:
                 raise
-            what = "lag" if len(got) < stats + _LAG_RESULTS else "flow_stats"
+            what = queries[len(got)][0].split("_")[0]  # lag, flow, applier
+            what = "flow_stats" if what == "flow" else what
             failure = "timeout" if isinstance(exc, TimeoutError) else "query_failed"
             self._failed(f"{what}_{failure}", None if isinstance(exc, TimeoutError) else exc)
         if tz:
@@ -176,8 +186,8 @@ class Extras:
 
         Built from the lag's round trip when it read global_status.
         """
-        if len(self._polled) == len(_EVERY_POLL):
-            return _gr_status(self._polled[-1])
+        if len(self._polled) >= len(_EVERY_POLL):
+            return _gr_status(self._polled[len(_EVERY_POLL) - 1])
         return await self._guarded(
             conn, "flow_stats", lambda: _read_gr_status(self._db, conn), (None, None)
         )
@@ -220,11 +230,21 @@ class Extras:
     ) -> MemberApplier | None:
         db = self._db
         metrics = None
+        batched = self._polled[len(_EVERY_POLL) :]  # every_poll read both when it was seen
         if probe:
-            metrics = await db.query(conn, "applier_metrics", applier.SQL_METRICS, missing_ok=True)
+            if batched:
+                metrics = batched[0]
+            else:
+                metrics = await db.query(
+                    conn, "applier_metrics", applier.SQL_METRICS, missing_ok=True
+                )
             self._no_metrics = metrics is None
+            self._metrics_seen = metrics is not None
         if metrics is not None:
-            progress = await db.query(conn, "applier_progress", applier.SQL_PROGRESS)
+            if batched:
+                progress = batched[1]
+            else:
+                progress = await db.query(conn, "applier_progress", applier.SQL_PROGRESS)
             rows = dict_rows(metrics)
             if not db.utc_session:  # LAST_APPLIER_START would be in the wrong zone
                 rows = [{**r, col.LAST_APPLIER_START: None} for r in rows]
