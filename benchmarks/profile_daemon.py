@@ -79,15 +79,18 @@ def working_stacks(raw: Path, out: Path) -> tuple[int, int]:
     return kept, total
 
 
+_QUERY_FRAMES = ("Connection.query ", "Connection.batch ")  # the outermost is the call site
+
+
 def query_callers(work: Path) -> list[str]:
-    """Share of the working samples spent in each mysql `Connection.query` call site."""
+    """Share of the working samples spent in each mysql `Connection.query` / `.batch` call site."""
     by_site: dict[str, int] = {}
     total = 0
     for line in work.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         total += int(count or 0)
         frames = stack.split(";")
-        at = next((i for i, f in enumerate(frames) if f.startswith("Connection.query ")), 0)
+        at = next((i for i, f in enumerate(frames) if f.startswith(_QUERY_FRAMES)), 0)
         if at:
             site = re.sub(r"\(\S*?grstats/", "(grstats/", frames[at - 1])
             by_site[site] = by_site.get(site, 0) + int(count)

@@ -3,8 +3,11 @@
 Strategy / invariants
 ---------------------
 One asyncmy connection is kept open and every `sample()` call reads, with plain
-text-protocol SELECTs, one round trip each (8 a poll on 8.x, 10 on 9.x with
-WL#15620's tables; ``benchmarks/profile_daemon.py`` shows their share):
+text-protocol SELECTs, 8 statements a poll in 1 round trip on 8.x (1., 2., 3.,
+the lag's four and the Gr_* status in one COM_QUERY: CLIENT_MULTI_STATEMENTS,
+connection.Connection.batch; each statement gets the answer it would have had
+alone); 10 on 9.x, in 1 round trip too once a poll found WL#15620's two
+tables (``benchmarks/profile_daemon.py`` shows their share):
 
 1. ``SELECT * FROM performance_schema.replication_group_member_stats`` and
 2. ``SELECT * FROM performance_schema.replication_group_members``, whole: the
@@ -29,7 +32,8 @@ WL#15620's tables; ``benchmarks/profile_daemon.py`` shows their share):
    ``SET @@session.time_zone = '+00:00'`` once per connection so that their
    TIMESTAMP(6) columns come back in UTC whatever the server's or the
    daemon's zone. Lag is an extra: it is read after the stats, within what is
-   left of ``poll_timeout`` minus a margin; a lag query that times out or
+   left of ``poll_timeout`` minus a margin (the stats too, as they share its
+   round trip: stats not read by then are the poll's timeout); a lag query that times out or
    breaks the connection drops the connection (reconnected at once by the
    next call) but the stats sample is still returned, with lag (); a table
    the server does not have gives no rows. Each such failure is logged once.

@@ -154,22 +154,71 @@ class Connection:
         Raises:
             PollFailed: the connection is broken or ending.
         """
-        try:
-            async with conn.cursor() as cur:
-                await cur.execute(sql)
-                rows: list[Sequence[Any]] = list(await cur.fetchall())
-                names = [str(d[0]).upper() for d in (cur.description or ())]
-        except asyncmy.errors.MySQLError as exc:
-            code = errno_of(exc)
-            if code is None or 2000 <= code < 3000 or code in _CONNECTION_ENDING_ERRORS:
-                raise PollFailed(what) from exc
-            if missing_ok and code == _ER_NO_SUCH_TABLE:
-                return None
-            if (what, code) not in self._logged_errors:
-                self._logged_errors.add((what, code))
-                level = log.info if code == _ER_UNKNOWN_SYSTEM_VARIABLE else log.warning
-                level("mysql.query_rejected", query=what, errno=code, error=str(exc))
-            return None
-        except OSError as exc:
+        out: list[Result | None] = []
+        await self.batch(conn, ((what, sql),), out, missing_ok=what if missing_ok else "")
+        return out[0]
+
+    async def batch(
+        self,
+        conn: asyncmy.Connection,
+        queries: Sequence[tuple[str, str]],
+        out: list[Result | None],
+        *,
+        missing_ok: str = "",
+    ) -> None:
+        """Run `queries` (what, SQL) in one round trip; their results appended to `out`.
+
+        The statements go in one COM_QUERY joined by ';' (asyncmy always asks
+        for CLIENT_MULTI_STATEMENTS), and the server sends one result set per
+        statement, in order, SERVER_MORE_RESULTS_EXISTS on all but the last
+        (MySQL's C API manual, "Multiple Statement Execution Support"). A
+        statement the server rejects ends the sequence with its error packet
+        and the statements after it are not executed: its result is None (as
+        `query`'s: logged once per connection) and the rest are sent again in
+        the next round trip, so every statement gets the answer it would have
+        had alone. Each result is appended as soon as it is read: a deadline
+        that fires in the middle keeps what was read before it. The statement
+        named `missing_ok` may find no table (ER_NO_SUCH_TABLE: None, not logged).
+
+        Raises:
+            PollFailed: the connection is broken or ending.
+        """
+        end = len(out) + len(queries)
+        while len(out) < end:
+            todo = queries[len(queries) - (end - len(out)) :]
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute(";".join(sql for _, sql in todo))
+                    while True:
+                        rows: list[Sequence[Any]] = list(await cur.fetchall())
+                        names = [str(d[0]).upper() for d in (cur.description or ())]
+                        out.append((names, rows))
+                        if len(out) == end or not await cur.nextset():
+                            break
+            except asyncmy.errors.MySQLError as exc:
+                what = _what(queries, out, end)
+                self._rejected(what, exc, missing_ok=bool(missing_ok) and what == missing_ok)
+                out.append(None)
+            except OSError as exc:
+                raise PollFailed(_what(queries, out, end)) from exc
+            else:
+                if len(out) < end:  # fewer result sets than statements: cannot happen
+                    raise PollFailed(_what(queries, out, end))
+
+    def _rejected(self, what: str, exc: asyncmy.errors.MySQLError, missing_ok: bool) -> None:
+        """Log a rejected statement once per connection; raise `PollFailed` when
+        the error ends the session or comes from the client."""
+        code = errno_of(exc)
+        if code is None or 2000 <= code < 3000 or code in _CONNECTION_ENDING_ERRORS:
             raise PollFailed(what) from exc
-        return names, rows
+        if missing_ok and code == _ER_NO_SUCH_TABLE:
+            return
+        if (what, code) not in self._logged_errors:
+            self._logged_errors.add((what, code))
+            level = log.info if code == _ER_UNKNOWN_SYSTEM_VARIABLE else log.warning
+            level("mysql.query_rejected", query=what, errno=code, error=str(exc))
+
+
+def _what(queries: Sequence[tuple[str, str]], out: list[Result | None], end: int) -> str:
+    """The name of the statement whose result `out` waits for."""
+    return queries[len(queries) - (end - len(out))][0]

@@ -4,8 +4,12 @@ Strategy: lag (WL#7374, lag.py), applier metrics (WL#15620, applier.py), the
 Gr_* status variables (flow control and commit path: flowstats.py,
 commitstats.py) and the group communication information are read after the
 stats under one deadline: the poll's, less a margin of ``poll_timeout``, so
-that theirs fires first and the stats sample is still returned. `Extras` owns
-that policy; the module functions below it only query and build.
+that theirs fires first and the stats sample is still returned. The lag's
+four tables and the Gr_* status go in the stats' own round trip, after them
+(`Extras.every_poll`: the results are kept as they arrive, so a hang or a
+break after the stats costs only what comes after), and so do
+replication_applier_metrics and _progress_by_worker once a read found them. `Extras` owns that
+policy; the module functions below it only query and build.
 
 Invariants: no read raises for a server problem. A read that times out or
 breaks the connection drops it (a timed-out or broken stream cannot be
@@ -56,6 +60,22 @@ log = structlog.get_logger("grstats.sources.mysql")
 
 T = TypeVar("T")
 
+# Read every poll in one round trip (connection.Connection.batch), in this order:
+# the lag's four tables, then the Gr_* status variables.
+_EVERY_POLL = (
+    ("lag_connection", lag.SQL_CONNECTION),
+    ("lag_applier", lag.SQL_APPLIER),
+    ("lag_coordinator", lag.SQL_COORDINATOR),
+    ("lag_workers", lag.SQL_WORKERS),
+    ("flow_stats", commitstats.SQL_GR_STATUS),
+)
+_LAG_RESULTS = 4
+# after them when the last read found replication_applier_metrics (9.x): its two reads
+_METRICS_READS = (
+    ("applier_metrics", applier.SQL_METRICS),
+    ("applier_progress", applier.SQL_PROGRESS),
+)
+
 # Share of poll_timeout kept back from the extras, so that their own deadline
 # fires first and the stats sample is still returned.
 _MARGIN = 0.1
@@ -78,16 +98,68 @@ class Extras:
         # replication_applier_metrics: absent at the last probe, and when to probe again
         self._no_metrics = False
         self._metrics_cadence = Cadence()
+        self._metrics_seen = False  # the last read found it: read in every_poll's trip
         self._workers: Result | None = None  # this sample's lag read of the workers
+        self._polled: list[Result | None] = []  # this sample's _EVERY_POLL results, as read
 
     def start(self, poll_deadline: float, poll_timeout: float) -> None:
         """Begin a sample: its extras must be done a margin before `poll_deadline`."""
         self._deadline = poll_deadline - _MARGIN * poll_timeout
         self._workers = None
+        self._polled = []
 
-    async def lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
-        """The GR channels' stage lag; () when it cannot be read."""
-        return await self._guarded(conn, "lag", lambda: self._read_lag(conn, state), ())
+    async def every_poll(
+        self, conn: asyncmy.Connection, head: tuple[tuple[str, str], ...]
+    ) -> list[Result | None]:
+        """Run `head` (the stats' statements) and ``_EVERY_POLL`` in one round trip.
+
+        Before the lag's timestamps the session's time zone is set to UTC, once
+        per connection (first in the same round trip). Everything is read
+        within the extras' deadline, each result kept as it arrives: a failure
+        after `head`'s results keeps them (and the lag's, when it comes after
+        them: ``flow_stats_*``), drops the connection and logs as any extra's.
+
+        Returns:
+            `head`'s results.
+
+        Raises:
+            TimeoutError, PollFailed: `head`'s results could not all be read.
+        """
+        db = self._db
+        tz = () if db.utc_session else (("lag_time_zone", lag.SQL_UTC_SESSION),)
+        metrics = _METRICS_READS if self._metrics_seen else ()
+        queries = (*tz, *head, *_EVERY_POLL, *metrics)
+        got: list[Result | None] = []
+        stats = len(tz) + len(head)
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                await db.batch(conn, queries, got, missing_ok=_METRICS_READS[0][0])
+        except (TimeoutError, PollFailed) as exc:
+            if len(got) < stats:
+                raise
+            what = queries[len(got)][0].split("_")[0]  # lag, flow, applier
+            what = "flow_stats" if what == "flow" else what
+            failure = "timeout" if isinstance(exc, TimeoutError) else "query_failed"
+            self._failed(f"{what}_{failure}", None if isinstance(exc, TimeoutError) else exc)
+        if tz:
+            db.utc_session = bool(got) and got[0] is not None
+        self._polled = got[stats:]
+        return got[len(tz) : stats]
+
+    def lag(self, state: str) -> tuple[ChannelLag, ...]:
+        """The GR channels' stage lag from `every_poll`'s read; () when it was not read."""
+        got = self._polled
+        if len(got) < _LAG_RESULTS or not self._db.utc_session:
+            return ()  # not read, or the time zone was refused (logged): wrong zone
+        connection, applier_status, coordinator, workers = got[:_LAG_RESULTS]
+        self._workers = workers
+        return lag.build_lag(
+            state,
+            dict_rows(connection),
+            dict_rows(applier_status),
+            dict_rows(coordinator),
+            dict_rows(workers),
+        )
 
     async def applier(
         self, conn: asyncmy.Connection, now_us: int, member: LocalMember, applier_queue: int
@@ -111,7 +183,11 @@ class Extras:
         """The Gr_* status variables in one query: the flow-control figures
         (flowstats.py) and the commit-path ones (commitstats.py); None for each
         the server does not show or when they cannot be read.
+
+        Built from the lag's round trip when it read global_status.
         """
+        if len(self._polled) >= len(_EVERY_POLL):
+            return _gr_status(self._polled[len(_EVERY_POLL) - 1])
         return await self._guarded(
             conn, "flow_stats", lambda: _read_gr_status(self._db, conn), (None, None)
         )
@@ -149,29 +225,26 @@ class Extras:
             self._failed(f"{what}_query_failed", exc)
         return empty
 
-    async def _read_lag(self, conn: asyncmy.Connection, state: str) -> tuple[ChannelLag, ...]:
-        db = self._db
-        if not db.utc_session:
-            if await db.query(conn, "lag_time_zone", lag.SQL_UTC_SESSION) is None:
-                return ()  # rejected (logged): timestamps would be in the wrong zone
-            db.utc_session = True
-        connection = dict_rows(await db.query(conn, "lag_connection", lag.SQL_CONNECTION))
-        applier_status = dict_rows(await db.query(conn, "lag_applier", lag.SQL_APPLIER))
-        coordinator = dict_rows(await db.query(conn, "lag_coordinator", lag.SQL_COORDINATOR))
-        self._workers = await db.query(conn, "lag_workers", lag.SQL_WORKERS)
-        workers = dict_rows(self._workers)
-        return lag.build_lag(state, connection, applier_status, coordinator, workers)
-
     async def _read_applier(
         self, conn: asyncmy.Connection, now_us: int, probe: bool, applier_queue: int
     ) -> MemberApplier | None:
         db = self._db
         metrics = None
+        batched = self._polled[len(_EVERY_POLL) :]  # every_poll read both when it was seen
         if probe:
-            metrics = await db.query(conn, "applier_metrics", applier.SQL_METRICS, missing_ok=True)
+            if batched:
+                metrics = batched[0]
+            else:
+                metrics = await db.query(
+                    conn, "applier_metrics", applier.SQL_METRICS, missing_ok=True
+                )
             self._no_metrics = metrics is None
+            self._metrics_seen = metrics is not None
         if metrics is not None:
-            progress = await db.query(conn, "applier_progress", applier.SQL_PROGRESS)
+            if batched:
+                progress = batched[1]
+            else:
+                progress = await db.query(conn, "applier_progress", applier.SQL_PROGRESS)
             rows = dict_rows(metrics)
             if not db.utc_session:  # LAST_APPLIER_START would be in the wrong zone
                 rows = [{**r, col.LAST_APPLIER_START: None} for r in rows]
@@ -196,7 +269,13 @@ class Extras:
 async def _read_gr_status(
     db: Connection, conn: asyncmy.Connection
 ) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
-    rows = dict_rows(await db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS))
+    return _gr_status(await db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS))
+
+
+def _gr_status(
+    result: Result | None,
+) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
+    rows = dict_rows(result)
     commit_path = commitstats.build_commit_path(rows)
     return (
         flowstats.build_server_flow_control(rows),

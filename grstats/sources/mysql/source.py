@@ -27,6 +27,7 @@ from grstats.sources.mysql.gtidstate import GTID_VARIABLES, build_gtid_state
 from grstats.sources.mysql.settings import MySQLSettings
 from grstats.sources.mysql.values import (
     PollFailed,
+    Result,
     dict_rows,
     first_row,
     flow_control_mode,
@@ -53,6 +54,13 @@ _SQL_VARIABLES = (
 )
 _SQL_VARIABLES_NO_GR = f"SELECT @@server_uuid, {GTID_VARIABLES}"
 _SQL_IDENTITY = "SELECT @@server_uuid"
+# the three in one round trip, in this order, before the extras' every-poll reads
+# (extras.Extras.every_poll, connection.Connection.batch)
+_STATS_BATCH = (
+    ("member_stats", _SQL_MEMBER_STATS),
+    ("members", _SQL_MEMBERS),
+    ("variables", _SQL_VARIABLES),
+)
 
 
 class MySQLSource:
@@ -160,10 +168,10 @@ class MySQLSource:
     # -- reading ---------------------------------------------------------------
 
     async def _read(self, conn: asyncmy.Connection, now_us: int) -> LocalSample:
-        db = self._db
-        stats_rows = dict_rows(await db.query(conn, "member_stats", _SQL_MEMBER_STATS))
-        member_rows = dict_rows(await db.query(conn, "members", _SQL_MEMBERS))
-        server_uuid, group_name, mode, gtids = await self._variables(conn)
+        extras = self._extras
+        got = await extras.every_poll(conn, _STATS_BATCH)  # the lag's, the Gr_* too: one trip
+        stats_rows, member_rows = dict_rows(got[0]), dict_rows(got[1])
+        server_uuid, group_name, mode, gtids = await self._variables(conn, got[2])
         member, stats = member_and_stats(
             server_uuid,
             group_name,
@@ -174,8 +182,7 @@ class MySQLSource:
         view: tuple[ServerViewMember, ...] = ()
         if in_group(member.state):
             view = server_view(server_uuid, group_name, stats_rows, member_rows, mode)
-        extras = self._extras
-        lag = await extras.lag(conn, member.state)
+        lag = extras.lag(member.state)
         applier = await extras.applier(conn, now_us, member, stats.transactions_waiting_apply)
         flow, commit_path = await extras.gr_status(conn)
         return LocalSample(
@@ -192,11 +199,11 @@ class MySQLSource:
         )
 
     async def _variables(
-        self, conn: asyncmy.Connection
+        self, conn: asyncmy.Connection, got: Result | None
     ) -> tuple[Any, Any, int, Sequence[Any] | None]:
-        """(@@server_uuid, group name or None, flow-control mode, the GTID sets' row or None)."""
+        """(@@server_uuid, group name or None, flow-control mode, the GTID sets' row or None)
+        from `got`, the answer to ``_SQL_VARIABLES``, or the fallbacks when it was refused."""
         db = self._db
-        got = await db.query(conn, "variables", _SQL_VARIABLES)
         if got is not None:
             uuid, group, mode, *gtids = first_row(got[1], 5)[:5]
             return uuid, group, flow_control_mode(mode), gtids

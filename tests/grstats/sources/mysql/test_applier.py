@@ -22,6 +22,7 @@ from tests.fixtures.mysql_source import (
     METRICS_TABLE,
     PROGRESS_COLUMNS,
     PROGRESS_TABLE,
+    SECOND,
     T0,
     WORKER_COLUMNS_84,
     WORKER_TABLE,
@@ -152,6 +153,25 @@ async def test_a_hung_applier_query_keeps_the_stats_sample(
     assert (sample.flow_control, sample.communication) == (None, None)
     # the GTID sets and the server's view are read with the stats, before the extras
     assert sample.gtid_state == GtidState(T0, GtidSet(), GtidSet())
+    assert [v.member.member_id for v in sample.server_view] == [OTHER_UUID]
+    unavailable = [e["reason"] for e in events if e["event"] == "mysql.lag_unavailable"]
+    assert unavailable == ["applier_timeout"]
+
+
+async def test_a_hung_applier_read_in_the_polls_round_trip_keeps_the_stats_and_lag(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # once a poll found replication_applier_metrics, both applier reads go last in
+    # the poll's one round trip: a hang there keeps what was read before it
+    _97(fake)
+    source = make_source(fake.port, poll_timeout=2.0)
+    first = await source.sample(T0)
+    assert first.applier is not None
+    fake.hang_tables.add(METRICS_TABLE)
+    with capture_logs() as events:
+        sample = await source.sample(T0 + SECOND)
+    assert (sample.member.state, sample.stats.transactions_waiting_apply) == ("ONLINE", 3)
+    assert (sample.lag, sample.applier) == (first.lag, None)
     assert [v.member.member_id for v in sample.server_view] == [OTHER_UUID]
     unavailable = [e["reason"] for e in events if e["event"] == "mysql.lag_unavailable"]
     assert unavailable == ["applier_timeout"]

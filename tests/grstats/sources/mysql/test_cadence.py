@@ -1,7 +1,8 @@
 """What is read every poll and what at a cadence (cadence.py), counted by the fake server.
 
-Every statement the source sends is a round trip (the fake counts them, and
-its queries by table). What must be read every poll is read once: the two GR
+The fake counts the statements the source sends, its round trips (COM_QUERY
+packets: one carries several statements) and its queries by table. What must
+be read every poll is read once, in one round trip: the two GR
 tables whole (the local rows and the server's view), the variables with the
 GTID sets in one SELECT, the four lag tables (whose workers rows also give
 8.x's derived applier figures) and the Gr_* status. What changes only with the
@@ -40,6 +41,12 @@ EVERY_POLL = 8
 # the first poll also: the driver's SET AUTOCOMMIT at connect (asyncmy, autocommit=True),
 # SET time_zone, the communication information, the metrics probe
 FIRST_POLL = EVERY_POLL + 4
+# round trips of a poll: the stats, members and variables, the 4 lag tables and
+# global_status in one (a COM_QUERY of several statements: CLIENT_MULTI_STATEMENTS);
+# the first poll also: SET AUTOCOMMIT, the communication information, the metrics
+# probe (SET time_zone goes in the poll's round trip)
+EVERY_POLL_ROUND_TRIPS = 1
+FIRST_POLL_ROUND_TRIPS = EVERY_POLL_ROUND_TRIPS + 3
 
 
 def _online(fake: FakeMySQL) -> None:
@@ -62,6 +69,11 @@ async def test_n_polls_make_the_expected_reads(versioned: FakeMySQL, make_source
     native = fake.version == "9.x"  # replication_applier_metrics and _progress_by_worker
     expected = FIRST_POLL + (POLLS - 1) * EVERY_POLL + (2 * POLLS - 1 if native else 0)
     assert fake.statements == expected  # the old code: 73 on 8.x (14 a poll)
+    trips = FIRST_POLL_ROUND_TRIPS + (POLLS - 1) * EVERY_POLL_ROUND_TRIPS
+    # the old code: one round trip per statement (44 on 8.x); on 9.x the first poll's
+    # probe found replication_applier_metrics, so its progress read is one more, and
+    # from then on both go in the poll's one round trip
+    assert fake.round_trips == trips + (1 if native else 0)
     assert fake.queries[STATS_TABLE] == POLLS  # the local row and the view: one read
     assert fake.queries[MEMBERS_TABLE] == POLLS
     assert fake.queries[WORKER_TABLE] == POLLS  # the lag's read serves the applier

@@ -15,8 +15,10 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from grstats.core.sample import LocalMember, LocalSample
+from grstats.sources.mysql.connection import Connection
+from grstats.sources.mysql.settings import MySQLSettings
 from protocol import PipelineStats
-from tests.fixtures.fake_mysql import GROUP, UUID, FakeMySQL
+from tests.fixtures.fake_mysql import GROUP, PASSWORD, USER, UUID, FakeMySQL
 from tests.fixtures.mysql_source import SECOND, T0, free_port, online_84, sample_until
 
 
@@ -184,3 +186,40 @@ async def test_server_that_never_greets_does_not_block_start_or_sample(
 
     assert sample.member.state == "OFFLINE"
     assert "mysql.connect_failed" in [e["event"] for e in events]
+
+
+async def test_a_refused_statement_in_a_batch_leaves_the_others_and_the_session_in_step(
+    fake: FakeMySQL,
+) -> None:
+    # MySQL runs a multi-statement COM_QUERY in order and stops at the first
+    # error (C API manual, "Multiple Statement Execution Support"): the
+    # statements after a refused one are sent again, each answered as alone
+    db = Connection(MySQLSettings(dsn=f"mysql://{USER}@127.0.0.1:{fake.port}", password=PASSWORD))
+    conn = await db.ensure()
+    assert conn is not None
+    trips = fake.round_trips
+    got: list[Any] = []
+    with capture_logs() as events:
+        await db.batch(
+            conn,
+            (
+                ("uuid", "SELECT @@server_uuid"),
+                ("missing", "SELECT * FROM performance_schema.no_such_table"),
+                ("unknown", "SELECT @@no_such_variable"),
+                ("group", "SELECT @@group_replication_group_name"),
+            ),
+            got,
+        )
+    assert [None if r is None else [tuple(row) for row in r[1]] for r in got] == [
+        [(UUID,)],
+        None,
+        None,
+        [(GROUP,)],
+    ]
+    assert fake.round_trips == trips + 3  # up to each error, then the rest
+    refused = [(e["query"], e["errno"]) for e in events if e["event"] == "mysql.query_rejected"]
+    assert refused == [("missing", 1146), ("unknown", 1193)]
+    # the session is in step: the next statement gets its own answer
+    again = await db.query(conn, "again", "SELECT @@group_replication_group_name")
+    assert again is not None and [tuple(r) for r in again[1]] == [(GROUP,)]
+    await db.close()

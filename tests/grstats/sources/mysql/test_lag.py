@@ -26,6 +26,7 @@ from tests.fixtures.mysql_source import (
     CONNECTION_STATUS_TABLE,
     COORDINATOR_COLUMNS_84,
     COORDINATOR_TABLE,
+    GLOBAL_STATUS_TABLE,
     MEMBERS_TABLE,
     SECOND,
     T0,
@@ -361,6 +362,25 @@ async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_sourc
     assert [e["event"] for e in events].count("mysql.lag_unavailable") == 1  # logged once
     fake.hang_tables = set()
     assert await _lag(source, T0 + 2 * SECOND) == (IDLE,)
+
+
+async def test_hung_gr_status_read_keeps_the_lag_read_in_the_same_round_trip(
+    fake: FakeMySQL, make_source: Any
+) -> None:
+    # the lag's tables and global_status go in one round trip: the lag's results,
+    # read before global_status hung, are kept, and the failure is global_status's
+    online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
+    _applier_channel(fake)
+    _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, *IDLE_WORKERS)
+    fake.hang_tables = {GLOBAL_STATUS_TABLE}
+    source = make_source(fake.port, poll_timeout=1.0, offline_after=0.0)
+    with capture_logs() as events:
+        sample = await source.sample(T0)
+    assert (sample.member.state, sample.stats.transactions_certified) == ("ONLINE", 10)
+    assert (sample.lag, sample.flow_control) == ((IDLE,), None)
+    reasons = [e["reason"] for e in events if e["event"] == "mysql.lag_unavailable"]
+    assert reasons == ["flow_stats_timeout"]
+    fake.hang_tables = set()
 
 
 # ---- timestamp conversion, whatever the local zone (run with TZ=Asia/Kolkata too) ----
