@@ -13,10 +13,11 @@ first step of an incremental run is right.  The applier tables (hour, day;
 applier.py) come from their own pass over the same samples, the flow-control
 tables from one persisted scan of member-seconds (flowrollup.py).  The tables
 are small; they are written by concurrent jobs in two waves (member tables
-and applier hours, then the tables that read them and the rest).  The
-manifest is replaced last.  Adding a table: its module's builder, one
-`if wanted & ...` block in `run_rollup` and its name in `TABLE_GROUPS`/
-`WRITTEN_TABLES`.
+and applier hours, persisted as they are written, then the tables that read
+them and the rest), each table's rows counted by an Observation during its
+write (no second job per table).  The manifest is replaced last.  Adding a
+table: its module's builder, one `if wanted & ...` block in `run_rollup` and
+its name in `TABLE_GROUPS`/`WRITTEN_TABLES`.
 
 Invariants:
 - Output `<out>/<table>/group=<g>/date=<YYYY-MM-DD>/*.parquet`, one file per
@@ -35,12 +36,13 @@ import datetime as dt
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from spark_rollups import flowrollup as FR
@@ -136,7 +138,8 @@ def _since(started: float) -> str:
     return f"{time.monotonic() - started:.1f} s"
 
 
-def _write(frame: DataFrame, out: str, table: str) -> None:
+def _write(frame: DataFrame, out: str, table: str) -> int:
+    """Write one table; returns its rows, counted while writing (no second job)."""
     # The tables are small (a week of minutes of nine members is 90 k rows): one
     # writing task gives one sorted file per partition without another shuffle.
     keys = [
@@ -144,8 +147,10 @@ def _write(frame: DataFrame, out: str, table: str) -> None:
         for c in ("group", "date", "member_id", T.BUCKET)
         if c in frame.columns or c in ("group", "date")
     ]
+    rows = Observation(f"rollup_rows_{table}_{uuid.uuid4().hex}")
     (
-        frame.withColumn("group", F.col(T.GROUP_NAME))
+        frame.observe(rows, F.count(F.lit(1)).alias("rows"))
+        .withColumn("group", F.col(T.GROUP_NAME))
         .withColumn("date", F.date_format(T.DAY, "yyyy-MM-dd"))
         .drop(T.DAY)
         .coalesce(1)
@@ -154,6 +159,7 @@ def _write(frame: DataFrame, out: str, table: str) -> None:
         .partitionBy("group", "date")
         .parquet(f"{out}/{table}")
     )
+    return int(rows.get["rows"])
 
 
 def run_rollup(
@@ -263,24 +269,26 @@ def run_rollup(
         tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
     counts: dict[str, int] = {}
 
+    # The tables are small: their jobs wait on scheduling and file commits more
+    # than on the cores, so they run side by side (the group and applier-day
+    # tables read the hour and day tables of the first wave, persisted as they
+    # are written: two waves).
+    first = tuple(t for t in (*MEMBER_TABLES, APPLIER_TABLES[0], COMMIT_TABLES[0]) if t in wanted)
+    second = tuple(t for t in WRITTEN_TABLES if t in wanted and t not in first)
+    for table in first:
+        if table != "member_minute":  # read again by the second wave
+            persisted.append(tables[table].persist())
+
     def write(table: str) -> None:
         started = time.monotonic()
-        frame = tables[table].persist()  # written, counted, and read by the group tables
-        _write(frame, out, table)
-        counts[table] = frame.count()
+        counts[table] = _write(tables[table], out, table)
         progress(f"rollup: {table}: {counts[table]} rows written in {_since(started)}")
 
-    # The tables are small: their jobs wait on scheduling and file commits more
-    # than on the cores, so they run side by side (the group tables read the
-    # persisted member tables, hence two waves).
-    first = tuple(t for t in (*MEMBER_TABLES, APPLIER_TABLES[0], COMMIT_TABLES[0]) if t in wanted)
-    # the group and applier-day tables read the persisted tables of the first wave
-    second = tuple(t for t in WRITTEN_TABLES if t in wanted and t not in first)
     workers = max(len(first), len(second))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollup") as pool:
         for wave in (first, second):
             list(pool.map(write, wave))
-    for frame in (*tables.values(), *persisted):
+    for frame in persisted:
         frame.unpersist()
     if only is not None:
         return counts

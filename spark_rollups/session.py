@@ -85,6 +85,10 @@ def session_settings() -> dict[str, str]:
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Results reach Python as Arrow batches (report.py), never as pickled rows.
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # One rollup compiles more generated classes than the default 100 kept: each
+        # later run in the session (the tests, a notebook) compiled them all again
+        # with Janino; keeping them costs a few MB of metaspace.
+        "spark.sql.codegen.cache.maxEntries": "2000",
     }
 
 
