@@ -146,12 +146,30 @@ def _window(events: list[dict[str, Any]], start_ms: float, end_ms: float) -> dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--members", type=int, default=3)
-    parser.add_argument("--days", type=int, default=2)
-    parser.add_argument("--history", type=Path)
-    parser.add_argument("--event-log", type=Path)
-    parser.add_argument("--tests-session", action="store_true")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="warm runs timed after one warm-up run (default 3)"
+    )
+    parser.add_argument(
+        "--members", type=int, default=3, help="simulated members (default 3, as the tests)"
+    )
+    parser.add_argument(
+        "--days", type=int, default=2, help="simulated days, cut as the tests' (default 2)"
+    )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        help="an existing history directory to roll up instead of a simulated one",
+    )
+    parser.add_argument(
+        "--event-log",
+        type=Path,
+        help="a directory for Spark's event log: adds jobs, stages and tasks per run",
+    )
+    parser.add_argument(
+        "--tests-session",
+        action="store_true",
+        help="the test fixture's session (local[2], 1 GB, 2 shuffle partitions)",
+    )
     parser.add_argument(
         "--conf",
         action="append",
@@ -160,6 +178,8 @@ def main() -> int:
         help="a runtime SQL setting for every run (a measurement of a setting)",
     )
     args = parser.parse_args()
+    if args.history is not None and not args.history.is_dir():
+        parser.error(f"--history: {args.history} is not a directory")
 
     from spark_rollups.rollup import run_rollup  # noqa: PLC0415
 
