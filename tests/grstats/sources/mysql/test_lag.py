@@ -348,11 +348,16 @@ async def test_server_without_gr_channels_or_tables_gives_no_lag(
     assert (lag.workers, lag.last_applied, lag.last_queued) == (0, StageTrx(), IDLE.last_queued)
 
 
-async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_source: Any) -> None:
+def _hung(fake: FakeMySQL, table: str) -> None:
+    """An ONLINE 8.4 member with an idle applier channel; reads of `table` hang."""
     online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
     _applier_channel(fake)
     _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, *IDLE_WORKERS)
-    fake.hang_tables = {WORKER_TABLE}
+    fake.hang_tables = {table}
+
+
+async def test_hung_lag_query_keeps_the_stats_sample(fake: FakeMySQL, make_source: Any) -> None:
+    _hung(fake, WORKER_TABLE)
     source = make_source(fake.port, poll_timeout=2.0, offline_after=0.0)
     with capture_logs() as events:
         for i in range(2):
@@ -369,10 +374,7 @@ async def test_hung_gr_status_read_keeps_the_lag_read_in_the_same_round_trip(
 ) -> None:
     # the lag's tables and global_status go in one round trip: the lag's results,
     # read before global_status hung, are kept, and the failure is global_status's
-    online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
-    _applier_channel(fake)
-    _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, *IDLE_WORKERS)
-    fake.hang_tables = {GLOBAL_STATUS_TABLE}
+    _hung(fake, GLOBAL_STATUS_TABLE)
     source = make_source(fake.port, poll_timeout=1.0, offline_after=0.0)
     with capture_logs() as events:
         sample = await source.sample(T0)
