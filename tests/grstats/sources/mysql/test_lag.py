@@ -348,8 +348,7 @@ async def test_server_without_gr_channels_or_tables_gives_no_lag(
     assert (lag.workers, lag.last_applied, lag.last_queued) == (0, StageTrx(), IDLE.last_queued)
 
 
-def _hung(fake: FakeMySQL, table: str) -> None:
-    """An ONLINE 8.4 member with an idle applier channel; reads of `table` hang."""
+def _hung(fake: FakeMySQL, table: str) -> None:  # ONLINE 8.4, idle channel, `table` hangs
     online_84(fake, COUNT_TRANSACTIONS_CHECKED=10)
     _applier_channel(fake)
     _set(fake, WORKER_TABLE, WORKER_COLUMNS_84, *IDLE_WORKERS)
