@@ -78,7 +78,6 @@ class GtidDivergenceTable:
         self.tracker = ErrantTracker()
         self._key: tuple[tuple[str, str, int], ...] = ()
         self._members: tuple[MemberGtids, ...] = ()
-        self._read_at: dict[str, int] = {}
         # member id -> (its errant set, its verdict) for the current inputs
         self._verdicts: dict[str, tuple[GtidSet, Divergence]] = {}
 
@@ -101,7 +100,6 @@ class GtidDivergenceTable:
             )
             for i in items
         )
-        self._read_at = {i.member_id: i.gtids.at_us for i in items}
         self._verdicts.clear()
         for m in self._members:
             self.tracker.update(m.member_id, candidates(m, self._members), now_us, m.read_us)
@@ -165,7 +163,7 @@ class GtidDivergenceTable:
             col.MEMBER_ID: m.member_id,
             col.GTID_EXECUTED: str(m.executed),
             col.GTID_PURGED: str(m.purged),
-            col.GTIDS_READ_AT: format_timestamp(self._read_at.get(m.member_id)),
+            col.GTIDS_READ_AT: format_timestamp(m.read_us),
             col.ERRANT_TRANSACTIONS: str(errant),
             col.ERRANT_COUNT: figures[col.ERRANT_COUNT],
             col.ERRANT_SINCE: figures[col.ERRANT_SINCE],
