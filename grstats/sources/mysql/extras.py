@@ -137,8 +137,8 @@ class Extras:
         except (TimeoutError, PollFailed) as exc:
             if len(got) < stats:
                 raise
-            what = queries[len(got)][0].split("_")[0]  # lag, flow, applier
-            what = "flow_stats" if what == "flow" else what
+            # the read it stopped at (the last one when it stopped closing the cursor)
+            what = _family(queries[min(len(got), len(queries) - 1)][0])
             failure = "timeout" if isinstance(exc, TimeoutError) else "query_failed"
             self._failed(f"{what}_{failure}", None if isinstance(exc, TimeoutError) else exc)
         if tz:
@@ -177,20 +177,17 @@ class Extras:
             self._metrics_cadence.read(conn, now_us, member, ok=conn is self._db.conn)
         return got
 
-    async def gr_status(
-        self, conn: asyncmy.Connection
-    ) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
+    def gr_status(self) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
         """The Gr_* status variables in one query: the flow-control figures
         (flowstats.py) and the commit-path ones (commitstats.py); None for each
         the server does not show or when they cannot be read.
 
-        Built from the lag's round trip when it read global_status.
+        Built from `every_poll`'s round trip; when that stopped before
+        global_status, it dropped the connection (logged) and this is empty.
         """
-        if len(self._polled) >= len(_EVERY_POLL):
-            return _gr_status(self._polled[len(_EVERY_POLL) - 1])
-        return await self._guarded(
-            conn, "flow_stats", lambda: _read_gr_status(self._db, conn), (None, None)
-        )
+        if len(self._polled) < len(_EVERY_POLL):
+            return None, None
+        return _gr_status(self._polled[len(_EVERY_POLL) - 1])
 
     async def communication(
         self, conn: asyncmy.Connection, now_us: int, member: LocalMember
@@ -266,10 +263,9 @@ class Extras:
         self._db.lost(reason, exc, retry_now=True)
 
 
-async def _read_gr_status(
-    db: Connection, conn: asyncmy.Connection
-) -> tuple[ServerFlowControl | None, CommitPathCounters | None]:
-    return _gr_status(await db.query(conn, "flow_stats", commitstats.SQL_GR_STATUS))
+def _family(what: str) -> str:
+    """The failure reason's family of the read named `what`: lag, flow_stats or applier."""
+    return what if what == "flow_stats" else what.partition("_")[0]
 
 
 def _gr_status(

@@ -184,7 +184,7 @@ class MySQLSource:
             view = server_view(server_uuid, group_name, stats_rows, member_rows, mode)
         lag = extras.lag(member.state)
         applier = await extras.applier(conn, now_us, member, stats.transactions_waiting_apply)
-        flow, commit_path = await extras.gr_status(conn)
+        flow, commit_path = extras.gr_status()
         return LocalSample(
             member=member,
             stats=stats,
