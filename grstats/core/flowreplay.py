@@ -19,7 +19,11 @@ first saw it so; THROTTLED_SECONDS adds the time between two steps to every
 member that was a bottleneck while the quota was limited. Catch-up: apply
 rate = delta applied / seconds between the member's messages, incoming rate
 = apply rate + queue growth rate, ETA = queue / (apply - incoming), infinite
-("never at this rate") when the queue does not shrink. Time is an argument.
+("never at this rate") when the queue does not shrink. A rate spans at least
+`RATE_WINDOW_US` of messages (their deltas summed) and holds between two
+such spans: at a period under a second, counters that move once a second
+would otherwise read 0 and several times the real rate by turns. Time is an
+argument.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from protocol import MemberStatsState
 __all__ = ["FlowReplay", "entry_of"]
 
 DEFAULT_CATCH_UP_LIMIT_S = 60.0
+# a second (MySQL's stats period), less a tenth for the jitter of messages a second apart
+RATE_WINDOW_US = 900_000
 
 
 def entry_of(state: MemberStatsState) -> FlowEntry:
@@ -67,6 +73,10 @@ class _Member:
     incoming_rate: float | None = None
     since_us: int | None = None
     throttled_s: float = 0.0
+    # the span the next rates are taken over: its start, the queue then, applied since
+    window_us: int = 0
+    window_queue: int = 0
+    window_applied: int = 0
 
 
 @dataclass(slots=True)
@@ -95,14 +105,21 @@ class FlowReplay:
         entry = entry_of(state)
         self._fc.receive(member_id, entry)
         old = self._members.get(member_id)
-        m = _Member(entry, at_us, self._fc.step_number)
+        m = _Member(entry, at_us, self._fc.step_number, window_us=at_us)
+        m.window_queue = entry.waiting_apply
         if old is not None:
             m.since_us, m.throttled_s = old.since_us, old.throttled_s
-            dt = (at_us - old.at_us) / 1e6
-            if dt > 0:
-                m.apply_rate = max(0.0, entry.delta_applied / dt)
-                growth = (entry.waiting_apply - old.entry.waiting_apply) / dt
+            m.apply_rate, m.incoming_rate = old.apply_rate, old.incoming_rate
+            applied = old.window_applied + entry.delta_applied
+            span_us = at_us - old.window_us
+            if span_us >= RATE_WINDOW_US:
+                dt = span_us / 1e6
+                m.apply_rate = max(0.0, applied / dt)
+                growth = (entry.waiting_apply - old.window_queue) / dt
                 m.incoming_rate = max(0.0, m.apply_rate + growth)
+            else:  # the span goes on
+                m.window_us, m.window_queue = old.window_us, old.window_queue
+                m.window_applied = applied
         self._members[member_id] = m
 
     def members(self) -> tuple[str, ...]:

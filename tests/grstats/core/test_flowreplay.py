@@ -110,3 +110,22 @@ def test_server_figures_only_on_local_row() -> None:
     rows = {r[col.MEMBER_ID]: r for r in replay.rows(A, server)}
     assert rows[A][col.SERVER_THROTTLE_COUNT] == 3
     assert rows[B][col.SERVER_THROTTLE_COUNT] is None
+
+
+def test_rates_span_a_second_when_messages_come_faster() -> None:
+    """At a 0.25 s period with applied counts moving once a second, the rates hold still.
+
+    Each second C applies 40 transactions, all reported in the second's last message
+    (deltas 0, 0, 0, 40) while its queue grows by 8 a second (2 a message). Rates over one
+    message would read 0 or 160/s by turns; over a second they read 40/s and 48/s.
+    """
+    replay = FlowReplay(catch_up_limit_s=60.0)
+    quarter = S // 4
+    replay.receive(C, _state(100, 0, 0), 0)
+    seen = []
+    for k in range(1, 13):
+        replay.receive(C, _state(100 + 2 * k, 0, 0, da=40 if k % 4 == 0 else 0), k * quarter)
+        row = _row(replay, C)
+        seen.append((row[col.APPLY_RATE], row[col.INCOMING_RATE]))
+    assert seen[:3] == [(None, None)] * 3  # less than a second seen yet
+    assert set(seen[3:]) == {(40.0, 48.0)}
