@@ -36,7 +36,8 @@ nothing is asserted.
 `--before DIR` measures DIR's `protocol` package and this checkout's
 alternately (`--rounds` each, best kept) and prints after/before per case;
 `--profile TOP` prints where the steady-sections round trip spends its time
-(cProfile, frames by inclusive share).
+(cProfile, frames by inclusive share). Every run first prints whether the
+measured `protocol` is pure Python or compiled (mypyc: docs/codec-profile.md).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ from protocol import (  # noqa: E402 - after the sys.path line so a plain checko
     encode_envelope,
     encode_pipeline_stats,
 )
+from protocol import envelope as _envelope  # noqa: E402
 from protocol.envelope_read import unique_keys  # noqa: E402
 from protocol.pipeline_stats_decode import decode_pipeline_stats_general  # noqa: E402
 
@@ -275,8 +277,27 @@ def print_rows(rows: list[Row]) -> None:
         print(f"goal: {text.format(goal)}: {verdict} ({ratio:.2f}x)")
 
 
+def built_as(module_file: str) -> str:
+    """How the measured `protocol` was built: its modules are extensions (mypyc) or sources."""
+    return "compiled (mypyc)" if module_file.endswith((".so", ".pyd")) else "pure Python"
+
+
+def _tree_built_as(tree: Path) -> str:
+    """`built_as` of the `protocol` a `--tree tree` run imports (asked of a fresh interpreter)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "import protocol.envelope as e; print(e.__file__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tree)], check=True, capture_output=True, text=True
+    ).stdout
+    return built_as(out.strip())
+
+
 def compare(before: Path, rounds: int, repeat: int) -> None:
     """Run this script on `before`'s protocol and on this checkout's, alternately."""
+    for which, tree in (("before", before), ("after", TREE)):
+        print(f"protocol ({which}): {_tree_built_as(tree)}")
     runs: dict[str, list[list[Row]]] = {"before": [], "after": []}
     for _ in range(rounds):
         for which, tree in (("before", before), ("after", TREE)):
@@ -359,10 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(machine(f"msgpack {'.'.join(map(str, msgpack.version))}"))
     if args.profile:
+        print(f"protocol: {built_as(_envelope.__file__ or '')}")
         profile(args.profile, seconds=3.0)
     elif args.before:
         compare(args.before.resolve(), args.rounds, args.repeat)
     else:
+        print(f"protocol: {built_as(_envelope.__file__ or '')}")
         print_rows(measure(args.repeat))
     return 0
 
