@@ -22,8 +22,6 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Final, Literal
 
-from protocol import PipelineStats
-
 ColumnKind = Literal["text", "id", "counter", "gauge", "number", "timestamp"]
 
 GROUP_REPLICATION_CHANNEL: Final = "group_replication_applier"
@@ -1052,12 +1050,24 @@ STATS_ITEM_COLUMNS: Final = tuple(
 
 # Every PipelineStats field -> the replication_group_member_stats column it feeds
 # (None: P_S does not show it), in the message's field order (`grstats decode`).
-PS_COLUMN_OF_FIELD: Final[Mapping[str, str | None]] = MappingProxyType(
-    {
-        f.name: next((c.name for c in MEMBER_STATS.columns if c.item == f.name), None)
-        for f in fields(PipelineStats)
-    }
-)
+# Built when first used: `protocol` is not imported by this module, so a process
+# that needs only the column declarations (the history's child) does not load it.
+PS_COLUMN_OF_FIELD: Mapping[str, str | None]  # (declared for type checkers)
+
+
+def __getattr__(name: str) -> object:
+    if name != "PS_COLUMN_OF_FIELD":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from protocol import PipelineStats  # noqa: PLC0415 - see PS_COLUMN_OF_FIELD
+
+    value = MappingProxyType(
+        {
+            f.name: next((c.name for c in MEMBER_STATS.columns if c.item == f.name), None)
+            for f in fields(PipelineStats)
+        }
+    )
+    globals()[name] = value
+    return value
 
 
 def table_names() -> tuple[str, ...]:

@@ -16,14 +16,18 @@ and `grstats.core`):
 
 The daemon imports this package only when history is configured; pyarrow is
 loaded only where Parquet is read or written (`offload`: in a child process).
+The names below load their module when first used (see `_MODULE_OF`).
 """
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from grstats.history.fileops import FileOps
-from grstats.history.stats import DropCounts, HistoryFigures, HistoryHealth
-from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal
-from grstats.history.writer import HistoryError, HistoryWriter
+if TYPE_CHECKING:
+    from grstats.history.fileops import FileOps
+    from grstats.history.parquet import history_schema, read_history, rows_to_table, write_segments
+    from grstats.history.stats import DropCounts, HistoryFigures, HistoryHealth
+    from grstats.history.wal import WAL_MAGIC, WalScan, encode_record, repair_wal, scan_wal
+    from grstats.history.writer import HistoryError, HistoryWriter
 
 __all__ = [
     "WAL_MAGIC",
@@ -43,11 +47,30 @@ __all__ = [
     "write_segments",
 ]
 
+# Each name loads its module when first asked for: the Parquet ones load pyarrow
+# (the daemon never asks), and the history's short-lived child, which imports
+# this package for its Parquet step, does not load the writer's side.
+_MODULE_OF = {
+    "FileOps": "fileops",
+    "DropCounts": "stats",
+    "HistoryFigures": "stats",
+    "HistoryHealth": "stats",
+    "WAL_MAGIC": "wal",
+    "WalScan": "wal",
+    "encode_record": "wal",
+    "repair_wal": "wal",
+    "scan_wal": "wal",
+    "HistoryError": "writer",
+    "HistoryWriter": "writer",
+    "history_schema": "parquet",
+    "read_history": "parquet",
+    "rows_to_table": "parquet",
+    "write_segments": "parquet",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # the Parquet names load pyarrow: only when asked for
-    if name in ("history_schema", "read_history", "rows_to_table", "write_segments"):
-        from grstats.history import parquet  # noqa: PLC0415 - pyarrow when used
-
-        return getattr(parquet, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_MODULE_OF[name]}")
+    return getattr(module, name)

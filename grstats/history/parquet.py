@@ -294,10 +294,9 @@ def write_segments(
     table = table.cast(history_schema())
     days = pc.divide(table["sampled_at"].cast(pa.int64()), _US_PER_DAY)
     keyed = table.append_column("_day", days)
-    keys = keyed.group_by(["group_name", "_day"]).aggregate([]).sort_by("_day").to_pylist()
+    keys = _partition_keys(keyed["group_name"], days)
     written: list[Path] = []
-    for key in keys:
-        group, day_number = key["group_name"], key["_day"]
+    for group, day_number in keys:
         if len(keys) == 1:
             part = table
         else:
@@ -320,6 +319,20 @@ def write_segments(
         write_file(path, part, {META_SEGMENT: segment_id.encode()}, writer=writer)
         written.append(path)
     return written
+
+
+def _partition_keys(groups: pa.ChunkedArray, days: pa.ChunkedArray) -> list[tuple[str, int]]:
+    """The (group, day number) pairs present, by day then group.
+
+    Not `Table.group_by`: it loads pyarrow's acero and dataset modules, ~1/10 of the
+    CPU of the history's child process that writes a minute's segment.
+    """
+    names = pc.unique(groups).to_pylist()
+    keys: list[tuple[str, int]] = []
+    for group in names:
+        in_group = days if len(names) == 1 else days.filter(pc.equal(groups, group))
+        keys.extend((group, day) for day in pc.unique(in_group).to_pylist())
+    return sorted(keys, key=lambda key: (key[1], key[0]))
 
 
 def name_key(name: str) -> bytes:

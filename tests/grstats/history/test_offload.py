@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from grstats.history.offload import CHILD_MODULE, counters_to
 from grstats.history.parquet import read_history, rows_to_table, write_segments
+from grstats.history.stats import Counters
 from grstats.history.wal import encode_record
 from grstats.history.writer import HistoryWriter
 from tests.grstats.history.rows import US, as_dict, parts, sample_row, wal_file
@@ -134,3 +139,38 @@ async def test_a_close_the_daemon_stops_waiting_for_ends_the_thread_cleanly(
     await asyncio.to_thread(thread.join, 60)
     assert errors == []
     assert read_history(tmp_path).column("seq").to_pylist() == [1]
+
+
+def test_a_segment_child_imports_only_what_the_step_needs(tmp_path: Path) -> None:
+    # one child per flush: its imports are most of its CPU (the work on a minute's
+    # rows is ~10 %); the codecs of `protocol`, the WAL writer side and pyarrow's
+    # acero are not needed to turn a closed WAL file into a segment. It ends
+    # without the interpreter's teardown: its answer and log lines must all arrive.
+    records = [encode_record(sample_row(seq)) for seq in range(1, 61)]
+    damaged = bytearray(records[9])
+    damaged[len(damaged) // 2] ^= 0x10  # one flipped bit in seq 10's payload
+    records[9] = bytes(damaged)
+    path = wal_file(tmp_path, "w1-000000000001-aa", b"".join(records))
+    request = {"op": "segment", "paths": [str(path)], "recovering": False, "dir": str(tmp_path),
+        "writer": "w1", "counters": counters_to(Counters())}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", CHILD_MODULE],
+        input=json.dumps(request).encode(),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    reply = json.loads(done.stdout.decode().splitlines()[-1])
+    assert (reply["counters"]["segments_written"], reply["counters"]["corrupt"]) == (1, 1)
+    assert read_history(tmp_path).column("seq").to_pylist() == [s for s in range(1, 61) if s != 10]
+    err = done.stderr.decode().splitlines()
+    quarantined = [json.loads(line) for line in err if "history.file_quarantined" in line]
+    assert [line["reason"] for line in quarantined] == ["damaged records in a write-ahead log file"]
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in err
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    assert "pyarrow.parquet" in imported  # the child did write its modules' import lines
+    unneeded = {"protocol", "grstats.history.writer", "grstats.history.journal", "pyarrow.acero"}
+    assert imported & unneeded == set()
