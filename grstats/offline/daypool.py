@@ -12,9 +12,11 @@ worker with its own model built from the plan: the model is a pure function of
 (settings, time), as the daemons of one group already rely on. So the files,
 names and bytes, are those of the serial run (a test holds the tables equal).
 
-Bounds: `jobs` workers (`default_workers`: the idle CPUs, at most MAX_WORKERS;
-none for a small run or a busy machine) and at most `jobs` + 1 days in flight:
-a day's first pass (~70 MB for 9 members) is pickled to its worker. Progress:
+Bounds: `jobs` workers (`default_workers`: one less than the idle CPUs, at most
+MAX_WORKERS; none for a small run or fewer than three idle CPUs) and at most
+`jobs` + 1 days in flight: a day's first pass (~70 MB for 9 members) is pickled
+to its worker; a serial run queues at most SERIAL_WRITES_QUEUED member-days
+(~51 MB each) for its writer thread. Progress:
 each member-day's rows are reported when its day is done. Workers ignore
 SIGINT: Ctrl-C reaches this process, which cancels the days not started, waits
 for the running ones (a file is written whole, by rename, or not at all) and
@@ -25,6 +27,7 @@ is (the CLI names the path), anything else, a worker's death included, as
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
 import signal
@@ -45,6 +48,9 @@ __all__ = ["MAX_WORKERS", "WorkerFailed", "default_workers", "run_parallel", "ru
 
 MAX_WORKERS = 4  # beyond this, the first passes (one process, in day order) bound the run
 MIN_PARALLEL_MEMBER_DAYS = 16  # smaller runs stay in this process by default
+# member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writer
+SERIAL_WRITES_QUEUED = 4
+SERIAL_CPUS = 2  # a serial run's busy threads: the model's and the writer's
 
 # member-days written: (paths, rows) of each, in member order
 _Written = list[tuple[list[Path], int]]
@@ -55,15 +61,17 @@ class WorkerFailed(Exception):
 
 
 def default_workers(member_days: int) -> int:
-    """The idle CPUs (usable ones less the 1-minute load), at most MAX_WORKERS; 1 for
-    a small run or a busy machine.
+    """One less than the idle CPUs (usable ones less the 1-minute load), at most
+    MAX_WORKERS, when at least SERIAL_CPUS + 1 are idle; else 1 (all in this process),
+    and 1 for a small run.
 
     Workers cost ~30 % more CPU in all (their starts: imports, ~0.5 s each; a
-    day's first pass pickled to them; each model's own warm-up): they pay only
-    with a second CPU actually free (measured: on a 2-core box whose other core
-    was busy, 2 workers took 30-35 s where one process took 22 s). Below
-    MIN_PARALLEL_MEMBER_DAYS (~0.3 s of CPU each) they never pay. The output is
-    the same whatever the number.
+    day's first pass pickled to them; each model's own warm-up; measured 9 x 7:
+    2 workers 27-29 s of CPU, one process 20-22 s), and one process already keeps
+    SERIAL_CPUS busy: the model's thread and its writer's (9 x 7: ~10 s of CPU
+    each). So workers pay only with a third CPU free: the parent's first passes
+    take one, the workers the others. Below MIN_PARALLEL_MEMBER_DAYS (~0.3 s of
+    CPU each) they never pay. The output is the same whatever the number.
     """
     if member_days < MIN_PARALLEL_MEMBER_DAYS:
         return 1
@@ -75,7 +83,9 @@ def default_workers(member_days: int) -> int:
         idle = cpus - int(os.getloadavg()[0] + 0.5)
     except OSError:  # no load average here: take every CPU as free
         idle = cpus
-    return max(1, min(idle, MAX_WORKERS))
+    if idle <= SERIAL_CPUS:
+        return 1
+    return min(idle - 1, MAX_WORKERS)
 
 
 def run_serial(
@@ -88,9 +98,10 @@ def run_serial(
     model, flow = plan.model(), FlowFill(plan.flow_control)
     paths: list[Path] = []
     rows = 0
-    # One member-day is encoded and written (zstd in C++, without the GIL) while the
-    # model computes the next: at most one write in flight, two member-days in memory.
-    pending: tuple[Future[list[Path]], int] | None = None
+    # Member-days are encoded and written (zstd in C++, without the GIL) while the model
+    # computes the next ones: up to SERIAL_WRITES_QUEUED queued, so the writer keeps
+    # busy through a day's first pass (~0.6 s for 9 members, when no table comes).
+    pending: collections.deque[tuple[Future[list[Path]], int]] = collections.deque()
 
     def finish(write: tuple[Future[list[Path]], int]) -> None:
         nonlocal rows
@@ -103,11 +114,14 @@ def run_serial(
         for day_index in range(plan.days):
             first_pass = day_inputs(model, plan, day_index, flow)
             for segment, table in member_day_tables(model, plan, day_index, first_pass):
-                if pending is not None:
-                    finish(pending)
-                pending = pool.submit(write_segments, out, table, segment_id=segment), len(table)
-        if pending is not None:
-            finish(pending)
+                while len(pending) >= SERIAL_WRITES_QUEUED:
+                    finish(pending.popleft())
+                pending.append(
+                    (pool.submit(write_segments, out, table, segment_id=segment), len(table))
+                )
+                del table
+        while pending:
+            finish(pending.popleft())
     return paths, rows
 
 

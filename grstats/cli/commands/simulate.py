@@ -82,8 +82,9 @@ __all__ = ["command"]
     type=click.IntRange(1, 64),
     default=None,
     help="Worker processes for the days (the files are the same whatever the number; "
-    "1: all in this process). Default: the idle CPUs (usable ones less the load "
-    "average), at most 4; 1 below 16 member-days.",
+    "1: all in this process, a model thread and a writer thread). Default: one less "
+    "than the idle CPUs (usable ones less the load average), at most 4, when three "
+    "or more are idle; else 1; 1 below 16 member-days.",
 )
 @click.option(
     "--out",

@@ -96,8 +96,7 @@ class MemberTexts:
         last_free: list[str | None] = [None] * n_seconds
         for i in range((-start_s) % GTID_EVERY_S, n_seconds, GTID_EVERY_S):
             group_text, last_free[i] = self._gtid_texts(start_s + i)
-            recovering = ms.state(m, start_s + i) == "RECOVERING"
-            committed[i] = "" if recovering else group_text
+            committed[i] = "" if states[i] == "RECOVERING" else group_text  # ms.state(m, s)
         return {
             "group_name": [settings.group] * n_seconds,
             "member_id": [settings.members[m]] * n_seconds,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 from grstats.cli.commands.simulate import command
 from grstats.history.writer import read_history
 from grstats.offline.backfill import default_group, member_ids, simulate_history
+from grstats.offline.daypool import default_workers
 
 SEED = 11
 START = dt.date(2026, 11, 16)  # a Monday: flow control's runs start with the week
@@ -67,3 +69,22 @@ def test_a_failing_worker_stops_the_run_with_a_one_line_error(tmp_path: Path) ->
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
     assert str(blocker) in lines[0] and "Traceback" not in result.output
     assert blocker.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "expected"),
+    [
+        (2, 0.0, 1),  # a serial run keeps both busy itself: model thread and writer thread
+        (4, 2.2, 1),  # two idle: still one process
+        (4, 1.2, 2),  # three idle: the parent's first passes and two workers
+        (4, 0.0, 3),  # the parent's first passes take the fourth
+        (8, 0.0, 4),  # at most MAX_WORKERS
+    ],
+)
+def test_workers_only_beyond_the_two_cpus_a_serial_run_uses(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, expected: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert default_workers(63) == expected
+    assert default_workers(15) == 1  # below MIN_PARALLEL_MEMBER_DAYS
