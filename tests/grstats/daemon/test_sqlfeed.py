@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from grstats.core.snapshot import DaemonSnapshot
-from grstats.daemon.sqlfeed import SnapshotFeed
+from grstats.daemon.sqlfeed import INLINE_BYTES, SnapshotFeed
 from grstats.sql.channel import read_frame
 from tests.fixtures.bus_helpers import until
 
@@ -52,3 +56,36 @@ async def test_a_snapshot_for_no_running_child_is_counted_not_running() -> None:
     finally:
         sender.cancel()
     assert feed.sent == 0
+
+
+async def test_a_small_frame_is_encoded_on_the_loop_a_large_one_in_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a thread hop costs more CPU than encoding a one-member daemon's ~1 KB frame;
+    # the first frame's size is unknown and a large one keeps the next in a thread
+    hops: list[object] = []
+    to_thread = asyncio.to_thread
+
+    async def counting(func: Callable[..., Any], /, *args: Any) -> Any:
+        hops.append(func)
+        return await to_thread(func, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", counting)
+    echo = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _ECHO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert echo.stdin is not None and echo.stdout is not None
+    feed = SnapshotFeed(CAP)
+    sender = asyncio.create_task(feed.run(lambda: echo.stdin))
+    names = ["g" * (INLINE_BYTES + 1), "g", "g", "g"]  # large, small (after large), small, small
+    got = []
+    try:
+        for n, name in enumerate(names):
+            feed.offer(DaemonSnapshot(taken_at_us=n, group_name=name, local_member_id="m"))
+            got.append(await asyncio.wait_for(read_frame(echo.stdout, CAP), 10))
+    finally:
+        sender.cancel()
+        echo.stdin.close()
+        await echo.wait()
+    assert [(m["taken_at_us"], m["group_name"]) for m in got if m] == list(enumerate(names))
+    assert len(hops) == 2  # the first (large) and the one after it
