@@ -1,6 +1,7 @@
 """Where one production member daemon spends its CPU (py-spy), as in `make bench-daemon` (d).
 
 Usage: python benchmarks/profile_daemon.py [--seconds 60] [--top 40] [--sql]
+       python benchmarks/profile_daemon.py --calls [--seconds 60] [--top 40]
        python benchmarks/profile_daemon.py --simulated-pair [--calls] [--seconds 60] [--top 40]
 
 One `grstats run` with the mysql source against a fake MySQL 8.4 server in
@@ -12,6 +13,12 @@ waiting in epoll_wait or on a condition as active, so the stacks ending in a
 selector's select() or a Condition/Event wait are left out: the shares printed
 are of the samples that were doing work (every thread: the history writer's
 too). The daemon's CPU % over the same window is printed beside them.
+
+With `--calls` (no `--simulated-pair`) that production daemon runs under
+cProfile twice, [sql] off then on, and what is printed is Python function
+calls per second of each, the most called functions with [sql] off and,
+function by function, the calls per second `[sql]` adds: what the daemon
+does every second for its SQL endpoint.
 
 `--simulated-pair` profiles instead one daemon of bench-daemon (e)'s group
 (9 simulated daemons, period 1 s) twice: at the default MySQL version
@@ -209,6 +216,34 @@ def simulated_calls(seconds: float, top: int) -> None:
 SIMULATED_PAIR = {"with": "", "without": 'version = "8.0.22"'}  # as bench-daemon (e)
 
 
+def production_calls(seconds: float, top: int) -> None:
+    """cProfile the production daemon with [sql] off and on; the calls [sql] adds."""
+    per_second: dict[str, dict[str, float]] = {}
+    for label, sql in (("off", False), ("on", True)):
+        with scratch_with_broker("profile-daemon-") as (procs, workdir, broker):
+            server = start_mimic(procs, workdir, 1)[0]
+            stats, toml = workdir / "daemon.pstats", workdir / "grstats.toml"
+            toml.write_text(production_toml(broker, server["port"], workdir, sql))
+            argv = [sys.executable, "-c", _PROFILED, str(stats), "run", "--config", str(toml)]
+            daemon = procs.start(argv, workdir / "daemon.log")
+            api_port_of(workdir / "daemon.log")
+            time.sleep(seconds)
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=60)  # the stats are written as it exits
+            calls = _calls(stats)
+        print(f"[sql] {label:>3}: {sum(calls.values()) / seconds:.0f} calls/s (startup included)")
+        per_second[label] = {f: n / seconds for f, n in calls.items()}
+    on, off = per_second["on"], per_second["off"]
+    print("[sql] off, the most called functions (calls/s):")
+    for f in sorted(off, key=lambda f: -off[f])[:top]:
+        print(f"{off[f]:8.1f}  {f}")
+    print(f"[sql] adds {sum(on.values()) - sum(off.values()):.0f} calls/s; by function (on, off):")
+    frames = sorted(set(on) | set(off), key=lambda f: on.get(f, 0) - off.get(f, 0), reverse=True)
+    for f in frames[:top]:
+        a, b = on.get(f, 0.0), off.get(f, 0.0)
+        print(f"{a:8.1f} {b:8.1f} {a - b:+8.1f}  {f}")
+
+
 def simulated_pair(seconds: float, top: int) -> None:
     """Profile daemon 0 of 9 simulated daemons with the commit path and without."""
     per_second: dict[str, dict[str, float]] = {}
@@ -253,7 +288,9 @@ def main() -> int:
     parser.add_argument(
         "--simulated-pair", action="store_true", help="bench-daemon (e)'s daemon, with/without"
     )
-    parser.add_argument("--calls", action="store_true", help="with --simulated-pair: cProfile")
+    parser.add_argument(
+        "--calls", action="store_true", help="cProfile's calls/s ([sql] off/on, or the pair)"
+    )
     args = parser.parse_args()
     grstats = str(Path(sys.executable).parent / "grstats")
     print(machine(f"load average {os.getloadavg()[0]:.2f}"))
@@ -262,6 +299,9 @@ def main() -> int:
         return 0
     if args.simulated_pair:
         simulated_pair(args.seconds, args.top)
+        return 0
+    if args.calls:
+        production_calls(args.seconds, args.top)
         return 0
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="profile-daemon-") as tmp:
