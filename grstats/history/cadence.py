@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, COMMIT_PATH_HISTORY_COLUMNS
 
-__all__ = ["THINNED", "WINDOW_S", "thin_counters"]
+__all__ = ["THINNED", "WINDOW_S", "dropped", "thin_counters"]
 
 #: seconds of `sampled_at` (UTC, aligned to the epoch) whose last sample keeps the counters
 WINDOW_S: Final = 10
@@ -61,7 +61,7 @@ def _shifted_equal(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values[:-1], values[1:]), False)
 
 
-def _dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
+def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     """Over every row: True where the group's counters are stored NULL; None: none are."""
     valid = [pc.is_valid(table[name]).combine_chunks() for name in columns]
     has = valid[0]
@@ -103,12 +103,12 @@ def thin_counters(table: pa.Table) -> pa.Table:
         The same rows; counters of the dropped samples NULL (the rest untouched).
     """
     for columns in THINNED:
-        dropped = _dropped(table, columns)
-        if dropped is None:
+        mask = dropped(table, columns)
+        if mask is None:
             continue
         for name in columns:
             index = table.schema.get_field_index(name)
             column = table[name]
-            nulled = pc.if_else(dropped, pa.scalar(None, column.type), column.combine_chunks())
+            nulled = pc.if_else(mask, pa.scalar(None, column.type), column.combine_chunks())
             table = table.set_column(index, table.field(index), nulled)
     return table
