@@ -88,10 +88,6 @@ EXPECTED = CommitPathCounters(
     last_consensus_end_us=LAST_US,
 )
 
-# These tests read every extra once and check its values, not the deadline: the
-# fixture's 2 s poll (the extras get 90 % of it) ran out once in make test while
-# two Spark JVMs held both cores, and the communication information read None.
-POLL_TIMEOUT_S = 10.0
 
 
 def _status(fake: FakeMySQL, version: str, **extra: str) -> None:
@@ -129,7 +125,7 @@ async def test_each_version_shape_gives_its_figures_or_none_without_a_fault(
     fake, version = versioned
     online_84(fake)
     _status(fake, version)
-    source = make_source(fake.port, poll_timeout=POLL_TIMEOUT_S)
+    source = make_source(fake.port)
     with capture_logs() as logs:
         sample = await source.sample(T0)
     assert sample.member.state == "ONLINE"
@@ -156,7 +152,7 @@ async def test_one_query_also_serves_the_flow_control_figures(
         Gr_flow_control_throttle_active_count="0",
         Gr_flow_control_throttle_last_throttle_timestamp="",
     )
-    sample = await make_source(fake.port, poll_timeout=POLL_TIMEOUT_S).sample(T0)
+    sample = await make_source(fake.port).sample(T0)
     assert sample.commit_path is not None
     assert (sample.commit_path.throttled, sample.commit_path.throttled_us) == (4, 2_500_000)
     assert sample.flow_control is not None
@@ -223,7 +219,7 @@ async def test_each_version_shape_gives_the_communication_information(
     online_84(fake)
     _communication(fake)
     with capture_logs() as logs:
-        sample = await make_source(fake.port, poll_timeout=POLL_TIMEOUT_S).sample(T0)
+        sample = await make_source(fake.port).sample(T0)
     assert sample.communication == GroupCommunication(
         10, "8.0.27", (LEADER,), (LEADER, OTHER), True
     )
@@ -235,7 +231,7 @@ async def test_an_8_0_23_table_has_no_single_leader_column(
 ) -> None:
     online_84(fake)
     _communication(fake, defs.names(COMM_TABLE, "8.0")[:4], WRITE_CONSENSUS_LEADERS_ACTUAL="")
-    sample = await make_source(fake.port, poll_timeout=POLL_TIMEOUT_S).sample(T0)
+    sample = await make_source(fake.port).sample(T0)
     assert sample.communication == GroupCommunication(10, "8.0.27", (LEADER,), (), None)
 
 
@@ -243,7 +239,7 @@ async def test_no_table_or_no_row_is_none_without_a_fault(
     fake: FakeMySQL, make_source: Any
 ) -> None:
     online_84(fake)
-    source = make_source(fake.port, poll_timeout=POLL_TIMEOUT_S)
+    source = make_source(fake.port)
     fake.tables[COMM_TABLE] = (defs.names(COMM_TABLE, "8.4"), [])  # GR plugin not running
     with capture_logs() as logs:
         assert (await source.sample(T0)).communication is None
@@ -285,7 +281,7 @@ async def test_the_communication_information_is_read_again_on_a_view_role_or_per
 ) -> None:
     online_84(fake)
     _communication(fake)
-    source = make_source(fake.port, poll_timeout=POLL_TIMEOUT_S)
+    source = make_source(fake.port)
     for second in range(5):
         assert _concurrency(await source.sample(T0 + second * SECOND)) == 10
     assert fake.queries[COMM_TABLE] == 1  # the first poll only
