@@ -7,8 +7,11 @@ recorded meanwhile.  The rows taken count as buffered (`held`) until the
 thread is `done` with them, so the figures and /healthz see them throughout.
 
 Invariants:
-- At most `bound` rows wait; beyond, the oldest are dropped and counted
-  (`buffer_full`, a data fault for /healthz): none is lost silently.
+- At most `bound` rows are held, the batch the thread is writing included (a
+  thread stuck in write() must not let another `bound` rows pile up behind
+  it); beyond, the oldest waiting rows are dropped and counted (`buffer_full`,
+  a data fault for /healthz): none is lost silently.  Rows in flight cannot be
+  dropped: while a full batch is being written, a new row is the one dropped.
 - Rows leave in recording order, a requeued batch included.
 """
 
@@ -59,6 +62,7 @@ class RowBuffer:
         """Put back rows that could not be written, in front; the bound holds (counted)."""
         with self._lock:
             self._rows.extendleft(reversed(batch))
+            self._in_flight = 0  # what was not put back was written
             excess = self._trim()
         if excess:
             with self._counters.lock:
@@ -98,8 +102,9 @@ class RowBuffer:
         return lost
 
     def _trim(self) -> int:
-        # with the buffer's lock held
-        excess = max(0, len(self._rows) - self.bound)
+        # with the buffer's lock held; only waiting rows can go (held() <= bound
+        # before each add, so there is a waiting row for each one in excess)
+        excess = min(len(self._rows), max(0, len(self._rows) + self._in_flight - self.bound))
         for _ in range(excess):
             self._rows.popleft()
         return excess

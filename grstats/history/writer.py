@@ -19,8 +19,9 @@ Invariants:
 - Rows are fsynced in the order they were recorded; fsynced rows are never
   lost (a failed rotation keeps the WAL file; a close on a failing disk
   leaves it for the next start).
-- The buffer holds at most `max_buffer_rows` rows; beyond, the oldest is
-  dropped and counted (`buffer_full`); past half of it `health()` says so.
+- The buffer holds at most `max_buffer_rows` rows, the batch being written
+  included; beyond, the oldest waiting is dropped and counted
+  (`buffer_full`); past half of it `health()` says so.
   Every row that will never be stored is counted under a reason
   (`HistoryFigures.dropped`); none is lost silently.
   A row dropped, a value stored NULL or a file quarantined keeps `health()`
