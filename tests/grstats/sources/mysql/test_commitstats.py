@@ -89,7 +89,6 @@ EXPECTED = CommitPathCounters(
 )
 
 
-
 def _status(fake: FakeMySQL, version: str, **extra: str) -> None:
     shipped = set(defs.gr_status_variables(version))
     rows = [{"VARIABLE_NAME": k, "VARIABLE_VALUE": v} for k, v in SHOWN.items() if k in shipped]
