@@ -8,8 +8,14 @@ declared from MySQL's shipped definitions) with its own @@server_uuid; every
 one lists the N members in replication_group_members and
 replication_group_member_stats (rows of tests/fixtures/mysql_source.py's
 row_84 / member_84), and their counters grow each second as on a group
-committing ~50 transactions/s. It runs in its own process so that the SQL
-parsing of the fakes is not charged to the daemons; `--only I` serves only
+committing ~50 transactions/s. Each server's @@gtid_executed grows with them,
+as a group member's does: one GTID per certified transaction, numbered under
+the group's name (group replication assigns @@group_replication_group_name's
+UUID to the group's transactions, whichever member commits them), so the text
+stays one interval, "<group>:1-N" with N its COUNT_TRANSACTIONS_CHECKED:
+bounded in length, while the daemon parses a new set every poll. It runs in
+its own process so that the SQL parsing of the fakes is not charged to the
+daemons; `--only I` serves only
 server I (one process per server keeps a loaded machine from starving them). FILE receives the ports
 and member ids as JSON once every server listens; the process ends after S
 seconds or at SIGTERM.
@@ -71,6 +77,13 @@ def _shaped(fake: FakeMySQL, table: str, rows: list[dict[str, Any]]) -> list[dic
     return [{c: row.get(c) for c in fake.tables[table][0]} for row in rows]
 
 
+def committed(fake: FakeMySQL, stats: list[dict[str, Any]]) -> None:
+    """`fake`'s @@gtid_executed: every transaction the group certified, by its name."""
+    own = next(r for r in stats if r["MEMBER_ID"] == fake.variables["server_uuid"])
+    group = fake.variables["group_replication_group_name"]
+    fake.variables["gtid_executed"] = f"{group}:1-{own['COUNT_TRANSACTIONS_CHECKED']}"
+
+
 class CommitPath:
     """A server's Gr_* status rows (growing) and communication row, as its version shows."""
 
@@ -128,6 +141,7 @@ async def serve(
         fake.tables[STATS_TABLE] = (fake.tables[STATS_TABLE][0], stats)
         if commit_path:
             commit_paths.append(CommitPath(fake, ids))
+        committed(fake, stats)
         await fake.start()
         servers.append(fake)
     listening = [{"port": s.port, "member": m} for s, (_, m) in zip(servers, served, strict=True)]
@@ -140,6 +154,8 @@ async def serve(
         for row in stats:  # shared by every fake: one group's view
             for c in COUNTERS:
                 row[c] += 50
+        for fake in servers:
+            committed(fake, stats)
         for server in commit_paths:
             server.grow()
         with contextlib.suppress(TimeoutError):
