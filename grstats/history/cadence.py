@@ -63,11 +63,16 @@ def _shifted_equal(values: pa.Array) -> pa.Array:
 
 def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     """Over every row: True where the group's counters are stored NULL; None: none are."""
-    valid = [pc.is_valid(table[name]).combine_chunks() for name in columns]
-    has = valid[0]
-    for v in valid[1:]:
-        has = pc.or_(has, v)
-    figures = table.select(["member_id", "incarnation", "sampled_at", *columns]).filter(has)
+    names = ["member_id", "incarnation", "sampled_at", *columns]
+    if any(table[name].null_count == 0 for name in columns):
+        has = None  # a counter known on every row: every row has figures
+        figures = table.select(names)
+    else:
+        valid = [pc.is_valid(table[name]).combine_chunks() for name in columns]
+        has = valid[0]
+        for v in valid[1:]:
+            has = pc.or_(has, v)
+        figures = table.select(names).filter(has)
     if figures.num_rows < 3:
         return None
     at = figures["sampled_at"].combine_chunks().cast(pa.int64())
@@ -79,6 +84,9 @@ def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     clean = pc.and_(clean, _shifted_equal(pc.divide(at, _DAY_US)))
     for name in columns:
         values = figures[name].combine_chunks()
+        if values.null_count == 0:  # both known on every link: only the order to compare
+            clean = pc.and_(clean, pc.greater_equal(values[1:], values[:-1]))
+            continue
         known = pc.is_valid(values)
         clean = pc.and_(clean, pc.equal(known[:-1], known[1:]))
         # NULL where either is NULL: then both are (the line above), nothing to compare
@@ -90,6 +98,8 @@ def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     drop = pc.and_(after, before)
     if not pc.any(drop).as_py():
         return None
+    if has is None:  # the rows with figures are all the rows
+        return drop
     return pc.replace_with_mask(pc.and_(has, False), has, drop)
 
 

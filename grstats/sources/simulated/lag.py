@@ -363,14 +363,21 @@ def _stops(settings: SimulationSettings, m: int) -> bool:
 
 def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
     """Original commit (µs) of stream positions r of member m, certified in seconds k
-    (`_trx`'s rule: rank among second k's transactions in member order)."""
-    d = ok[k - lo] - ok[k - 1 - lo]  # (positions, members): each member's count in k
-    q = r - remote[k - 1 - lo]  # rank among second k's remote transactions
-    own = d[:, m].copy()
-    d[:, m] = 0
-    x = (np.cumsum(d, axis=1) <= q[:, None]).sum(axis=1)  # the member it came from
-    rank = q + np.where(x > m, own, 0)
-    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (d.sum(axis=1) + own)
+    (`_trx`'s rule: rank among second k's transactions in member order).
+
+    Position r is the q-th of second k's remote transactions; in member order, the
+    members before m come before m's own ones, so its rank among all of second k's
+    is q, plus m's own count when q reaches past the members before m. Counts never
+    decrease, so that takes three figures per second of the window (the members
+    before m, m, all), not a row of every member per position.
+    """
+    before = ok[:, :m].sum(axis=1)  # through each second of the window
+    own, every = ok[:, m], ok.sum(axis=1)
+    i, j = k - lo, k - 1 - lo
+    q = r - remote[j]  # rank among second k's remote transactions
+    own_k = own[i] - own[j]
+    rank = q + np.where(q >= before[i] - before[j], own_k, 0)
+    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (every[i] - every[j])
     return result
 
 
