@@ -211,8 +211,12 @@ def _text_array(parts: list[list[Any]], type_: Any) -> Any:
 
     size = sum(map(len, parts))
     first = next((part[0] for part in parts if part), None)
-    # each hour's list alone (list.count in C, mostly by identity): no day-long list
-    if size and all(part.count(first) == len(part) for part in parts):
+    # each hour's list alone, against its own first item (list.count in C, by identity:
+    # an hour repeats one object, the next hour's equal value may be another): no
+    # day-long list
+    if size and all(
+        part[0] == first and part.count(part[0]) == len(part) for part in parts if part
+    ):
         return pa.repeat(pa.scalar(first, type_), size)
     return pa.array(list(itertools.chain.from_iterable(parts)), type_)
 

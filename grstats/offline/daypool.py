@@ -31,6 +31,7 @@ import collections
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -51,6 +52,8 @@ MIN_PARALLEL_MEMBER_DAYS = 16  # smaller runs stay in this process by default
 # member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writer
 SERIAL_WRITES_QUEUED = 4
 SERIAL_CPUS = 2  # a serial run's busy threads: the model's and the writer's
+SERIAL_WRITERS = 2  # writer threads of a serial run
+WRITER_NICE = 10  # added to a writer thread's niceness
 
 # member-days written: (paths, rows) of each, in member order
 _Written = list[tuple[list[Path], int]]
@@ -110,7 +113,9 @@ def run_serial(
         if on_chunk is not None:
             on_chunk(write[1])
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulate-write") as pool:
+    with ThreadPoolExecutor(
+        max_workers=SERIAL_WRITERS, thread_name_prefix="simulate-write", initializer=_yield_cpu
+    ) as pool:
         for day_index in range(plan.days):
             first_pass = day_inputs(model, plan, day_index, flow)
             for segment, table in member_day_tables(model, plan, day_index, first_pass):
@@ -123,6 +128,14 @@ def run_serial(
         while pending:
             finish(pending.popleft())
     return paths, rows
+
+
+def _yield_cpu() -> None:
+    """A writer thread: a lower priority (Linux: per thread) than the model's thread."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICE)
+    except (AttributeError, OSError):  # no per-thread priority here: share alike
+        pass
 
 
 def run_parallel(
