@@ -259,6 +259,7 @@ def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     the kept tenth of the rows and copies no column. The files are the same.
     """
     import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.compute as pc  # noqa: PLC0415
 
     from grstats.history.cadence import dropped  # noqa: PLC0415
 
@@ -272,8 +273,15 @@ def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
         }
     )
     mask = dropped(rows, names)
-    nulls = None if mask is None else mask.to_numpy(zero_copy_only=False)
-    return {name: pa.array(columns[name], pa.int64(), mask=nulls) for name in names}
+    if mask is None:
+        return {name: rows[name].chunk(0) for name in names}
+    # one validity bitmap shared by the counters, over their numpy data: nothing copied
+    keep = pc.invert(mask)
+    validity, nulls = keep.buffers()[1], mask.true_count
+    return {
+        name: pa.Array.from_buffers(pa.int64(), n, [validity, rows[name].chunk(0).buffers()[1]], nulls)
+        for name in names
+    }
 
 
 @dataclass(frozen=True, slots=True)
