@@ -321,7 +321,9 @@ def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     keep = pc.invert(mask)
     validity, nulls = keep.buffers()[1], mask.true_count
     return {
-        name: pa.Array.from_buffers(pa.int64(), n, [validity, rows[name].chunk(0).buffers()[1]], nulls)
+        name: pa.Array.from_buffers(
+            pa.int64(), n, [validity, rows[name].chunk(0).buffers()[1]], nulls
+        )
         for name in names
     }
 

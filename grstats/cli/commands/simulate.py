@@ -82,7 +82,7 @@ __all__ = ["command"]
     type=click.IntRange(1, 64),
     default=None,
     help="Worker processes for the days (the files are the same whatever the number; "
-    "1: all in this process, a model thread and a writer thread). Default: one less "
+    "1: all in this process, a model thread and two writer threads). Default: one less "
     "than the idle CPUs (usable ones less the load average), at most 4, when three "
     "or more are idle; else 1; 1 below 16 member-days.",
 )
