@@ -161,9 +161,11 @@ def _chunks(start_s: int, n: int) -> range:
     return range(start_s, start_s + n, _CHUNK_S)
 
 
-def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
+def _model_columns(
+    model: Any, member: str, start_s: int, n: int, repeated: dict[tuple[type, Any, Any], Any]
+) -> dict[str, Any]:
     """The model's other columns of `member` for n seconds: texts, lag figures (NaN:
-    NULL) and the applier counters, as Arrow arrays.
+    NULL) and the applier counters, as Arrow arrays (`repeated`: `_text_array`'s).
 
     An hour at a time, texts then lag then applier: all read the same hours of the
     workload, which the model caches only a few of (a day of one, then a day of
@@ -184,7 +186,7 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
 
     types = _schema_types()
     columns: dict[str, Any] = {
-        name: _text_array([c[name] for c in texts], types[name], start_s, GTID_EVERY_S)
+        name: _text_array([c[name] for c in texts], types[name], start_s, GTID_EVERY_S, repeated)
         for name in texts[0]
         if name != "group_name"  # the plan's group text (member_day_tables), not the model's
     }
@@ -202,13 +204,20 @@ def _schema_types() -> dict[str, Any]:
     return {f.name: f.type for f in history_schema()}
 
 
-def _text_array(parts: list[list[Any]], type_: Any, start_s: int, every: int) -> Any:
+def _text_array(
+    parts: list[list[Any]],
+    type_: Any,
+    start_s: int,
+    every: int,
+    repeated: dict[tuple[type, Any, Any], Any],
+) -> Any:
     """One column of the model's hourly lists as an Arrow array of `type_`.
 
     Most are one value repeated (a member's host, state, version): built from
     that value without converting each item (a day of ten such columns took
-    40 ms of a member-day's 260). The GTID texts are NULL but on the seconds
-    divisible by `every` (`_sparse_array`).
+    40 ms of a member-day's 260), once for the day's members that share it
+    (`repeated`: (its Python type, value, type) -> array; arrays are immutable). The
+    GTID texts are NULL but on the seconds divisible by `every` (`_sparse_array`).
     """
     import pyarrow as pa  # noqa: PLC0415
 
@@ -220,7 +229,11 @@ def _text_array(parts: list[list[Any]], type_: Any, start_s: int, every: int) ->
     if size and all(
         part[0] == first and part.count(part[0]) == len(part) for part in parts if part
     ):
-        return pa.repeat(pa.scalar(first, type_), size)
+        key = (type(first), first, type_)
+        got = repeated.get(key)
+        if got is None or len(got) != size:
+            got = repeated[key] = pa.repeat(pa.scalar(first, type_), size)
+        return got
     sparse = _sparse_array(parts, type_, start_s, every)
     if sparse is not None:
         return sparse
@@ -418,17 +431,20 @@ def member_day_tables(
     schema = history_schema()
     start_s = plan.day_start_s(day_index)
     slow_link = plan.slow_link()
+    # texts every member of the day shows alike (group, state, version): one array each
+    group_names = pa.repeat(pa.scalar(plan.group, pa.string()), _DAY_S)
+    repeated: dict[tuple[type, Any, Any], Any] = {}
     numbers, figures, rounds = first_pass
     model.remember_certification_rounds(rounds)  # a worker's model has not computed them
     for member in plan.members:
-        columns = _model_columns(model, member, start_s, _DAY_S)
+        columns = _model_columns(model, member, start_s, _DAY_S, repeated)
         columns.update(numbers.pop(member))
         columns.update(figures.pop(member))
         columns.update(_thinned(columns, APPLIER_HISTORY_COLUMNS))
         # the commit path's counters from the local proposals (slow link in `slow_link`)
         columns.update(_commit_columns(model, member, start_s, columns, slow_link))
         first_seq = day_index * _DAY_S + 1
-        columns["group_name"] = pa.repeat(pa.scalar(plan.group, pa.string()), _DAY_S)
+        columns["group_name"] = group_names
         columns["incarnation"] = np.full(_DAY_S, incarnation_of(plan.seed, member), dtype=np.uint64)
         columns["seq"] = np.arange(first_seq, first_seq + _DAY_S, dtype=np.int64)
         # any column the model leaves out is NULL, as a daemon without it writes it
