@@ -301,8 +301,20 @@ def _commit_columns(
     figures = commit_path_columns(
         model.settings, member, secs, local, windows=slow_link, local_at=local_at
     )
-    dropped = ~kept_rows(secs)  # as a daemon records them: once per bucket
-    return {name: pa.array(values, pa.int64(), mask=dropped) for name, values in figures.items()}
+    kept = kept_rows(secs)  # as a daemon records them: once per bucket
+    if not len(kept):
+        return {name: pa.array(values, pa.int64()) for name, values in figures.items()}
+    # one validity bitmap shared by the columns, over their own data: nothing copied
+    validity, nulls = pa.array(kept).buffers()[1], len(kept) - int(kept.sum())
+    return {
+        name: pa.Array.from_buffers(
+            pa.int64(),
+            len(kept),
+            [validity, pa.py_buffer(np.ascontiguousarray(values, dtype=np.int64))],
+            nulls,
+        )
+        for name, values in figures.items()
+    }
 
 
 def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
