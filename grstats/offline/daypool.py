@@ -16,9 +16,10 @@ Bounds: `jobs` workers (`default_workers`: one less than the idle CPUs, at most
 MAX_WORKERS; none for a small run or fewer than three idle CPUs) and at most
 `jobs` + 1 days in flight: a day's first pass (~70 MB for 9 members) is pickled
 to its worker; a serial run queues at most SERIAL_WRITES_QUEUED member-days
-(~51 MB each) for its SERIAL_WRITERS writer threads, which run at a lower
-priority than its model's thread (Linux): the model keeps a CPU while it
-computes, the writers take both when it waits for them or is done. Progress:
+(~51 MB each) for its SERIAL_WRITERS writer threads: the encoding (the bulk of
+the CPU) takes what the model's thread leaves, both CPUs when the model waits
+for it or is done. (Writers at a lower priority than the model lost the CPUs to
+any other busy process: 9 x 7 took 16-33 s where equal ones took 12 s.) Progress:
 each member-day's rows are reported when its day is done. Workers ignore
 SIGINT: Ctrl-C reaches this process, which cancels the days not started, waits
 for the running ones (a file is written whole, by rename, or not at all) and
@@ -30,11 +31,9 @@ is (the CLI names the path), anything else, a worker's death included, as
 from __future__ import annotations
 
 import collections
-import contextlib
 import multiprocessing
 import os
 import signal
-import threading
 from collections.abc import Callable
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -52,13 +51,12 @@ __all__ = ["MAX_WORKERS", "WorkerFailed", "default_workers", "run_parallel", "ru
 
 MAX_WORKERS = 4  # beyond this, the first passes (one process, in day order) bound the run
 MIN_PARALLEL_MEMBER_DAYS = 16  # smaller runs stay in this process by default
-# member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writer
+# member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writers
 SERIAL_WRITES_QUEUED = 4
 SERIAL_CPUS = 2  # the CPUs a serial run keeps busy: its model's thread and its writers'
-# writer threads of a serial run: the model's one CPU leaves one to the encoding (the bulk
-# of a 9 x 7 run's CPU), both when the model waits for them, and at the end
+# writer threads of a serial run: the encoding (the bulk of a 9 x 7 run's CPU) runs beside
+# the model, and on both CPUs when the model waits for it and at the end
 SERIAL_WRITERS = 2
-WRITER_NICE = 10  # added to a writer thread's niceness, so the model's thread keeps a CPU
 
 # member-days written: (paths, rows) of each, in member order
 _Written = list[tuple[list[Path], int]]
@@ -119,7 +117,7 @@ def run_serial(
             on_chunk(write[1])
 
     with ThreadPoolExecutor(
-        max_workers=SERIAL_WRITERS, thread_name_prefix="simulate-write", initializer=_yield_cpu
+        max_workers=SERIAL_WRITERS, thread_name_prefix="simulate-write"
     ) as pool:
         for day_index in range(plan.days):
             first_pass = day_inputs(model, plan, day_index, flow)
@@ -133,13 +131,6 @@ def run_serial(
         while pending:
             finish(pending.popleft())
     return paths, rows
-
-
-def _yield_cpu() -> None:
-    """A writer thread: a lower priority (Linux: per thread) than the model's thread."""
-    # no per-thread priority on this platform: the threads share alike
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICE)
 
 
 def run_parallel(
