@@ -61,24 +61,40 @@ def _shifted_equal(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values[:-1], values[1:]), False)
 
 
+def _constant(column: pa.ChunkedArray) -> bool:
+    """Whether every row holds the same non-NULL value."""
+    if column.null_count or not len(column):
+        return False
+    return pc.all(pc.equal(column, column[0])).as_py() is True
+
+
 def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     """Over every row: True where the group's counters are stored NULL; None: none are."""
-    valid = [pc.is_valid(table[name]).combine_chunks() for name in columns]
-    has = valid[0]
-    for v in valid[1:]:
-        has = pc.or_(has, v)
-    figures = table.select(["member_id", "incarnation", "sampled_at", *columns]).filter(has)
+    # the identity of one member's incarnation (a member-day, a daemon's segment) makes
+    # every link clean: compared here once, not carried through the filter
+    identity = [name for name in ("member_id", "incarnation") if not _constant(table[name])]
+    names = [*identity, "sampled_at", *columns]
+    if any(table[name].null_count == 0 for name in columns):
+        has = None  # a counter known on every row: every row has figures
+        figures = table.select(names)
+    else:
+        valid = [pc.is_valid(table[name]).combine_chunks() for name in columns]
+        has = valid[0]
+        for v in valid[1:]:
+            has = pc.or_(has, v)
+        figures = table.select(names).filter(has)
     if figures.num_rows < 3:
         return None
     at = figures["sampled_at"].combine_chunks().cast(pa.int64())
-    clean = pc.and_(
-        _shifted_equal(figures["member_id"].combine_chunks()),
-        _shifted_equal(figures["incarnation"].combine_chunks()),
-    )
-    clean = pc.and_(clean, pc.fill_null(pc.less(at[:-1], at[1:]), False))
+    clean = pc.fill_null(pc.less(at[:-1], at[1:]), False)
+    for name in identity:
+        clean = pc.and_(clean, _shifted_equal(figures[name].combine_chunks()))
     clean = pc.and_(clean, _shifted_equal(pc.divide(at, _DAY_US)))
     for name in columns:
         values = figures[name].combine_chunks()
+        if values.null_count == 0:  # both known on every link: only the order to compare
+            clean = pc.and_(clean, pc.greater_equal(values[1:], values[:-1]))
+            continue
         known = pc.is_valid(values)
         clean = pc.and_(clean, pc.equal(known[:-1], known[1:]))
         # NULL where either is NULL: then both are (the line above), nothing to compare
@@ -90,6 +106,8 @@ def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     drop = pc.and_(after, before)
     if not pc.any(drop).as_py():
         return None
+    if has is None:  # the rows with figures are all the rows
+        return drop
     return pc.replace_with_mask(pc.and_(has, False), has, drop)
 
 

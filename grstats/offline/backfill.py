@@ -161,9 +161,11 @@ def _chunks(start_s: int, n: int) -> range:
     return range(start_s, start_s + n, _CHUNK_S)
 
 
-def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, Any]:
+def _model_columns(
+    model: Any, member: str, start_s: int, n: int, repeated: dict[tuple[type, Any, Any], Any]
+) -> dict[str, Any]:
     """The model's other columns of `member` for n seconds: texts, lag figures (NaN:
-    NULL) and the applier counters, as Arrow arrays.
+    NULL) and the applier counters, as Arrow arrays (`repeated`: `_text_array`'s).
 
     An hour at a time, texts then lag then applier: all read the same hours of the
     workload, which the model caches only a few of (a day of one, then a day of
@@ -180,9 +182,11 @@ def _model_columns(model: Any, member: str, start_s: int, n: int) -> dict[str, A
         texts.append(model.text_columns(member, s, size))
         lags.append(model.lag_history(member, s, size))
         appliers.append(model.applier_history(member, s, size))
+    from grstats.sources.simulated.texts import GTID_EVERY_S  # noqa: PLC0415
+
     types = _schema_types()
     columns: dict[str, Any] = {
-        name: _text_array([c[name] for c in texts], types[name])
+        name: _text_array([c[name] for c in texts], types[name], start_s, GTID_EVERY_S, repeated)
         for name in texts[0]
         if name != "group_name"  # the plan's group text (member_day_tables), not the model's
     }
@@ -200,21 +204,76 @@ def _schema_types() -> dict[str, Any]:
     return {f.name: f.type for f in history_schema()}
 
 
-def _text_array(parts: list[list[Any]], type_: Any) -> Any:
+def _text_array(
+    parts: list[list[Any]],
+    type_: Any,
+    start_s: int,
+    every: int,
+    repeated: dict[tuple[type, Any, Any], Any],
+) -> Any:
     """One column of the model's hourly lists as an Arrow array of `type_`.
 
     Most are one value repeated (a member's host, state, version): built from
     that value without converting each item (a day of ten such columns took
-    40 ms of a member-day's 260).
+    40 ms of a member-day's 260), once for the day's members that share it
+    (`repeated`: (its Python type, value, type) -> array; arrays are immutable). The
+    GTID texts are NULL but on the seconds divisible by `every` (`_sparse_array`).
     """
     import pyarrow as pa  # noqa: PLC0415
 
     size = sum(map(len, parts))
     first = next((part[0] for part in parts if part), None)
-    # each hour's list alone (list.count in C, mostly by identity): no day-long list
-    if size and all(part.count(first) == len(part) for part in parts):
-        return pa.repeat(pa.scalar(first, type_), size)
+    # each hour's list alone, against its own first item (list.count in C, by identity:
+    # an hour repeats one object, the next hour's equal value may be another): no
+    # day-long list
+    if size and all(
+        part[0] == first and part.count(part[0]) == len(part) for part in parts if part
+    ):
+        key = (type(first), first, type_)
+        got = repeated.get(key)
+        if got is None or len(got) != size:
+            got = repeated[key] = pa.repeat(pa.scalar(first, type_), size)
+        return got
+    sparse = _sparse_array(parts, type_, start_s, every)
+    if sparse is not None:
+        return sparse
     return pa.array(list(itertools.chain.from_iterable(parts)), type_)
+
+
+def _sparse_array(parts: list[list[Any]], type_: Any, start_s: int, every: int) -> Any:
+    """The hourly lists of seconds start_s.. as an Arrow string array when only the
+    seconds divisible by `every` hold a text (each other one is None, counted in C by
+    identity): built from those texts' bytes; else None.
+    """
+    import numpy as np  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415
+
+    values: list[Any] = []
+    rows: list[Any] = []
+    at = 0  # the part's first row
+    for part in parts:
+        first = -(start_s + at) % every
+        kept = part[first::every]
+        if part.count(None) != len(part) - len(kept) + kept.count(None):
+            return None
+        values.extend(kept)
+        rows.append(np.arange(at + first, at + len(part), every))
+        at += len(part)
+    if type_ != pa.string() or None in values:
+        return None
+    # the texts' bytes once, each row's offsets (a NULL row adds none): no per-row object
+    where = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    data = [value.encode() for value in values]
+    lengths = np.zeros(at, dtype=np.int32)
+    lengths[where] = np.fromiter(map(len, data), np.int32, len(data))
+    if sum(map(len, data)) >= 1 << 31:  # beyond a string array's 32-bit offsets
+        return None
+    offsets = np.zeros(at + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    valid = np.zeros(at, dtype=bool)
+    valid[where] = True
+    buffers = [pa.array(valid).buffers()[1], pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), at, buffers, at - len(where))
 
 
 def _commit_columns(
@@ -242,8 +301,20 @@ def _commit_columns(
     figures = commit_path_columns(
         model.settings, member, secs, local, windows=slow_link, local_at=local_at
     )
-    dropped = ~kept_rows(secs)  # as a daemon records them: once per bucket
-    return {name: pa.array(values, pa.int64(), mask=dropped) for name, values in figures.items()}
+    kept = kept_rows(secs)  # as a daemon records them: once per bucket
+    if not len(kept):
+        return {name: pa.array(values, pa.int64()) for name, values in figures.items()}
+    # one validity bitmap shared by the columns, over their own data: nothing copied
+    validity, nulls = pa.array(kept).buffers()[1], len(kept) - int(kept.sum())
+    return {
+        name: pa.Array.from_buffers(
+            pa.int64(),
+            len(kept),
+            [validity, pa.py_buffer(np.ascontiguousarray(values, dtype=np.int64))],
+            nulls,
+        )
+        for name, values in figures.items()
+    }
 
 
 def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
@@ -255,6 +326,7 @@ def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     the kept tenth of the rows and copies no column. The files are the same.
     """
     import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.compute as pc  # noqa: PLC0415
 
     from grstats.history.cadence import dropped  # noqa: PLC0415
 
@@ -268,8 +340,17 @@ def _thinned(columns: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
         }
     )
     mask = dropped(rows, names)
-    nulls = None if mask is None else mask.to_numpy(zero_copy_only=False)
-    return {name: pa.array(columns[name], pa.int64(), mask=nulls) for name in names}
+    if mask is None:
+        return {name: rows[name].chunk(0) for name in names}
+    # one validity bitmap shared by the counters, over their numpy data: nothing copied
+    keep = pc.invert(mask)
+    validity, nulls = keep.buffers()[1], mask.true_count
+    return {
+        name: pa.Array.from_buffers(
+            pa.int64(), n, [validity, rows[name].chunk(0).buffers()[1]], nulls
+        )
+        for name in names
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,17 +443,20 @@ def member_day_tables(
     schema = history_schema()
     start_s = plan.day_start_s(day_index)
     slow_link = plan.slow_link()
+    # texts every member of the day shows alike (group, state, version): one array each
+    group_names = pa.repeat(pa.scalar(plan.group, pa.string()), _DAY_S)
+    repeated: dict[tuple[type, Any, Any], Any] = {}
     numbers, figures, rounds = first_pass
     model.remember_certification_rounds(rounds)  # a worker's model has not computed them
     for member in plan.members:
-        columns = _model_columns(model, member, start_s, _DAY_S)
+        columns = _model_columns(model, member, start_s, _DAY_S, repeated)
         columns.update(numbers.pop(member))
         columns.update(figures.pop(member))
         columns.update(_thinned(columns, APPLIER_HISTORY_COLUMNS))
         # the commit path's counters from the local proposals (slow link in `slow_link`)
         columns.update(_commit_columns(model, member, start_s, columns, slow_link))
         first_seq = day_index * _DAY_S + 1
-        columns["group_name"] = pa.repeat(pa.scalar(plan.group, pa.string()), _DAY_S)
+        columns["group_name"] = group_names
         columns["incarnation"] = np.full(_DAY_S, incarnation_of(plan.seed, member), dtype=np.uint64)
         columns["seq"] = np.arange(first_seq, first_seq + _DAY_S, dtype=np.int64)
         # any column the model leaves out is NULL, as a daemon without it writes it

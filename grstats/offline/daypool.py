@@ -16,7 +16,10 @@ Bounds: `jobs` workers (`default_workers`: one less than the idle CPUs, at most
 MAX_WORKERS; none for a small run or fewer than three idle CPUs) and at most
 `jobs` + 1 days in flight: a day's first pass (~70 MB for 9 members) is pickled
 to its worker; a serial run queues at most SERIAL_WRITES_QUEUED member-days
-(~51 MB each) for its writer thread. Progress:
+(~51 MB each) for its SERIAL_WRITERS writer threads: the encoding (the bulk of
+the CPU) takes what the model's thread leaves, both CPUs when the model waits
+for it or is done. (Writers at a lower priority than the model lost the CPUs to
+any other busy process: 9 x 7 took 16-33 s where equal ones took 12 s.) Progress:
 each member-day's rows are reported when its day is done. Workers ignore
 SIGINT: Ctrl-C reaches this process, which cancels the days not started, waits
 for the running ones (a file is written whole, by rename, or not at all) and
@@ -48,9 +51,12 @@ __all__ = ["MAX_WORKERS", "WorkerFailed", "default_workers", "run_parallel", "ru
 
 MAX_WORKERS = 4  # beyond this, the first passes (one process, in day order) bound the run
 MIN_PARALLEL_MEMBER_DAYS = 16  # smaller runs stay in this process by default
-# member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writer
+# member-day tables (~51 MB each in Arrow) waiting for, or in, the serial run's writers
 SERIAL_WRITES_QUEUED = 4
-SERIAL_CPUS = 2  # a serial run's busy threads: the model's and the writer's
+SERIAL_CPUS = 2  # the CPUs a serial run keeps busy: its model's thread and its writers'
+# writer threads of a serial run: the encoding (the bulk of a 9 x 7 run's CPU) runs beside
+# the model, and on both CPUs when the model waits for it and at the end
+SERIAL_WRITERS = 2
 
 # member-days written: (paths, rows) of each, in member order
 _Written = list[tuple[list[Path], int]]
@@ -68,8 +74,8 @@ def default_workers(member_days: int) -> int:
     Workers cost ~30 % more CPU in all (their starts: imports, ~0.5 s each; a
     day's first pass pickled to them; each model's own warm-up; measured 9 x 7:
     2 workers 27-29 s of CPU, one process 20-22 s), and one process already keeps
-    SERIAL_CPUS busy: the model's thread and its writer's (9 x 7: ~10 s of CPU
-    each). So workers pay only with a third CPU free: the parent's first passes
+    SERIAL_CPUS busy: the model's thread and its writers' (9 x 7: ~7 s and ~9 s
+    of CPU). So workers pay only with a third CPU free: the parent's first passes
     take one, the workers the others. Below MIN_PARALLEL_MEMBER_DAYS (~0.3 s of
     CPU each) they never pay. The output is the same whatever the number.
     """
@@ -99,8 +105,8 @@ def run_serial(
     paths: list[Path] = []
     rows = 0
     # Member-days are encoded and written (zstd in C++, without the GIL) while the model
-    # computes the next ones: up to SERIAL_WRITES_QUEUED queued, so the writer keeps
-    # busy through a day's first pass (~0.6 s for 9 members, when no table comes).
+    # computes the next ones: up to SERIAL_WRITES_QUEUED queued, so the writers keep
+    # busy through a day's first pass (~0.4 s for 9 members, when no table comes).
     pending: collections.deque[tuple[Future[list[Path]], int]] = collections.deque()
 
     def finish(write: tuple[Future[list[Path]], int]) -> None:
@@ -110,7 +116,9 @@ def run_serial(
         if on_chunk is not None:
             on_chunk(write[1])
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulate-write") as pool:
+    with ThreadPoolExecutor(
+        max_workers=SERIAL_WRITERS, thread_name_prefix="simulate-write"
+    ) as pool:
         for day_index in range(plan.days):
             first_pass = day_inputs(model, plan, day_index, flow)
             for segment, table in member_day_tables(model, plan, day_index, first_pass):

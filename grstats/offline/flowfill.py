@@ -53,6 +53,7 @@ AT = "sampled_at"
 FLOW_INPUTS = (CERT, APPLY, CERTIFIED, APPLIED, LOCAL, MODE, AT)
 
 _I64 = np.int64
+_BOTTLENECKS = pa.array(["", "certifier", "applier"], pa.string())  # fc_bottleneck's texts
 
 
 @dataclass(slots=True)
@@ -103,14 +104,13 @@ class FlowFill:
             c = cols[m]
             cert_ex = c[CERT] - s.certifier_threshold
             apply_ex = c[APPLY] - s.applier_threshold
-            kind = np.where(
-                needs[m], np.where(certifier_bound(cert_ex, apply_ex), "certifier", "applier"), ""
-            )
+            # _BOTTLENECKS' index per row: no Python text per row
+            kind = np.where(needs[m], np.where(certifier_bound(cert_ex, apply_ex), 1, 2), 0)
             eta = self._eta(m, c, n)
             known = ~np.isnan(eta)
             ready = pa.array((eta <= self.catch_up_limit_s).astype(np.int8), pa.int8(), mask=~known)
             out[m] = {
-                "fc_bottleneck": pa.array(kind.tolist(), pa.string()),
+                "fc_bottleneck": _BOTTLENECKS.take(pa.array(kind.astype(np.int8))),
                 "fc_excess_over_threshold": pa.array(
                     np.maximum(np.maximum(cert_ex, apply_ex), 0), pa.int64()
                 ),
@@ -161,33 +161,37 @@ class FlowFill:
         carried = [m for m in members if m in self._last]
         if n and any(needs_flow_control(self._last[m].entry, s) for m in carried):
             held[0] = True
-        # each member's FlowEntry fields per row, as plain ints (built once, column-wise)
-        fields = {m: self._entry_fields(m, cols[m]) for m in members}
+        # each member's FlowEntry fields on the rows a step reads (row t - 1 of each held
+        # step t), as plain ints: built once, column-wise, for those rows only
+        read = np.flatnonzero(held[1:])  # t - 1
+        fields = {m: self._entry_fields(m, cols[m], read) for m in members}
+        j = 0  # the next of `read`
         for t in range(n):
             if not held[t] and fc.quota == 0 and not s.max_quota:
                 fc.step_number += 1  # what step() does with no hold and no quota
                 continue
-            if held[t]:
+            if held[t] and t > 0:
                 for m in members:
-                    if t > 0:
-                        wc, wa, dc, da, dl, mode = fields[m]
-                        i = t - 1
-                        fc.receive(m, FlowEntry(wc[i], wa[i], dc[i], da[i], dl[i], mode[i]))
-                    elif m in self._last:
+                    wc, wa, dc, da, dl, mode = fields[m]
+                    fc.receive(m, FlowEntry(wc[j], wa[j], dc[j], da[j], dl[j], mode[j]))
+                j += 1
+            elif held[t]:  # the day's first step reads the previous day's last messages
+                for m in members:
+                    if m in self._last:
                         fc.receive(m, self._last[m].entry)
             fc.step(0)
             quota[t] = fc.quota
         return quota
 
-    def _entry_fields(self, m: str, c: dict[str, Any]) -> list[list[int]]:
-        """FlowEntry's fields per row (deltas against the previous message), as lists."""
+    def _entry_fields(self, m: str, c: dict[str, Any], rows: Any) -> list[list[int]]:
+        """FlowEntry's fields on `rows` (deltas against the previous message), as lists."""
         return [
-            c[CERT].tolist(),
-            c[APPLY].tolist(),
-            (c[CERTIFIED] - self._previous(m, c, CERTIFIED)).tolist(),
-            (c[APPLIED] - self._previous(m, c, APPLIED)).tolist(),
-            (c[LOCAL] - self._previous(m, c, LOCAL)).tolist(),
-            c[MODE].tolist(),
+            c[CERT][rows].tolist(),
+            c[APPLY][rows].tolist(),
+            (c[CERTIFIED] - self._previous(m, c, CERTIFIED))[rows].tolist(),
+            (c[APPLIED] - self._previous(m, c, APPLIED))[rows].tolist(),
+            (c[LOCAL] - self._previous(m, c, LOCAL))[rows].tolist(),
+            c[MODE][rows].tolist(),
         ]
 
     def _eta(self, m: str, c: dict[str, Any], n: int) -> Any:

@@ -7,10 +7,12 @@ format and layout); this command chooses the inputs and reports the result.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -82,7 +84,7 @@ __all__ = ["command"]
     type=click.IntRange(1, 64),
     default=None,
     help="Worker processes for the days (the files are the same whatever the number; "
-    "1: all in this process, a model thread and a writer thread). Default: one less "
+    "1: all in this process, a model thread and two writer threads). Default: one less "
     "than the idle CPUs (usable ones less the load average), at most 4, when three "
     "or more are idle; else 1; 1 below 16 member-days.",
 )
@@ -167,37 +169,12 @@ def run_with_progress(
     Returns:
         What `run` returned.
     """
-    from rich.console import Console  # noqa: PLC0415
-    from rich.progress import (  # noqa: PLC0415
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    if _maybe_terminal():
+        from rich.console import Console  # noqa: PLC0415
 
-    console = Console(stderr=True)
-    if console.is_terminal:
-        columns = (
-            TextColumn("simulate"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("rows"),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("rows", total=total_rows, rate="")
-
-            def advance(n: int) -> None:
-                progress.advance(task, n)
-                speed = progress.tasks[task].speed or 0.0
-                progress.update(task, rate=f"{speed:,.0f} rows/s")
-
-            return run(advance)
+        console = Console(stderr=True)
+        if console.is_terminal:
+            return _run_with_bar(console, total_rows, run)
     began, done = time.monotonic(), 0
 
     def report(n: int) -> None:
@@ -213,6 +190,47 @@ def run_with_progress(
         )
 
     return run(report)
+
+
+def _maybe_terminal() -> bool:
+    """Whether rich may call stderr a terminal (`Console.is_terminal`): not when it is
+    no TTY and no TTY_COMPATIBLE or FORCE_COLOR says otherwise -- then rich (~0.2 s of
+    imports before the first day) is not loaded."""
+    return sys.stderr.isatty() or "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ
+
+
+def _run_with_bar(
+    console: Any, total_rows: int, run: Callable[[Callable[[int], None]], SimulateResult]
+) -> SimulateResult:
+    """`run_with_progress` on a terminal: a rich progress bar on `console`."""
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("simulate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("rows"),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("rows", total=total_rows, rate="")
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+            speed = progress.tasks[task].speed or 0.0
+            progress.update(task, rate=f"{speed:,.0f} rows/s")
+
+        return run(advance)
 
 
 def _hours(text: str) -> tuple[int, int]:

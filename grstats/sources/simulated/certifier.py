@@ -44,6 +44,7 @@ __all__ = ["GC_PERIOD_S", "Certification"]
 
 GC_PERIOD_S = 60  # Certifier_broadcast_thread::BROADCAST_GTID_EXECUTED_PERIOD
 _STABLE_CACHED = 4096  # rounds: a simulated day of every member reuses them
+_SPANS_CACHED = 2  # spans of `_collected`: the hour every member reads in turn, and one more
 
 
 class Certification:
@@ -66,6 +67,7 @@ class Certification:
         """
         self._w, self._q, self._ledger, self._members = workload, queues, ledger, membership
         self._stable: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
+        self._spans: OrderedDict[tuple[int, int], I64] = OrderedDict()
         s = workload.settings
         index = {m: i for i, m in enumerate(s.members)}
         self._in_queue: list[list[tuple[int, int | None, int]]] = [[] for _ in s.members]
@@ -119,13 +121,25 @@ class Certification:
 
     def rows_validating(self, ok_total: I64, start: int, stop: int) -> I64:
         """ROWS_VALIDATING for seconds [start, stop), given the group's certified totals there."""
+        rows: I64 = ok_total - self._collected(start, stop)
+        return rows
+
+    def _collected(self, start: int, stop: int) -> I64:
+        """Per second of [start, stop): the write-sets garbage collected by then (the
+        stable transactions less the last one's); the same for every member, so cached
+        for the span (a day is read member after member, an hour at a time)."""
+        got = self._spans.get((start, stop))
+        if got is not None:
+            return got
         first = start // GC_PERIOD_S
         rounds = range(first * GC_PERIOD_S, stop, GC_PERIOD_S)
         stable = np.array([self.stable_at(x)[1] for x in rounds], dtype=np.int64)
-        kept = (stable > 0).astype(np.int64)  # the last stable transaction's write-set
-        i = np.arange(start, stop) // GC_PERIOD_S - first
-        rows: I64 = ok_total - stable[i] + kept[i]
-        return rows
+        stable -= stable > 0  # the last stable transaction keeps its write-set
+        got = stable[np.arange(start, stop) // GC_PERIOD_S - first]
+        self._spans[(start, stop)] = got
+        if len(self._spans) > _SPANS_CACHED:
+            self._spans.popitem(last=False)
+        return got
 
     def committed_text(self, s: int) -> str:
         """TRANSACTIONS_COMMITTED_ALL_MEMBERS at second s: the latest round's stable set."""

@@ -74,11 +74,12 @@ class GtidLedger:
     def set_text(self, ok: I64, upper: int) -> str:
         """Canonical text of every GTID certified by `upper`, where `ok` = ok_at(upper)."""
         b = GTID_BLOCK_SIZE
-        end = (len(self._writers) + sum(_started(int(ok[x])) for x in self._writers)) * b
+        counts = ok.tolist()  # plain ints, converted once
+        end = (len(self._writers) + sum(_started(counts[x]) for x in self._writers)) * b
         holes = []
         for x in self._writers:
-            j = _started(int(ok[x]))
-            used = int(ok[x]) - j * b
+            j = _started(counts[x])
+            used = counts[x] - j * b
             if used < b:
                 block = self._block(x, j, upper)
                 holes.append((block * b + used + 1, (block + 1) * b))

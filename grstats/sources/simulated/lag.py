@@ -291,7 +291,7 @@ class StageLag:
         r0 = max(0, self._count("applied", m, start) - 1)
         if self._count("remote", m, end - 1) > r0:
             lo = min(lo, self._arrival(m, r0, end - 1) - 1)
-        remote_w, applied_w, ok = self._window(m, lo, end)
+        remote_w, applied_w, certified = self._window(m, lo, end)
         remote, applied = remote_w[start - lo :], applied_w[start - lo :]
         queue = remote - applied
         has = in_view & (remote > 0)
@@ -304,7 +304,7 @@ class StageLag:
         starts = np.empty(0, dtype=np.int64)
         if len(positions):
             k = lo + np.searchsorted(remote_w, positions, side="right")
-            originals = _originals(m, positions, k, lo=lo, remote=remote_w, ok=ok)
+            originals = _originals(m, positions, k, lo=lo, remote=remote_w, certified=certified)
             starts = _apply_starts(
                 positions[:n_last],
                 k[:n_last],
@@ -322,26 +322,32 @@ class StageLag:
         out[_OFFSET][in_view] = 0.0
         return out
 
-    def _window(self, m: int, lo: int, end: int) -> tuple[I64, I64, I64]:
-        """Member m's remote and applied counts, and every member's positively certified
-        count (seconds x members), through each second of [lo, end); one pass over the
-        hours, so that each hour is built once (the workload keeps only a few)."""
+    def _window(self, m: int, lo: int, end: int) -> tuple[I64, I64, _Certified]:
+        """Member m's remote and applied counts, and the positively certified counts of
+        the members before m, of m and of all (`_Certified`), through each second of
+        [lo, end); one pass over the hours, so that each hour is built once (the
+        workload keeps only a few)."""
         w = self._w
         remote: list[I64] = []
         applied: list[I64] = []
-        ok: list[I64] = []
+        before: list[I64] = []
+        own: list[I64] = []
+        every: list[I64] = []
         for h in range(lo // HOUR, (end - 1) // HOUR + 1):
             a, b = max(lo, h * HOUR) - h * HOUR, min(end, (h + 1) * HOUR) - h * HOUR
             if h < w.h0:
-                remote.append(np.zeros(b - a, dtype=np.int64))
-                applied.append(np.zeros(b - a, dtype=np.int64))
-                ok.append(np.zeros((b - a, w.n), dtype=np.int64))
+                for part in (remote, applied, before, own, every):
+                    part.append(np.zeros(b - a, dtype=np.int64))
             else:
                 remote.append(self._hour_array("remote", m, h)[a:b])
                 applied.append(self._hour_array("applied", m, h)[a:b])
                 pa, pc = w.base(h)
-                ok.append(w.hour(h).ok[:, a:b].T + (pa - pc))
-        return np.concatenate(remote), np.concatenate(applied), np.concatenate(ok)
+                base, hour = pa - pc, w.hour(h)
+                before.append(int(base[:m].sum()) + hour.ok[:m, a:b].sum(axis=0))
+                own.append(int(base[m]) + hour.ok[m, a:b])
+                every.append(int(base.sum()) + hour.ok_tot[a:b])
+        certified = _Certified(np.concatenate(before), np.concatenate(own), np.concatenate(every))
+        return np.concatenate(remote), np.concatenate(applied), certified
 
 
 _HISTORY = {c.name: str(c.history) for c in col.MEMBER_LAG.columns if c.history is not None}
@@ -361,16 +367,28 @@ def _stops(settings: SimulationSettings, m: int) -> bool:
     )
 
 
-def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, ok: I64) -> I64:
+class _Certified(NamedTuple):
+    """Positively certified transactions through each second of a window: those of the
+    members before member m (in member order), of m, and of every member."""
+
+    before: I64
+    own: I64
+    every: I64
+
+
+def _originals(m: int, r: I64, k: I64, *, lo: int, remote: I64, certified: _Certified) -> I64:
     """Original commit (µs) of stream positions r of member m, certified in seconds k
-    (`_trx`'s rule: rank among second k's transactions in member order)."""
-    d = ok[k - lo] - ok[k - 1 - lo]  # (positions, members): each member's count in k
-    q = r - remote[k - 1 - lo]  # rank among second k's remote transactions
-    own = d[:, m].copy()
-    d[:, m] = 0
-    x = (np.cumsum(d, axis=1) <= q[:, None]).sum(axis=1)  # the member it came from
-    rank = q + np.where(x > m, own, 0)
-    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (d.sum(axis=1) + own)
+    (`_trx`'s rule: rank among second k's transactions in member order).
+
+    Position r is the q-th of second k's remote transactions; in member order, the
+    members before m come before m's own ones, so its rank among all of second k's
+    is q, plus m's own count when q reaches past the members before m.
+    """
+    before, own, every = certified
+    i, j = k - lo, k - 1 - lo
+    q = r - remote[j]  # rank among second k's remote transactions
+    rank = q + np.where(q >= before[i] - before[j], own[i] - own[j], 0)
+    result: I64 = k * US + rank * ORIGIN_SPREAD_US // (every[i] - every[j])
     return result
 
 

@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,6 +21,7 @@ from grstats.core.records import (
 from grstats.history.parquet import (
     SUM_ZSTD_LEVEL,
     ZSTD_LEVEL,
+    _one_value,
     invalid_column,
     read_history,
     rows_to_table,
@@ -305,3 +307,23 @@ def test_one_members_rows_out_of_order_are_written_in_order(
     rows = [sample_row(s, at_us=MIDNIGHT_US + at[s] * 1_000_000) for s in order]
     (path,) = write_segments(tmp_path, rows_to_table(rows), segment_id="one")
     assert pq.read_table(path).column("seq").to_pylist() == [2, 3, 4, 5, 1]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "a", "a"],
+        ["a", "b", "a"],
+        ["a", None, "a"],
+        [None, None],
+        [None, "a"],
+        [],
+        ["a"],
+    ],
+)
+def test_one_value_is_count_distinct_of_one(values: list[str | None]) -> None:
+    column = pa.chunked_array(
+        [pa.array(values[:1], pa.string()), pa.array(values[1:], pa.string())]
+    )
+    expected = pc.count_distinct(column, mode="all").as_py() == 1  # NULL counts as a value
+    assert _one_value(column) is expected
