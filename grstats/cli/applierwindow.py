@@ -83,7 +83,7 @@ def earlier_readings(history: Path, at: dt.datetime) -> dict[str, dict[str, obje
     wanted = ["member_id", "sampled_at", *_METRIC_OF]
     found: dict[str, dict[str, object]] = {}
     latest: dict[str, dt.datetime] = {}
-    tables = []
+    tables: list[pa.Table] = []
     for partition in partitions(history):
         if partition.name.removeprefix("date=") not in dates:
             continue
