@@ -7,8 +7,12 @@ thread's own DuckDB database (DuckDB connections are not shared between
 threads): the live tables are Arrow tables made from the snapshot given,
 registered under views named like MySQL's; the history and the rollups are
 views over `read_parquet` with hive partitioning, so a filter on
-`group_name` or `date` reads only those directories; information_schema is
-Arrow tables too (`infoschema`), rebuilt when the catalog changes.
+`group_name` or `date` reads only those directories; the history view adds
+the rows not flushed yet, read from the write-ahead log (`grstats.history.tail`,
+re-read only when a WAL file changed), each part only while its segment file
+does not exist (checked in the query: a row shows once while a flush runs);
+information_schema is Arrow tables too (`infoschema`), rebuilt when the
+catalog changes.
 
 Invariants: a worker database can read only the history and rollup
 directories (`allowed_directories`, external access off, configuration
