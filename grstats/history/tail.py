@@ -20,8 +20,9 @@ Invariants:
   are shown, as the writer's segment will keep them.
 - Bounded: at most `max_bytes` of WAL files are read per refresh, newest
   first (the files beyond the bound are counted as skipped and logged).
-- A file is re-read only when its size or mtime changed; `table()` returns
-  the very same table while nothing changed (a cheap check for the caller).
+- A file is read again only when its size or mtime changed, and a grown
+  file only from where its last valid record ended; `table()` returns the
+  very same table while nothing changed (a cheap check for the caller).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from pathlib import Path
 import pyarrow as pa
 import structlog
 
+from grstats.core.records import HistoryRow
 from grstats.history.parquet import history_schema, rows_to_table, segment_parts
 from grstats.history.rowcheck import storable_row
-from grstats.history.wal import scan_wal, wal_id
+from grstats.history.wal import WAL_MAGIC, scan_wal, wal_id
 
 __all__ = ["DEFAULT_MAX_BYTES", "SEGMENT_COLUMN", "WalTail", "tail_schema"]
 
@@ -61,6 +63,8 @@ class _Read:
     mtime_ns: int
     table: pa.Table
     damaged: int
+    rows: list[HistoryRow]
+    good: int  # where the last valid record ends: a grown file is decoded from here
 
 
 @dataclass(slots=True)
@@ -99,7 +103,7 @@ class WalTail:
                 continue
             read = self._files.get(path)
             if read is None or (read.size, read.mtime_ns) != (size, mtime_ns):
-                read = _read(path, size, mtime_ns)
+                read = _read(path, size, mtime_ns, read if read and size > read.size else None)
             if read is None:
                 skipped += 1
                 continue
@@ -128,20 +132,27 @@ class WalTail:
         return out
 
 
-def _read(path: Path, size: int, mtime_ns: int) -> _Read | None:
+def _read(path: Path, size: int, mtime_ns: int, before: _Read | None) -> _Read | None:
+    # `before`: this file's earlier read, when it has grown (appended): only the new
+    # records are decoded; the parts are rebuilt from all its rows (thinning is per file)
+    start = before.good if before is not None else 0
     try:
         with path.open("rb") as f:
-            data = f.read(size)  # what was appended after the listing is read next time
+            f.seek(start)
+            data = f.read(size - start)  # what was appended after the listing: next time
     except OSError:  # gone (segmented meanwhile) or unreadable
         return None
-    scan = scan_wal(data)
+    scan = scan_wal(WAL_MAGIC + data if before is not None else data)
     if scan.damaged:
         log.warning("history.tail_damaged", path=path.name, stretches=scan.damaged)
-    rows = [r for r in (storable_row(row)[0] for row in scan.rows) if r is not None]
+    new = [r for r in (storable_row(row)[0] for row in scan.rows) if r is not None]
+    rows = before.rows + new if before is not None else new
+    good = start + scan.good_size - (len(WAL_MAGIC) if before is not None else 0)
+    damaged = scan.damaged + (before.damaged if before is not None else 0)
     parts = []
     for _, day, part, name_id in segment_parts(rows_to_table(rows), wal_id(path)):
         n = part.num_rows
         dated = part.append_column(DATE_COLUMN, pa.array([day] * n, pa.date32()))
         parts.append(dated.append_column(SEGMENT_COLUMN, pa.array([str(name_id)] * n)))
     table = pa.concat_tables(parts) if parts else tail_schema().empty_table()
-    return _Read(size, mtime_ns, table.cast(tail_schema()), scan.damaged)
+    return _Read(size, mtime_ns, table.cast(tail_schema()), damaged, rows, good)

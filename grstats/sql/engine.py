@@ -213,12 +213,12 @@ class Engine:
                 )
         self._local.info_mapping = mapping
 
-    def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object) -> None:
+    def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object, sql: str) -> None:
         if self._local.snapshot is not snapshot:
             for t in self.live:
                 con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(snapshot))  # type: ignore[arg-type]
             self._local.snapshot = snapshot
-        if self.history_dir:
+        if self.history_dir and catalog.HISTORY in sql.lower():  # reads the WAL: only if named
             self._refresh_history(con)
         for name, root in catalog.rollup_dirs(self.rollups_dir):
             if catalog.has_parquet(root.resolve()):
@@ -276,7 +276,7 @@ class Engine:
         timer = threading.Timer(self.query_timeout, con.interrupt)
         timer.daemon = True
         try:
-            self._refresh(con, snapshot)
+            self._refresh(con, snapshot, sql)
             if catalog.INFO_SCHEMA_INTERNAL in sql:
                 self._refresh_info_schema(con)
             timer.start()

@@ -20,6 +20,7 @@ import pymysql
 import pytest
 
 from grstats.history.parquet import rows_to_table, write_segments
+from grstats.history.tail import WalTail
 from grstats.history.wal import encode_record, wal_id
 from grstats.sql import SqlOptions, native_password_hash
 from tests.fixtures.sql_inprocess import Running, serve
@@ -80,8 +81,10 @@ async def test_a_recorded_row_shows_before_any_flush_and_once_after_it(
     writer = new_writer(tmp_path, flush_interval_s=3600.0)
     await writer.start()
     try:
-        for seq in (1, 2, 3):
+        for seq in (1, 2):
             writer.record(sample_row(seq))
+        assert await _poll(running.port, 2) == _expected(1, 2)
+        writer.record(sample_row(3))  # the same WAL file, grown: its new record is read
         assert await _poll(running.port, 3) == _expected(1, 2, 3)
         assert parts(tmp_path) == []  # shown from the WAL: nothing is in Parquet yet
         await writer.flush()
@@ -101,6 +104,19 @@ def test_a_torn_last_record_ends_the_tail_without_an_error(
     torn = encode_record(sample_row(4))[:-5]  # an append cut short: its last 5 bytes missing
     wal_file(tmp_path, "wtorn0000001-000000000001-0a", records + torn)
     assert _rows(running.port) == _expected(1, 2, 3)
+
+
+def test_a_torn_record_completed_later_is_read_then(tmp_path: Path) -> None:
+    record = encode_record(sample_row(2))
+    path = wal_file(tmp_path, "wgrow0000001-000000000001-0f", encode_record(sample_row(1)))
+    with path.open("ab") as f:
+        f.write(record[:-5])  # an append under way
+    tail = WalTail(tmp_path)
+    assert tail.table().column("seq").to_pylist() == [1]
+    with path.open("ab") as f:
+        f.write(record[-5:])
+    assert tail.table().column("seq").to_pylist() == [1, 2]
+    assert tail.damaged == 0
 
 
 def test_a_damaged_record_costs_only_itself(running: Running, tmp_path: Path) -> None:
