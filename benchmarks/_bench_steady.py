@@ -132,7 +132,9 @@ def steady(seconds: float) -> None:
     )
 
 
-def production_toml(broker: int, server: int, workdir: Path, sql: bool) -> str:
+def production_toml(
+    broker: int, server: int, workdir: Path, sql: bool, flush: float | None = None
+) -> str:
     (workdir / "mysql.password").write_text(MYSQL_PASSWORD + "\n")
     text = f"""
 [source]
@@ -148,6 +150,7 @@ period = 1.0
 listen = "127.0.0.1:0"
 [history]
 dir = "{workdir / "history"}"
+{"" if flush is None else f"flush_interval = {flush}"}
 [log]
 format = "json"
 """
@@ -174,7 +177,7 @@ def start_mimic(
     return [entry for ready in readies for entry in json.loads(ready.read_text())]
 
 
-def production(seconds: float, per_set: int) -> None:
+def production(seconds: float, per_set: int, flush: float | None = None) -> None:
     """(d) mysql source against fake servers in another process, history on, [sql] off / on."""
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="bench-prod-") as tmp:
@@ -188,7 +191,9 @@ def production(seconds: float, per_set: int) -> None:
                 sql = i >= per_set
                 d = workdir / f"d{i}"
                 d.mkdir()
-                (d / "grstats.toml").write_text(production_toml(broker, server["port"], d, sql))
+                (d / "grstats.toml").write_text(
+                    production_toml(broker, server["port"], d, sql, flush)
+                )
                 proc = procs.start([GRSTATS, "run", "--config", str(d / "grstats.toml")], d / "log")
                 sets[sql].append(proc.pid)
                 logs.append(d / "log")
@@ -204,7 +209,8 @@ def production(seconds: float, per_set: int) -> None:
     b_cpu, b_rss = max(w.cpu[bare.pid], 1e-9), w.rss[bare.pid]
     print(
         f"(d) production configuration: mysql source (fake 8.4 servers in another process), "
-        f"history on, period 1 s, {per_set} daemons per row + 1 bare aiomqtt, "
+        f"history on (flush {'default' if flush is None else flush} s), period 1 s, "
+        f"{per_set} daemons per row + 1 bare aiomqtt, "
         f"{w.seconds:.0f} s window"
     )
     print(f"    bare aiomqtt: CPU {b_cpu:.2f} %  RSS {b_rss:.1f} MB")

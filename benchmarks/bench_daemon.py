@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-fanin", action="store_true")
     parser.add_argument("--fanin", action="store_true", help="only (c): collectors, 1 and 2")
     parser.add_argument("--production", action="store_true", help="only (d): mysql + history")
+    parser.add_argument("--flush-interval", type=float, help="(d) [history] flush_interval")
     parser.add_argument("--prod-daemons", type=int, default=3, help="(d) daemons per [sql] row")
     parser.add_argument("--commit-path-pair", action="store_true", help="only (e): issue 27")
     parser.add_argument("--pair-rounds", type=int, default=2, help="(e) with/without rounds")
@@ -120,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         production_pair(args.seconds, args.pair_rounds, args.prod_daemons, args.pair_version)
         return 0
     if args.production:
-        production(args.seconds, args.prod_daemons)
+        production(args.seconds, args.prod_daemons, args.flush_interval)
         return 0
     if args.commit_path_pair:
         commit_path_pair(args.seconds, args.pair_rounds, args.pair_daemons)
         return 0
     if not args.skip_steady:
         steady(args.seconds)
-        production(args.seconds, args.prod_daemons)
+        production(args.seconds, args.prod_daemons, args.flush_interval)
     if not args.skip_fanin:
         fanin(args)
         fanin_collectors(args)

@@ -63,7 +63,7 @@ def earlier_readings(history: Path, at: dt.datetime) -> dict[str, dict[str, obje
     """Each member's applier counters in its last history sample at or before `at`.
 
     Args:
-        history: the history root (group=*/date=*/part-*.parquet).
+        history: the history root (group=*/date=*/part-*.parquet, and wal/).
         at: the start of the window (aware).
 
     Returns:
@@ -76,32 +76,37 @@ def earlier_readings(history: Path, at: dt.datetime) -> dict[str, dict[str, obje
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     from grstats.history.parquet import partitions, replaced_by_compaction  # noqa: PLC0415
+    from grstats.history.tail import WalTail  # noqa: PLC0415
 
     dates = {at.astimezone(dt.UTC).date().isoformat()}
     dates.add((at.astimezone(dt.UTC).date() - dt.timedelta(days=1)).isoformat())
     wanted = ["member_id", "sampled_at", *_METRIC_OF]
     found: dict[str, dict[str, object]] = {}
     latest: dict[str, dt.datetime] = {}
+    tables: list[pa.Table] = []
     for partition in partitions(history):
         if partition.name.removeprefix("date=") not in dates:
             continue
         files = sorted(partition.glob("part-*.parquet"))
         replaced = replaced_by_compaction(files)
-        for path in files:
-            if path.name in replaced:
-                continue
-            table = pq.read_table(path, columns=wanted)
-            limit = pa.scalar(at, table.schema.field("sampled_at").type)
-            # a reading has counters: the history keeps them on one sample of each 10 s
-            # window (history.cadence), the others hold NULL
-            known = functools.reduce(pc.or_, (pc.is_valid(table[n]) for n in _METRIC_OF))
-            at_or_before = pc.less_equal(table["sampled_at"], limit)
-            for row in table.filter(pc.and_(at_or_before, known)).to_pylist():
-                member, sampled = str(row["member_id"]), row["sampled_at"]
-                if member not in latest or sampled > latest[member]:
-                    latest[member] = sampled
-                    found[member] = {
-                        "sampled_at": sampled,
-                        **{_METRIC_OF[name]: row[name] for name in _METRIC_OF},
-                    }
+        tables.extend(
+            pq.read_table(path, columns=wanted) for path in files if path.name not in replaced
+        )
+    # the rows of the last flush interval are still in the write-ahead log (a copy in
+    # both while a flush runs is harmless: the latest reading is kept)
+    tables.append(WalTail(history).table().select(wanted))
+    for table in tables:
+        limit = pa.scalar(at, table.schema.field("sampled_at").type)
+        # a reading has counters: the history keeps them on one sample of each 10 s
+        # window (history.cadence), the others hold NULL
+        known = functools.reduce(pc.or_, (pc.is_valid(table[n]) for n in _METRIC_OF))
+        at_or_before = pc.less_equal(table["sampled_at"], limit)
+        for row in table.filter(pc.and_(at_or_before, known)).to_pylist():
+            member, sampled = str(row["member_id"]), row["sampled_at"]
+            if member not in latest or sampled > latest[member]:
+                latest[member] = sampled
+                found[member] = {
+                    "sampled_at": sampled,
+                    **{_METRIC_OF[name]: row[name] for name in _METRIC_OF},
+                }
     return found

@@ -119,7 +119,7 @@ class HistorySettings:
     dir: str = setting("", text())  # empty: history disabled
     scope: str = setting("local", text(choices=("local", "all")))
     retention_days: int = setting(30, integer(1, 36500))
-    flush_interval: float = setting(60.0, number(0.1, 86400.0))
+    flush_interval: float = setting(900.0, number(0.1, 86400.0))
     fsync_interval: float = setting(1.0, number(0.01, 60.0))
     # ~490 bytes a row in memory: 200,000 rows ~ 100 MB, ~2.5 h of 9 members at 1 Hz
     max_buffer_rows: int = setting(200_000, integer(1_000, 50_000_000))

@@ -84,6 +84,7 @@ __all__ = [
     "replaced_by_compaction",
     "row_values",
     "rows_to_table",
+    "segment_parts",
     "storable_row",
     "unstorable_columns",
     "write_file",
@@ -304,13 +305,40 @@ def write_segments(
     Returns:
         The paths written, in partition order.
     """
+    written: list[Path] = []
+    for group, day, part, name_id in segment_parts(table, segment_id):
+        target = partition_dir(directory, group, day)
+        _ensure_dir(directory, target)
+        first = int(pc.min(part["sampled_at"].cast(pa.int64())).as_py())
+        tag = f"{writer}-" if writer else ""
+        path = target / f"part-{first:016d}-{tag}{name_id}.parquet"
+        write_file(path, part, {META_SEGMENT: segment_id.encode()}, writer=writer)
+        written.append(path)
+    return written
+
+
+def segment_parts(
+    table: pa.Table, segment_id: str
+) -> list[tuple[str, dt.date, pa.Table, uuid.UUID]]:
+    """The rows of a segment as its files would hold them: one part per partition.
+
+    `write_segments` writes these; the SQL endpoint's WAL tail reads the same
+    parts (values thinned alike) before they are written.
+
+    Args:
+        table: rows with `history_schema()`, any order.
+        segment_id: the segment's id (the WAL file's).
+
+    Returns:
+        (group, UTC date, the part's rows in file order, the id in its file name).
+    """
     if table.num_rows == 0:
         return []
     table = table.cast(history_schema())
     days = pc.divide(table["sampled_at"].cast(pa.int64()), _US_PER_DAY)
     keyed = table.append_column("_day", days)
     keys = _partition_keys(keyed["group_name"], days)
-    written: list[Path] = []
+    parts: list[tuple[str, dt.date, pa.Table, uuid.UUID]] = []
     for group, day_number in keys:
         if len(keys) == 1:
             part = table
@@ -325,15 +353,9 @@ def write_segments(
             )
         part = thin_counters(part)  # the applier's counters: each window's last sample
         day = dt.date(1970, 1, 1) + dt.timedelta(days=day_number)
-        target = partition_dir(directory, group, day)
-        _ensure_dir(directory, target)
-        first = int(pc.min(part["sampled_at"].cast(pa.int64())).as_py())
         name_id = uuid.uuid5(NAMESPACE, f"{segment_id}|{group}|{day.isoformat()}")
-        tag = f"{writer}-" if writer else ""
-        path = target / f"part-{first:016d}-{tag}{name_id}.parquet"
-        write_file(path, part, {META_SEGMENT: segment_id.encode()}, writer=writer)
-        written.append(path)
-    return written
+        parts.append((group, day, part, name_id))
+    return parts
 
 
 def _partition_keys(groups: pa.ChunkedArray, days: pa.ChunkedArray) -> list[tuple[str, int]]:

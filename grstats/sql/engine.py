@@ -7,8 +7,12 @@ thread's own DuckDB database (DuckDB connections are not shared between
 threads): the live tables are Arrow tables made from the snapshot given,
 registered under views named like MySQL's; the history and the rollups are
 views over `read_parquet` with hive partitioning, so a filter on
-`group_name` or `date` reads only those directories; information_schema is
-Arrow tables too (`infoschema`), rebuilt when the catalog changes.
+`group_name` or `date` reads only those directories; the history view adds
+the rows not flushed yet, read from the write-ahead log (`grstats.history.tail`,
+re-read only when a WAL file changed), each part only while its segment file
+does not exist (checked in the query: a row shows once while a flush runs);
+information_schema is Arrow tables too (`infoschema`), rebuilt when the
+catalog changes.
 
 Invariants: a worker database can read only the history and rollup
 directories (`allowed_directories`, external access off, configuration
@@ -31,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from grstats.history.tail import DEFAULT_MAX_BYTES, SEGMENT_COLUMN, WalTail
 from grstats.sql import catalog, functions, infoschema, values
 from grstats.sql.errors import (
     BAD_FIELD,
@@ -60,6 +65,9 @@ def _sql_string(value: str) -> str:
 def _parquet_glob(root: Path) -> str:
     return _sql_string(str(root / "group=*" / "date=*" / "*.parquet"))
 
+
+# the id a segment file's name ends with (see grstats.history.parquet.write_segments)
+_SEGMENT_ID = "'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\.parquet$'"
 
 _BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked in
 
@@ -98,6 +106,7 @@ class Engine:
         max_result_bytes: the most bytes (of values as text) a result may have.
         threads: DuckDB threads per worker (1 keeps a query on one core).
         memory_limit: DuckDB's memory limit per worker ("256MB").
+        tail_max_bytes: the most WAL bytes read for the rows not yet in Parquet.
     """
 
     def __init__(
@@ -110,6 +119,7 @@ class Engine:
         max_result_bytes: int,
         threads: int = 1,
         memory_limit: str = "256MB",
+        tail_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.history_dir = history_dir
         self.rollups_dir = rollups_dir
@@ -122,6 +132,7 @@ class Engine:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []
+        self._tail = WalTail(Path(history_dir).resolve(), tail_max_bytes) if history_dir else None
 
     # -- catalog -----------------------------------------------------------
 
@@ -175,6 +186,8 @@ class Engine:
         self._local.snapshot = None
         self._local.info_mapping = None
         self._local.history_files = False
+        self._local.history_view = False
+        self._local.tail = None
         with self._lock:
             self._all.append(con)
         return con
@@ -200,38 +213,13 @@ class Engine:
                 )
         self._local.info_mapping = mapping
 
-    def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object) -> None:
+    def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object, sql: str) -> None:
         if self._local.snapshot is not snapshot:
             for t in self.live:
                 con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(snapshot))  # type: ignore[arg-type]
             self._local.snapshot = snapshot
-        if self.history_dir and (
-            not self._local.history_files  # also when the files went (directory deleted)
-            or not catalog.has_parquet(Path(self.history_dir).resolve())
-        ):
-            root = Path(self.history_dir).resolve()
-            if catalog.has_parquet(root):
-                cols = ", ".join(
-                    '"group" AS group_name' if n == "group_name" else f'"{n}"'
-                    for n in catalog.history_sql_types()
-                )
-                try:
-                    con.execute(
-                        f"CREATE OR REPLACE VIEW grstats.history AS SELECT {cols} "
-                        f"FROM read_parquet({_parquet_glob(root)}, {_HIVE}, union_by_name = true)"
-                    )
-                except duckdb.Error as exc:  # not a grstats history: only its queries fail
-                    raise SqlError(
-                        UNKNOWN, f"history_dir is not a grstats history: {exc}"
-                    ) from None
-                self._local.history_files = True
-            else:
-                self._local.history_files = False
-                con.register("_history_empty", catalog.history_arrow_schema().empty_table())
-                con.execute(
-                    "CREATE OR REPLACE VIEW grstats.history AS SELECT *, "
-                    "CAST(NULL AS DATE) AS date FROM _history_empty"
-                )
+        if self.history_dir and catalog.HISTORY in sql.lower():  # reads the WAL: only if named
+            self._refresh_history(con)
         for name, root in catalog.rollup_dirs(self.rollups_dir):
             if catalog.has_parquet(root.resolve()):
                 con.execute(  # the files' own columns: nothing to bind that could be missing
@@ -239,6 +227,36 @@ class Engine:
                     f"FROM read_parquet({_parquet_glob(root.resolve())}, {_HIVE}, "
                     "union_by_name = true)"
                 )
+
+    def _refresh_history(self, con: duckdb.DuckDBPyConnection) -> None:
+        # Parquet UNION ALL the WAL tail; a tail part whose segment file exists is left
+        # out by the query itself (the file is durable before its WAL file goes)
+        root = Path(self.history_dir).resolve()
+        assert self._tail is not None
+        tail = self._tail.table()
+        if tail is not self._local.tail:
+            con.register("_history_tail", tail)
+            self._local.tail = tail
+        files = catalog.has_parquet(root)
+        if self._local.history_files == files and self._local.history_view:
+            return
+        names = list(catalog.history_sql_types())
+        plain = ", ".join(f'"{n}"' for n in names)
+        stored = f"SELECT {plain} FROM _history_tail WHERE false"
+        if files:
+            cols = plain.replace('"group_name"', '"group" AS group_name', 1)
+            scan = f"read_parquet({_parquet_glob(root)}, {_HIVE}, union_by_name = true)"
+            stored = f"SELECT {cols} FROM {scan}"
+        recent = (
+            f"SELECT {plain} FROM _history_tail WHERE {SEGMENT_COLUMN} NOT IN "
+            f"(SELECT regexp_extract(file, {_SEGMENT_ID}, 1) FROM glob({_parquet_glob(root)}))"
+        )
+        try:
+            con.execute(f"CREATE OR REPLACE VIEW grstats.history AS {stored} UNION ALL {recent}")
+        except duckdb.Error as exc:  # not a grstats history: only its queries fail
+            raise SqlError(UNKNOWN, f"history_dir is not a grstats history: {exc}") from None
+        self._local.history_files = files
+        self._local.history_view = True
 
     def run(self, sql: str, snapshot: object) -> Result:
         """Execute one prepared statement in this worker thread.
@@ -258,7 +276,7 @@ class Engine:
         timer = threading.Timer(self.query_timeout, con.interrupt)
         timer.daemon = True
         try:
-            self._refresh(con, snapshot)
+            self._refresh(con, snapshot, sql)
             if catalog.INFO_SCHEMA_INTERNAL in sql:
                 self._refresh_info_schema(con)
             timer.start()

@@ -127,7 +127,7 @@ def describe_after_use(t: Target, until: float) -> None:
 
 
 def before_first_segment(t: Target, until: float) -> None:
-    """The history directory has no Parquet file yet (flush_interval past the test)."""
+    """The history directory has no Parquet file yet (flush_interval past the test): WAL only."""
     t.record("before_first_segment", t.query(until, "SELECT 1"))
     t.record("before_first_segment", t.query(until, "SELECT COUNT(*) FROM grstats.history"))
 
@@ -249,5 +249,7 @@ def assert_outcomes(t: Target) -> None:
     ((code, names),) = got["history_columns"]
     ((described, rows),) = got["describe_after_use"]
     assert code == described == 0 and [r[0] for r in rows] == names and names, rows
-    # before the first history segment (was: every statement 1105): answered
-    assert got["before_first_segment"] == [(0, ((1,),)), (0, ((0,),))], got
+    # before the first history segment (was: every statement 1105): answered; the rows
+    # recorded so far are read from the write-ahead log (how many depends on the timing)
+    ((one, first), (code, ((count,),))) = got["before_first_segment"]
+    assert (one, first, code) == (0, ((1,),), 0) and isinstance(count, int), got

@@ -21,7 +21,9 @@ import pytest
 from grstats.cli.applierwindow import earlier_readings, parse_since
 from grstats.cli.commands.applier import explain_text
 from grstats.core import columns as col
+from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.parquet import history_schema, partition_dir
+from grstats.history.wal import WAL_MAGIC, encode_record
 
 S = 1_000_000_000
 MEMBER = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -133,3 +135,17 @@ def test_the_earlier_reading_skips_samples_whose_counters_the_history_did_not_ke
     reading = earlier_readings(tmp_path, AT)[MEMBER]
     assert reading["sampled_at"] == AT - dt.timedelta(seconds=10)
     assert reading[col.TOTAL_ACTIVE_TIME_DURATION] == 400 * S
+
+
+def test_a_reading_still_in_the_write_ahead_log_is_found(tmp_path: Path) -> None:
+    # between flushes the newest samples are only in wal/ (grstats.history.tail)
+    sample = _sample(AT - dt.timedelta(seconds=5), 405, 393, 12)
+    sample["sampled_at"] = int(sample["sampled_at"].timestamp()) * 1_000_000
+    row = HistoryRow(**{name: sample.get(name) for name, _ in HISTORY_COLUMNS})
+    wal = _history(tmp_path) / "wal"
+    wal.mkdir()
+    (wal / "wal-w0123456789-000000000001-0e.log").write_bytes(WAL_MAGIC + encode_record(row))
+    reading = earlier_readings(tmp_path, AT)[MEMBER]
+    assert reading["sampled_at"] == AT - dt.timedelta(seconds=5)
+    assert reading[col.TOTAL_ACTIVE_TIME_DURATION] == 405 * S
+    assert reading[col.WAITS_DUE_TO_COMMIT_ORDER_SUM_TIME] == 12 * S
