@@ -114,7 +114,7 @@ def test_daemon_unit_bounds_memory_tasks_and_files() -> None:
 def test_timers_fire_daily_and_weekly_and_catch_up() -> None:
     rollup = _parse("grstats-rollup.timer")["Timer"]
     report = _parse("grstats-report.timer")["Timer"]
-    assert rollup["OnCalendar"] == ["*-*-* 00:20:00 UTC"]
+    assert rollup["OnCalendar"] == ["*-*-* 00:40:00 UTC"]  # after a 900 s flush
     assert report["OnCalendar"][0].startswith("Mon ")
     assert rollup["Persistent"] == report["Persistent"] == ["true"]
     assert rollup["Unit"] == ["grstats-rollup.service"]
