@@ -39,13 +39,18 @@ from grstats.history.parquet import history_schema, rows_to_table, segment_parts
 from grstats.history.rowcheck import storable_row
 from grstats.history.wal import WAL_MAGIC, scan_wal, wal_id
 
-__all__ = ["DEFAULT_MAX_BYTES", "SEGMENT_COLUMN", "WalTail", "tail_schema"]
+__all__ = ["DEFAULT_MAX_BYTES", "SEGMENT_COLUMN", "WalTail", "tail_of", "tail_schema"]
 
 log = structlog.get_logger("grstats.history")
 
 DEFAULT_MAX_BYTES = 64 << 20  # a flush interval of a large group's WAL is a few MB
 SEGMENT_COLUMN = "_segment"  # the id the part's Parquet file will carry in its name
 DATE_COLUMN = "date"
+
+
+def tail_of(history_dir: str) -> WalTail | None:
+    """The SQL endpoint's tail of a history directory ("": none)."""
+    return WalTail(Path(history_dir).resolve()) if history_dir else None
 
 
 def tail_schema() -> pa.Schema:
@@ -84,6 +89,11 @@ class WalTail:
     _table: pa.Table | None = None
     _key: tuple[tuple[Path, int, int], ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def segment_column(self) -> str:
+        """The column with the id each row's segment file will carry in its name."""
+        return SEGMENT_COLUMN
 
     def table(self) -> pa.Table:
         """The tail's rows now, with `tail_schema()` (the same object while unchanged)."""

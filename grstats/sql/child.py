@@ -27,6 +27,7 @@ import os
 import resource
 import signal
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -40,6 +41,9 @@ from grstats.sql.channel import (
     read_frame,
     snapshot_from,
 )
+
+if TYPE_CHECKING:
+    from grstats.sql.engine import HistoryTail
 
 log = structlog.get_logger("grstats.sql")
 
@@ -115,7 +119,11 @@ class Child:
     """
 
     def __init__(
-        self, config: ChildConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        config: ChildConfig,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        tail: HistoryTail | None = None,
     ) -> None:
         from grstats.sql.server import SqlServer  # noqa: PLC0415 - DuckDB & co.: in the child
 
@@ -128,7 +136,7 @@ class Child:
         self.stop = asyncio.Event()
         self.received = 0
         self.refused = dict.fromkeys(REFUSALS, 0)
-        self.server = SqlServer(config.options, lambda: self._snapshot)
+        self.server = SqlServer(config.options, lambda: self._snapshot, tail)
         self.limits_unset = ""  # what `apply_limits` could not set
 
     async def run(self) -> int:

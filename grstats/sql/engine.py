@@ -24,18 +24,18 @@ would send, before it becomes a Python object). Every failure leaves as a `SqlEr
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from grstats.history.tail import DEFAULT_MAX_BYTES, SEGMENT_COLUMN, WalTail
 from grstats.sql import catalog, functions, infoschema, values
 from grstats.sql.errors import (
     BAD_FIELD,
@@ -68,6 +68,32 @@ def _parquet_glob(root: Path) -> str:
 
 # the id a segment file's name ends with (see grstats.history.parquet.write_segments)
 _SEGMENT_ID = "'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\.parquet$'"
+
+
+class HistoryTail(Protocol):
+    """The rows not flushed to Parquet yet (`grstats.history.tail.WalTail`, given by
+    the process that starts the endpoint: `sql` does not import `history`)."""
+
+    @property
+    def segment_column(self) -> str:
+        """The column with the id of the segment file a row will be written to."""
+        ...
+
+    def table(self) -> pa.Table:
+        """The rows now: the history's columns, `date` and `segment_column`."""
+        ...
+
+
+_NO_TAIL_SEGMENT = "_segment"
+
+
+@functools.cache
+def _no_tail() -> pa.Table:
+    # the tail of an endpoint given none: no rows, the columns the view selects
+    schema = catalog.history_arrow_schema()
+    schema = schema.append(pa.field("date", pa.date32()))
+    return schema.append(pa.field(_NO_TAIL_SEGMENT, pa.string())).empty_table()
+
 
 _BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked in
 
@@ -106,7 +132,7 @@ class Engine:
         max_result_bytes: the most bytes (of values as text) a result may have.
         threads: DuckDB threads per worker (1 keeps a query on one core).
         memory_limit: DuckDB's memory limit per worker ("256MB").
-        tail_max_bytes: the most WAL bytes read for the rows not yet in Parquet.
+        tail: the rows not yet in Parquet (None: the Parquet files only).
     """
 
     def __init__(
@@ -119,7 +145,7 @@ class Engine:
         max_result_bytes: int,
         threads: int = 1,
         memory_limit: str = "256MB",
-        tail_max_bytes: int = DEFAULT_MAX_BYTES,
+        tail: HistoryTail | None = None,
     ) -> None:
         self.history_dir = history_dir
         self.rollups_dir = rollups_dir
@@ -132,7 +158,7 @@ class Engine:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []
-        self._tail = WalTail(Path(history_dir).resolve(), tail_max_bytes) if history_dir else None
+        self._tail = tail if history_dir else None
 
     # -- catalog -----------------------------------------------------------
 
@@ -232,8 +258,8 @@ class Engine:
         # Parquet UNION ALL the WAL tail; a tail part whose segment file exists is left
         # out by the query itself (the file is durable before its WAL file goes)
         root = Path(self.history_dir).resolve()
-        assert self._tail is not None
-        tail = self._tail.table()
+        tail = self._tail.table() if self._tail is not None else _no_tail()
+        segment = self._tail.segment_column if self._tail is not None else _NO_TAIL_SEGMENT
         if tail is not self._local.tail:
             con.register("_history_tail", tail)
             self._local.tail = tail
@@ -248,7 +274,7 @@ class Engine:
             scan = f"read_parquet({_parquet_glob(root)}, {_HIVE}, union_by_name = true)"
             stored = f"SELECT {cols} FROM {scan}"
         recent = (
-            f"SELECT {plain} FROM _history_tail WHERE {SEGMENT_COLUMN} NOT IN "
+            f'SELECT {plain} FROM _history_tail WHERE "{segment}" NOT IN '
             f"(SELECT regexp_extract(file, {_SEGMENT_ID}, 1) FROM glob({_parquet_glob(root)}))"
         )
         try:

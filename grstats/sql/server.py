@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.sql import statements
-from grstats.sql.engine import Engine
+from grstats.sql.engine import Engine, HistoryTail
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
@@ -110,10 +110,15 @@ class SqlServer:
         options: the settings.
         get_snapshot: the daemon's current snapshot (called on the event loop),
             or None to serve the history only (live tables empty).
+        tail: the history's rows not yet in Parquet (`grstats.history.tail.tail_of`),
+            or None to show the Parquet files only.
     """
 
     def __init__(
-        self, options: SqlOptions, get_snapshot: Callable[[], DaemonSnapshot] | None = None
+        self,
+        options: SqlOptions,
+        get_snapshot: Callable[[], DaemonSnapshot] | None = None,
+        tail: HistoryTail | None = None,
     ) -> None:
         self.options = options
         self._get_snapshot = get_snapshot
@@ -125,6 +130,7 @@ class SqlServer:
             max_result_bytes=options.max_result_bytes,
             threads=options.threads,
             memory_limit=options.memory_limit,
+            tail=tail,
         )
         self._pool = ThreadPoolExecutor(options.max_connections, thread_name_prefix="grstats-sql")
         self._control = _BoundedControl(options.max_connections)

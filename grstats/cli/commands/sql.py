@@ -24,10 +24,11 @@ log = structlog.get_logger("grstats.sql")
 
 
 async def _serve(options: object) -> int:
-    from grstats.sql import SqlOptions, SqlServer  # noqa: PLC0415 - heavy libraries
+    from grstats.history.tail import tail_of  # noqa: PLC0415 - heavy libraries
+    from grstats.sql import SqlOptions, SqlServer  # noqa: PLC0415
 
     assert isinstance(options, SqlOptions)
-    server = SqlServer(options)
+    server = SqlServer(options, tail=tail_of(options.history_dir))
     try:
         await server.start()
     except OSError:
