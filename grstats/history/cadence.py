@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from grstats.core.records import APPLIER_HISTORY_COLUMNS, COMMIT_PATH_HISTORY_COLUMNS
 
-__all__ = ["THINNED", "WINDOW_S", "dropped", "thin_counters"]
+__all__ = ["THINNED", "WINDOW_S", "dropped", "one_value", "thin_counters"]
 
 #: seconds of `sampled_at` (UTC, aligned to the epoch) whose last sample keeps the counters
 WINDOW_S: Final = 10
@@ -61,18 +61,23 @@ def _shifted_equal(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values[:-1], values[1:]), False)
 
 
-def _constant(column: pa.ChunkedArray) -> bool:
-    """Whether every row holds the same non-NULL value."""
-    if column.null_count or not len(column):
-        return False
-    return pc.all(pc.equal(column, column[0])).as_py() is True
+def one_value(column: pa.ChunkedArray) -> bool:
+    """Whether a column holds exactly one distinct value, NULL counting as one (as
+    `count_distinct(mode="all") == 1`, by comparing with the first row, not hashing)."""
+    if column.null_count:
+        return bool(column.null_count == len(column))
+    return len(column) > 0 and pc.all(pc.equal(column, column[0])).as_py() is True
 
 
 def dropped(table: pa.Table, columns: Sequence[str]) -> pa.Array | None:
     """Over every row: True where the group's counters are stored NULL; None: none are."""
     # the identity of one member's incarnation (a member-day, a daemon's segment) makes
     # every link clean: compared here once, not carried through the filter
-    identity = [name for name in ("member_id", "incarnation") if not _constant(table[name])]
+    identity = [
+        name
+        for name in ("member_id", "incarnation")
+        if table[name].null_count or not one_value(table[name])  # one non-NULL value: clean
+    ]
     names = [*identity, "sampled_at", *columns]
     if any(table[name].null_count == 0 for name in columns):
         has = None  # a counter known on every row: every row has figures

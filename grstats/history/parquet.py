@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
-from grstats.history.cadence import thin_counters
+from grstats.history.cadence import one_value, thin_counters
 from grstats.history.rowcheck import (
     fsync_path,
     invalid_column,
@@ -267,18 +267,10 @@ def write_file(
     fsync_path(path.parent)
 
 
-def _one_value(column: pa.ChunkedArray) -> bool:
-    """Whether a column holds exactly one distinct value, NULL counting as one (as
-    `count_distinct(mode="all") == 1`, by comparing with the first row, not hashing)."""
-    if column.null_count:
-        return bool(column.null_count == len(column))
-    return len(column) > 0 and pc.all(pc.equal(column, column[0])).as_py() is True
-
-
 def _in_order(table: pa.Table) -> bool:
     """Whether rows are already in file order: one member, sampled_at strictly rising
     (a simulated member-day is; the sort would copy every column for nothing)."""
-    if not _one_value(table["member_id"]):
+    if not one_value(table["member_id"]):
         return False
     at = table["sampled_at"].cast(pa.int64())
     if at.null_count:
@@ -365,11 +357,11 @@ def _partition_keys(groups: pa.ChunkedArray, days: pa.ChunkedArray) -> list[tupl
     CPU of the history's child process that writes a minute's segment.
     """
     # one group, one day (a member-day, a minute's segment): compared, not hashed
-    names = [groups[0].as_py()] if _one_value(groups) else pc.unique(groups).to_pylist()
+    names = [groups[0].as_py()] if one_value(groups) else pc.unique(groups).to_pylist()
     keys: list[tuple[str, int]] = []
     for group in names:
         in_group = days if len(names) == 1 else days.filter(pc.equal(groups, group))
-        if _one_value(in_group):
+        if one_value(in_group):
             keys.append((group, in_group[0].as_py()))
         else:
             keys.extend((group, day) for day in pc.unique(in_group).to_pylist())

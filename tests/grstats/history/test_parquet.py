@@ -18,10 +18,10 @@ from grstats.core.records import (
     HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
 )
+from grstats.history.cadence import one_value
 from grstats.history.parquet import (
     SUM_ZSTD_LEVEL,
     ZSTD_LEVEL,
-    _one_value,
     invalid_column,
     read_history,
     rows_to_table,
@@ -326,4 +326,4 @@ def test_one_value_is_count_distinct_of_one(values: list[str | None]) -> None:
         [pa.array(values[:1], pa.string()), pa.array(values[1:], pa.string())]
     )
     expected = pc.count_distinct(column, mode="all").as_py() == 1  # NULL counts as a value
-    assert _one_value(column) is expected
+    assert one_value(column) is expected
