@@ -141,3 +141,14 @@ def test_a_wal_file_whose_segment_exists_is_not_read_twice(
     assert _rows(running.port) == _expected(1, 2, 3)
     done.unlink()  # the flush ends
     assert _rows(running.port) == _expected(1, 2, 3)
+
+
+def test_past_its_byte_bound_the_tail_reads_the_newest_files_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    one = len(encode_record(sample_row(1)))
+    for n, seq in enumerate((1, 2, 3), start=1):
+        wal_file(tmp_path, f"wbnd00000001-{n:012d}-1{n}", encode_record(sample_row(seq)))
+    tail = WalTail(tmp_path, max_bytes=2 * one)  # room for two files of one record
+    assert tail.table().column("seq").to_pylist() == [2, 3]
+    assert tail.skipped == 1
