@@ -26,7 +26,7 @@ from grstats.core.snapshot import (
     MEMBERS_TABLE,
 )
 
-__all__ = ["NARROW", "WIDTH", "member_labels", "narrow_columns", "narrow_table"]
+__all__ = ["NARROW", "WIDTH", "narrow_columns", "narrow_table"]
 
 WIDTH = 80
 MEMBER = "MEMBER"
@@ -105,30 +105,6 @@ def narrow_columns(table: str) -> Sequence[tuple[str, str]]:
     return [(MEMBER, col.MEMBER_ID), *rest] if col.MEMBER_ID in names else rest
 
 
-def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
-    """MEMBER_ID -> `host:port`, with the UUID's first 8 digits where a host:port repeats.
-
-    Args:
-        members: replication_group_members rows.
-
-    Returns:
-        The label of every member that has a host.
-    """
-    plain: dict[str, str] = {}
-    for row in members:
-        member, host, port = (
-            row.get(col.MEMBER_ID),
-            row.get(col.MEMBER_HOST),
-            row.get(col.MEMBER_PORT),
-        )
-        if isinstance(member, str) and host:
-            plain[member] = f"{host}:{port}" if port is not None else str(host)
-    seen: dict[str, int] = {}
-    for label in plain.values():
-        seen[label] = seen.get(label, 0) + 1
-    return {m: label if seen[label] == 1 else f"{label}/{m[:8]}" for m, label in plain.items()}
-
-
 def narrow_table(
     table: str, rows: Sequence[Mapping[str, object]], labels: Mapping[str, str]
 ) -> str:
@@ -137,7 +113,7 @@ def narrow_table(
     Args:
         table: a declared table's name.
         rows: its rows.
-        labels: member_labels() of the group.
+        labels: core.labels.member_labels() of the group.
 
     Returns:
         The text, at most WIDTH columns wide, with a last line naming what was left out.

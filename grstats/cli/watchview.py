@@ -27,6 +27,7 @@ from rich.text import Text
 
 from grstats.cli import narrow, render
 from grstats.core import columns as col
+from grstats.core.labels import member_labels
 from grstats.core.snapshot import (
     MEMBER_LAG_TABLE,
     MEMBER_STATS_TABLE,
@@ -150,7 +151,7 @@ def build_view(
     changed: set[tuple[str, str]] = set()
     counters: dict[str, dict[str, int]] = {}
     shown: dict[str, dict[str, object]] = {}
-    labels = narrow.member_labels(tables.get(MEMBERS_TABLE, ()))
+    labels = member_labels(tables.get(MEMBERS_TABLE, ()))
     elapsed = at - previous.at if previous is not None else 0.0
     for stats in tables.get(MEMBER_STATS_TABLE, ()):
         member_id = str(stats.get(col.MEMBER_ID) or "")

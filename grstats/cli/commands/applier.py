@@ -27,6 +27,7 @@ from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
 from grstats.core.applier_verdict import explain
+from grstats.core.labels import member_labels
 from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE, MEMBERS_TABLE
 
 __all__ = ["applier_command", "explain_text"]
@@ -143,7 +144,7 @@ def applier_command(
         raise BadArgument(f"--since: {exc}") from None
     if fmt == "table" and not vertical and not wide and not explain_:
         both = reader.read([table, MEMBERS_TABLE])
-        labels = narrow.member_labels(both[MEMBERS_TABLE])
+        labels = member_labels(both[MEMBERS_TABLE])
         click.echo(narrow.narrow_table(table, reader_rows(both[table]), labels), nl=False)
         return
     rows = reader.read([table])[table]

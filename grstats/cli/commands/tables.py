@@ -20,6 +20,7 @@ from grstats.cli import narrow, render
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns
+from grstats.core.labels import member_labels
 from grstats.core.snapshot import (
     FLOW_CONTROL_TABLE,
     MEMBER_LAG_TABLE,
@@ -69,7 +70,7 @@ def show_table(
     if fmt == "table" and not vertical and not wide:
         wanted = [table] if rows is None else []
         both = reader.read(list(dict.fromkeys([*wanted, MEMBERS_TABLE])))
-        labels = narrow.member_labels(both[MEMBERS_TABLE])
+        labels = member_labels(both[MEMBERS_TABLE])
         shown = both[table] if rows is None else rows
         click.echo(narrow.narrow_table(table, shown, labels), nl=False)
         return
