@@ -87,6 +87,7 @@ from protocol.mirrored import (
     MirroredTables,
     decode_channels,
     encode_channels,
+    packed_size,
 )
 from protocol.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
@@ -187,4 +188,5 @@ __all__ = [
     "encode_gtid_state",
     "encode_lag",
     "encode_pipeline_stats",
+    "packed_size",
 ]

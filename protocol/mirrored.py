@@ -201,7 +201,12 @@ def encode_channels(tables: MirroredTables) -> list[Any]:
         [[t.name, list(t.columns), [list(r) for r in t.rows]] for t in tables.tables],
     ]
     _check(wire)  # one set of rules for both directions
-    size = len(msgpack.packb(wire, use_bin_type=True))
+    size = packed_size(wire)
     if size > MAX_CHANNELS_SIZE:
         _fail("size", f"{size} bytes packed, over {MAX_CHANNELS_SIZE}")
     return wire
+
+
+def packed_size(value: Any) -> int:
+    """The bytes `value` (plain data: an encoded section, or a part of one) packs to."""
+    return len(msgpack.packb(value, use_bin_type=True))

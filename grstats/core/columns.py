@@ -1268,8 +1268,8 @@ APPLIER_STATUS_BY_WORKER = TableDef(
         _stamp(APPLYING_ORIGINAL_COMMIT),
         _stamp(APPLYING_IMMEDIATE_COMMIT),
         _stamp(APPLYING_START_APPLY),
-        *_transient("LAST_APPLIED_TRANSACTION"),
-        *_transient("APPLYING_TRANSACTION"),
+        *_transient(LAST_APPLIED_TRANSACTION),
+        *_transient(APPLYING_TRANSACTION),
     ),
 )
 

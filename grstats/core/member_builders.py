@@ -32,13 +32,16 @@ from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
+from grstats.core.channels import member_channel_rows
+from grstats.core.columns import TableDef
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
 from grstats.core.sample import LocalMember, LocalSample, ServerViewMember
 from grstats.core.snapshot import Row
-from grstats.core.snapshot_inputs import LocalView, SnapshotInputs, Tables
+from grstats.core.snapshot_inputs import LocalView, RowBuilder, SnapshotInputs, Tables
+from protocol import MirroredTables
 
 __all__ = [
     "applier_metrics_rows",
@@ -362,3 +365,18 @@ def _local_status_row(local: LocalView, group: str, member_id: str | None, now_u
         rejections={},
         applier_source=None if sample is None or sample.applier is None else sample.applier.source,
     )
+
+
+def channel_table_builder(table: TableDef) -> RowBuilder:
+    """The row builder of one WL#3656 channel table: the local member's rows, then the others'."""
+
+    def rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
+        members: list[tuple[str, MirroredTables | None]] = []
+        sample = inputs.sample
+        if sample is not None:
+            members.append((sample.member.member_id, sample.channels))
+        if not inputs.alone:
+            members.extend((r.envelope.member.id, r.channels) for _, r in inputs.registry.items())
+        return member_channel_rows(table, members)
+
+    return rows

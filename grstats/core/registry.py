@@ -71,6 +71,7 @@ from protocol import (
     GroupCommunication,
     GtidState,
     MemberStatsState,
+    MirroredTables,
     PipelineStats,
 )
 
@@ -134,6 +135,7 @@ class Remote:
     # its last two ext.commit_path reports (older first): the rates of its last period
     commit_path: tuple[CommitPathReport, ...] = ()
     communication: GroupCommunication | None = None  # its last ext.commit_path_comm
+    channels: MirroredTables | None = None  # its last good ext.channels (WL#3656 tables)
     # its ext.commit_path anchors of the last minute (core.commitpath), older first
     commit_path_minute: tuple[CommitPathReport, ...] = ()
     offsets: deque[int] = field(

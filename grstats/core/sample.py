@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import CommitPathCounters, GroupCommunication, GtidState, PipelineStats
+from protocol import (
+    CommitPathCounters,
+    GroupCommunication,
+    GtidState,
+    MirroredTables,
+    PipelineStats,
+)
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -108,3 +114,5 @@ class LocalSample:
     commit_path: CommitPathCounters | None = None
     # replication_group_communication_information (8.0.23+); None when not shown
     communication: GroupCommunication | None = None
+    # the server's rows of the six WL#3656 channel tables; None when the source has none
+    channels: MirroredTables | None = None
