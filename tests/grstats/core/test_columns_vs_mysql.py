@@ -102,7 +102,7 @@ for _t in col.CHANNEL_TABLES:
         for _theirs in defs.columns(_t.name, _v) or ():
             if not _theirs.nullable and _theirs.name not in (col.CHANNEL_NAME,):
                 DELIBERATE[(_t.name, _theirs.name, _v, "nullable")] = _MIRRORED_NULL
-            if _theirs.family == "char" and _theirs.length == 57:  # noqa: PLR2004 - 8.0's GTID width
+            if _theirs.family == "char" and _theirs.length == 57:  # 8.0's GTID width
                 DELIBERATE[(_t.name, _theirs.name, _v, "length")] = _GTID_90
 
 
