@@ -28,7 +28,7 @@ SETTINGS = SimulationSettings(
 MODEL = GroupModel(SETTINGS)
 
 
-def _rows(tables: MirroredTables | None, name: str) -> list[dict[str, object]]:
+def _rows(tables: MirroredTables | None, name: str) -> list[dict[str, int | float | str | None]]:
     assert tables is not None
     table = tables.table(name)
     assert table is not None
