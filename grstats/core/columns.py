@@ -1273,6 +1273,48 @@ APPLIER_STATUS_BY_WORKER = TableDef(
     ),
 )
 
+
+# grstats_channel_errors: grstats' episodes of the channel threads' errors
+# (core.channel_errors): from the first LAST_ERROR_TIMESTAMP seen with an error
+# number to the latest, the tries between, and whether it still shows.
+CHANNEL_THREAD: Final = "THREAD"
+ERROR_FIRST_SEEN: Final = "FIRST_SEEN"
+ERROR_LAST_SEEN: Final = "LAST_SEEN"
+ERROR_TRIES: Final = "TRIES"
+ERROR_OPEN: Final = "OPEN"
+ERROR_CHANGES: Final = "ERROR_CHANGES"
+
+CHANNEL_ERRORS = TableDef(
+    name="grstats_channel_errors",
+    schema="grstats",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME, CHANNEL_THREAD)),
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(CHANNEL_THREAD, "varchar(32)", "id"),
+        Column(LAST_ERROR_NUMBER, "int", "number"),
+        Column(LAST_ERROR_MESSAGE, "varchar(1024)"),
+        Column(ERROR_FIRST_SEEN, "timestamp(6)", "timestamp"),
+        Column(ERROR_LAST_SEEN, "timestamp(6)", "timestamp"),
+        Column(ERROR_TRIES, "bigint unsigned", "number"),
+        Column(
+            ERROR_OPEN,
+            "tinyint",
+            "gauge",
+            metric="grstats_channel_error_open",
+            help="1 while the channel thread still shows its last error (an open episode).",
+        ),
+        Column(
+            ERROR_CHANGES,
+            "bigint unsigned",
+            "counter",
+            metric="grstats_channel_error_changes_total",
+            help="New errors seen on the channel thread (each new LAST_ERROR_TIMESTAMP or "
+            "number), since this daemon started.",
+        ),
+    ),
+)
+
 #: the six, in MySQL's reading order (configuration, then status by thread)
 CHANNEL_TABLES: Final = (
     CONNECTION_CONFIGURATION,
@@ -1299,6 +1341,7 @@ TABLES: Final = (
     MEMBER_GTIDS,
     COMMIT_PATH,
     *CHANNEL_TABLES,
+    CHANNEL_ERRORS,
 )
 
 # The stats columns carried by the Pipeline_stats message, in history file order.

@@ -32,6 +32,7 @@ from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
+from grstats.core.channel_errors import ChannelErrorWatch
 from grstats.core.channels import member_channel_rows
 from grstats.core.columns import TableDef
 from grstats.core.commitpath import CommitPathRows
@@ -380,3 +381,10 @@ def channel_table_builder(table: TableDef) -> RowBuilder:
         return member_channel_rows(table, members)
 
     return rows
+
+
+def channel_errors_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ...]:
+    """grstats_channel_errors: the episodes, after the status tables of this snapshot."""
+    watch = inputs.channel_errors if inputs.channel_errors is not None else ChannelErrorWatch()
+    watch.observe(tables)
+    return watch.rows()

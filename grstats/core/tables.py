@@ -38,6 +38,7 @@ from grstats.core.admission import (
     Status,
     admit,
 )
+from grstats.core.channel_errors import ChannelErrorWatch
 from grstats.core.commitpath import (
     CommitPathRows,
     CommunicationReader,
@@ -125,6 +126,7 @@ class MemberTables:
         )
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+        self.channel_errors = ChannelErrorWatch()  # episodes across snapshots
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
         self._comm_reader = CommunicationReader()  # a member's section checked once
 
@@ -323,4 +325,5 @@ class MemberTables:
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
             commit_rows=self._commit_rows,
+            channel_errors=self.channel_errors,
         )
