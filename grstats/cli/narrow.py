@@ -86,6 +86,16 @@ NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
         ("FULL_B", "ONGOING_TRANSACTION_FULL_SIZE_BYTES"),
         ("APPLIED_B", "ONGOING_TRANSACTION_APPLIED_SIZE_BYTES"),
     ),
+    # `grstats channels`: core.channel_explain.channel_overview's rows
+    "channels": (
+        (MEMBER, col.MEMBER_ID),
+        ("CHANNEL", "CHANNEL"),
+        ("IO", "IO"),
+        ("SQL", "SQL"),
+        ("ERROR", "ERROR"),
+        ("ERROR_AGE", "ERROR_AGE"),
+        ("TRIES", "TRIES"),
+    ),
 }
 
 
