@@ -91,7 +91,16 @@ def _promtool_test(tmp_path: Path, series: dict[str, list[float | None]], alerts
     return done.stdout + done.stderr if done.returncode else ""
 
 
-FIRES = """\
+_SUMMARY = (
+    "Member 127.0.0.1:3308: channel group_replication_recovery (receiver) has shown an error "
+    "for 2 minutes"
+)
+_DESCRIPTION = (
+    "Run `grstats channels --explain` on any member of group "
+    "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa: the error number, its MySQL text, the source or "
+    "donor, since when."
+)
+FIRES = f"""\
       - eval_time: 1m
         alertname: GrstatsChannelError
         exp_alerts: []
@@ -107,8 +116,8 @@ FIRES = """\
               member_host: 127.0.0.1
               member_port: "3308"
             exp_annotations:
-              summary: "Member 127.0.0.1:3308: channel group_replication_recovery (receiver) has shown an error for 2 minutes"
-              description: "Run `grstats channels --explain` on any member of group aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa: the error number, its MySQL text, the source or donor, since when."
+              summary: "{_SUMMARY}"
+              description: "{_DESCRIPTION}"
       - eval_time: 4m
         alertname: GrstatsChannelError
         exp_alerts: []"""
