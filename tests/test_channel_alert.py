@@ -11,6 +11,7 @@ member, channel and thread, and never on a healthy group's run.
 from __future__ import annotations
 
 import shutil
+from functools import partial
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
+from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import MemberTables
 from grstats.sources.simulated.model import GroupModel
 from grstats.sources.simulated.settings import ScriptEvent, SimulationSettings
@@ -42,6 +44,10 @@ FAILING = (
 RECOVERING_FINE = (ScriptEvent(E + 100, M3, "set_state", duration_s=300, state="RECOVERING"),)
 
 
+def _same(snapshot: DaemonSnapshot) -> DaemonSnapshot:
+    return snapshot
+
+
 def _series(script: tuple[ScriptEvent, ...]) -> dict[str, list[float | None]]:
     """grstats_channel_error_open as M3's daemon exposes it, every STEP_S from +100 s."""
     settings = SimulationSettings(members=(M1, M2, M3), script=script)
@@ -52,7 +58,7 @@ def _series(script: tuple[ScriptEvent, ...]) -> dict[str, list[float | None]]:
         t_us = (E + 100 + step * STEP_S) * 1_000_000
         tables.set_local(source._evaluate(t_us), incarnation=1, seq=step + 1)
         snapshot = tables.snapshot(t_us)
-        text = generate_latest(build_registry(lambda s=snapshot: s)).decode()
+        text = generate_latest(build_registry(partial(_same, snapshot))).decode()
         for family in text_string_to_metric_families(text):
             if family.name not in _KEPT:
                 continue
