@@ -11,8 +11,8 @@ member, channel and thread, and never on a healthy group's run.
 from __future__ import annotations
 
 import shutil
-from functools import partial
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
