@@ -196,6 +196,7 @@ class MySQLSource:
             server_view=view,
             commit_path=commit_path,
             communication=await extras.communication(conn, now_us, member),
+            channels=extras.channels(now_us),
         )
 
     async def _variables(

@@ -30,9 +30,7 @@ def _members(*states: tuple[str, str]) -> list[R]:
     return [{"MEMBER_ID": m, "MEMBER_STATE": s} for m, s in states]
 
 
-def _status(
-    member: str, channel: str, state: str, error: int = 0, at: str = ZERO
-) -> R:
+def _status(member: str, channel: str, state: str, error: int = 0, at: str = ZERO) -> R:
     return {
         "MEMBER_ID": member,
         "CHANNEL_NAME": channel,
