@@ -23,7 +23,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from grstats.api.health import ApiStats
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import process_registry
-from grstats.core.columns import table_names
+from grstats.core.columns import current_name, table_names
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
 # status, content type, body as parts sent one after the other (shared bodies).
@@ -34,6 +34,15 @@ def json_response(status: int, payload: Any) -> Response:
     """`payload` as compact JSON with `status`."""
     body = json.dumps(payload, separators=(",", ":")).encode()
     return status, "application/json", (body,)
+
+
+def deprecation_headers(successor: str) -> str:
+    """The header lines after Content-Type that mark a deprecated table path (RFC 9745).
+
+    The server writes the content type as its header's value, so these ride
+    after it as whole lines: `Deprecation: true` and the successor's path.
+    """
+    return f'\r\nDeprecation: true\r\nLink: </v1/tables/{successor}>; rel="successor-version"'
 
 
 class Routes:
@@ -70,11 +79,17 @@ class Routes:
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
             names = table_names()
-            if name not in names:
+            current = current_name(name)
+            if current not in names:
                 return json_response(
                     404, {"error": "unknown table", "table": name, "tables": names}
                 )
-            return json_response(200, [dict(row) for row in self._get_snapshot().table(name)])
+            status, ctype, body = json_response(
+                200, [dict(row) for row in self._get_snapshot().table(current)]
+            )
+            if current != name:  # a deprecated name: the same rows, and a note
+                ctype += deprecation_headers(current)
+            return status, ctype, body
         if path == "/v1/tables":
             return json_response(200, list(table_names()))
         return json_response(404, {"error": "not found", "path": path})

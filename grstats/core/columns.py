@@ -404,9 +404,11 @@ def _seconds(
 _MYSQLD_EXPORTER = "mysql_perf_schema_"  # its perf_schema.replication_applier_status_by_worker
 _STAGE_LAG = "grstats_member_replication_lag_seconds"
 
+# grstats' own aggregate of WL#7374's columns: a grstats table (grstats.member_lag on
+# the SQL endpoint), never a performance_schema name MySQL does not have (issue 41)
 MEMBER_LAG = TableDef(
-    name="replication_group_member_lag",
-    schema="performance_schema",
+    name="grstats_member_lag",
+    schema="grstats",
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
@@ -1371,6 +1373,22 @@ def __getattr__(name: str) -> object:
     )
     globals()[name] = value
     return value
+
+
+# The names grstats showed a table under before, answered for one release with a
+# deprecation note (the API's Deprecation header, the SQL endpoint's Note 1287,
+# the README): MySQL has no performance_schema.replication_group_member_lag (the
+# same query on a server fails with ER_NO_SUCH_TABLE), so grstats no longer
+# publishes its lag aggregate under that name. Old name -> (its schema, the table now).
+DEPRECATED_NAMES: Final = MappingProxyType(
+    {"replication_group_member_lag": ("performance_schema", MEMBER_LAG.name)}
+)
+
+
+def current_name(name: str) -> str:
+    """The table `name` is now (itself unless it is a deprecated name)."""
+    old = DEPRECATED_NAMES.get(name)
+    return name if old is None else old[1]
 
 
 def table_names() -> tuple[str, ...]:

@@ -14,7 +14,7 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
 - before the first sample the local rows are MySQL's "plugin never started"
   rows: empty identifiers, zero counters, MEMBER_STATE OFFLINE, NULL port;
 - a remote member silent for the unreachable window shows UNREACHABLE;
-- replication_group_member_lag has a row per member and channel that the
+- grstats_member_lag has a row per member and channel that the
   member reported (`core.lagrows`), beside the same members as the stats;
 - replication_applier_metrics / _progress_by_worker likewise from each
   member's applier metrics (`core.applierrows`), and grstats_member_status
@@ -159,7 +159,7 @@ def member_status_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ..
 
 
 def member_lag_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
-    """replication_group_member_lag: every member's lag rows, with the clock offsets.
+    """grstats_member_lag: every member's lag rows, with the clock offsets.
 
     Each member's clock offset, and the group's clock spread around it (the
     largest distance to another member's clock; ours counts as 0).

@@ -25,7 +25,7 @@ from grstats.core.columns import (
 )
 
 # The lag figures of the member's group_replication_applier channel, as
-# replication_group_member_lag derives them (nullable doubles, seconds).
+# grstats_member_lag derives them (nullable doubles, seconds).
 LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     str(c.history) for c in MEMBER_LAG.columns if c.history is not None
 )

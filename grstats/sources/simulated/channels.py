@@ -5,7 +5,7 @@ Strategy: a member in the group has the group_replication_applier channel
 plugin/group_replication/src/handlers/applier_handler.cc, initialize_channel),
 its receiver ON (GR's applier receives from the group, not from a source) and
 its applier ON with `WORKERS` workers, their stage transactions those of the
-member's lag (lag.py), so the tables agree with replication_group_member_lag.
+member's lag (lag.py), so the tables agree with grstats_member_lag.
 While the member is RECOVERING it also has the group_replication_recovery
 channel, connected to its donor: the first other member ONLINE at that
 second, at that member's host:port (recovery_state_transfer.cc configures
