@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from grstats.core import columns as col
 from grstats.core.lagrows import parse_timestamp
-from grstats.core.mysql_errors import ERRORS, GR_RECOVERY_LOG, describe
 from grstats.core.snapshot import Row
 from protocol.humanize import duration
+from protocol.mysql_errors import ERRORS, GR_RECOVERY_LOG, describe
 
 __all__ = ["OVERVIEW", "channel_overview", "explain_channels"]
 
@@ -126,7 +126,7 @@ def explain_channels(
 
 #: the overview's columns (`grstats channels`): member, channel, the receiver's
 #: (I/O) and applier's (SQL) SERVICE_STATE, the worst open error, its age, tries
-OVERVIEW = ("MEMBER_ID", "CHANNEL", "IO", "SQL", "ERROR", "ERROR_AGE", "TRIES")
+OVERVIEW = (col.MEMBER_ID, "CHANNEL", "IO", "SQL", "ERROR", "ERROR_AGE", "TRIES")
 
 
 def channel_overview(tables: Mapping[str, Sequence[Row]], now_us: int) -> list[Row]:
@@ -155,7 +155,7 @@ def channel_overview(tables: Mapping[str, Sequence[Row]], now_us: int) -> list[R
         worst = mine[0] if mine else None
         out.append(
             {
-                "MEMBER_ID": member,
+                col.MEMBER_ID: member,
                 "CHANNEL": channel,
                 "IO": row.get(col.SERVICE_STATE),
                 "SQL": applier.get((member, channel)),

@@ -35,7 +35,7 @@ from protocol import (
     packed_size,
 )
 
-__all__ = ["Bounded", "bounded", "channel_rows", "member_channel_rows"]
+__all__ = ["Bounded", "bounded", "channel_rows", "error_history", "member_channel_rows"]
 
 _ZERO_DATE = "0000-00-00 00:00:00"
 
@@ -170,3 +170,40 @@ def bounded(tables: MirroredTables, *, configuration: bool = True) -> Bounded:
         out, n = step
         dropped += n
     return Bounded(out, nulled, dropped)
+
+
+_THREADS = (
+    (col.CONNECTION_STATUS, "receiver"),
+    (col.APPLIER_STATUS_BY_COORDINATOR, "coordinator"),
+    (col.APPLIER_STATUS_BY_WORKER, "worker"),
+)
+
+
+def error_history(tables: MirroredTables | None) -> dict[str, object]:
+    """The history block of one member: its newest channel error that still shows.
+
+    Args:
+        tables: the member's rows of the channel tables (None: none known).
+
+    Returns:
+        ch_error_channel, ch_error_thread ('receiver', 'coordinator', 'worker <id>')
+        and ch_error_number of the thread error with the latest
+        LAST_ERROR_TIMESTAMP; all None when no thread shows an error.
+    """
+    best: tuple[int, str, str, int] | None = None
+    for table, thread in _THREADS:
+        mirrored = None if tables is None else tables.table(table.name)
+        if mirrored is None:
+            continue
+        for row in channel_rows(table, "", mirrored)[0]:
+            number = row.get(col.LAST_ERROR_NUMBER)
+            if not isinstance(number, int) or number == 0:
+                continue
+            at = parse_timestamp(row.get(col.LAST_ERROR_TIMESTAMP)) or 0
+            name = f"worker {row.get(col.WORKER_ID)}" if thread == "worker" else thread
+            candidate = (at, str(row.get(col.CHANNEL_NAME)), name, number)
+            if best is None or candidate[0] > best[0]:
+                best = candidate
+    if best is None:
+        return {"ch_error_channel": None, "ch_error_thread": None, "ch_error_number": None}
+    return {"ch_error_channel": best[1], "ch_error_thread": best[2], "ch_error_number": best[3]}

@@ -59,6 +59,15 @@ COMMIT_PATH_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     name for _, count, time_us in COMMIT_PATH_HISTORY for name in (count, time_us)
 )
 
+# The member's newest open channel error at recording time (core.channels.error_history):
+# which channel, which thread, which MySQL error number; NULL without one (and in files
+# written before them). The rollups make error episodes of them (first and last seen).
+CHANNEL_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("ch_error_channel", "string"),
+    ("ch_error_thread", "string"),
+    ("ch_error_number", "int32"),
+)
+
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
 # The stats part is derived from the column registry (numbers, then GTID texts).
 HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -86,6 +95,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     *GTID_HISTORY_COLUMNS,
     # the commit path: appended after the GTID counts, as one block (older files: NULL)
     *((name, "int64") for name in COMMIT_PATH_HISTORY_COLUMNS),
+    # the channel error: appended after the commit path, as one block (older files: NULL)
+    *CHANNEL_HISTORY_COLUMNS,
 )
 
 # The non-finite doubles a history column stores as they are (declared in the
@@ -177,3 +188,7 @@ class HistoryRow:
     cp_after_sync_us: int | None = None
     cp_flow_control_count: int | None = None
     cp_flow_control_us: int | None = None
+    # the member's newest open channel error (None: none, or unknown)
+    ch_error_channel: str | None = None
+    ch_error_thread: str | None = None
+    ch_error_number: int | None = None

@@ -47,6 +47,7 @@ ROLLUP_TABLES = (
     "gtid_member_day",
     "commit_member_hour",
     "commit_member_day",
+    "channel_error_episodes",
     "member_hosts",
 )
 # the hive partition columns of the history and rollup directories

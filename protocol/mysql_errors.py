@@ -11,7 +11,9 @@ number not listed is named as MySQL's error <n> and its LAST_ERROR_MESSAGE
 (the server's own text) carries the meaning.
 
 Facts carried over from mysql/mysql-server (GPL): the numbers and texts; the
-advice is grstats'.
+advice is grstats'. In `protocol` (standard library only) so that the live
+`grstats channels --explain` and the weekly report's "Replication errors this
+week" (spark_rollups imports no grstats) name errors from one table.
 """
 
 from __future__ import annotations
