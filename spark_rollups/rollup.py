@@ -45,8 +45,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from spark_rollups import flowrollup as FR
 from spark_rollups import channelrollup as CR
+from spark_rollups import flowrollup as FR
 from spark_rollups import gtidrollup as GR
 from spark_rollups import manifest as M
 from spark_rollups import transforms as T
@@ -96,7 +96,13 @@ TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
 GTID_TABLES = GR.GTID_TABLES  # GTID divergence (gtidrollup.py): straight from the history
 CHANNEL_TABLES = CR.CHANNEL_TABLES  # channel error episodes (channelrollup.py)
-ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES, *COMMIT_TABLES, *CHANNEL_TABLES)  # commit path: commitrollup.py
+ALL_TABLES = (
+    *TABLES,
+    *FLOW_TABLES,
+    *GTID_TABLES,
+    *COMMIT_TABLES,
+    *CHANNEL_TABLES,
+)  # commit path: commitrollup.py
 # every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
 WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
 # the tables by the pass that computes them (`run_rollup(only=...)`, the benchmark's groups)

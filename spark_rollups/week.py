@@ -23,6 +23,7 @@ from spark_rollups.memberdim import member_labels, short_id
 from spark_rollups.render import Member
 
 if TYPE_CHECKING:  # the section modules import this one
+    from spark_rollups.channelreport import ChannelWeek
     from spark_rollups.commitreport import CommitWeek
     from spark_rollups.flowreport import FlowWeek
     from spark_rollups.gtidreport import GtidWeek
@@ -80,6 +81,7 @@ class WeekData:
     hosts: list[dict[str, Any]] = field(default_factory=list)  # member_hosts of the week
     skipped: list[dict[str, Any]] = field(default_factory=list)  # history files not read
     commit: CommitWeek | None = None  # "where commit time went" (None: no commit-path table)
+    channels: ChannelWeek | None = None  # "Replication errors this week" (None: no table)
 
     def dates(self) -> list[str]:
         """The seven dates of the week (ISO text)."""
