@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowreplay import FlowReplay
@@ -37,10 +38,21 @@ class LocalView:
     sample: LocalSample | None = None
     incarnation: int | None = None
     seq: int | None = None
-    # the local member's last two commit-path reports (core.commitpath), older first
-    commit_path: tuple[CommitPathReport, ...] = ()
-    # its anchors of the last minute (core.commitpath), older first
-    commit_path_minute: tuple[CommitPathReport, ...] = ()
+    # section name -> what is kept of the local member, by the rule a receiver keeps
+    # a remote one (core.sections: each declaration's `keep`)
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def commit_path(self) -> tuple[CommitPathReport, ...]:
+        """The local member's last two commit-path reports (core.commitpath), older first."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[0]
+
+    @property
+    def commit_path_minute(self) -> tuple[CommitPathReport, ...]:
+        """Its anchors of the last minute (core.commitpath), older first."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[1]
 
 
 @dataclass(frozen=True, slots=True)
