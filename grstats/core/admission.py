@@ -273,8 +273,8 @@ def admit(
         clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
         stats = dataclasses.replace(stats, **zeros)
-    if not envelope.ext:
-        return Admitted(key, kind, envelope, stats, clamped, dropped)
+    if not envelope.ext:  # the shared empty mappings: nothing allocated per message
+        return Admitted(key, kind, envelope, stats, clamped, dropped, _NOTHING, _NOTHING)
     values, errors = _sections(envelope.ext, key, readers)
     return Admitted(key, kind, envelope, stats, clamped, dropped, values, errors)
 

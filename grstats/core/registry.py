@@ -64,7 +64,7 @@ from grstats.core.departures import Departures
 from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.replay_defence import ReplayDefence, Stale, retired_incarnations
-from grstats.core.sections import declared
+from grstats.core.sections import declared, fold
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import (
@@ -322,9 +322,8 @@ class MemberRegistry:
             state = self._merge_pending_gtids(key, remote, state)
         remote.state = state
         kept, values = remote.sections, msg.sections
-        for section in declared().sections:
-            name = section.name
-            kept[name] = section.keep(kept.get(name), values.get(name), stats)
+        if values or kept:  # nothing is kept of nothing (core.sections: keep)
+            fold(kept, declared().sections, values, stats)
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -378,13 +377,9 @@ class MemberRegistry:
             stats.transactions_committed_all_members,
             stats.transaction_last_conflict_free,
         )
-        kept, values = remote.sections, msg.sections
-        errors: dict[str, str] = {}
-        for section in declared().gated:  # what rides with the GTID sets only
-            name = section.name
-            kept[name] = section.keep(kept.get(name), values.get(name), stats)
-            if section.counter in msg.errors:
-                errors[section.counter] = msg.errors[section.counter]
+        gated = declared().gated  # what rides with the GTID sets only
+        fold(remote.sections, gated, msg.sections, stats)
+        errors = {s.counter: msg.errors[s.counter] for s in gated if s.counter in msg.errors}
         self.version += 1
         return Applied(envelope, stats, msg.kind, errors)
 

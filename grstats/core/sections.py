@@ -23,6 +23,8 @@ Invariants:
   section is None and counted under its `counter` (two sections may share one);
 - `keep(old, new, stats)` is pure: what is kept of the member after an
   envelope carrying `new` (None: absent, malformed or over its cadence);
+  nothing is kept of nothing (`keep(None, None, stats)` is None), so a member
+  that sends no section costs no fold;
 - a section with a `min_gap` (cadence GTID_INTERVAL) is accepted at most once
   per half that gap per member (a reconnect resends it early once); extras
   are dropped before they are decoded and counted (`over_cadence`).
@@ -62,6 +64,7 @@ __all__ = [
     "HistoryContext",
     "Section",
     "declared",
+    "fold",
     "history_figures",
     "keep_last",
     "keep_last_good",
@@ -169,7 +172,8 @@ def _commit_path_out(sample: LocalSample) -> CommitPathReport | None:
 def _keep_commit_path(old: Any, new: Any, _stats: PipelineStats) -> Any:
     """Its last two reports (the period's rates) and the minute's anchors (core.commitpath)."""
     window, minute = old if old is not None else ((), ())
-    return commit_path_window(window, new), commit_path_minute(minute, new)
+    window, minute = commit_path_window(window, new), commit_path_minute(minute, new)
+    return (window, minute) if window or minute else None
 
 
 def _commit_path_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
@@ -177,10 +181,10 @@ def _commit_path_history(kept: Any, _context: HistoryContext) -> Mapping[str, An
     window = kept[0] if kept is not None else ()
     if window and commit_path_due(window[-2].at_us if len(window) > 1 else None, window[-1].at_us):
         return commit_path_history(window[-1].counters)
-    return _NO_COMMIT_PATH
+    return _NULL
 
 
-_NO_COMMIT_PATH: Final[Mapping[str, Any]] = {}  # the row's defaults: NULL
+_NULL: Final[Mapping[str, Any]] = {}  # no block: the row's defaults, NULL
 
 
 def _applier_left_out(applier: Any) -> tuple[int, int]:
@@ -188,11 +192,11 @@ def _applier_left_out(applier: Any) -> tuple[int, int]:
 
 
 def _applier_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
-    return applier_history(kept)
+    return _NULL if kept is None else applier_history(kept)
 
 
 def _lag_history(kept: Any, context: HistoryContext) -> Mapping[str, Any]:
-    return lag_history(kept, context.offset_s)
+    return _NULL if kept is None else lag_history(kept, context.offset_s)
 
 
 def _communication_reader() -> Callable[[MemberKey, object], Any]:
@@ -329,6 +333,33 @@ def declared() -> Declared:
     if current is None or current.sections is not SECTIONS:
         current = _declared = Declared(SECTIONS)
     return current
+
+
+def fold(
+    kept: dict[str, Any],
+    sections: tuple[Section, ...],
+    values: Mapping[str, Any],
+    stats: PipelineStats,
+) -> None:
+    """Fold one envelope's section values into what is kept of its member, in place.
+
+    Args:
+        kept: section name -> what is kept (a section kept as None is left out).
+        sections: the declarations to fold (all, or those riding with the GTID sets).
+        values: section name -> its value in this envelope (absent: not carried).
+        stats: the envelope's stats (what a section kept with them rode with).
+    """
+    for section in sections:
+        name = section.name
+        old = kept.get(name)
+        new = values.get(name)
+        if old is None and new is None:
+            continue  # nothing is kept of nothing
+        now = section.keep(old, new, stats)
+        if now is None:
+            del kept[name]
+        else:
+            kept[name] = now
 
 
 def history_figures(kept: Mapping[str, Any], context: HistoryContext) -> dict[str, Any]:

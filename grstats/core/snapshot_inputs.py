@@ -14,7 +14,7 @@ members a daemon speaks for in the order the registry keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,21 @@ class SnapshotInputs:
     def sample(self) -> LocalSample | None:
         """The local member's latest sample (None for a collector or before the first)."""
         return None if self.local is None else self.local.sample
+
+    def kept(self, section: str) -> Iterator[tuple[str, Any]]:
+        """(member id, what is kept of its `ext` section) for the local member, then each
+        remote one in registry order, by the one rule (`core.sections`); the members
+        without it are left out. A table that shows a section builds its rows from this.
+        """
+        local = self.local
+        if local is not None and local.sample is not None and section in local.sections:
+            own = local.sample.member.member_id or self.local_member_id or ""
+            yield own, local.sections[section]
+        if self.alone:
+            return
+        for (_, member_id), remote in self.registry.items():
+            if section in remote.sections:
+                yield member_id, remote.sections[section]
 
     @property
     def alone(self) -> bool:

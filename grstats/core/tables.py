@@ -51,7 +51,7 @@ from grstats.core.records import HistoryRow
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
 from grstats.core.rows import flow_history, history_row
 from grstats.core.sample import LocalSample
-from grstats.core.sections import HistoryContext, declared, history_figures
+from grstats.core.sections import HistoryContext, declared, fold, history_figures
 from grstats.core.snapshot import (
     NO_FIGURES,
     DaemonCounters,
@@ -141,10 +141,9 @@ class MemberTables:
             seq: the seq of the last envelope we published (0 before the first).
         """
         kept = {} if self._local is None else dict(self._local.sections)
-        stats = sample.stats
-        for section in declared().sections:  # as a receiver keeps a remote member's
-            name = section.name
-            kept[name] = section.keep(kept.get(name), section.outgoing(sample), stats)
+        sections = declared().sections
+        values = {s.name: s.outgoing(sample) for s in sections}
+        fold(kept, sections, values, sample.stats)  # as a receiver keeps a remote member's
         self._local = LocalView(sample, incarnation, seq, kept)
         self._local_version += 1
         own = sample.member.member_id or self.local_member_id or ""
@@ -269,7 +268,7 @@ class MemberTables:
             offset_us = None if remote is None else remote.clock_offset_us()
             offset_s = None if offset_us is None else offset_us / 1e6
             replay = self.replays.get(envelope.group)
-        figures = history_figures(kept, HistoryContext(offset_s))
+        figures = history_figures(kept, HistoryContext(offset_s)) if kept else {}
         figures.update(flow_history(replay, member))
         gtids = self.gtid_history(member)
         if gtids is not None:

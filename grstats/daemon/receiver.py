@@ -44,8 +44,9 @@ class Receiver:
         if isinstance(result, Accepted):
             if self.history is not None and result.kind == STATS_KIND:
                 self.history.record(self._history_row(result, received))
-            for counter, error in result.errors.items():  # stats applied, a section refused
-                self._log_reject(topic, f"{counter}_malformed", error)
+            if result.errors:  # stats applied, a section refused
+                for counter, error in result.errors.items():
+                    self._log_reject(topic, f"{counter}_malformed", error)
         elif isinstance(result, Rejected):
             self._log_reject(topic, result.reason, result.detail)
 
