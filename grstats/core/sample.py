@@ -7,7 +7,9 @@ texts (the publisher decides whether a message carries them, flag '1', or not);
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
@@ -116,3 +118,6 @@ class LocalSample:
     communication: GroupCommunication | None = None
     # the server's rows of the six WL#3656 channel tables; None when the source has none
     channels: MirroredTables | None = None
+    # section name -> value, for an `ext` section declared without a field of its own
+    # (core.sections: its `outgoing` reads it here)
+    extra: Mapping[str, Any] = field(default_factory=dict)
