@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from grstats.core import columns as col
 from grstats.core.lagrows import parse_timestamp
+from grstats.core.records import CHANNEL_HISTORY_COLUMNS
 from grstats.core.snapshot import Cell, Row
 from protocol import (
     MAX_CHANNELS_SIZE,
@@ -35,9 +36,36 @@ from protocol import (
     packed_size,
 )
 
-__all__ = ["Bounded", "bounded", "channel_rows", "error_history", "member_channel_rows"]
+__all__ = [
+    "CHANNEL_HISTORY_NAMES",
+    "Bounded",
+    "bounded",
+    "channel_rows",
+    "channel_state",
+    "channels_left_out",
+    "encode_bounded_channels",
+    "error_history",
+    "member_channel_rows",
+    "without_configuration",
+]
 
 _ZERO_DATE = "0000-00-00 00:00:00"
+#: the history block of ext.channels (core.sections)
+CHANNEL_HISTORY_NAMES = tuple(name for name, _ in CHANNEL_HISTORY_COLUMNS)
+# Columns that move with the workload (the transactions a thread queues or applies,
+# heartbeats, the received set, delays): not a change of the channel's state.
+_VOLATILE_PREFIXES = (
+    "LAST_QUEUED_",
+    "QUEUEING_",
+    "LAST_PROCESSED_",
+    "PROCESSING_",
+    "LAST_APPLIED_",
+    "APPLYING_",
+    "LAST_HEARTBEAT_",
+    "COUNT_RECEIVED_HEARTBEATS",
+    "RECEIVED_TRANSACTION_SET",
+    "REMAINING_DELAY",
+)
 
 
 def _cell(column: col.Column, value: object) -> tuple[Cell, bool]:
@@ -207,3 +235,49 @@ def error_history(tables: MirroredTables | None) -> dict[str, object]:
     if best is None:
         return {"ch_error_channel": None, "ch_error_thread": None, "ch_error_number": None}
     return {"ch_error_channel": best[1], "ch_error_thread": best[2], "ch_error_number": best[3]}
+
+
+def channel_state(tables: MirroredTables) -> object:
+    """What a change of must go out at once: every value but the workload's (a comparison key).
+
+    A thread's state, its error, its thread id and the configuration are the
+    channel's state; the transactions it queues or applies, heartbeats and the
+    received set move every period under load and go with the GTID sets.
+    """
+    key = []
+    for table in tables.tables:
+        kept = [i for i, c in enumerate(table.columns) if not c.startswith(_VOLATILE_PREFIXES)]
+        key.append(
+            (
+                table.name,
+                tuple(table.columns[i] for i in kept),
+                tuple(tuple(row[i] for i in kept) for row in table.rows),
+            )
+        )
+    return tuple(key)
+
+
+def channels_left_out(tables: MirroredTables) -> tuple[int, int]:
+    """(values, values left out) of one local value: texts over the bound, cut rows' values."""
+    values = sum(len(t.columns) * len(t.rows) for t in tables.tables)
+    cut = bounded(tables)
+    kept = 0 if cut.tables is None else sum(len(t.columns) * len(t.rows) for t in cut.tables.tables)
+    return values, cut.texts_nulled + (values - kept)
+
+
+def encode_bounded_channels(tables: MirroredTables) -> object:
+    """The ext.channels wire value of what `bounded` keeps of `tables`.
+
+    Raises:
+        ProtocolError: not even an empty section of these tables fits the wire.
+    """
+    cut = bounded(tables).tables
+    if cut is None:
+        raise ProtocolError("ext.channels: not even the tables' names fit the section")
+    return encode_channels(cut)
+
+
+def without_configuration(tables: MirroredTables) -> MirroredTables:
+    """`tables` less the two configuration tables ([publish] channel_configuration = false)."""
+    kept = tuple(t for t in tables.tables if t.name not in col.CHANNEL_CONFIGURATION_TABLES)
+    return MirroredTables(tables.read_at_us, kept)

@@ -38,6 +38,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from grstats.core.applier import bounded, decode_member_applier, encode_member_applier
+from grstats.core.channels import (
+    CHANNEL_HISTORY_NAMES,
+    channel_state,
+    channels_left_out,
+    encode_bounded_channels,
+    error_history,
+)
 from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (
@@ -49,7 +56,9 @@ from grstats.core.rows import applier_history, commit_path_due, commit_path_hist
 from grstats.core.sample import LocalSample
 from protocol import (
     CommitPathReport,
+    MirroredTables,
     PipelineStats,
+    decode_channels,
     decode_commit_path,
     decode_gtid_state,
     encode_commit_path,
@@ -79,6 +88,9 @@ class Cadence(enum.Enum):
     PERIOD = "period"  # with every stats envelope
     GTID_INTERVAL = "gtid_interval"  # with the GTID sets, every gtid_interval
     ON_CHANGE = "on_change"  # with every envelope, encoded again only when it changed
+    # when its `change_key` differs from the last one sent, and with the GTID sets (at
+    # least every gtid_interval); a receiver keeps the last one until the next
+    CHANGED_OR_GTID_INTERVAL = "changed_or_gtid_interval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +107,11 @@ class HistoryContext:
 def keep_last(_old: Any, new: Any, _stats: PipelineStats) -> Any:
     """The last envelope's value; one without it clears it (stale is worse than none)."""
     return new
+
+
+def keep_last_sent(old: Any, new: Any, _stats: PipelineStats) -> Any:
+    """The last value sent: an envelope without it means "unchanged" (CHANGED_OR_GTID_INTERVAL)."""
+    return old if new is None else new
 
 
 def keep_last_good(old: Any, new: Any, stats: PipelineStats) -> Any:
@@ -129,6 +146,8 @@ class Section:
         left_out_help: that metric's help.
         history_columns: its block of history columns (core.records.HISTORY_COLUMNS).
         history: `(kept, context) -> {column: value}` for that block (None: none).
+        change_key: for CHANGED_OR_GTID_INTERVAL, what must differ from the last
+            value sent for a value to go out between two GTID intervals.
     """
 
     name: str
@@ -148,6 +167,7 @@ class Section:
     left_out_help: str = ""
     history_columns: tuple[str, ...] = ()
     history: Callable[[Any, HistoryContext], Mapping[str, Any]] | None = None
+    change_key: Callable[[Any], object] | None = None
 
     def min_gap_s(self, period_s: float, gtid_interval_s: float) -> float | None:
         """The least time between two accepted copies from one member (None: no bound).
@@ -201,6 +221,18 @@ def _lag_history(kept: Any, context: HistoryContext) -> Mapping[str, Any]:
 
 def _communication_reader() -> Callable[[MemberKey, object], Any]:
     return CommunicationReader().read
+
+
+def _channels_out(sample: LocalSample) -> MirroredTables:
+    # an empty value when the server shows no channel: a receiver then drops the rows
+    # it kept (a member whose GR stopped), at the section's cadence
+    if sample.channels is not None:
+        return sample.channels
+    return MirroredTables(sample.sampled_at_us, ())
+
+
+def _channels_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
+    return error_history(kept)
 
 
 #: Every section, in the order the envelope's `ext` map is built.
@@ -266,6 +298,29 @@ SECTIONS: tuple[Section, ...] = (
     ),
     # replication_group_communication_information stands for days: encoded again, and
     # checked again by a receiver, only when it changed
+    # the six WL#3656 channel tables (issue 41): when a thread's state, error or the
+    # configuration changes (within a period), else with the GTID sets; the sender
+    # bounds them (core.channels.bounded) and the publisher leaves the configuration
+    # tables out with [publish] channel_configuration = false
+    Section(
+        "channels",
+        outgoing=_channels_out,
+        encode=encode_bounded_channels,
+        decode=decode_channels,
+        cadence=Cadence.CHANGED_OR_GTID_INTERVAL,
+        keep=keep_last_sent,
+        counter="channels",
+        malformed_help="Accepted envelopes whose ext.channels section was refused "
+        "(stats applied, channel tables not).",
+        left_out=channels_left_out,
+        left_out_item="values",
+        left_out_counter="channels_values_left_out",
+        left_out_help="Channel table values (texts over the wire's bound, rows past its size) "
+        "left out of published ext.channels sections, summed.",
+        history_columns=CHANNEL_HISTORY_NAMES,
+        history=_channels_history,
+        change_key=channel_state,
+    ),
     Section(
         "commit_path_comm",
         outgoing=lambda s: s.communication,
