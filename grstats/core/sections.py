@@ -345,6 +345,9 @@ class Declared:
         encoded: the sections with an encoder (each may be unsendable).
         left_out_counters: the counters of items left out of the wire.
         gated: the sections accepted at most at their cadence.
+        with_gtids: the sections a GTID-bearing envelope always carries (the gated
+            ones and CHANGED_OR_GTID_INTERVAL's): a receiver takes them from the
+            retained `gtids` copy too (a daemon that connects later).
         history: the sections with a history block.
         by_name: each declaration by its name.
     """
@@ -357,6 +360,7 @@ class Declared:
     encoded: tuple[str, ...] = field(init=False)
     left_out_counters: tuple[str, ...] = field(init=False)
     gated: tuple[Section, ...] = field(init=False)
+    with_gtids: tuple[Section, ...] = field(init=False)
     history: tuple[Section, ...] = field(init=False)
     by_name: Mapping[str, Section] = field(init=False)
 
@@ -372,6 +376,14 @@ class Declared:
             ("encoded", tuple(x.name for x in s if x.encode is not None)),
             ("left_out_counters", tuple(x.left_out_counter for x in s if x.left_out_counter)),
             ("gated", tuple(x for x in s if x.cadence is Cadence.GTID_INTERVAL)),
+            (
+                "with_gtids",
+                tuple(
+                    x
+                    for x in s
+                    if x.cadence in (Cadence.GTID_INTERVAL, Cadence.CHANGED_OR_GTID_INTERVAL)
+                ),
+            ),
             ("history", tuple(x for x in s if x.history is not None)),
             ("by_name", {x.name: x for x in s}),
         ):
