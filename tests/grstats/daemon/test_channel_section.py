@@ -74,8 +74,10 @@ class _Bus:
         return True
 
 
-def _run(tmp_path: Path, *, configuration: bool) -> tuple[list[dict[str, object]], object]:
-    publisher = make_publisher(tmp_path, Sink(), *SAMPLES)
+def _run(
+    tmp_path: Path, *, configuration: bool, sink: Sink | None = None
+) -> tuple[list[dict[str, object]], object]:
+    publisher = make_publisher(tmp_path, sink or Sink(), *SAMPLES)
     if not configuration:
         publish = dataclasses.replace(publisher.settings.publish, channel_configuration=False)
         publisher.settings = dataclasses.replace(publisher.settings, publish=publish)
@@ -123,3 +125,11 @@ def test_a_receiver_keeps_the_last_channels_until_the_next(tmp_path: Path) -> No
     assert [(e["CHANNEL_NAME"], e["LAST_ERROR_NUMBER"], e["OPEN"]) for e in errors] == [
         ("group_replication_recovery", 2003, 1)
     ]
+
+
+def test_each_history_row_keeps_the_members_newest_open_channel_error(tmp_path: Path) -> None:
+    sink = Sink()
+    _run(tmp_path, configuration=True, sink=sink)
+    assert [(r.ch_error_channel, r.ch_error_thread, r.ch_error_number) for r in sink.rows] == [
+        (None, None, None)
+    ] * 3 + [("group_replication_recovery", "receiver", 2003)] * 2
