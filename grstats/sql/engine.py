@@ -51,7 +51,7 @@ from grstats.sql.errors import (
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A statement's result: column names, DuckDB type names, rows."""
+    """A statement's result: column names, DuckDB type names, rows of MySQL's values."""
 
     names: tuple[str, ...]
     types: tuple[str, ...]
@@ -100,10 +100,18 @@ _BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked 
 _HIVE = "hive_partitioning = true, hive_types = {'group': 'VARCHAR', 'date': 'DATE'}"
 
 
+# DuckDB's category in front of its message ("Out of Memory Error: ", "Binder Error: ")
+_CATEGORY = re.compile(r"^[A-Z][A-Za-z ]{0,40}? Error:\s*")
+
+
+def _text(exc: BaseException) -> str:
+    # the library's first line without its category: its advice ("Possible solutions:
+    # ... SET memory_limit") follows on later lines and is for its own users, not ours
+    return _CATEGORY.sub("", str(exc).split("\n", 1)[0], count=1)
+
+
 def _error(exc: duckdb.Error) -> SqlError:
-    text = str(exc).split("\n", 1)[0]
-    for prefix in ("Catalog Error: ", "Binder Error: ", "Parser Error: ", "Conversion Error: "):
-        text = text.removeprefix(prefix)
+    text = _text(exc)
     if isinstance(exc, duckdb.InterruptException):
         return SqlError(
             QUERY_TIMEOUT,
@@ -111,7 +119,7 @@ def _error(exc: duckdb.Error) -> SqlError:
             limit="query_timeout",
         )
     if isinstance(exc, duckdb.OutOfMemoryException):
-        return SqlError(OUT_OF_MEMORY, f"Out of memory: {text}")
+        return SqlError(OUT_OF_MEMORY, f"Out of memory (memory_limit): {text}")
     if isinstance(exc, duckdb.ParserException):
         return SqlError(PARSE, f"You have an error in your SQL syntax: {text}")
     if isinstance(exc, duckdb.BinderException) and "column" in text.lower():
@@ -280,7 +288,7 @@ class Engine:
         try:
             con.execute(f"CREATE OR REPLACE VIEW grstats.history AS {stored} UNION ALL {recent}")
         except duckdb.Error as exc:  # not a grstats history: only its queries fail
-            raise SqlError(UNKNOWN, f"history_dir is not a grstats history: {exc}") from None
+            raise SqlError(UNKNOWN, f"history_dir is not a grstats history: {_text(exc)}") from None
         self._local.history_files = files
         self._local.history_view = True
 
@@ -352,36 +360,46 @@ def _as_text(rel: duckdb.DuckDBPyRelation, types: tuple[str, ...]) -> duckdb.Duc
 
 
 def _fetch(rel: duckdb.DuckDBPyRelation, limit: int, max_bytes: int) -> list[tuple[Any, ...]]:
-    """Up to `limit` rows through Arrow (timestamps with a zone become UTC wall time).
+    """Up to `limit` rows as MySQL's values, made batch by batch through Arrow
+    (timestamps with a zone become UTC wall time).
+
+    The result is refused as soon as its encoded bytes pass `max_bytes`: each
+    batch's text values are sized from Arrow's buffers before they become
+    Python objects, and every batch is counted as it is converted, so what is
+    held is at most `max_bytes` and one batch, whatever the result would be.
 
     Raises:
-        SqlError: the text values alone are past `max_bytes` (checked per batch,
-            before the batch becomes Python objects).
+        SqlError: the encoded result is past `max_bytes`.
     """
-    batches: list[pa.RecordBatch] = []
-    count = 0
+    rows: list[tuple[Any, ...]] = []
     text_bytes = 0
+    left = max_bytes
     reader = rel.to_arrow_reader(min(limit, _BATCH_ROWS))
-    for batch in reader or ():
-        for col in batch.columns:
-            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
-        if text_bytes > max_bytes:
-            raise values.too_big(max_bytes)
-        batches.append(batch)
-        count += batch.num_rows
-        if count >= limit:
-            break
-    if not batches:
-        return []
-    table = pa.Table.from_batches(batches).slice(0, limit)
-    cols = []
-    for col in table.columns:
-        naive = col
-        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
-            naive = col.cast(pa.timestamp(col.type.unit))
-        cols.append(naive.to_pylist())
-    return list(zip(*cols, strict=True))
+    try:
+        for batch in reader or ():
+            for col in batch.columns:
+                if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                    text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
+            if text_bytes > max_bytes:
+                raise values.too_big(max_bytes)
+            cols = []
+            for col in batch.slice(0, limit - len(rows)).columns:
+                naive = col
+                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+                    naive = col.cast(pa.timestamp(col.type.unit))
+                cols.append(naive.to_pylist())
+            try:
+                encoded, size = values.mysql_rows(list(zip(*cols, strict=True)), left)
+            except SqlError:  # past what was left of the bound: named by the whole bound
+                raise values.too_big(max_bytes) from None
+            left -= size
+            rows.extend(encoded)
+            if len(rows) >= limit:
+                break
+    finally:
+        if reader is not None:
+            reader.close()  # the rest of the result is never made
+    return rows
 
 
 def _mysql_type(arrow: str) -> str:

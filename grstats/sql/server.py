@@ -41,7 +41,7 @@ from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
 from grstats.sql.statements import prepare
-from grstats.sql.values import column_kind, is_unsigned, mysql_rows
+from grstats.sql.values import column_kind, is_unsigned
 from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
 
 log = structlog.get_logger("grstats.sql")
@@ -275,8 +275,7 @@ class SqlServer:
             column(name, ColumnType[column_kind(t)], unsigned=is_unsigned(t))
             for name, t in zip(result.names, result.types, strict=True)
         ]
-        rows = mysql_rows(result.rows, self.engine.max_result_bytes)
-        return rows, cols
+        return result.rows, cols  # MySQL's values already (`engine._fetch`)
 
     async def close(self) -> None:
         """Stop listening, interrupt running statements and end every connection."""
