@@ -131,6 +131,8 @@ class HistorySettings:
     scope: str = setting("local", text(choices=("local", "all")))
     retention_days: int = setting(30, integer(1, 36500))
     flush_interval: float = setting(900.0, number(0.1, 86400.0))
+    # and as soon as the WAL holds this much: half the SQL view's 64 MiB read of it
+    flush_bytes: int = setting(32 << 20, integer(0, 1 << 40))
     fsync_interval: float = setting(1.0, number(0.01, 60.0))
     # ~490 bytes a row in memory: 200,000 rows ~ 100 MB, ~2.5 h of 9 members at 1 Hz
     max_buffer_rows: int = setting(200_000, integer(1_000, 50_000_000))
@@ -187,6 +189,7 @@ SQL_SPECS: dict[str, Spec] = {
     "handshake_timeout": number(0.1, 3600.0),
     "idle_timeout": number(1.0, 31536000.0),
     "max_statement_bytes": integer(256, 1 << 30),
+    "max_logins_per_address": integer(1, 1024),
 }
 
 

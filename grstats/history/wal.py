@@ -53,6 +53,7 @@ __all__ = [
     "WalFile",
     "WalScan",
     "encode_record",
+    "ends_torn",
     "new_wal_path",
     "repair_wal",
     "scan_wal",
@@ -137,6 +138,12 @@ def _is_torn(data: bytes, offset: int) -> bool:
         return True
     length: int = _RECORD_HEADER.unpack_from(data, offset)[0]
     return length <= _MAX_RECORD and offset + _RECORD_HEADER.size + length > len(data)
+
+
+def ends_torn(data: bytes, offset: int) -> bool:
+    """Whether the bytes of a WAL file from `offset` on are an append cut short (a record's
+    prefix), not damage: what a reader of part of a file left for its next read."""
+    return _is_torn(data, offset)
 
 
 def scan_wal(data: bytes) -> WalScan:

@@ -121,6 +121,7 @@ class GrstatsSession(Session):
         max_statement_bytes: int = 64 << 10,
     ) -> None:
         super().__init__(SessionVariables(global_variables))
+        self.warnings: tuple[str, ...] = ()  # the last statement's, for SHOW WARNINGS
         self._max_statement_bytes = max_statement_bytes
         self._execute = execute
         self._offload = offload
@@ -140,7 +141,16 @@ class GrstatsSession(Session):
         self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
+
+    async def _answer(self, expression: exp.Expression) -> Any:
+        self.warnings = ()
+        rows, columns, self.warnings = await self._execute(expression, self.database)
+        return rows, columns
+
+    def _show_warnings(self, show: exp.Show) -> Any:
+        # MySQL's SHOW WARNINGS: the previous statement's (it does not clear them itself)
+        return [("Warning", UNKNOWN, text) for text in self.warnings], ["Level", "Code", "Message"]
 
     async def use(self, database: str) -> None:
         if database.lower() not in catalog.DATABASES:
@@ -150,7 +160,7 @@ class GrstatsSession(Session):
 
     async def _query_info_schema(self, expression: exp.Expression) -> Any:
         # DuckDB in a worker, under the limits, not mysql-mimic's sqlglot executor on the loop
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
 
     async def _static_query_middleware(self, q: Query) -> Any:
         # mysql-mimic evaluates FROM-less SELECTs with sqlglot's executor, which lacks
