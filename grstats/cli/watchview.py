@@ -348,12 +348,13 @@ def plain_table(rows: Sequence[Mapping[str, object]], title: str, *, wide: bool 
     Args:
         rows: display rows from `build_view`.
         title: the line above the table.
-        wide: every column under its full name; else the view of an 80-column terminal.
+        wide: every column under its full name; else what fits
+            the terminal's width (COLUMNS, else 80).
 
     Returns:
         The text.
     """
-    spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.WIDTH)
+    spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.terminal_width())
     texts = [{h: _cell(c, r.get(c)) for h, c in spec} for r in rows]
     right = {h for h, c in spec if c in _RIGHT}
     text = title + "\n" + render.table(texts, [h for h, _ in spec], right=right)
@@ -364,4 +365,4 @@ def _footer(spec: Sequence[tuple[str, str]]) -> str:
     """The narrow view's last line: the columns it left out and `--wide`."""
     shown = {column for _, column in spec}
     hidden = sum(1 for column in COLUMNS if column not in shown)
-    return narrow.footer(hidden, "every column and the member UUIDs: --wide")
+    return narrow.footer(hidden, len(COLUMNS), "all, and the member UUIDs: --wide")

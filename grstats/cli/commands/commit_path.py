@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 import click
 
 from grstats.cli import render
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
-from grstats.core.snapshot import COMMIT_PATH_COLUMNS, COMMIT_PATH_TABLE
+from grstats.core.snapshot import COMMIT_PATH_TABLE
 
 __all__ = ["commit_path_command", "explain_rows", "explain_text"]
 
@@ -164,7 +165,10 @@ def explain_text(rows: Sequence[Mapping[str, object]]) -> str:
     is_flag=True,
     help="Name each member's dominant cost and what to check for it.",
 )
-def commit_path_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bool) -> None:
+@wide_option
+def commit_path_command(
+    *, reader: TableReader, fmt: str, vertical: bool, explain_: bool, wide: bool
+) -> None:
     rows = reader.read([COMMIT_PATH_TABLE])[COMMIT_PATH_TABLE]
     if explain_:
         if fmt == "json":
@@ -172,6 +176,4 @@ def commit_path_command(*, reader: TableReader, fmt: str, vertical: bool, explai
         else:
             click.echo(explain_text(rows), nl=False)
         return
-    if vertical and fmt == "table":
-        fmt = "vertical"
-    click.echo(render.render(fmt, rows, COMMIT_PATH_COLUMNS), nl=False)
+    show_table(reader, COMMIT_PATH_TABLE, fmt=fmt, vertical=vertical, wide=wide, rows=rows)

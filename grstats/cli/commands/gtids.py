@@ -22,7 +22,7 @@ from typing import Final
 import click
 
 from grstats.cli import render
-from grstats.cli.commands.tables import show_table
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
 from grstats.core.snapshot import MEMBER_GTIDS_TABLE
@@ -129,10 +129,12 @@ def explain_text(rows: Sequence[Mapping[str, object]]) -> str:
     help="Per member: errant GTIDs and since when, the SQL to inject them as empty "
     "transactions or how to rebuild it, missing GTIDs and the recovery method.",
 )
-def gtids_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bool) -> None:
+@wide_option
+def gtids_command(
+    *, reader: TableReader, fmt: str, vertical: bool, explain_: bool, wide: bool
+) -> None:
     rows = reader.read([MEMBER_GTIDS_TABLE])[MEMBER_GTIDS_TABLE]
     if explain_:
         click.echo(explain_text(rows), nl=False)
         return
-    # every column in the table form too (no narrow view: the GTID sets are the point)
-    show_table(reader, MEMBER_GTIDS_TABLE, fmt=fmt, vertical=vertical, wide=True, rows=rows)
+    show_table(reader, MEMBER_GTIDS_TABLE, fmt=fmt, vertical=vertical, wide=wide, rows=rows)

@@ -45,8 +45,8 @@ def wide_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--wide",
         is_flag=True,
-        help=f"Every column under MySQL's names (default: what fits {narrow.WIDTH} columns, "
-        "members as host:port).",
+        help="Every column under MySQL's names, members by UUID (default: what fits the "
+        "terminal's width -- COLUMNS, else 80 -- members as host:port).",
     )(func)
 
 
