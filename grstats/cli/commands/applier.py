@@ -36,6 +36,7 @@ __all__ = ["applier_command", "explain_text"]
 def explain_text(
     rows: Sequence[Mapping[str, object]],
     earlier: Mapping[str, Mapping[str, object]] | None = None,
+    window_start: dt.datetime | None = None,
 ) -> str:
     """The verdict of every member and channel, with its numbers and advice.
 
@@ -44,6 +45,8 @@ def explain_text(
         earlier: member id -> an earlier reading of its group_replication_applier
             channel (applierwindow.earlier_readings); None or absent: judged on
             the totals since the applier started.
+        window_start: the start of the --since window asked for, named where a
+            member has no reading that old.
 
     Returns:
         The text, one block per row.
@@ -58,7 +61,11 @@ def explain_text(
             shown = since.strftime("%Y-%m-%d %H:%M:%S") if isinstance(since, dt.datetime) else since
             out.append(f"  window: since {shown} UTC (the history's reading)")
         elif earlier is not None:
-            out.append("  window: since the applier started (no history reading that old)")
+            asked = "" if window_start is None else f" at or before {_utc(window_start)} UTC"
+            out.append(
+                f"  window: since the applier started (the history holds no reading of "
+                f"this member{asked})"
+            )
         if verdict.active_s is not None:
             out.append(f"  active {verdict.active_s:.0f} s; share of active time:")
         for name, share in verdict.shares.items():
@@ -78,6 +85,10 @@ def _earlier(
     if earlier is None or row.get(col.CHANNEL_NAME) != WINDOW_CHANNEL:
         return None
     return earlier.get(str(row.get(col.MEMBER_ID)))
+
+
+def _utc(at: dt.datetime) -> str:
+    return at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _shown(value: object) -> str:
@@ -149,7 +160,7 @@ def applier_command(
         return
     rows = reader.read([table])[table]
     if explain_:
-        earlier = None
+        earlier, at = None, None
         if history is not None and window is not None:
             at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=window)
             earlier = earlier_readings(history, at)
@@ -167,7 +178,7 @@ def applier_command(
             ]
             click.echo(json.dumps(verdicts, indent=2))
         else:
-            click.echo(explain_text(reader_rows(rows), earlier), nl=False)
+            click.echo(explain_text(reader_rows(rows), earlier, at), nl=False)
         return
     show_table(reader, table, fmt=fmt, vertical=vertical, wide=wide, rows=rows)
 
