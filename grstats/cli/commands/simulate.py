@@ -53,6 +53,13 @@ __all__ = ["command"]
     help="First UTC day. Default: the Monday of the last whole ISO week (of the last "
     "whole weeks holding DAYS days), so the default run is exactly last week.",
 )
+@click.option(
+    "--epoch",
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
+    default=None,
+    help="The group's start (UTC; [simulated] epoch of the live daemons that continue "
+    "this history): counters and GTIDs count from it. Default: the model's, 2026-01-01.",
+)
 @click.option("--slow-member", is_flag=True, help="Give the last member a slow applier.")
 @click.option(
     "--slow-link",
@@ -101,6 +108,7 @@ def command(
     days: int,
     seed: int,
     start: dt.datetime | None,
+    epoch: dt.datetime | None,
     slow_member: bool,
     slow_link: str | None,
     certifier_threshold: int,
@@ -136,6 +144,7 @@ def command(
             flow_control=flow_control,
             slow_link_hours=slow_link_hours,
             workers=workers,
+            epoch_s=None if epoch is None else int(epoch.replace(tzinfo=dt.UTC).timestamp()),
         )
 
     from grstats.offline.daypool import WorkerFailed  # noqa: PLC0415
