@@ -57,7 +57,8 @@ def try_commands(history: Path, sql_port: int) -> list[str]:
         "grstats watch --count 3",
         "grstats table grstats_member_status",
         f"mariadb -h 127.0.0.1 -P {sql_port} -u {pg.SQL_USER} -p{pg.SQL_PASSWORD} "
-        "-e 'SELECT member_id, hour, checked FROM grstats.member_hour LIMIT 5'",
+        "-e 'SELECT bucket_start, member_id, transactions_checked FROM grstats.member_hour "
+        "ORDER BY bucket_start DESC LIMIT 6'",
     ]
 
 
