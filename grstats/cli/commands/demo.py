@@ -33,6 +33,7 @@ from grstats.cli.demo.steps import (
 )
 from grstats.cli.demo.supervisor import Processes
 from grstats.cli.errors import BadArgument
+from protocol.humanize import duration
 
 __all__ = ["command"]
 
@@ -137,7 +138,8 @@ def command(  # noqa: PLR0917 - click passes every option by keyword anyway
         processes.stop_all()
         signal.signal(signal.SIGTERM, previous)
     files = sorted(p for p in report.rglob("*") if p.is_file())
-    say(f"done in {time.monotonic() - started:.0f} s; the weekly conflict report is in {report}")
+    took = duration(time.monotonic() - started)
+    say(f"done in {took}; the weekly conflict report is in {report}")
     for path in files:
         if path.suffix in (".html", ".md"):
             note(str(path))

@@ -25,6 +25,7 @@ from grstats.offline.backfill import (
     member_ids,
     simulate_history,
 )
+from protocol.humanize import duration
 
 __all__ = ["command"]
 
@@ -161,7 +162,7 @@ def command(
     click.echo(
         f"wrote {result.rows} rows ({members} members x {days} days from {first_day.isoformat()}, "
         f"group {group_name}) to {out}: {result.files} files, {result.bytes_on_disk} bytes, "
-        f"{result.bytes_per_sample:.2f} bytes/sample, {result.seconds:.1f} s, "
+        f"{result.bytes_per_sample:.2f} bytes/sample, {duration(result.seconds)}, "
         f"{result.rows_per_second:,.0f} rows/s"
     )
 

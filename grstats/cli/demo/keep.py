@@ -30,6 +30,7 @@ from grstats.cli.demo.supervisor import (
     grstats_argv,
     port_accepts,
 )
+from protocol.humanize import duration
 
 __all__ = ["TRY", "keep", "try_commands"]
 
@@ -75,7 +76,7 @@ def _step(processes: Processes, name: str, argv: Sequence[str], logs: Path, **kw
 
 
 def _quiet(name: str) -> Any:
-    return lambda seconds: note(f"... {name} still running ({seconds:.0f} s)")
+    return lambda seconds: note(f"... {name} still running ({duration(seconds)})")
 
 
 def keep(out: Path) -> None:
@@ -225,7 +226,7 @@ def _member_ids() -> list[str]:
 
 def _tell(out: Path, base: Path, state: dict[str, Any], seconds: float) -> None:
     api = f"http://127.0.0.1:{state['members'][0]['api_port']}"
-    say(f"the playground is running ({seconds:.0f} s to start): 3 members on loopback")
+    say(f"the playground is running ({duration(seconds)} to start): 3 members on loopback")
     for member in state["members"]:
         note(f"{member['label']}  api http://127.0.0.1:{member['api_port']}")
     note(f"live page: {api}/")

@@ -46,6 +46,7 @@ from grstats.cli.demo.supervisor import (
     port_accepts,
 )
 from grstats.cli.errors import ReadError
+from protocol.humanize import duration
 
 __all__ = [
     "DEFAULT_SECONDS",
@@ -199,13 +200,13 @@ def _run_step(
             name,
             log,
             lambda line: click.echo(f"  | {line}"),
-            lambda seconds: note(f"... {name} still running ({seconds:.0f} s)"),
+            lambda seconds: note(f"... {name} still running ({duration(seconds)})"),
         )
     finally:
         processes.stop(process)
     if status != 0:
         raise DemoError(f"{name} failed (exit status {status}); see {log}")
-    note(f"{name} done in {time.monotonic() - started:.1f} s")
+    note(f"{name} done in {duration(time.monotonic() - started)}")
 
 
 def live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> None:

@@ -430,7 +430,7 @@ def test_watch_fits_80_columns_with_members_as_host_port_role_and_lag(
     assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, out
     assert M1 not in out and M2 not in out, out
     header = next(line for line in lines if "MEMBER" in line and line.startswith("|"))
-    assert {"ROLE", "LAG_S", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
+    assert {"ROLE", "LAG", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
     assert "columns hidden" in lines[-1] and "--wide" in lines[-1], out
 
 
