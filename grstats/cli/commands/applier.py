@@ -101,7 +101,7 @@ def _shown(value: object) -> str:
     "active time, transactions committed / ongoing / pending, sizes, events, and "
     "each wait's count and time (ns, as MySQL reports them).\n\n"
     "\b\nExamples:\n"
-    "  grstats applier                         # what fits 80 columns, members as host:port\n"
+    "  grstats applier                         # what fits the terminal, members as host:port\n"
     "  grstats applier --wide                  # every column under MySQL's names\n"
     "  grstats applier --vertical              # one member and channel per block\n"
     "  grstats applier --workers               # replication_applier_progress_by_worker\n"

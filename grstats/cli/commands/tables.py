@@ -41,7 +41,7 @@ __all__ = [
 
 
 def wide_option(func: Callable[..., None]) -> Callable[..., None]:
-    """`--wide`: every column under MySQL's names instead of the 80-column view."""
+    """`--wide`: every column under MySQL's names instead of the view that fits the terminal."""
     return click.option(
         "--wide",
         is_flag=True,
