@@ -36,8 +36,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from grstats.core import columns
+from grstats.core.ratelimit import RateLimit
 from grstats.sql import catalog
-from grstats.sql.errors import BAD_DB, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
+from grstats.sql.errors import BAD_DB, OUT_OF_MEMORY, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
 from grstats.sql.options import perspective
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class GrstatsSession(Session):
         max_statement_bytes: int = 64 << 10,
     ) -> None:
         super().__init__(SessionVariables(global_variables))
+        self.warnings: tuple[str, ...] = ()  # the last statement's, for SHOW WARNINGS
         self._max_statement_bytes = max_statement_bytes
         self._execute = execute
         self._offload = offload
@@ -143,7 +145,10 @@ class GrstatsSession(Session):
             affected_rows: int = 0, last_insert_id: int = 0, warnings: int = 0, flags: int = 0
         ) -> bytes:
             packet: bytes = closing(
-                affected_rows, last_insert_id, warnings or len(self.notes), flags
+                affected_rows,
+                last_insert_id,
+                warnings or len(self.notes) + len(self.warnings),
+                flags,
             )
             return packet
 
@@ -154,7 +159,19 @@ class GrstatsSession(Session):
         self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
+
+    async def _answer(self, expression: exp.Expression) -> Any:
+        self.warnings = ()
+        rows, columns, self.warnings = await self._execute(expression, self.database)
+        return rows, columns
+
+    def _show_warnings(self, show: exp.Show) -> Any:
+        # MySQL's SHOW WARNINGS: the previous statement's (it does not clear them itself):
+        # its notes (a deprecated table name), then the engine's warnings
+        shown = [list(n) for n in self.notes]
+        shown += [["Warning", UNKNOWN, text] for text in self.warnings]
+        return shown, ["Level", "Code", "Message"]
 
     async def use(self, database: str) -> None:
         if database.lower() not in catalog.DATABASES:
@@ -164,7 +181,7 @@ class GrstatsSession(Session):
 
     async def _query_info_schema(self, expression: exp.Expression) -> Any:
         # DuckDB in a worker, under the limits, not mysql-mimic's sqlglot executor on the loop
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
 
     async def _static_query_middleware(self, q: Query) -> Any:
         # mysql-mimic evaluates FROM-less SELECTs with sqlglot's executor, which lacks
@@ -200,10 +217,6 @@ class GrstatsSession(Session):
             result = await q.start()
         return result
 
-    def _show_warnings(self, show: exp.Show) -> Any:
-        # the last statement's notes (a deprecated table name), as MySQL's SHOW WARNINGS
-        return [list(n) for n in self.notes], ["Level", "Code", "Message"]
-
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         if (
             len(sql) > self._max_statement_bytes // 4
@@ -218,6 +231,24 @@ class GrstatsSession(Session):
             )
         try:
             return await self._run(sql, attrs)
+        except RecursionError:  # a statement nested past the parser's depth: MySQL says 1064
+            log.debug("sql.refused", code=PARSE, reason="nested too deeply")
+            raise _mysql_error(
+                SqlError(
+                    PARSE,
+                    "You have an error in your SQL syntax: the statement is nested too "
+                    f"deeply near '{sql.strip()[:80]}' at line 1",
+                )
+            ) from None
+        except MemoryError:  # Python's or Arrow's (a subclass): a limit, not a bug
+            _OOM_LOG.emit()
+            raise _mysql_error(
+                SqlError(
+                    OUT_OF_MEMORY,
+                    "Out of memory: the statement needs more memory than the endpoint has; "
+                    "add a LIMIT, aggregate or select fewer columns",
+                )
+            ) from None
         except (ParseError, TokenError) as exc:
             near = sql.strip()[:80]
             raise _mysql_error(
@@ -233,9 +264,29 @@ class GrstatsSession(Session):
             raise _mysql_error(exc) from None
         except MysqlError:
             raise
-        except Exception as exc:  # a client must get an error packet, never a dropped connection
-            log.exception("sql.statement_failed")
-            raise _mysql_error(SqlError(UNKNOWN, f"{type(exc).__name__}: {exc}")) from None
+        except Exception:  # a client must get an error packet, never a dropped connection
+            log.exception("sql.statement_failed")  # a bug: its traceback is for us, not the client
+            raise _mysql_error(
+                SqlError(
+                    UNKNOWN, "Internal error in the SQL endpoint (logged as sql.statement_failed)"
+                )
+            ) from None
+
+
+class _OomLog:
+    """`sql.out_of_memory` at most once per interval (a line, no traceback; each is
+    counted as error 1041 in the endpoint's figures)."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self._limit = RateLimit(interval_s)
+
+    def emit(self) -> None:
+        held = self._limit.admit(time.monotonic())
+        if held is not None:
+            log.warning("sql.out_of_memory", suppressed=held)
+
+
+_OOM_LOG = _OomLog()
 
 
 # ER_WARN_DEPRECATED_SYNTAX (include/mysqld_error.h, share/messages_to_clients.txt):
