@@ -26,7 +26,7 @@ from grstats.core.snapshot import Row
 from protocol.humanize import duration
 from protocol.mysql_errors import ERRORS, GR_RECOVERY_LOG, describe
 
-__all__ = ["OVERVIEW", "channel_overview", "explain_channels"]
+__all__ = ["channel_overview", "explain_channels"]
 
 _SOURCE_IN_TEXT = re.compile(r"source '[^@']*@([^']+)'")
 _TRANSACTION_IN_TEXT = re.compile(r"transaction '([^']+)'")
@@ -124,20 +124,15 @@ def explain_channels(
     return out
 
 
-#: the overview's columns (`grstats channels`): member, channel, the receiver's
-#: (I/O) and applier's (SQL) SERVICE_STATE, the worst open error, its age, tries
-OVERVIEW = (col.MEMBER_ID, "CHANNEL", "IO", "SQL", "ERROR", "ERROR_AGE", "TRIES")
-
-
 def channel_overview(tables: Mapping[str, Sequence[Row]], now_us: int) -> list[Row]:
-    """One row per member and channel: states, the newest open error, its age and tries.
+    """grstats_channels: one row per member and channel, its newest open error, age and tries.
 
     Args:
         tables: a snapshot's tables by name (the channel tables, grstats_channel_errors).
         now_us: the snapshot's time.
 
     Returns:
-        Rows with the `OVERVIEW` keys, by member then channel as the tables list them.
+        Rows of `columns.CHANNELS_OVERVIEW`, by member then channel as the tables list them.
     """
     episodes = [r for r in tables.get(col.CHANNEL_ERRORS.name, ()) if r.get(col.ERROR_OPEN)]
     applier = {
@@ -153,17 +148,16 @@ def channel_overview(tables: Mapping[str, Sequence[Row]], now_us: int) -> list[R
             reverse=True,
         )
         worst = mine[0] if mine else None
+        last = None if worst is None else parse_timestamp(worst.get(col.ERROR_LAST_SEEN))
         out.append(
             {
                 col.MEMBER_ID: member,
-                "CHANNEL": channel,
-                "IO": row.get(col.SERVICE_STATE),
-                "SQL": applier.get((member, channel)),
-                "ERROR": None if worst is None else worst.get(col.LAST_ERROR_NUMBER),
-                "ERROR_AGE": None
-                if worst is None
-                else _ago(worst.get(col.ERROR_LAST_SEEN), now_us).removesuffix(" ago"),
-                "TRIES": None if worst is None else worst.get(col.ERROR_TRIES),
+                col.CHANNEL_NAME: channel,
+                col.IO_STATE: row.get(col.SERVICE_STATE),
+                col.SQL_STATE: applier.get((member, channel)),
+                col.LAST_ERROR_NUMBER: None if worst is None else worst.get(col.LAST_ERROR_NUMBER),
+                col.ERROR_AGE_SECONDS: None if last is None else max(0, now_us - last) / 1e6,
+                col.ERROR_TRIES: None if worst is None else worst.get(col.ERROR_TRIES),
             }
         )
     return out

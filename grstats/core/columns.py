@@ -1342,6 +1342,28 @@ CHANNEL_ERRORS = TableDef(
     ),
 )
 
+# grstats_channels: one row per member and channel, what `grstats channels` shows
+# (core.channel_explain.channel_overview): the receiver's (IO) and the applier's (SQL)
+# SERVICE_STATE, the newest open error of the channel's threads, its age and tries.
+IO_STATE: Final = "IO_STATE"
+SQL_STATE: Final = "SQL_STATE"
+ERROR_AGE_SECONDS: Final = "ERROR_AGE_SECONDS"
+
+CHANNELS_OVERVIEW = TableDef(
+    name="grstats_channels",
+    schema="grstats",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME,)),  # its figures are the six tables' metrics
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(IO_STATE, "varchar(16)", nullable=True),
+        Column(SQL_STATE, "varchar(16)", nullable=True),
+        Column(LAST_ERROR_NUMBER, "int", "number", nullable=True),
+        Column(ERROR_AGE_SECONDS, "double", "number", nullable=True),
+        Column(ERROR_TRIES, "bigint unsigned", "number", nullable=True),
+    ),
+)
+
 #: the six, in MySQL's reading order (configuration, then status by thread)
 CHANNEL_TABLES: Final = (
     CONNECTION_CONFIGURATION,
@@ -1369,6 +1391,7 @@ TABLES: Final = (
     COMMIT_PATH,
     *CHANNEL_TABLES,
     CHANNEL_ERRORS,
+    CHANNELS_OVERVIEW,
 )
 
 # The stats columns carried by the Pipeline_stats message, in history file order.

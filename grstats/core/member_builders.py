@@ -33,6 +33,7 @@ from typing import Any
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
 from grstats.core.channel_errors import ChannelErrorWatch
+from grstats.core.channel_explain import channel_overview
 from grstats.core.channels import member_channel_rows
 from grstats.core.columns import TableDef
 from grstats.core.commitpath import CommitPathRows
@@ -388,3 +389,8 @@ def channel_errors_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ..
     watch = inputs.channel_errors if inputs.channel_errors is not None else ChannelErrorWatch()
     watch.observe(tables)
     return watch.rows()
+
+
+def channels_overview_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ...]:
+    """grstats_channels: `grstats channels`' rows, from the channel tables built before it."""
+    return tuple(channel_overview(tables, inputs.now_us))

@@ -51,6 +51,7 @@ BUILDERS: dict[str, RowBuilder] = {
     col.COMMIT_PATH.name: b.commit_path_rows,
     **{t.name: b.channel_table_builder(t) for t in col.CHANNEL_TABLES},
     col.CHANNEL_ERRORS.name: b.channel_errors_rows,
+    col.CHANNELS_OVERVIEW.name: b.channels_overview_rows,
 }
 
 

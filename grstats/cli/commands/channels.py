@@ -1,12 +1,12 @@
 """`grstats channels`: every member's replication channels, and `--explain`: why one fails.
 
-Strategy: the six WL#3656 channel tables of every member and grstats'
-channel error episodes, read from the local daemon's API or the broker
-(`--bus`), as one overview row per member and channel (member host:port,
-channel, the receiver's and the applier's SERVICE_STATE, the newest open
-error number, its age and tries: core.channel_explain.channel_overview) in
-the terminal's width through the narrow renderer; `--explain` prints
-core.channel_explain's sentences, the live page's text too.
+Strategy: `grstats_channels` (one row per member and channel: member
+host:port, channel, the receiver's and the applier's SERVICE_STATE, the
+newest open error number, its age and tries; core.channel_explain), read from
+the local daemon's API or the broker (`--bus`), shown as every table command
+shows its table (`tables.show_table`: the terminal's width, `--wide`, `-E`,
+`--format`); `--explain` prints core.channel_explain's sentences over the six
+WL#3656 tables and the error episodes, the live page's text too.
 
 Invariants: a failure the user can cause prints one line on stderr and exits
 non-zero; every text from a row goes through `render.visible`.
@@ -18,15 +18,15 @@ import time
 
 import click
 
-from grstats.cli import narrow, render
+from grstats.cli import render
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
-from grstats.core.channel_explain import OVERVIEW, channel_overview, explain_channels
+from grstats.core.channel_explain import explain_channels
 from grstats.core.labels import member_labels
 
-__all__ = ["VIEW", "channels_command"]
+__all__ = ["channels_command"]
 
-VIEW = "channels"  # the overview's name in cli.narrow.NARROW
 _READ = (
     col.MEMBERS.name,
     col.CONNECTION_CONFIGURATION.name,
@@ -50,6 +50,7 @@ _READ = (
 )
 @read_options
 @output_options
+@wide_option
 @click.option(
     "--explain",
     "explain_",
@@ -57,17 +58,14 @@ _READ = (
     help="One sentence per member that is not ONLINE or has a channel error: the source "
     "(host:port), MySQL's error number and text, since when, how many tries, what to check.",
 )
-def channels_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bool) -> None:
+def channels_command(
+    *, reader: TableReader, fmt: str, vertical: bool, wide: bool, explain_: bool
+) -> None:
+    if not explain_:
+        show_table(reader, col.CHANNELS_OVERVIEW.name, fmt=fmt, vertical=vertical, wide=wide)
+        return
     tables = reader.read(list(_READ))
-    now_us = time.time_ns() // 1000
     labels = member_labels(tables[col.MEMBERS.name])
-    if explain_:
-        lines = explain_channels(tables, labels, now_us)
-        text = "\n".join(render.visible(line) for line in lines)
-        click.echo(text if lines else "every member is ONLINE and no channel shows an error")
-        return
-    rows = channel_overview(tables, now_us)
-    if fmt == "table" and not vertical:
-        click.echo(narrow.narrow_table(VIEW, rows, labels), nl=False)
-        return
-    click.echo(render.render("vertical" if vertical else fmt, rows, list(OVERVIEW)), nl=False)
+    lines = explain_channels(tables, labels, time.time_ns() // 1000)
+    text = "\n".join(render.visible(line) for line in lines)
+    click.echo(text if lines else "every member is ONLINE and no channel shows an error")

@@ -14,6 +14,7 @@ from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
     CHANNEL_HISTORY_COLUMNS,
     COMMIT_PATH_HISTORY_COLUMNS,
+    FLOW_HELD_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     GTID_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
@@ -48,7 +49,7 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
         cols = model.history_columns(member, start, n)
         # the lag figures and applier counters come in bulk from their own methods,
         # the flow-control figures from the replay over every member (offline.flowfill)
-        flow = {name for name, _ in FLOW_HISTORY_COLUMNS}
+        flow = {name for name, _ in (*FLOW_HISTORY_COLUMNS, *FLOW_HELD_HISTORY_COLUMNS)}
         optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         optional |= {name for name, _ in GTID_HISTORY_COLUMNS}  # a daemon's verdict only
         optional |= set(COMMIT_PATH_HISTORY_COLUMNS)  # in bulk from simulated.commithistory
