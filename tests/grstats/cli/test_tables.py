@@ -371,6 +371,7 @@ _TABLE_COMMANDS = (
     ["applier", "--workers"],
     ["gtids"],
     ["commit-path"],
+    ["channels"],
     *(["table", name] for name in columns.table_names()),
 )
 
