@@ -64,6 +64,15 @@ def section_families(counters: DaemonCounters) -> Iterator[Metric]:
         "section",
         unsendable,
     )
+    over = dict.fromkeys(decl.gated_names, 0)
+    over.update(counters.over_cadence)
+    yield counter_by(
+        "grstats_ext_sections_over_cadence",
+        "Sections of received envelopes dropped unread because their member sent them "
+        "sooner than their cadence allows (ext.gtids: once per gtid_interval), by section.",
+        "section",
+        over,
+    )
     yield counter_by(
         "grstats_ext_sections_dropped",
         "Unknown ext sections of received envelopes skipped unread at admission "

@@ -59,6 +59,7 @@ from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
+from grstats.core.cadence import Due, Heard, OverCadence, heard, judge
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.departures import Departures
 from grstats.core.lag import MemberLag
@@ -93,6 +94,7 @@ class RegistryLimits:
         max_groups: groups kept (a collector sees many).
         max_pending_gtids_bytes: bytes of GTID sets waiting for their member's
             first stats message (each entry charged `PENDING_ENTRY_BYTES` more).
+        gtid_interval_s: seconds between a member's GTID sets (core.cadence).
     """
 
     period_s: float = 1.0
@@ -101,6 +103,7 @@ class RegistryLimits:
     max_members_per_group: int = 64
     max_groups: int = 1024
     max_pending_gtids_bytes: int = 8 * 1024 * 1024
+    gtid_interval_s: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,9 @@ class Remote:
     )  # (incarnation, last seq)
     # section name -> what is kept of it (core.sections: each declaration's `keep`)
     sections: dict[str, Any] = field(default_factory=dict)
+    # section name -> its last copy taken, and its extras (core.cadence)
+    heard: dict[str, Heard] = field(default_factory=dict)
+    extras: dict[str, OverCadence] = field(default_factory=dict)
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -253,6 +259,57 @@ class MemberRegistry:
         """Members that departed and have not come back, in key order."""
         return self._departures.departed()
 
+    def section_due(self, key: MemberKey, envelope: Envelope, name: str, at_us: int) -> Due:
+        """Whether the section `name` of a member's envelope is to be decoded (core.cadence).
+
+        Args:
+            key: the member.
+            envelope: its envelope (incarnation, seq).
+            name: a section with a cadence (`core.sections`: `Section.min_gap_s`).
+            at_us: when the envelope was received (our clock).
+        """
+        remote = self._remotes.get(key)
+        if remote is None:
+            return Due.YES  # its first: held or applied with its stats
+        last = remote.heard.get(name)
+        return judge(last, envelope.incarnation, envelope.seq, at_us, self._min_gap_us(name))
+
+    def _min_gap_us(self, name: str) -> int:
+        section = declared().by_name[name]
+        gap = section.min_gap_s(self.limits.period_s, self.limits.gtid_interval_s) or 0.0
+        return int(gap * 1_000_000)
+
+    def _heard(self, remote: Remote, msg: Admitted, at_us: int) -> None:
+        """Take from the member's bucket the sections with a cadence this envelope had
+        decoded (good or not)."""
+        for section in declared().gated:
+            name = section.name
+            if name in msg.sections or section.counter in msg.errors:
+                env, gap = msg.envelope, self._min_gap_us(name)
+                last = remote.heard.get(name)
+                remote.heard[name] = heard(last, env.incarnation, env.seq, at_us, gap)
+
+    def note_extras(self, key: MemberKey, names: tuple[str, ...], at_us: int) -> None:
+        """Count sections of a member dropped past their cadence (for /healthz's details)."""
+        remote = self._remotes.get(key)
+        if remote is None:
+            return
+        for name in names:
+            extras = remote.extras.get(name)
+            if extras is None:
+                extras = remote.extras[name] = OverCadence()
+            extras.count += 1
+            extras.last_us = at_us
+
+    def over_cadence(self, since_us: int) -> list[tuple[Remote, str, OverCadence]]:
+        """The members that sent a section past its cadence since `since_us`, in key order."""
+        return [
+            (remote, name, extras)
+            for _, remote in self.items()
+            for name, extras in sorted(remote.extras.items())
+            if extras.last_us >= since_us
+        ]
+
     def rejections(self, key: MemberKey) -> dict[str, int]:
         """Reject counts of one member (zeros when none)."""
         return self._rejections.get(key) or zero_rejections()
@@ -324,6 +381,7 @@ class MemberRegistry:
         kept, values = remote.sections, msg.sections
         if values or kept:  # nothing is kept of nothing (core.sections: keep)
             fold(kept, declared().sections, values, stats)
+        self._heard(remote, msg, received_at_us)
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -379,6 +437,7 @@ class MemberRegistry:
         )
         gated = declared().gated  # what rides with the GTID sets only
         fold(remote.sections, gated, msg.sections, stats)
+        self._heard(remote, msg, received_at_us)
         errors = {s.counter: msg.errors[s.counter] for s in gated if s.counter in msg.errors}
         self.version += 1
         return Applied(envelope, stats, msg.kind, errors)

@@ -25,9 +25,10 @@ Invariants:
   envelope carrying `new` (None: absent, malformed or over its cadence);
   nothing is kept of nothing (`keep(None, None, stats)` is None), so a member
   that sends no section costs no fold;
-- a section with a `min_gap` (cadence GTID_INTERVAL) is accepted at most once
-  per half that gap per member (a reconnect resends it early once); extras
-  are dropped before they are decoded and counted (`over_cadence`).
+- a section with a cadence (GTID_INTERVAL) is accepted from a member at most
+  in a burst of `core.cadence.BURST`, then once per `min_gap_s` (half its
+  interval); extras are dropped before they are decoded and counted
+  (`over_cadence`).
 """
 
 from __future__ import annotations
@@ -150,10 +151,9 @@ class Section:
     history: Callable[[Any, HistoryContext], Mapping[str, Any]] | None = None
 
     def min_gap_s(self, period_s: float, gtid_interval_s: float) -> float | None:
-        """The least time between two accepted copies from one member (None: no bound).
+        """The time a member's bucket takes to refill one copy (None: no bound; core.cadence).
 
-        Half the cadence: a reconnect resends the GTID sets at once, and a
-        broker's delay may bunch two; anything closer is an extra.
+        Half the cadence, so that a broker's delay bunching two copies is no extra.
         """
         if self.cadence is Cadence.GTID_INTERVAL:
             return max(period_s, gtid_interval_s) / 2
@@ -289,7 +289,8 @@ class Declared:
         help: each malformed counter's /metrics help.
         encoded: the sections with an encoder (each may be unsendable).
         left_out_counters: the counters of items left out of the wire.
-        gated: the sections accepted at most at their cadence.
+        gated: the sections accepted at most at their cadence (core.cadence).
+        gated_names: their names.
         history: the sections with a history block.
         by_name: each declaration by its name.
     """
@@ -302,6 +303,7 @@ class Declared:
     encoded: tuple[str, ...] = field(init=False)
     left_out_counters: tuple[str, ...] = field(init=False)
     gated: tuple[Section, ...] = field(init=False)
+    gated_names: frozenset[str] = field(init=False)
     history: tuple[Section, ...] = field(init=False)
     by_name: Mapping[str, Section] = field(init=False)
 
@@ -317,6 +319,7 @@ class Declared:
             ("encoded", tuple(x.name for x in s if x.encode is not None)),
             ("left_out_counters", tuple(x.left_out_counter for x in s if x.left_out_counter)),
             ("gated", tuple(x for x in s if x.cadence is Cadence.GTID_INTERVAL)),
+            ("gated_names", frozenset(x.name for x in s if x.cadence is Cadence.GTID_INTERVAL)),
             ("history", tuple(x for x in s if x.history is not None)),
             ("by_name", {x.name: x for x in s}),
         ):

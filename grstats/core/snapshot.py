@@ -70,6 +70,8 @@ class DaemonCounters:
             still show them all).
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section.
+        over_cadence: sections of received envelopes dropped unread because their
+            member sent them sooner than their cadence allows, by section (core.cadence).
         ext_dropped: unknown `ext` sections of received envelopes skipped unread,
             by section name (names bounded; see `core.receive_counts.count_dropped_ext`).
         pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
@@ -88,6 +90,7 @@ class DaemonCounters:
     messages_published: int = 0
     left_out: Mapping[str, int] = field(default_factory=dict)
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    over_cadence: Mapping[str, int] = field(default_factory=dict)
     ext_dropped: Mapping[str, int] = field(default_factory=dict)
     pending_gtids_refused: int = 0
     pending_gtids_expired: int = 0
@@ -133,6 +136,8 @@ class DaemonCounters:
         out.update(self.left_out)
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
+        for section, count in sorted(self.over_cadence.items()):
+            out[f"ext_{section}_over_cadence"] = count
         out["ext_sections_dropped"] = sum(self.ext_dropped.values())
         out["pending_gtids_refused"] = self.pending_gtids_refused
         out["pending_gtids_expired"] = self.pending_gtids_expired

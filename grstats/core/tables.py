@@ -44,6 +44,7 @@ from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
+from grstats.core.health import Health
 from grstats.core.member_builders import members_count
 from grstats.core.oracle import ServerOracle
 from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
@@ -60,7 +61,7 @@ from grstats.core.snapshot import (
     DaemonStatus,
 )
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
-from grstats.core.tables_health import tables_health
+from grstats.core.tables_health import OVER_CADENCE_WINDOW_US, tables_health
 from grstats.core.topics import STATS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
 
@@ -107,7 +108,10 @@ class MemberTables:
         self.group = group
         self.local_member_id = local_member_id
         self.limits = limits or Limits()
-        self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
+        registry_limits = dataclasses.replace(
+            registry_limits or RegistryLimits(), gtid_interval_s=gtid_interval_s
+        )
+        self.registry = MemberRegistry(registry_limits, local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
         self.received = ReceiveCounts()  # accepted, own and refused envelopes, by reason
@@ -176,9 +180,12 @@ class MemberTables:
             local_member_id=self.local_member_id,
             limits=self.limits,
             readers=self._readers,
+            gate=self.registry.section_due,
         )
         if isinstance(msg, Admitted):
             self.received.admitted(msg)
+            if msg.over_cadence:
+                self.registry.note_extras(msg.key, msg.over_cadence, received_at_us)
             result = self.registry.apply(msg, received_at_us, retained=retained)
         elif isinstance(msg, Status):
             self.registry.status(msg.key, online=msg.online)
@@ -309,7 +316,7 @@ class MemberTables:
             self._inputs(now_us),
             counters=self._counters(own),
             gauges=self._gauges(own.gauges),
-            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
+            health=self._health(own, now_us),
         )
 
     def status_view(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonStatus:
@@ -325,7 +332,7 @@ class MemberTables:
             members=members,
             counters=self._counters(own),
             gauges={"members_known": float(members), **self._gauges(own.gauges)},
-            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
+            health=self._health(own, now_us),
         )
 
     def _counters(self, own: DaemonFigures) -> DaemonCounters:
@@ -336,6 +343,10 @@ class MemberTables:
             left_out=dict(own.left_out),
             sections_unsendable=dict(own.sections_unsendable),
         )
+
+    def _health(self, own: DaemonFigures, now_us: int) -> Health:
+        over = self.registry.over_cadence(now_us - OVER_CADENCE_WINDOW_US)
+        return tables_health(own.health, self.registry.pending_gtids, self.oracle, over)
 
     def _gauges(self, gauges: Mapping[str, float]) -> dict[str, float]:
         return {
