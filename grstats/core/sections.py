@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Final
 
 from grstats.core.applier import bounded, decode_member_applier, encode_member_applier
@@ -49,8 +50,10 @@ from grstats.core.records import (
 from grstats.core.rows import applier_history, commit_path_due, commit_path_history, lag_history
 from grstats.core.sample import LocalSample
 from protocol import (
+    CommitPathCounters,
     CommitPathReport,
     PipelineStats,
+    ProtocolError,
     decode_commit_path,
     decode_gtid_state,
     encode_commit_path,
@@ -160,6 +163,13 @@ class Section:
         return None
 
 
+_ALL_FIGURES = attrgetter(*(f.name for f in fields(CommitPathCounters)))
+# the cumulative ones (Gr_last_consensus_end_timestamp is a time, not a count)
+_COUNTS = attrgetter(
+    *(f.name for f in fields(CommitPathCounters) if f.name != "last_consensus_end_us")
+)
+
+
 def _lag_out(sample: LocalSample) -> MemberLag | None:
     return MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
 
@@ -169,9 +179,37 @@ def _commit_path_out(sample: LocalSample) -> CommitPathReport | None:
     return None if counters is None else CommitPathReport(sample.sampled_at_us, counters)
 
 
+#: MySQL shows its Gr_* status variables as signed 64-bit integers (SHOW_LONGLONG): a
+#: larger counter on the wire came from no server (issue 39 row 9).
+MAX_SERVER_COUNTER: Final = 2**63 - 1
+
+
+def _decode_commit_path(value: object) -> CommitPathReport:
+    """`ext.commit_path`, its counters within what MySQL can hold (signed 64-bit).
+
+    Raises:
+        ProtocolError: malformed (protocol.commit_path), or a counter past 2^63 - 1.
+    """
+    report = decode_commit_path(value)
+    top = max((v for v in _ALL_FIGURES(report.counters) if v is not None), default=0)
+    if top > MAX_SERVER_COUNTER:
+        raise ProtocolError(f"ext.commit_path: a counter past {MAX_SERVER_COUNTER}: {top}")
+    return report
+
+
+def _went_back(before: CommitPathReport, after: CommitPathReport) -> bool:
+    """A counter lower than before: the member's Group Replication restarted (MySQL's
+    Gr_* counters start again from 0), so the period starts again."""
+    pairs = zip(_COUNTS(before.counters), _COUNTS(after.counters), strict=True)
+    return any(b is not None and a is not None and a < b for b, a in pairs)
+
+
 def _keep_commit_path(old: Any, new: Any, _stats: PipelineStats) -> Any:
-    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath)."""
+    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath);
+    a report whose counters went back is a reset: both start again from it."""
     window, minute = old if old is not None else ((), ())
+    if new is not None and window and _went_back(window[-1], new):
+        return (new,), (new,)
     window, minute = commit_path_window(window, new), commit_path_minute(minute, new)
     return (window, minute) if window or minute else None
 
@@ -255,7 +293,7 @@ SECTIONS: tuple[Section, ...] = (
         "commit_path",
         outgoing=_commit_path_out,
         encode=encode_commit_path,
-        decode=decode_commit_path,
+        decode=_decode_commit_path,
         keep=_keep_commit_path,
         reset_on_restart=True,
         counter="commit_path",
