@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
@@ -31,21 +30,12 @@ from spark_rollups import frames
 from spark_rollups.flowperiods import SUSTAINED_GAP_S, sustained_periods
 from spark_rollups.flowrollup import CATCH_UP_BUCKETS
 from spark_rollups.render import Item, Table, bar_chart
-from spark_rollups.week import member
+from spark_rollups.week import FlowWeek, member
 
 __all__ = ["HEADING", "WORST", "FlowWeek", "collect_flow", "culprits", "flow_section", "utc_text"]
 
 WORST = 10
 HEADING = "Who held the group back"
-
-
-@dataclass
-class FlowWeek:
-    """Collected flow-control rows of one group and week."""
-
-    totals: dict[str, Any] = field(default_factory=dict)  # the group's seconds
-    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
-    periods: list[dict[str, Any]] = field(default_factory=list)  # the longest, longest first
 
 
 def collect_flow(

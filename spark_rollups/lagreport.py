@@ -17,15 +17,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_rollups import frames
 from spark_rollups.render import Item, Table, heatmap_chart
-from spark_rollups.week import member
+from spark_rollups.week import LagWeek, member
 
 __all__ = ["HEAT_FIGURE", "STAGES", "LagWeek", "collect_lag", "lag_section"]
 
@@ -37,14 +35,6 @@ STAGES: tuple[tuple[str, str], ...] = (
 )
 HEAT_FIGURE = "apply_lag_seconds_p95"
 WORST = 10
-
-
-@dataclass
-class LagWeek:
-    """Collected lag rows of one group and week."""
-
-    hours: list[dict[str, Any]] = field(default_factory=list)  # member, date, hour, p95 apply
-    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst periods, worst first
 
 
 def collect_lag(member_hour: DataFrame) -> dict[str, LagWeek]:

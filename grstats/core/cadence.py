@@ -24,9 +24,13 @@ message whatever the group; a member's decodes of the section are at most
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["BURST", "Due", "Heard", "OverCadence", "heard", "judge"]
+from grstats.core.sections import declared
+from protocol import Envelope
+
+__all__ = ["BURST", "Due", "Heard", "OverCadence", "SectionCadence", "heard", "judge"]
 
 #: Copies of a section a member may send back to back before its cadence applies.
 BURST = 4
@@ -87,3 +91,53 @@ def heard(last: Heard | None, incarnation: int, seq: int, at_us: int, min_gap_us
     if last is None or last.incarnation != incarnation:
         return Heard(incarnation, seq, at_us, float(BURST - 1))
     return Heard(incarnation, seq, at_us, max(0.0, _tokens(last, at_us, min_gap_us) - 1.0))
+
+
+class SectionCadence:
+    """The cadence rule of every section that has one, over a member's records.
+
+    Args:
+        period_s: the publish period.
+        gtid_interval_s: seconds between a member's GTID sets.
+    """
+
+    def __init__(self, period_s: float, gtid_interval_s: float) -> None:
+        self.period_s = period_s
+        self.gtid_interval_s = gtid_interval_s
+
+    def min_gap_us(self, name: str) -> int:
+        """The refill time of section `name`'s bucket, µs (0: no cadence)."""
+        gap = declared().by_name[name].min_gap_s(self.period_s, self.gtid_interval_s) or 0.0
+        return int(gap * 1_000_000)
+
+    def due(self, member: Mapping[str, Heard], envelope: Envelope, name: str, at_us: int) -> Due:
+        """Whether the member's section `name` in `envelope`, received at `at_us`, is due."""
+        last = member.get(name)
+        return judge(last, envelope.incarnation, envelope.seq, at_us, self.min_gap_us(name))
+
+    def took(
+        self,
+        member: dict[str, Heard],
+        envelope: Envelope,
+        values: Mapping[str, object],
+        errors: Mapping[str, str],
+        at_us: int,
+    ) -> None:
+        """Take from the member's buckets the sections with a cadence `envelope` had
+        decoded (good or malformed)."""
+        for section in declared().gated:
+            name = section.name
+            if name in values or section.counter in errors:
+                last = member.get(name)
+                gap = self.min_gap_us(name)
+                member[name] = heard(last, envelope.incarnation, envelope.seq, at_us, gap)
+
+    @staticmethod
+    def extras(member: dict[str, OverCadence], names: tuple[str, ...], at_us: int) -> None:
+        """Count the member's sections dropped past their cadence at `at_us`."""
+        for name in names:
+            extras = member.get(name)
+            if extras is None:
+                extras = member[name] = OverCadence()
+            extras.count += 1
+            extras.last_us = at_us

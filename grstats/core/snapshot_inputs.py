@@ -23,6 +23,7 @@ from grstats.core.flowreplay import FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.registry import MemberRegistry
 from grstats.core.sample import LocalSample
+from grstats.core.sections import declared, fold
 from grstats.core.snapshot import Row
 from protocol import CommitPathReport
 
@@ -41,6 +42,15 @@ class LocalView:
     # section name -> what is kept of the local member, by the rule a receiver keeps
     # a remote one (core.sections: each declaration's `keep`)
     sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def after(self, sample: LocalSample, incarnation: int, seq: int) -> LocalView:
+        """The view after `sample`: its sections kept by the rule a receiver keeps a remote
+        member's (`core.sections.fold`), from what this view kept."""
+        kept = dict(self.sections)
+        sections = declared().sections
+        values = {s.name: s.outgoing(sample) for s in sections}
+        fold(kept, sections, values, sample.stats)
+        return LocalView(sample, incarnation, seq, kept)
 
     @property
     def commit_path(self) -> tuple[CommitPathReport, ...]:

@@ -19,12 +19,23 @@ from grstats.core.cadence import OverCadence
 from grstats.core.health import PENDING_GTIDS_FULL, SECTIONS_OVER_CADENCE, SERVER_ORACLE, Health
 from grstats.core.oracle import ServerOracle
 from grstats.core.pending_gtids import PendingGtidsTable
-from grstats.core.registry import Remote
+from grstats.core.registry import MemberRegistry, Remote
 
-__all__ = ["OVER_CADENCE_WINDOW_US", "tables_health"]
+__all__ = ["OVER_CADENCE_WINDOW_US", "over_cadence", "tables_health"]
 
 #: A member's extras degrade /healthz while the last one is younger than this.
 OVER_CADENCE_WINDOW_US = 60_000_000
+
+
+def over_cadence(registry: MemberRegistry, now_us: int) -> list[tuple[Remote, str, OverCadence]]:
+    """The members that sent a section past its cadence within `OVER_CADENCE_WINDOW_US`."""
+    since = now_us - OVER_CADENCE_WINDOW_US
+    return [
+        (remote, name, extras)
+        for _, remote in registry.items()
+        for name, extras in sorted(remote.extras.items())
+        if extras.last_us >= since
+    ]
 
 
 def tables_health(
