@@ -78,6 +78,7 @@ def simulate_history(
     slow_link_hours: tuple[int, int] | None = None,
     version: str | None = None,
     workers: int | None = None,
+    epoch_s: int | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -102,6 +103,9 @@ def simulate_history(
         workers: worker processes for the days' second passes (daypool.py); 1: all
             in this process; None: `daypool.default_workers` (1 for a small run or a
             busy machine). The files are the same whatever the number.
+        epoch_s: the group's start, Unix seconds (`[simulated] epoch` of the live
+            daemons that continue this history): the counters and GTIDs count from
+            it; None: the model's default (2026-01-01).
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
@@ -123,8 +127,11 @@ def simulate_history(
         flow_control=flow_control or FlowControlSettings(),
         slow_link_hours=slow_link_hours,
         version=version,
+        epoch_s=epoch_s,
     )
-    out.mkdir(parents=True, exist_ok=True)
+    from grstats.history.modes import make_dirs  # noqa: PLC0415 - stdlib only, but history
+
+    make_dirs(out)  # 0750 like a daemon's history
     if workers is None:
         workers = daypool.default_workers(len(members) * days)
     jobs = min(days, max(1, workers))

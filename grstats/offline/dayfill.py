@@ -55,6 +55,7 @@ def plan_model(plan: SimulatePlan) -> GroupModel:
         slow_link=plan.slow_link_hours is not None,
         version=plan.version,
         hours_cached=DAY_HOURS,
+        epoch_s=plan.epoch_s,
     )
 
 
@@ -68,6 +69,7 @@ def _build_model(
     slow_link: bool = False,
     version: str | None = None,
     hours_cached: int | None = None,
+    epoch_s: int | None = None,
 ) -> GroupModel:
 
     settings = SimulationSettings(
@@ -81,6 +83,8 @@ def _build_model(
     )
     if version is not None:
         settings = dataclasses.replace(settings, version=version)
+    if epoch_s is not None:
+        settings = dataclasses.replace(settings, epoch_s=epoch_s)
     return GroupModel(settings, hours_cached=hours_cached)
 
 

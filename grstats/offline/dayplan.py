@@ -83,6 +83,7 @@ class SimulatePlan:
     flow_control: FlowControlSettings
     slow_link_hours: tuple[int, int] | None
     version: str | None
+    epoch_s: int | None = None  # the group's start ([simulated] epoch); None: the model's
 
     def day_start_s(self, day_index: int) -> int:
         """Unix second at which day `day_index` of the run begins."""
@@ -108,4 +109,6 @@ class SimulatePlan:
             segment += f"|slow-link={self.slow_link_hours[0]}-{self.slow_link_hours[1]}"
         if self.version is not None:
             segment += f"|version={self.version}"
+        if self.epoch_s is not None:
+            segment += f"|epoch={self.epoch_s}"
         return segment
