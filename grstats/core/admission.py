@@ -53,9 +53,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from grstats.core.applier import MemberApplier
 from grstats.core.cadence import Due
-from grstats.core.lag import MemberLag
 from grstats.core.sections import declared
 from grstats.core.topics import (
     GTIDS_KIND,
@@ -68,10 +66,7 @@ from grstats.core.topics import (
 )
 from protocol import (
     DEFAULT_MAX_ENVELOPE_SIZE,
-    CommitPathReport,
     Envelope,
-    GroupCommunication,
-    GtidState,
     PipelineStats,
     ProtocolError,
     decode_envelope_sections,
@@ -136,51 +131,6 @@ class Admitted:
     sections: Mapping[str, Any] = field(default_factory=dict)
     errors: Mapping[str, str] = field(default_factory=dict)
     over_cadence: tuple[str, ...] = ()
-
-    @property
-    def lag(self) -> MemberLag | None:
-        """The decoded `ext.lag`; None when absent or malformed."""
-        return self.sections.get("lag")
-
-    @property
-    def lag_error(self) -> str:
-        """Why `ext.lag` was refused ("" when absent or good)."""
-        return self.errors.get("lag", "")
-
-    @property
-    def applier(self) -> MemberApplier | None:
-        """The decoded `ext.applier`; None when absent or malformed."""
-        return self.sections.get("applier")
-
-    @property
-    def applier_error(self) -> str:
-        """Why `ext.applier` was refused ("" when absent or good)."""
-        return self.errors.get("applier", "")
-
-    @property
-    def gtid_state(self) -> GtidState | None:
-        """The decoded `ext.gtids`; None when absent or malformed."""
-        return self.sections.get("gtids")
-
-    @property
-    def gtid_state_error(self) -> str:
-        """Why `ext.gtids` was refused ("" when absent or good)."""
-        return self.errors.get("gtids", "")
-
-    @property
-    def commit_path(self) -> CommitPathReport | None:
-        """The decoded `ext.commit_path`; None when absent or malformed."""
-        return self.sections.get("commit_path")
-
-    @property
-    def commit_path_error(self) -> str:
-        """Why `ext.commit_path` or `ext.commit_path_comm` was refused ("" when both good)."""
-        return self.errors.get("commit_path", "")
-
-    @property
-    def communication(self) -> GroupCommunication | None:
-        """The decoded `ext.commit_path_comm`; None when absent or malformed."""
-        return self.sections.get("commit_path_comm")
 
 
 @dataclass(frozen=True, slots=True)

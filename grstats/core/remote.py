@@ -28,86 +28,31 @@ from protocol import (
     PipelineStats,
 )
 
-__all__ = ["OFFSET_WINDOW", "Applied", "Remote"]
+__all__ = ["OFFSET_WINDOW", "Applied", "KeptSections", "Remote"]
 
 OFFSET_WINDOW = 60  # envelopes per member the clock offset is estimated over
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """An envelope that changed the tables.
+class KeptSections:
+    """What is kept of a member's sections, read by name (a remote member's `Remote`, the
+    local member's `LocalView`: one rule, one reading). The class sets `sections`."""
 
-    Attributes:
-        envelope, stats, kind: the envelope, its decoded stats, its topic's kind.
-        errors: malformed counter -> why its section was refused (the sections
-            this envelope applied: every one for stats, the GTID sets' for gtids).
-    """
-
-    envelope: Envelope
-    stats: PipelineStats
-    kind: str
-    errors: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def lag_error(self) -> str:
-        """Why its ext.lag was refused ("" when absent or good)."""
-        return self.errors.get("lag", "")
-
-    @property
-    def applier_error(self) -> str:
-        """Why its ext.applier was refused ("" when absent or good)."""
-        return self.errors.get("applier", "")
-
-    @property
-    def gtid_state_error(self) -> str:
-        """Why its ext.gtids was refused ("" when absent or good)."""
-        return self.errors.get("gtids", "")
-
-    @property
-    def commit_path_error(self) -> str:
-        """Why its ext.commit_path (or ext.commit_path_comm) was refused ("" when good)."""
-        return self.errors.get("commit_path", "")
-
-
-@dataclass(slots=True)
-class Remote:
-    """What we keep about one remote member."""
-
-    envelope: Envelope
-    state: MemberStatsState
-    last_seen_us: int  # when it was last known alive (a retained copy: when it was sent)
-    last_received_us: int  # when its last accepted message reached us
-    gtid_seq: int = 0
-    accepted: int = 0
-    retired: deque[tuple[int, int]] = field(
-        default_factory=retired_incarnations
-    )  # (incarnation, last seq)
-    # section name -> what is kept of it (core.sections: each declaration's `keep`)
-    sections: dict[str, Any] = field(default_factory=dict)
-    # section name -> its last copy taken, and its extras (core.cadence)
-    heard: dict[str, Heard] = field(default_factory=dict)
-    extras: dict[str, OverCadence] = field(default_factory=dict)
-    offsets: deque[int] = field(
-        default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
-    )  # sent_us - received_at_us of its last live envelopes
-
-    def clock_offset_us(self) -> int | None:
-        """Its clock minus ours, estimated (None before a live envelope)."""
-        return max(self.offsets) if self.offsets else None
+    __slots__ = ()
+    sections: Mapping[str, Any]
 
     @property
     def lag(self) -> MemberLag | None:
-        """Its last ext.lag."""
+        """The member's last ext.lag."""
         return self.sections.get("lag")
 
     @property
     def applier(self) -> MemberApplier | None:
-        """Its last ext.applier."""
+        """The member's last ext.applier."""
         return self.sections.get("applier")
 
     @property
     def gtid_state(self) -> GtidState | None:
-        """Its last good ext.gtids."""
+        """The member's last good ext.gtids."""
         kept = self.sections.get("gtids")
         return None if kept is None else kept[0]
 
@@ -131,5 +76,48 @@ class Remote:
 
     @property
     def communication(self) -> GroupCommunication | None:
-        """Its last ext.commit_path_comm."""
+        """The member's last ext.commit_path_comm."""
         return self.sections.get("commit_path_comm")
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """An envelope that changed the tables.
+
+    Attributes:
+        envelope, stats, kind: the envelope, its decoded stats, its topic's kind.
+        errors: malformed counter -> why its section was refused (the sections
+            this envelope applied: every one for stats, the GTID sets' for gtids).
+    """
+
+    envelope: Envelope
+    stats: PipelineStats
+    kind: str
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Remote(KeptSections):
+    """What we keep about one remote member (its sections read as `KeptSections`)."""
+
+    envelope: Envelope
+    state: MemberStatsState
+    last_seen_us: int  # when it was last known alive (a retained copy: when it was sent)
+    last_received_us: int  # when its last accepted message reached us
+    gtid_seq: int = 0
+    accepted: int = 0
+    retired: deque[tuple[int, int]] = field(
+        default_factory=retired_incarnations
+    )  # (incarnation, last seq)
+    # section name -> what is kept of it (core.sections: each declaration's `keep`)
+    sections: dict[str, Any] = field(default_factory=dict)
+    # section name -> its last copy taken, and its extras (core.cadence)
+    heard: dict[str, Heard] = field(default_factory=dict)
+    extras: dict[str, OverCadence] = field(default_factory=dict)
+    offsets: deque[int] = field(
+        default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
+    )  # sent_us - received_at_us of its last live envelopes
+
+    def clock_offset_us(self) -> int | None:
+        """Its clock minus ours, estimated (None before a live envelope)."""
+        return max(self.offsets) if self.offsets else None

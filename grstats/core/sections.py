@@ -39,7 +39,11 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Final
 
-from grstats.core.applier import bounded, decode_member_applier, encode_member_applier
+from grstats.core.applier import (
+    bounded,
+    decode_member_applier,
+    encode_member_applier,
+)
 from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (

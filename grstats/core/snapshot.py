@@ -97,31 +97,6 @@ class DaemonCounters:
     oracle_comparisons: int = 0
     oracle_disagreements: Mapping[str, int] = field(default_factory=dict)
 
-    @property
-    def envelopes_lag_malformed(self) -> int:
-        """Accepted envelopes whose `ext.lag` was refused."""
-        return self.malformed.get("lag", 0)
-
-    @property
-    def envelopes_applier_malformed(self) -> int:
-        """The same for `ext.applier`."""
-        return self.malformed.get("applier", 0)
-
-    @property
-    def envelopes_gtids_malformed(self) -> int:
-        """The same for `ext.gtids`."""
-        return self.malformed.get("gtids", 0)
-
-    @property
-    def envelopes_commit_path_malformed(self) -> int:
-        """The same for `ext.commit_path` (and `ext.commit_path_comm`)."""
-        return self.malformed.get("commit_path", 0)
-
-    @property
-    def applier_workers_dropped(self) -> int:
-        """Applier workers of the local member left out of published `ext.applier`."""
-        return self.left_out.get("applier_workers_dropped", 0)
-
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
         out = {

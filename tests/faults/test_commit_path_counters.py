@@ -57,12 +57,12 @@ def test_a_counter_past_signed_64_bit_is_refused_and_makes_no_rate() -> None:
     tables = _tables()
     _steady(tables)
     receive_report(tables, 3, _report(20, 2**64 - 1, 6_000_000))
-    assert tables.counters().envelopes_commit_path_malformed == 1
+    assert tables.counters().malformed["commit_path"] == 1
     assert tables.counters().envelopes_accepted == 3  # the stats were applied
     rate = _row(tables, 20).get("CONSENSUS_PER_SECOND")
     assert rate is None or rate == pytest.approx(100.0)
     receive_report(tables, 4, _report(30, 2**63, 6_000_000))  # one past signed 64-bit
-    assert tables.counters().envelopes_commit_path_malformed == 2
+    assert tables.counters().malformed["commit_path"] == 2
     # sane reports again: 100 a second from the next two
     receive_report(tables, 5, _report(40, 4_000, 8_000_000))
     receive_report(tables, 6, _report(50, 5_000, 10_000_000))
@@ -72,7 +72,7 @@ def test_a_counter_past_signed_64_bit_is_refused_and_makes_no_rate() -> None:
 def test_the_largest_signed_64_bit_counter_is_accepted() -> None:
     tables = _tables()
     receive_report(tables, 1, _report(0, 2**63 - 1, 2_000_000))
-    assert tables.counters().envelopes_commit_path_malformed == 0
+    assert tables.counters().malformed["commit_path"] == 0
 
 
 def test_a_counter_moving_backwards_is_a_reset_not_a_negative_rate() -> None:
@@ -80,7 +80,7 @@ def test_a_counter_moving_backwards_is_a_reset_not_a_negative_rate() -> None:
     _steady(tables)
     # Group Replication restarted on the member: its counters start again
     receive_report(tables, 3, _report(20, 500, 1_000_000))
-    assert tables.counters().envelopes_commit_path_malformed == 0
+    assert tables.counters().malformed["commit_path"] == 0
     row = _row(tables, 20)
     assert row["CONSENSUS_PER_SECOND"] is None  # one report since the reset: no period yet
     assert row["CONSENSUS_PER_SECOND_1M"] is None

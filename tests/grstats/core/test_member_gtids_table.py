@@ -88,7 +88,7 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     t = tables()
     send(t, REMOTE, 1, "", ext=[1, T0, f"{GROUP}:0", ""])
     local(t, T0, f"{GROUP}:1-100")
-    assert t.counters().envelopes_gtids_malformed == 1
+    assert t.counters().malformed["gtids"] == 1
     assert t.counters().envelopes_accepted == 1
     assert REMOTE not in rows(t, T0)  # no GTID state: no row, not compared with
     assert rows(t, T0)[LOCAL]["RECOVERY_METHOD"] is None
