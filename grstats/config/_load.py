@@ -41,6 +41,7 @@ from grstats.config._settings import (
     LogSettings,
     MemberSettings,
     PublishSettings,
+    RecoverySettings,
     Settings,
     SqlSettings,
 )
@@ -71,6 +72,7 @@ _SECTIONS = (
     "sql",
     "log",
     "flow_control",
+    "recovery",
 )
 _SOURCE_KINDS = ("simulated", "mysql")
 _TLS_FILES = ("ca_file", "cert_file", "key_file")
@@ -223,6 +225,7 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         ("limits", lambda s: LimitSettings(**read_fields(s, LimitSettings))),
         ("log", lambda s: LogSettings(**read_fields(s, LogSettings))),
         ("flow_control", _parse_flow_control),
+        ("recovery", lambda s: RecoverySettings(**read_fields(s, RecoverySettings))),
     ):
         s = table(file, doc, name)
         parsed[name] = parse(s)

@@ -822,10 +822,13 @@ NANOSECOND_COLUMNS: Final = frozenset(
 
 # -- grstats_member_gtids (issue 26) ---------------------------------------------
 # Each member's @@gtid_executed / @@gtid_purged (ext.gtids) and the divergence
-# rule of `core.gtid_divergence`: errant GTIDs (executed there and on no other
-# ONLINE member, though a peer has applied past them since), missing ones, and whether it
-# could rejoin by incremental recovery today (and from which donors) or needs
-# clone. A member whose daemon sends no ext.gtids has no row. The history keeps
+# rules of `core.gtid_divergence`: errant GTIDs (executed there and lacking on a
+# witness that has applied past them since -- a witness: an ONLINE member the local
+# server's view lists, with a sane clock), missing ones, and how it would rejoin today:
+# INCREMENTAL (and from which donors), CLONE (no donor holds what it lacks, or it lacks
+# group_replication_clone_threshold or more), REPROVISION (it has errant GTIDs: GR
+# refuses it). TESTIMONY says why its own sets do not count against the others' (NULL
+# when they do). A member whose daemon sends no ext.gtids has no row. The history keeps
 # the counts and the method (`gtid_<name>`, appended last), never the sets.
 GTID_EXECUTED: Final = "GTID_EXECUTED"
 GTID_PURGED: Final = "GTID_PURGED"
@@ -837,7 +840,8 @@ MISSING_COUNT: Final = "MISSING_COUNT"
 MISSING_FIRST_UUID: Final = "MISSING_FIRST_UUID"
 RECOVERY_METHOD: Final = "RECOVERY_METHOD"
 DONORS: Final = "DONORS"
-RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE")
+TESTIMONY: Final = "TESTIMONY"
+RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE", "REPROVISION")
 
 MEMBER_GTIDS = TableDef(
     name="grstats_member_gtids",
@@ -855,8 +859,8 @@ MEMBER_GTIDS = TableDef(
             "gauge",
             history="gtid_errant_count",
             metric="grstats_member_errant_transactions",
-            help="GTIDs the member executed that no other ONLINE member has, though one "
-            "has applied past them since (errant transactions).",
+            help="GTIDs the member executed that a witness (an ONLINE member the server's "
+            "view lists) lacks though it has applied past them since (errant transactions).",
             nullable=True,
         ),
         Column(ERRANT_SINCE, "timestamp(6)", "timestamp", nullable=True),
@@ -876,12 +880,14 @@ MEMBER_GTIDS = TableDef(
             history="gtid_recovery_method",
             metric="grstats_member_recovery_method",
             help="1 for the method the member would rejoin with today (INCREMENTAL: a "
-            "donor still holds every GTID it lacks; CLONE: none does, or it has errant "
-            "transactions).",
+            "donor still holds every GTID it lacks; CLONE: none does, or it lacks "
+            "group_replication_clone_threshold or more; REPROVISION: it has errant "
+            "transactions, which Group Replication refuses).",
             nullable=True,
             metric_enum=("method", RECOVERY_METHODS),
         ),
         Column(DONORS, "text", nullable=True),
+        Column(TESTIMONY, "varchar(64)", nullable=True),
     ),
 )
 
