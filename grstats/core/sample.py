@@ -7,7 +7,9 @@ texts (the publisher decides whether a message carries them, flag '1', or not);
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
@@ -112,3 +114,6 @@ class LocalSample:
     # (only itself while outside the group); None when the source cannot tell. Only these
     # members' word counts against another's (core.gtid_watch)
     view: frozenset[str] | None = None
+    # section name -> value, for an `ext` section declared without a field of its own
+    # (core.sections: its `outgoing` reads it here)
+    extra: Mapping[str, Any] = field(default_factory=dict)
