@@ -102,6 +102,8 @@ class GtidDivergenceTable:
         self._keys: dict[str, tuple[object, ...]] = {}
         self._inputs: dict[str, MemberGtidInput] = {}
         self._verdicts: dict[str, _Verdict] = {}
+        self._rows: tuple[Row, ...] | None = None  # built on the first read after a change
+        self._candidates: dict[str, GtidSet] = {}
 
     def observe(self, inputs: Iterable[MemberGtidInput], now_us: int) -> None:
         """Take every member's current state; re-judge only when something changed."""
@@ -135,10 +137,15 @@ class GtidDivergenceTable:
             changed = True
         if not changed:
             return
+        candidates = {}
         for member_id, m in self.sets.members.items():
-            self.tracker.update(member_id, self.sets.candidates(member_id), now_us, m.read_us)
+            found = candidates[member_id] = self.sets.candidates(member_id)
+            if found != self._candidates.get(member_id):  # else the chunks are as they were
+                self.tracker.update(member_id, found, now_us, m.read_us)
+        self._candidates = candidates
         self.tracker.forget(self.sets.members)
         self._verdicts = {m: self._judge(m) for m in sorted(self.sets.members)}
+        self._rows = None
 
     @property
     def slack_us(self) -> int:
@@ -146,8 +153,11 @@ class GtidDivergenceTable:
         return max(1_000_000, round(self.gtid_interval_s * 1_000_000))
 
     def rows(self) -> tuple[Row, ...]:
-        """One row per member with a GTID state, in member order."""
-        return tuple(self._row(m) for m in sorted(self._verdicts))
+        """One row per member with a GTID state, in member order (the same rows until
+        something changes: a set's text is written once)."""
+        if self._rows is None:
+            self._rows = tuple(self._row(m) for m in sorted(self._verdicts))
+        return self._rows
 
     def history(self, member_id: str) -> dict[str, Any]:
         """The history's GTID columns of one member: its row's counts and method now.
@@ -180,7 +190,11 @@ class GtidDivergenceTable:
             d = Divergence(member_id, _EMPTY, "", None)
         else:
             donors = sets.donors(member_id)
-            lacking = sets.lacking(member_id)
+            # what it lacks of the witnesses' union, counted only against a threshold that
+            # can be reached (the union of large sets costs their size per member)
+            lacking = (
+                0 if self.clone_threshold >= DEFAULT_CLONE_THRESHOLD else sets.lacking(member_id)
+            )
             method = recovery_method(
                 errant=bool(errant),
                 donors=len(donors),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from grstats.core.sample import LocalMember, LocalSample
-from grstats.core.tables import MemberTables
+from grstats.core.tables import Limits, MemberTables, RegistryLimits
 from protocol import (
     GtidSet,
     GtidState,
@@ -111,3 +111,26 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     assert t.counters().envelopes_accepted == 1
     assert REMOTE not in rows(t, T0)  # no GTID state: no row, not compared with
     assert rows(t, T0)[LOCAL]["RECOVERY_METHOD"] is None
+
+
+def test_a_member_lacking_the_clone_threshold_rejoins_by_clone_whatever_its_donors() -> None:
+    # GR clones when the GTIDs a joiner lacks number group_replication_clone_threshold or
+    # more, though a donor still holds them (remote_clone_handler.cc): THIRD lacks
+    # GROUP:91-100, 10 GTIDs; at a threshold of 10 that is CLONE, at 11 INCREMENTAL
+    for threshold, method in ((10, "CLONE"), (11, "INCREMENTAL")):
+        t = MemberTables(
+            group=GROUP,
+            local_member_id=LOCAL,
+            registry_limits=RegistryLimits(
+                period_s=1.0, unreachable_after=1000, forget_after_s=10_000.0
+            ),
+            limits=Limits(),
+            gtid_interval_s=30.0,
+            clone_threshold=threshold,
+        )
+        send(t, REMOTE, 1, f"{GROUP}:1-100")
+        send(t, THIRD, 1, f"{GROUP}:1-90")
+        local(t, T0, f"{GROUP}:1-100")
+        r = rows(t, T0)
+        assert r[THIRD]["RECOVERY_METHOD"] == method, threshold
+        assert r[THIRD]["DONORS"] == f"{LOCAL},{REMOTE}"
