@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, *, hostile: bool) -> tuple[float, float, int, 
     for second in range(args.seconds):
         at_us = T0 + second * S
         batch = []
-        for i, member in enumerate(honest):
+        for member in honest:
             batch.append((member, _envelope(member, second + 1, _group_set(second), at_us, 0)))
         for k, member in enumerate(attackers):
             executed = (
