@@ -42,6 +42,7 @@ from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
+from grstats.core.gtid_divergence import DEFAULT_CLONE_THRESHOLD
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.health import Health
@@ -93,6 +94,7 @@ class MemberTables:
             failover-ready.
         gtid_interval_s: seconds between GTID sets on the bus (a peer's set
             is followed for errant transactions when read one interval later).
+        clone_threshold: group_replication_clone_threshold (RECOVERY_METHOD).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class MemberTables:
         flow_control: FlowControlSettings | None = None,
         catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S,
         gtid_interval_s: float = 30.0,
+        clone_threshold: int = DEFAULT_CLONE_THRESHOLD,
     ) -> None:
         self.group = group
         self.local_member_id = local_member_id
@@ -122,7 +125,9 @@ class MemberTables:
         )
         self.flow: FlowReplay | None = self.replays.own
         # grstats_member_gtids: daemon only, like the flow replay (one group)
-        self._gtid_watch = None if group is None else GtidWatch(self.registry, gtid_interval_s)
+        self._gtid_watch = (
+            None if group is None else GtidWatch(self.registry, gtid_interval_s, clone_threshold)
+        )
         self.gtids: GtidDivergenceTable | None = (
             None if self._gtid_watch is None else self._gtid_watch.table
         )

@@ -56,6 +56,7 @@ def make_tables(settings: Settings, *, group: str | None, member_id: str | None)
         flow_control=settings.flow_control.core(),
         catch_up_limit_s=settings.flow_control.failover_catch_up_limit,
         gtid_interval_s=p.gtid_interval,
+        clone_threshold=settings.recovery.clone_threshold,
     )
 
 
