@@ -130,6 +130,7 @@ def test_the_readme_try_list_is_what_the_playground_prints(playground: Playgroun
 
 def test_every_try_command_answers_with_data(playground: Playground) -> None:
     sql_port = playground.state["sql_port"]
+    uuids = {str(m["id"]) for m in playground.state["members"]}
     for shown in _try_list():
         line = shown.replace("-P 3307", f"-P {sql_port}")
         result = playground.run(line)
@@ -142,6 +143,9 @@ def test_every_try_command_answers_with_data(playground: Playground) -> None:
             assert all(int(r.split("\t")[-1]) > 0 for r in rows), out
         elif "--explain" in line:
             assert out.count("\n") >= 3, (line, out)
+            # members named as host:port in the explanation too (not by UUID)
+            assert "127.0.0.1:330" in out, (line, out)
+            assert not {m.group() for m in _UUID.finditer(out)} & uuids, (line, out)
         else:
             assert all(label in out for label in LABELS), (line, out)
 
