@@ -125,9 +125,11 @@ soak: $(STAMP) sysdeps-test
 demo: $(STAMP) sysdeps
 	$(BIN)/grstats demo
 
-# A simulated group left running on loopback to try the commands on (README "Try it");
+# A simulated group left running on loopback to try the commands on (README "Try it",
+# whose last command is the mariadb client on the SQL endpoint);
 # `.venv/bin/grstats demo --stop` ends it.
-playground: $(STAMP) sysdeps
+playground: $(STAMP)
+	@tools/sysdeps.sh $(SYS_RUNTIME) mariadb:mariadb-client
 	$(BIN)/grstats demo --keep
 
 # Benchmarks print figures and ratios against a reference in the same run.
