@@ -16,7 +16,7 @@ export PYSPARK_PYTHON ?= $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
-SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
+SYS_TEST := $(SYS_RUNTIME) chromium:chromium chromedriver:chromium-driver promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
 .PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog bench-history clean
