@@ -93,7 +93,12 @@ def _path(
             out[-1] = ("L", x, y)  # a flat run is its two ends
         else:
             out.append((pen, x, y))
-    return "".join(f"{pen}{x} {y}" for pen, x, y in out)
+    text = []
+    for i, (pen, x, y) in enumerate(out):
+        text.append(f"{pen}{x} {y}")
+        if pen == "M" and (i + 1 == len(out) or out[i + 1][0] == "M"):
+            text.append(f"L{x} {y}")  # a point alone: a segment of no length, drawn as a dot
+    return "".join(text)
 
 
 def spark(series: MemberSeries, name: str, now_s: float, window_s: float) -> Spark:

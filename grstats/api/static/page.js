@@ -44,6 +44,18 @@
     if (Math.abs(x % 1) === 0.5) { r = 2 * Math.round(x / 2); }
     return r;
   }
+  /* x with d decimals as Python's format() writes it: correctly rounded, and an exact
+     tie (0.125, 3.25: the double is exactly half way) to the even digit, where
+     toFixed would round it up. toFixed(100) is the double's exact decimal value. */
+  function fixed(x, d) {
+    var exact = x.toFixed(100);
+    var point = exact.indexOf(".");
+    if (point >= 0 && /^50*$/.test(exact.slice(point + 1 + d))) {
+      var kept = exact.slice(0, d ? point + 1 + d : point);
+      if (Number(kept[kept.length - 1]) % 2 === 0) { return kept; }
+    }
+    return x.toFixed(d);
+  }
   function cut(value) {
     var text = visible(String(value));
     if (text.length <= MAX_TEXT) { return text; }
@@ -52,8 +64,8 @@
   function duration(s) {
     if (s < 0) { return "-" + duration(-s); }
     if (s === Infinity) { return "never"; }
-    if (s < 1) { return s.toFixed(2) + " s"; }
-    if (s < 10) { return s.toFixed(1) + " s"; }
+    if (s < 1) { return fixed(s, 2) + " s"; }
+    if (s < 10) { return fixed(s, 1) + " s"; }
     var whole = roundEven(s);
     if (whole < 60) { return whole + " s"; }
     var units = [[86400, "d", 3600, "h"], [3600, "h", 60, "min"], [60, "min", 1, "s"]];
@@ -75,13 +87,13 @@
       if (typeof value !== "string" || !value) { return [NULL_TEXT, ""]; }
       var share = row ? row[value.toUpperCase() + "_SHARE"] : null;
       var name = cut(value.split("_").join(" "));
-      return [isNumber(share) ? name + " " + (100 * share).toFixed(0) + " %" : name, ""];
+      return [isNumber(share) ? name + " " + fixed(100 * share, 0) + " %" : name, ""];
     }
     var numeric = fmt === "count" || fmt === "duration" || fmt === "rate" || fmt === "ready";
     if (value === null || value === undefined || (numeric && !isNumber(value))) { return [NULL_TEXT, ""]; }
     if (fmt === "count") { return [grouped(roundEven(value)), ""]; }
     if (fmt === "duration") { return [duration(value), ""]; }
-    if (fmt === "rate") { return [value < 100 ? value.toFixed(1) : grouped(Math.round(value)), ""]; }
+    if (fmt === "rate") { return [value < 100 ? fixed(value, 1) : grouped(roundEven(value)), ""]; }
     if (fmt === "state") { return [cut(value), STATE_TONE[value] || "warn"]; }
     if (fmt === "ready") { return value ? ["ready", "ok"] : ["not ready", "bad"]; }
     if (fmt === "flag") {

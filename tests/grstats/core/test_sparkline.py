@@ -26,7 +26,7 @@ def test_queues_share_one_scale_and_a_gap_lifts_the_pen() -> None:
         certifier_queue=(10.0, NAN, 20.0),
     )
     queues = sparks_of(series, 1000.0, 100.0)["queues"]
-    assert queues.paths == ("M0 45M90 40", "M0 50L45 25L90 0")
+    assert queues.paths == ("M0 45L0 45M90 40L90 40", "M0 50L45 25L90 0")  # lone points: dots
     assert queues.top == "max 100"
 
 
@@ -40,7 +40,7 @@ def test_points_older_than_the_window_are_not_drawn() -> None:
 def test_a_rate_top_reads_per_second() -> None:
     series = _series(t=(950.0, 1000.0), applied_rate=(NAN, 87.94))
     applied = sparks_of(series, 1000.0, 100.0)["applied"]
-    assert applied.paths == ("M90 0",)
+    assert applied.paths == ("M90 0L90 0",)
     assert applied.top == "max 87.9/s"
 
 
@@ -49,7 +49,7 @@ def test_a_member_without_points_draws_nothing() -> None:
         assert all(p == "" for p in spark.paths)
         assert spark.top == ""
     flat = sparks_of(_series(t=(1000.0,), applier_queue=(0.0,)), 1000.0, 900.0)["queues"]
-    assert flat.paths == ("", "M90 50")  # all zero: on the base line
+    assert flat.paths == ("", "M90 50L90 50")  # all zero: on the base line
     assert flat.top == "max 0"
 
 
