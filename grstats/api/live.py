@@ -23,12 +23,19 @@ from dataclasses import dataclass
 from importlib import resources
 from urllib.parse import unquote
 
-from grstats.api.page import GroupPage, render_group, render_index, render_missing
+from grstats.api.page import (
+    NOTHING_DRAWN,
+    Drawn,
+    GroupPage,
+    draw,
+    render_group,
+    render_index,
+    render_missing,
+)
 from grstats.core.labels import member_labels
-from grstats.core.pageview import PAGE_COLUMNS, RECENT, field_text, group_rows, groups
+from grstats.core.pageview import group_rows, groups
 from grstats.core.recent import RecentSeries
 from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
-from grstats.core.sparkline import sparks_of
 
 __all__ = ["HTML", "LivePage", "PageOptions", "StaticFile", "static_files"]
 
@@ -102,6 +109,8 @@ class LivePage:
         }
         self._held: tuple[DaemonSnapshot | None, int] = (None, -1)  # what the cache is of
         self._cache: dict[tuple[str, str], Response] = {}
+        # group -> its members' rates and sparklines, for one point of the recent series
+        self._drawn: tuple[int, dict[str, dict[str, Drawn]]] = (-1, {})
         self.renders = 0  # pages and live bodies made (the rest were shared)
 
     def answer(self, path: str) -> Response | None:
@@ -158,7 +167,7 @@ class LivePage:
             snapshot=snapshot,
             group=group,
             members=members,
-            series={} if recent is None else dict(recent.group_series(group)),
+            drawn=self._draw(group),
             findings=tuple(self._options.findings(snapshot, group)),
             period_s=self._options.period_s,
             step_s=0.0 if recent is None else recent.step_s,
@@ -167,19 +176,37 @@ class LivePage:
             static=self._urls,
         )
 
+    def _draw(self, group: str) -> dict[str, Drawn]:
+        """The group's rates and sparklines: drawn once a point of the recent series.
+
+        Their right edge is the newest point, not the snapshot's time, so they
+        change only with a new point (every `step_s`), not with every snapshot.
+        """
+        recent = self._options.recent
+        if recent is None:
+            return {}
+        version, groups_drawn = self._drawn
+        if version != recent.version:
+            version, groups_drawn = recent.version, {}
+            self._drawn = (version, groups_drawn)
+        drawn = groups_drawn.get(group)
+        if drawn is None:
+            edge, window = recent.last_observed, recent.window_s
+            drawn = groups_drawn[group] = {
+                member: draw(series, edge, window)
+                for member, series in recent.group_series(group).items()
+            }
+        return drawn
+
 
 def _live_json(page: GroupPage) -> bytes:
-    now_s = page.snapshot.taken_at_us / 1e6
-    rates = [f for c in PAGE_COLUMNS for f in c.fields if f.table == RECENT]
     members = {}
     for member in page.members:
-        series = page.series.get(member.member_id)
-        row = {} if series is None else {f.column: series.last(f.column) for f in rates}
+        drawn = page.drawn.get(member.member_id, NOTHING_DRAWN)
         members[member.member_id] = {
-            "figures": {f.column: field_text(f, row)[0] for f in rates},
+            "figures": dict(drawn.figures),
             "sparks": {
-                name: {"paths": list(s.paths), "top": s.top}
-                for name, s in sparks_of(series, now_s, page.window_s).items()
+                name: {"paths": list(s.paths), "top": s.top} for name, s in drawn.sparks.items()
             },
         }
     health = page.snapshot.health

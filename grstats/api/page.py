@@ -22,10 +22,12 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Final
 
 from grstats.core.pageview import (
     NULL_TEXT,
     PAGE_COLUMNS,
+    RECENT,
     MemberRow,
     PageColumn,
     error_tables,
@@ -36,7 +38,29 @@ from grstats.core.recent import MemberSeries
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.sparkline import HEIGHT, VIEWBOX, WIDTH, Spark, sparks_of
 
-__all__ = ["GroupPage", "render_group", "render_index", "render_missing"]
+__all__ = ["NOTHING_DRAWN", "Drawn", "GroupPage", "draw", "render_group", "render_index"]
+__all__ += ["render_missing"]
+
+# the figures of `core.recent` (rates), in page order
+RATES: Final = tuple(f for c in PAGE_COLUMNS for f in c.fields if f.table == RECENT)
+
+
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """What one member's recent series show: its rates as text, its sparklines."""
+
+    figures: Mapping[str, str]  # rate column -> its text
+    sparks: Mapping[str, Spark]  # sparkline name -> it
+
+
+def draw(series: MemberSeries | None, now_s: float, window_s: float) -> Drawn:
+    """The rates and sparklines of one member's series (`core.recent`), right edge `now_s`."""
+    row = {} if series is None else {f.column: series.last(f.column) for f in RATES}
+    figures = {f.column: field_text(f, row)[0] for f in RATES}
+    return Drawn(figures, sparks_of(series, now_s, window_s))
+
+
+NOTHING_DRAWN: Final = draw(None, 0.0, 1.0)
 
 
 def _e(text: object) -> str:
@@ -79,11 +103,16 @@ def _findings(findings: Sequence[str]) -> str:
     )
 
 
-def _figure(column: PageColumn, member: MemberRow | None) -> str:
+def _figure(column: PageColumn, member: MemberRow | None, drawn: Drawn) -> str:
     out = []
     for field in column.fields:
         row = None if member is None else member.rows.get(field.table)
-        text, tone = (NULL_TEXT, "") if member is None else field_text(field, row)
+        if field.table == RECENT:
+            text, tone = drawn.figures.get(field.column, NULL_TEXT), ""
+        elif member is None:
+            text, tone = NULL_TEXT, ""
+        else:
+            text, tone = field_text(field, row)
         label = f'<span class="k">{_e(field.label)}</span> ' if field.label else ""
         out.append(
             f'<span class="f">{label}<span class="v {tone}" data-t="{_e(field.table)}" '
@@ -109,7 +138,7 @@ def _errors(member: MemberRow | None) -> str:
     return f'<ul class="errors">{items}</ul><span class="noerr"{hidden}>none</span>'
 
 
-def _row(member: MemberRow | None, sparks: Mapping[str, Spark], with_errors: bool) -> str:
+def _row(member: MemberRow | None, drawn: Drawn, with_errors: bool) -> str:
     if member is None:
         head = '<tr data-member="">'
         who = (
@@ -125,10 +154,10 @@ def _row(member: MemberRow | None, sparks: Mapping[str, Spark], with_errors: boo
         )
     cells = [head, who]
     for column in PAGE_COLUMNS:
-        spark = _spark(column.spark, sparks[column.spark]) if column.spark else ""
+        spark = _spark(column.spark, drawn.sparks[column.spark]) if column.spark else ""
         cells.append(
             f'<td class="{column.key}" data-label="{_e(column.header)}">'
-            f"{_figure(column, member)}{spark}</td>"
+            f"{_figure(column, member, drawn)}{spark}</td>"
         )
     if with_errors:
         cells.append(f'<td class="errs" data-label="Channel errors">{_errors(member)}</td>')
@@ -144,7 +173,7 @@ class GroupPage:
         snapshot: the snapshot shown.
         group: the group's name.
         members: `core.pageview.group_rows` of it.
-        series: member id -> its recent series (`core.recent`).
+        drawn: member id -> its rates and sparklines (`draw`).
         findings: one line per finding, in order.
         period_s: the daemon's period (the script refreshes at this pace).
         step_s, window_s: the sparklines' step and span (`core.recent`).
@@ -155,7 +184,7 @@ class GroupPage:
     snapshot: DaemonSnapshot
     group: str
     members: Sequence[MemberRow]
-    series: Mapping[str, MemberSeries]
+    drawn: Mapping[str, Drawn]
     findings: Sequence[str]
     period_s: float
     step_s: float
@@ -173,16 +202,14 @@ def render_group(page: GroupPage, *, live_path: str, back: str = "") -> bytes:
         back: the URL of the collector's index ("" on a member daemon).
     """
     snapshot = page.snapshot
-    now_s = snapshot.taken_at_us / 1e6
     with_errors = bool(error_tables())
     headers = "".join(f'<th scope="col">{_e(c.header)}</th>' for c in PAGE_COLUMNS)
     if with_errors:
         headers += '<th scope="col">Channel errors</th>'
     rows = "".join(
-        _row(m, sparks_of(page.series.get(m.member_id), now_s, page.window_s), with_errors)
-        for m in page.members
+        _row(m, page.drawn.get(m.member_id, NOTHING_DRAWN), with_errors) for m in page.members
     )
-    template = _row(None, sparks_of(None, now_s, page.window_s), with_errors)
+    template = _row(None, NOTHING_DRAWN, with_errors)
     seen_from = f" seen from {_e(page.here)}" if page.here else " (collector)"
     up = f'<a href="{_e(back)}">all groups</a> \u00b7 ' if back else ""
     body = (

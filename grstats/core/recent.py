@@ -217,6 +217,7 @@ class RecentSeries:
         self._next_due = -math.inf
         self.refused = 0  # member observations refused at the byte bound
         self.version = 0  # bumped on every observation
+        self.last_observed = 0.0  # when the newest point was taken (0: none yet)
 
     @property
     def bytes(self) -> int:
@@ -234,6 +235,7 @@ class RecentSeries:
         are kept from the first observation after room is freed.
         """
         self._next_due = now_s + self.step_s
+        self.last_observed = now_s
         for point in points:
             key = (point.group, point.member_id)
             ring = self._rings.get(key)

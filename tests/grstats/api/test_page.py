@@ -195,7 +195,7 @@ async def test_static_files_are_named_by_their_hash_and_cached() -> None:
     assert missing == 404
 
 
-async def test_the_live_json_carries_rates_sparklines_and_health() -> None:
+async def test_the_page_and_its_live_json_carry_rates_sparklines_and_health() -> None:
     members = _three()
     recent = RecentSeries()
     recent.observe(1000.0, points_of(group_snapshot(members, taken_at_us=1_000_000_000)))
@@ -204,6 +204,10 @@ async def test_the_live_json_carries_rates_sparklines_and_health() -> None:
     snapshot = group_snapshot(members, taken_at_us=1_005_000_000)
     async with api_server(snapshot, PageOptions(recent=recent)) as server:
         status, _, body = await raw_get(server.port, "/v1/live/" + GROUP)
+        _, _, page = await raw_get(server.port, "/")
+    # the first paint (no script) shows the same rates
+    shown = " ".join(" ".join(_Page(page.decode()).text).split())
+    assert "checked 0.0 conflicts 0.0 applied 100" in shown
     live = json.loads(body)
     assert status == 200 and live["health"] == {"ok": True, "details": []}
     assert live["findings"] == []
