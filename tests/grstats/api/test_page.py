@@ -234,3 +234,20 @@ async def test_a_collector_lists_its_groups_each_linking_to_its_page() -> None:
     text = " ".join(_Page(other.decode()).text)
     assert status == 200 and "two:3306" in text and "one:3306" not in text
     assert (unknown, no_live) == (404, 404)
+
+
+async def test_members_past_the_series_bound_are_counted_on_metrics() -> None:
+    members = _three()
+    probe = RecentSeries()
+    recent = RecentSeries(max_bytes=2 * probe.member_bytes)  # room for two of three
+    recent.observe(1000.0, points_of(group_snapshot(members, taken_at_us=1_000_000_000)))
+    snapshot = group_snapshot(members, taken_at_us=1_005_000_000)
+    recent.observe(1005.0, points_of(snapshot))
+    async with api_server(snapshot, PageOptions(recent=recent)) as server:
+        _, _, metrics = await raw_get(server.port, "/metrics")
+        _, _, page = await raw_get(server.port, "/")
+    lines = metrics.decode().splitlines()
+    assert "grstats_page_series_refused_total 2.0" in lines
+    assert f"grstats_page_series_bytes {2 * probe.member_bytes}.0" in lines
+    paths = [a.get("d") for t, a in _Page(page.decode()).tags if t == "path"]
+    assert sum(1 for d in paths if d) == 2 * 4  # the third member has no sparkline
