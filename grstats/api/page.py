@@ -210,7 +210,7 @@ def render_group(page: GroupPage, *, live_path: str, back: str = "") -> bytes:
         _row(m, page.drawn.get(m.member_id, NOTHING_DRAWN), with_errors) for m in page.members
     )
     template = _row(None, NOTHING_DRAWN, with_errors)
-    seen_from = f" seen from {_e(page.here)}" if page.here else " (collector)"
+    seen_from = f" seen from {_e(page.here)}" if page.here else " seen by this collector"
     up = f'<a href="{_e(back)}">all groups</a> \u00b7 ' if back else ""
     body = (
         f'<body data-group="{_e(page.group)}" data-period="{page.period_s:g}" '
