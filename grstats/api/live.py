@@ -109,9 +109,15 @@ class LivePage:
         }
         self._held: tuple[DaemonSnapshot | None, int] = (None, -1)  # what the cache is of
         self._cache: dict[tuple[str, str], Response] = {}
+        self._groups: dict[str, int] = {}  # the held snapshot's groups -> members
         # group -> its members' rates and sparklines, for one point of the recent series
         self._drawn: tuple[int, dict[str, dict[str, Drawn]]] = (-1, {})
         self.renders = 0  # pages and live bodies made (the rest were shared)
+
+    @property
+    def bodies_held(self) -> int:
+        """The pages and live bodies kept for the current snapshot."""
+        return len(self._cache)
 
     def answer(self, path: str) -> Response | None:
         """The answer to GET `path`, or None when it is not one of the page's paths."""
@@ -134,21 +140,24 @@ class LivePage:
         version = -1 if recent is None else recent.version
         if self._held[0] is not snapshot or self._held[1] != version:
             self._held, self._cache = (snapshot, version), {}
+            self._groups = groups(snapshot)
+            if snapshot.group_name:
+                self._groups.setdefault(snapshot.group_name, 0)
+        if kind != "index" and group not in self._groups:
+            # not cached: a name the daemon does not know costs nothing to keep
+            if kind == "live":
+                body = json.dumps({"error": "unknown group", "group": group}).encode()
+                return 404, "application/json", (body,)
+            return 404, HTML, (render_missing(group, self._urls),)
         answer = self._cache.get((kind, group))
-        if answer is None:
+        if answer is None:  # at most an index, and a page and a live body per known group
             answer = self._cache[(kind, group)] = self._make(snapshot, kind, group)
             self.renders += 1
         return answer
 
     def _make(self, snapshot: DaemonSnapshot, kind: str, group: str) -> Response:
         if kind == "index":
-            return 200, HTML, (render_index(snapshot, groups(snapshot), self._urls),)
-        known = group == snapshot.group_name or group in groups(snapshot)
-        if not known:
-            if kind == "live":
-                body = json.dumps({"error": "unknown group", "group": group}).encode()
-                return 404, "application/json", (body,)
-            return 404, HTML, (render_missing(group, self._urls),)
+            return 200, HTML, (render_index(snapshot, self._groups, self._urls),)
         page = self._page(snapshot, group)
         if kind == "live":
             return 200, "application/json", (_live_json(page),)

@@ -229,6 +229,11 @@ async def test_a_collector_lists_its_groups_each_linking_to_its_page() -> None:
         status, _, other = await raw_get(server.port, f"/group/{OTHER_GROUP}")
         unknown, _, _ = await raw_get(server.port, "/group/cccccccc-cccc-cccc-cccc-cccccccccccc")
         no_live, _, _ = await raw_get(server.port, "/v1/live/nope")
+        held = server.page.bodies_held
+        for n in range(50):  # names the collector does not know are answered, never kept
+            await raw_get(server.port, f"/group/{n:08d}-<i>")
+            await raw_get(server.port, f"/v1/live/{n:08d}")
+        assert server.page.bodies_held == held == 2  # the index and the other group's page
     links = [a["href"] for t, a in _Page(index.decode()).tags if t == "a"]
     assert f"/group/{GROUP}" in links and f"/group/{OTHER_GROUP}" in links
     text = " ".join(_Page(other.decode()).text)
