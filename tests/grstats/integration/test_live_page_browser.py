@@ -16,6 +16,8 @@ Screenshots at 800 and 1280 px are saved in the module's temporary directory
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
 import shutil
 import time
@@ -209,12 +211,22 @@ def test_the_script_writes_every_figure_as_the_server_does(group: Group) -> None
         row = {column: value, **extra}
         expected = list(field_text(PageField("t", column, fmt), row))  # type: ignore[arg-type]
         got = driver.execute_script(
-            "return window.grstatsFigure(arguments[0], arguments[1], arguments[2]);",
+            "return window.grstats.figure(arguments[0], arguments[1], arguments[2]);",
             fmt,
             value,
             row,
         )
         assert got == expected, (fmt, value)
+
+
+def test_the_script_reads_the_non_finite_numbers_python_writes(group: Group) -> None:
+    # json.dumps writes NaN and Infinity (CATCH_UP_ETA_SECONDS is +inf: "never at this
+    # rate"), which JSON.parse refuses; the script reads them as null, strings untouched
+    text = json.dumps(
+        [{"a": math.inf, "b": 'NaN, Infinity \\" -Infinity', "c": -math.inf, "d": math.nan}]
+    )
+    got = group.driver.execute_script("return window.grstats.parse(arguments[0]);", text)
+    assert got == [{"a": None, "b": 'NaN, Infinity \\" -Infinity', "c": None, "d": None}]
 
 
 def _readable(driver: Any, width: int) -> dict[str, Any]:
