@@ -181,7 +181,9 @@ class _Ring:
     def ordered(self, name: str) -> list[float]:
         column = self.columns[name]
         start = (self.head - self.count) % len(column)
-        return [column[(start + i) % len(column)] for i in range(self.count)]
+        if start + self.count <= len(column):
+            return column[start : start + self.count].tolist()
+        return column[start:].tolist() + column[: self.head].tolist()
 
 
 def _rates(counts: Sequence[float], times: Sequence[float]) -> tuple[float, ...]:

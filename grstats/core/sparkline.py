@@ -56,38 +56,40 @@ def _top_text(top: float, kind: str) -> str:
     return f"max {duration(top)}"
 
 
-def _columns(
-    t: Sequence[float], values: Sequence[float], start: float, window: float
-) -> tuple[dict[int, float], set[int]]:
+def _xs(t: Sequence[float], start: float, window: float) -> list[int]:
+    """The column of each point (-1: before the window), shared by a member's lines."""
+    scale = X_RES / window
+    return [min(X_RES, math.floor(scale * (when - start))) if when >= start else -1 for when in t]
+
+
+def _columns(xs: Sequence[int], values: Sequence[float]) -> tuple[dict[int, float], set[int]]:
     """x -> the largest value in that column (a peak is never averaged away), and the
     columns after an unknown value (where the pen is lifted)."""
     columns: dict[int, float] = {}
     breaks: set[int] = set()
     unknown_before = False
-    for when, value in zip(t, values, strict=True):
-        if when < start:
+    for x, value in zip(xs, values, strict=True):
+        if x < 0:
             continue
-        if math.isnan(value):
+        if value != value:  # noqa: PLR0124 - NaN (unknown), without a call per point
             unknown_before = True
             continue
-        x = min(X_RES, max(0, math.floor(X_RES * (when - start) / window)))
-        if x in columns:
-            columns[x] = max(columns[x], value)
-        else:
+        held = columns.get(x)
+        if held is None:
             columns[x] = value
             if unknown_before:
                 breaks.add(x)
+        elif value > held:
+            columns[x] = value
         unknown_before = False
     return columns, breaks
 
 
-def _path(
-    t: Sequence[float], values: Sequence[float], start: float, window: float, top: float
-) -> str:
-    columns, breaks = _columns(t, values, start, window)
+def _path(columns: Mapping[int, float], breaks: set[int], top: float) -> str:
     out: list[tuple[str, int, int]] = []  # (M or L, x, y)
+    scale = Y_RES / top if top > 0 else 0.0
     for x in sorted(columns):
-        y = Y_RES - round(Y_RES * max(columns[x], 0.0) / top) if top > 0 else Y_RES
+        y = Y_RES - round(scale * max(columns[x], 0.0))
         pen = "M" if not out or x in breaks else "L"
         if pen == "L" and len(out) >= 2 and out[-1][0] == "L" and out[-1][2] == out[-2][2] == y:
             out[-1] = ("L", x, y)  # a flat run is its two ends
@@ -99,6 +101,13 @@ def _path(
         if pen == "M" and (i + 1 == len(out) or out[i + 1][0] == "M"):
             text.append(f"L{x} {y}")  # a point alone: a segment of no length, drawn as a dot
     return "".join(text)
+
+
+def _spark(xs: Sequence[int], lines: Sequence[Sequence[float]], kind: str) -> Spark:
+    drawn = [_columns(xs, values) for values in lines]
+    top = max((max(columns.values()) for columns, _ in drawn if columns), default=math.nan)
+    paths = tuple(_path(columns, breaks, top) for columns, breaks in drawn)
+    return Spark(paths, "" if math.isnan(top) else _top_text(top, kind))
 
 
 def spark(series: MemberSeries, name: str, now_s: float, window_s: float) -> Spark:
@@ -115,21 +124,16 @@ def spark(series: MemberSeries, name: str, now_s: float, window_s: float) -> Spa
         and the text of its top.
     """
     names, kind = SPARKS[name]
-    start = now_s - window_s
-    lines = [getattr(series, n) for n in names]
-    known = [
-        v
-        for values in lines
-        for when, v in zip(series.t, values, strict=True)
-        if when >= start and not math.isnan(v)
-    ]
-    top = max(known, default=math.nan)
-    paths = tuple(_path(series.t, values, start, window_s, top) for values in lines)
-    return Spark(paths, "" if math.isnan(top) else _top_text(top, kind))
+    xs = _xs(series.t, now_s - window_s, window_s)
+    return _spark(xs, [getattr(series, n) for n in names], kind)
 
 
 def sparks_of(series: MemberSeries | None, now_s: float, window_s: float) -> dict[str, Spark]:
     """Every sparkline of SPARKS for one member (empty ones when it has no series)."""
     if series is None:
         return {name: Spark(tuple("" for _ in SPARKS[name][0]), "") for name in SPARKS}
-    return {name: spark(series, name, now_s, window_s) for name in SPARKS}
+    xs = _xs(series.t, now_s - window_s, window_s)
+    return {
+        name: _spark(xs, [getattr(series, n) for n in names], kind)
+        for name, (names, kind) in SPARKS.items()
+    }
