@@ -37,6 +37,7 @@ from grstats.core.pageview import (
 from grstats.core.recent import MemberSeries
 from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.sparkline import HEIGHT, VIEWBOX, WIDTH, Spark, sparks_of
+from grstats.core.visible import visible
 
 __all__ = ["NOTHING_DRAWN", "Drawn", "GroupPage", "draw", "render_group", "render_index"]
 __all__ += ["render_missing"]
@@ -88,13 +89,13 @@ def _time(taken_at_us: int) -> str:
 def _health(snapshot: DaemonSnapshot) -> str:
     if snapshot.health.ok:
         return '<p class="health ok" id="health">this daemon: ok</p>'
-    details = "; ".join(_e(d) for d in snapshot.health.details())
+    details = "; ".join(_e(visible(d)) for d in snapshot.health.details())
     return f'<p class="health bad" id="health">this daemon: degraded: {details}</p>'
 
 
 def _findings(findings: Sequence[str]) -> str:
-    items = "".join(f"<li>{_e(line)}</li>" for line in findings)
-    quiet = "" if findings else " hidden"
+    items = "".join(f"<li>{_e(visible(line))}</li>" for line in findings)
+    quiet = " hidden" if findings else ""
     return (
         '<section class="findings"><h2>Findings</h2>'
         f'<ul id="findings">{items}</ul>'

@@ -260,7 +260,9 @@
         return x < y ? -1 : x > y ? 1 : 0;
       })
       .forEach(function (tr) { tbody.appendChild(tr); });
-    setList(document.getElementById("findings"), (live.findings || []).map(String));
+    setList(document.getElementById("findings"), (live.findings || []).map(function (f) {
+      return visible(String(f));
+    }));
     document.getElementById("no-findings").hidden = (live.findings || []).length > 0;
     var health = document.getElementById("health");
     var ok = live.health && live.health.ok;

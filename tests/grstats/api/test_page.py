@@ -256,3 +256,21 @@ async def test_members_past_the_series_bound_are_counted_on_metrics() -> None:
     assert f"grstats_page_series_bytes {2 * probe.member_bytes}.0" in lines
     paths = [a.get("d") for t, a in _Page(page.decode()).tags if t == "path"]
     assert sum(1 for d in paths if d) == 2 * 4  # the third member has no sparkline
+
+
+async def test_the_findings_are_at_the_top_of_the_page_and_in_its_live_json() -> None:
+    finding = "db2:3306: <b>1</b> errant \x1b[31m"
+    shown = "db2:3306: <b>1</b> errant \\x1b[31m"  # escaped as every text is
+
+    def findings(snapshot: object, group: str) -> list[str]:
+        return [finding] if group == GROUP else []
+
+    async with api_server(group_snapshot(_three()), PageOptions(findings=findings)) as server:
+        _, _, page = await raw_get(server.port, "/")
+        _, _, live = await raw_get(server.port, "/v1/live/" + GROUP)
+    parsed = _Page(page.decode())
+    text = " ".join(" ".join(parsed.text).split())
+    assert text.index(f"Findings {shown}") < text.index("Member State")
+    assert "Nothing to report" not in text
+    assert "b" not in {tag for tag, _ in parsed.tags}
+    assert json.loads(live)["findings"] == [finding]
