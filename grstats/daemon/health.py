@@ -165,7 +165,7 @@ def _daemon_figures(tables: MemberTables, parts: DaemonParts) -> DaemonFigures:
     return DaemonFigures(
         bus_reconnects=bus.reconnects if bus else 0,
         messages_published=publisher.published if publisher else 0,
-        applier_workers_dropped=publisher.applier_workers_dropped if publisher else 0,
+        left_out=dict(publisher.left_out) if publisher else {},
         sections_unsendable=dict(publisher.sections_unsendable) if publisher else {},
         gauges=gauges,
         health=health,
@@ -194,7 +194,7 @@ class Publishing(Protocol):
     def published(self) -> int: ...
 
     @property
-    def applier_workers_dropped(self) -> int: ...
+    def left_out(self) -> Mapping[str, int]: ...
 
     @property
     def sections_unsendable(self) -> Mapping[str, int]: ...
