@@ -28,6 +28,7 @@ __all__ = [
     "SQL_DOWN",
     "SQL_LIMITS",
     "SQL_STALE",
+    "SQL_TAIL_SKIPPED",
     "UNCHECKED",
     "Health",
     "HealthReason",
@@ -45,6 +46,7 @@ SERVER_ORACLE = "server_oracle"  # the server's view of a member disagrees with 
 SQL_DOWN = "sql_down"  # the SQL endpoint is not serving
 SQL_STALE = "sql_stale"  # live tables the endpoint's process cannot be sent
 SQL_LIMITS = "sql_limits"  # the endpoint's process could not set its limits
+SQL_TAIL_SKIPPED = "sql_tail_skipped"  # unflushed history rows left out of the SQL view
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,9 @@ _HISTORY_APPLIER = tuple(
 )
 _INT64_MAX = (1 << 63) - 1
 _HISTORY_FLOW = tuple(
-    (c.name, str(c.history)) for c in col.FLOW_CONTROL.columns if c.name in col.FLOW_HISTORY
+    (c.name, str(c.history))
+    for c in col.FLOW_CONTROL.columns
+    if c.name in col.FLOW_HISTORY or c.name in col.FLOW_HELD_HISTORY
 )
 # every figure None, copied per row (no generator per envelope on the receive path)
 _NO_LAG: dict[str, float | None] = dict.fromkeys(h for _, h in _HISTORY_LAG)

@@ -171,6 +171,8 @@ class SqlFigures:
             child process, and those dropped by reason.
         snapshot_unsent: why the latest snapshot could not be encoded (over
             [sql] max_snapshot_bytes): the endpoint's live tables are stale.
+        tail_skipped_files, tail_skipped_total: write-ahead log files left out of
+            grstats.history (past the tail's byte bound): now, and ever (each once).
     """
 
     serving: bool = False
@@ -187,6 +189,9 @@ class SqlFigures:
     errors: Mapping[int, int] = field(default_factory=dict)
     handshake_timeouts: int = 0
     logins_delayed: int = 0
+    connections_evicted: int = 0  # connections logging in, ended for a new one's slot
+    tail_skipped_files: int = 0  # WAL files left out of grstats.history now (past its bound)
+    tail_skipped_total: int = 0  # WAL files ever left out, each once
     limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
     process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"

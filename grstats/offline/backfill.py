@@ -526,7 +526,9 @@ def simulate_history(
         slow_link_hours=slow_link_hours,
         version=version,
     )
-    out.mkdir(parents=True, exist_ok=True)
+    from grstats.history.modes import make_dirs  # noqa: PLC0415 - stdlib only, but history
+
+    make_dirs(out)  # 0750 like a daemon's history
     if workers is None:
         workers = daypool.default_workers(len(members) * days)
     jobs = min(days, max(1, workers))
