@@ -33,6 +33,7 @@ from grstats.api.page import (
     render_missing,
 )
 from grstats.core.labels import member_labels
+from grstats.core.pagefindings import group_findings
 from grstats.core.pageview import group_rows, groups
 from grstats.core.recent import RecentSeries
 from grstats.core.snapshot import MEMBERS_TABLE, DaemonSnapshot
@@ -70,10 +71,6 @@ def static_files() -> dict[str, StaticFile]:
     return out
 
 
-def _no_findings(snapshot: DaemonSnapshot, group: str) -> Sequence[str]:
-    return ()
-
-
 @dataclass(frozen=True, slots=True)
 class PageOptions:
     """What the page needs to know of the daemon.
@@ -81,12 +78,13 @@ class PageOptions:
     Attributes:
         period_s: the publishing period (the script polls at this pace).
         recent: the daemon's recent series (None: no sparklines, no rates).
-        findings: (snapshot, group) -> the finding lines of that group.
+        findings: (snapshot, group) -> the finding lines of that group
+            (`core.pagefindings`: the `--explain` verdicts that name a problem).
     """
 
     period_s: float = 1.0
     recent: RecentSeries | None = None
-    findings: Findings = _no_findings
+    findings: Findings = group_findings
 
 
 class LivePage:
