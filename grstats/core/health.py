@@ -34,7 +34,7 @@ __all__ = [
     "HealthReason",
 ]
 
-# The codes (README "Health"): /healthz "reasons", grstats_health_status{reason}.
+# The codes (docs/how-it-works.md): /healthz "reasons", grstats_health_status{reason}.
 BUS_DISCONNECTED = "bus_disconnected"  # not connected to the broker
 BUS_ECHO = "bus_echo"  # our own envelopes do not come back (broker ACL?)
 GTIDS_UNSENDABLE = "gtids_unsendable"  # local GTID state over the ext.gtids bound

@@ -147,7 +147,8 @@ def command(
     Examples:
       GRSTATS_MYSQL_PASSWORD=... grstats init --mysql-password-env GRSTATS_MYSQL_PASSWORD \\
           --bus mqtt.example:8883 --bus-ca-file /etc/grstats/ca.crt --out /etc/grstats/grstats.toml
-      grstats init --print grstats-systemd.service > /etc/systemd/system/grstats.service
+      grstats init --print grstats.service > /etc/systemd/system/grstats.service
+      grstats init --print grstats.toml      # the example config: every key, commented
     """
     interactive = not no_input and sys.stdin.isatty()
     try:
