@@ -10,7 +10,8 @@ each, back to back in one run, the first the reference:
   refresh   `--clients` clients each GET / every period, as a browser without
             JavaScript refreshing (the CSS and script are cached: immutable URLs);
   script    `--clients` clients each fetch, every period, what the page's
-            script does: every table the page shows and /v1/live/<group>.
+            script does: every table the page shows and /v1/live/<group>, one
+            request after the other.
 
 In each window: member 1's publishing gaps (the `sent_us` of its consecutive
 stats envelopes, read from the broker), their largest and 99th percentile as
@@ -81,15 +82,16 @@ async def _client(port: int, paths: list[str], window: Window, until: float) -> 
     await asyncio.sleep(random.uniform(0, PERIOD_S))  # browsers do not refresh in step
     while loop.time() < until:
         started = loop.time()
-        results = await asyncio.gather(*(_get(port, p) for p in paths), return_exceptions=True)
-        elapsed = loop.time() - started
-        for result in results:
-            if isinstance(result, BaseException):
+        for path in paths:  # one at a time, as the page's script asks
+            asked = loop.time()
+            try:
+                window.bytes += await _get(port, path)
+            except (OSError, ValueError, TimeoutError):
                 window.failed += 1
             else:
                 window.answered += 1
-                window.bytes += result
-                window.latency_s += elapsed
+                window.latency_s += loop.time() - asked
+        elapsed = loop.time() - started
         await asyncio.sleep(max(0.0, PERIOD_S - elapsed))
 
 
