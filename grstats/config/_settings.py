@@ -118,6 +118,7 @@ API_SPECS: dict[str, Spec] = {
     "write_timeout": number(0.1, 600.0),
     "max_request_bytes": integer(1024, 1 << 20),
     "write_buffer_bytes": integer(4096, 1 << 24),
+    "page_series_bytes": integer(0, 1 << 30),
 }
 
 
