@@ -189,7 +189,7 @@ class Daemon:
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
-            if self.sql is not None:
+            if self.sql is not None and self.sql.running:
                 self.sql.offer(self.get_snapshot(fresh=True))
             else:  # the next reader of the tables builds it (its own sample included)
                 self._snapshots.want_fresh()
@@ -257,13 +257,16 @@ class Daemon:
             return
         from grstats.daemon.sqlchild import SqlChild, child_config  # noqa: PLC0415 - with [sql]
 
-        # its own process (DESIGN.md: nothing a client does reaches the loop). Not
-        # fatal: the daemon serves its other duties and /healthz says "sql_down"
-        # while the child cannot listen (it tries again) or is restarted.
+        # its own process (DESIGN.md: nothing a client does reaches the loop), started
+        # by the first connection. Not fatal: the daemon serves its other duties and
+        # /healthz says "sql_down" while the address cannot be bound (tried again) or
+        # the child is restarted.
         self.sql = SqlChild(
-            child_config(self.settings), child_timeout=self.settings.sql.child_timeout
+            child_config(self.settings),
+            lambda: self.get_snapshot(fresh=True),
+            child_timeout=self.settings.sql.child_timeout,
         )
-        await self.sql.start(self.get_snapshot())
+        await self.sql.start()
 
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
