@@ -19,7 +19,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog bench-history clean
+.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-simulate clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.  uv
@@ -143,6 +143,9 @@ bench-binlog: $(STAMP)
 
 bench-history: $(STAMP)
 	$(BIN)/python benchmarks/bench_history.py
+
+bench-simulate: $(STAMP)
+	$(BIN)/python benchmarks/bench_simulate.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
