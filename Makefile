@@ -19,7 +19,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium chromedriver:chromium-driver promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo playground bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-page clean
+.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo playground bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-page bench-simulate clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.  uv
@@ -153,6 +153,9 @@ bench-history: $(STAMP)
 
 bench-page: $(STAMP) sysdeps
 	$(BIN)/python benchmarks/bench_page.py
+
+bench-simulate: $(STAMP)
+	$(BIN)/python benchmarks/bench_simulate.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -213,6 +213,8 @@ class SqlSettings(SqlOptions):
     nice: int = setting(10, integer(0, 19))  # the process's niceness; the daemon keeps 0
     max_snapshot_bytes: int = setting(32 << 20, integer(1024, 1 << 30))  # live tables
     child_timeout: float = setting(30.0, number(2.0, 3600.0))  # silent this long: restarted
+    # no client this long: the process ends (started again by the next connection); 0: never
+    child_idle_stop: float = setting(300.0, number(0.0, 86400.0))
 
     @property
     def enabled(self) -> bool:

@@ -174,7 +174,9 @@ class SqlFigures:
     tail_skipped_total: int = 0  # WAL files ever left out, each once
     limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
-    process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"
+    # "idle" (no process: the next connection starts one), "starting", "up", "unresponsive",
+    # "restarting" or "stopped"
+    process_state: str = ""
     process_pid: int = 0
     process_restarts: int = 0
     process_last_exit: str = ""  # why the process last ended ("" before it ever did)

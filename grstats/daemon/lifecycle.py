@@ -233,9 +233,11 @@ class Daemon:
             raise StartupError(
                 f"api: cannot listen on {api.host}:{api.port}: {exc.strerror or exc}"
             ) from exc
-        self.sql = make_sql(self.settings)  # not fatal: /healthz says "sql_down" meanwhile
+        # not fatal: /healthz says "sql_down" meanwhile; its process starts on the
+        # first connection
+        self.sql = make_sql(self.settings, lambda: self.get_snapshot(fresh=True))
         if self.sql is not None:
-            await self.sql.start(self.get_snapshot())
+            await self.sql.start()
         pub = self.publisher
         if pub is not None and not (pub.group and pub.member_id):
             await self._wait_for_identity(pub)
