@@ -5,8 +5,9 @@ the members of one group and joined onto one line: a verdict's head line and
 what to do (the applier's advice, the commit path's check, the GTIDs'
 recovery). Only verdicts that name a problem become findings, so a healthy
 group shows none:
-- GTIDs: a member with errant transactions, or one that could only rejoin by
-  clone (`RECOVERY_METHOD` CLONE); missing GTIDs alone are a lagging member;
+- GTIDs: a member with errant transactions, or one that could not rejoin by
+  incremental recovery (`RECOVERY_METHOD` CLONE or REPROVISION); missing
+  GTIDs alone are a lagging member;
 - applier: a bottleneck verdict (`protocol.applier_verdict.BOTTLENECKS`);
   `starved` (healthy), `busy` and `unknown` name none. Judged as
   `grstats applier --explain` without `--history`: on the totals since the
@@ -41,6 +42,7 @@ __all__ = ["MAX_LINE", "group_findings"]
 
 MAX_LINE: Final = 600
 _HEALTHY_DOMINANT: Final = ("", "consensus")
+_NOT_INCREMENTAL: Final = tuple(m for m in col.RECOVERY_METHODS if m != "INCREMENTAL")
 
 
 def _cut(line: str) -> str:
@@ -53,7 +55,8 @@ def _gtids(rows: Sequence[Row], labels: Mapping[str, str]) -> list[str]:
     out = []
     for row in sorted(rows, key=lambda r: labels.get(str(r.get(col.MEMBER_ID)), "")):
         errant = row.get(col.ERRANT_COUNT)
-        if not (isinstance(errant, int) and errant > 0) and row.get(col.RECOVERY_METHOD) != "CLONE":
+        method = row.get(col.RECOVERY_METHOD)
+        if not (isinstance(errant, int) and errant > 0) and method not in _NOT_INCREMENTAL:
             continue
         lines = gtids_text([row], labels).splitlines()
         recovery = [line.strip() for line in lines if line.startswith("  recovery:")]

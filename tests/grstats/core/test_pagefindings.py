@@ -11,10 +11,15 @@ from tests.fixtures.page_snapshot import GROUP, OTHER_GROUP, Member, group_snaps
 A, B, C, D = uuid(1), uuid(2), uuid(3), uuid(4)
 GR = "group_replication_applier"
 S = 1_000_000_000  # ns
+REPROVISION = (
+    "recovery: REPROVISION: Group Replication refuses a member with extra GTIDs "
+    '("This member has more executed transactions than those present in the group"): '
+    "inject them (a) or rebuild it (b) before it rejoins"
+)
 
 
 def _gtids(
-    member: str, errant: str = "", count: int = 0, method: str = "INCREMENTAL"
+    member: str, errant: str = "", count: int = 0, method: str = "INCREMENTAL", donors: str = ""
 ) -> dict[str, Any]:
     return {
         "MEMBER_ID": member,
@@ -26,7 +31,7 @@ def _gtids(
         "MISSING_COUNT": 0,
         "MISSING_FIRST_UUID": None,
         "RECOVERY_METHOD": method,
-        "DONORS": f"{A},{B}",
+        "DONORS": donors if donors or method != "INCREMENTAL" else f"{A},{B}",
     }
 
 
@@ -84,29 +89,36 @@ def test_a_healthy_group_has_no_finding() -> None:
 
 def test_errant_gtids_a_bound_applier_and_a_held_commit_path_are_one_line_each() -> None:
     snapshot = _group(
-        [_gtids(A), _gtids(B), _gtids(C, f"{C}:1-2", 2, "CLONE"), _gtids(D, f"{D}:9", 1, "CLONE")],
+        [
+            _gtids(A),
+            _gtids(B),
+            _gtids(C, f"{C}:1-2", 2, "REPROVISION"),
+            _gtids(D, f"{D}:9", 1, "REPROVISION"),
+        ],
         [_applier(A, 80, 5), _applier(B, 10, 60), _applier(C, 80, 0)],
         [_commit(A, "flow_control"), _commit(B, "consensus"), _commit(C, "consensus")],
     )
     assert group_findings(snapshot, GROUP) == [
-        "127.0.0.1:3308: 2 errant, 0 missing; "
-        "recovery: CLONE (distributed recovery refuses a member with extra GTIDs)",
+        f"127.0.0.1:3308: 2 errant, 0 missing; {REPROVISION}",
         f"127.0.0.1:3307 {GR}: commit_order; advice: {ADVICE['commit_order']}",
         "127.0.0.1:3306: flow_control; check: flow control holds the writes: "
         "find the bottleneck member with `grstats flow`",
     ]
     # the other group's errant member is that group's finding, not this one's
     assert group_findings(snapshot, OTHER_GROUP) == [
-        "other:3306: 1 errant, 0 missing; "
-        "recovery: CLONE (distributed recovery refuses a member with extra GTIDs)"
+        f"other:3306: 1 errant, 0 missing; {REPROVISION}"
     ]
 
 
 def test_a_member_that_can_only_rejoin_by_clone_is_a_finding_without_errant_gtids() -> None:
-    snapshot = _group([_gtids(A), _gtids(B, method="CLONE")], [], [])
+    snapshot = _group(
+        [_gtids(A), _gtids(B, method="CLONE"), _gtids(C, method="CLONE", donors=A)], [], []
+    )
     assert group_findings(snapshot, GROUP) == [
         "127.0.0.1:3307: 0 errant, 0 missing; "
-        "recovery: CLONE (every donor purged a GTID this member lacks)"
+        "recovery: CLONE (every donor purged a GTID this member lacks)",
+        "127.0.0.1:3308: 0 errant, 0 missing; recovery: CLONE (it lacks "
+        "group_replication_clone_threshold GTIDs or more; incremental donors: 127.0.0.1:3306)",
     ]
 
 
