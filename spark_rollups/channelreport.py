@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -27,18 +25,11 @@ from pyspark.sql import functions as F
 from protocol.mysql_errors import ERRORS
 from spark_rollups import frames
 from spark_rollups.render import Item, Table
-from spark_rollups.week import member
+from spark_rollups.week import ChannelWeek, member
 
 __all__ = ["HEADING", "ChannelWeek", "channel_section", "collect_channels"]
 
 HEADING = "Replication errors this week"
-
-
-@dataclass
-class ChannelWeek:
-    """Collected channel error rows of one group and week."""
-
-    errors: list[dict[str, Any]] = field(default_factory=list)  # per member/channel/thread/error
 
 
 def collect_channels(episodes: DataFrame) -> dict[str, ChannelWeek]:

@@ -118,6 +118,10 @@ class LocalSample:
     communication: GroupCommunication | None = None
     # the server's rows of the six WL#3656 channel tables; None when the source has none
     channels: MirroredTables | None = None
+    # the MEMBER_IDs the local server's replication_group_members lists, itself included
+    # (only itself while outside the group); None when the source cannot tell. Only these
+    # members' word counts against another's (core.gtid_watch)
+    view: frozenset[str] | None = None
     # section name -> value, for an `ext` section declared without a field of its own
     # (core.sections: its `outgoing` reads it here)
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -78,6 +78,7 @@ class SimulatedSource:
                 commit_path=commit_path,
                 communication=path.communication,
                 channels=model.channels_at(member, now_us),
+                view=model.view_at(member, now_us),
             )
 
     async def start(self) -> None:

@@ -172,6 +172,7 @@ async def test_source_samples_the_model() -> None:
         ),
         communication=communication_of(model.settings),
         channels=model.channels_at(B, T0 * US + 5),
+        view=frozenset(MEMBERS),  # every member in the group's view: nothing scripted
     )
     assert sample.gtid_state is not None and sample.gtid_state.executed
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions
