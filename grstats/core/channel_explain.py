@@ -64,8 +64,8 @@ def _error_sentence(tables: Mapping[str, Sequence[Row]], episode: Row, now_us: i
     member = str(episode.get(col.MEMBER_ID))
     channel = str(episode.get(col.CHANNEL_NAME))
     thread = str(episode.get(col.CHANNEL_THREAD))
-    number = int(episode.get(col.LAST_ERROR_NUMBER) or 0)
-    text = str(episode.get(col.LAST_ERROR_MESSAGE) or "")
+    number = int(episode.get(col.EPISODE_ERROR_NUMBER) or 0)
+    text = str(episode.get(col.EPISODE_ERROR_MESSAGE) or "")
     tries = episode.get(col.ERROR_TRIES)
     role = _CHANNEL_ROLE.get(channel, "channel")
     since = _ago(episode.get(col.ERROR_FIRST_SEEN), now_us)
@@ -155,7 +155,9 @@ def channel_overview(tables: Mapping[str, Sequence[Row]], now_us: int) -> list[R
                 col.CHANNEL_NAME: channel,
                 col.IO_STATE: row.get(col.SERVICE_STATE),
                 col.SQL_STATE: applier.get((member, channel)),
-                col.LAST_ERROR_NUMBER: None if worst is None else worst.get(col.LAST_ERROR_NUMBER),
+                col.LAST_ERROR_NUMBER: None
+                if worst is None
+                else worst.get(col.EPISODE_ERROR_NUMBER),
                 col.ERROR_AGE_SECONDS: None if last is None else max(0, now_us - last) / 1e6,
                 col.ERROR_TRIES: None if worst is None else worst.get(col.ERROR_TRIES),
             }

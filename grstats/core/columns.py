@@ -1360,6 +1360,10 @@ ERROR_LAST_SEEN: Final = "LAST_SEEN"
 ERROR_TRIES: Final = "TRIES"
 ERROR_OPEN: Final = "OPEN"
 ERROR_CHANGES: Final = "ERROR_CHANGES"
+# grstats' names, not MySQL's LAST_ERROR_*: an episode may be over (the live page reads
+# a table with MySQL's LAST_ERROR_* columns as errors that show now)
+EPISODE_ERROR_NUMBER: Final = "ERROR_NUMBER"
+EPISODE_ERROR_MESSAGE: Final = "ERROR_MESSAGE"
 
 CHANNEL_ERRORS = TableDef(
     name="grstats_channel_errors",
@@ -1369,8 +1373,8 @@ CHANNEL_ERRORS = TableDef(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
         Column(CHANNEL_THREAD, "varchar(32)", "id"),
-        Column(LAST_ERROR_NUMBER, "int", "number"),
-        Column(LAST_ERROR_MESSAGE, "varchar(1024)"),
+        Column(EPISODE_ERROR_NUMBER, "int", "number"),
+        Column(EPISODE_ERROR_MESSAGE, "varchar(1024)"),
         Column(ERROR_FIRST_SEEN, "timestamp(6)", "timestamp"),
         Column(ERROR_LAST_SEEN, "timestamp(6)", "timestamp"),
         Column(ERROR_TRIES, "bigint unsigned", "number"),

@@ -122,7 +122,7 @@ def test_a_receiver_keeps_the_last_channels_until_the_next(tmp_path: Path) -> No
     rows = receiver.snapshot(T0 + 10).table("replication_connection_status")
     assert [(r["MEMBER_ID"], r["LAST_ERROR_NUMBER"]) for r in rows] == [(LOCAL, 2003)]
     errors = receiver.snapshot(T0 + 10).table("grstats_channel_errors")
-    assert [(e["CHANNEL_NAME"], e["LAST_ERROR_NUMBER"], e["OPEN"]) for e in errors] == [
+    assert [(e["CHANNEL_NAME"], e["ERROR_NUMBER"], e["OPEN"]) for e in errors] == [
         ("group_replication_recovery", 2003, 1)
     ]
 
