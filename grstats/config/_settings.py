@@ -72,7 +72,11 @@ class MemberSettings:
     group: str = setting("", text(lower=True))
     id: str = setting("", text(lower=True))
     host: str = setting("127.0.0.1", text())
-    port: int = setting(3306, integer(1, 65535))
+    # MEMBER_PORT the simulated source shows for this member; None (not set): 3306 plus
+    # its index in [simulated] members, the port every other member's model gives it, so
+    # that a group on one host has one host:port per member (the mysql source reads the
+    # server's own)
+    port: int | None = setting(None, integer(1, 65535))
 
 
 # The checks of the fields BusSettings inherits from grstats.bus.options.BusOptions
