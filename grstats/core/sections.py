@@ -45,6 +45,7 @@ from grstats.core.applier import (
     encode_member_applier,
 )
 from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
+from grstats.core.gtid_reader import GtidStateReader
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
@@ -245,6 +246,10 @@ def _communication_reader() -> Callable[[MemberKey, object], Any]:
     return CommunicationReader().read
 
 
+def _gtid_state_reader() -> Callable[[MemberKey, object], Any]:
+    return GtidStateReader().read
+
+
 #: Every section, in the order the envelope's `ext` map is built.
 SECTIONS: tuple[Section, ...] = (
     # a plain text (the generic walk checks it); read by the members table
@@ -289,6 +294,7 @@ SECTIONS: tuple[Section, ...] = (
         decode=decode_gtid_state,
         cadence=Cadence.GTID_INTERVAL,
         keep=keep_last_good,
+        reader=_gtid_state_reader,
         counter="gtids",
         malformed_help="Accepted envelopes whose ext.gtids section was refused "
         "(stats applied, GTID state not).",
