@@ -38,6 +38,8 @@ from pyspark.sql import functions as F
 from spark_rollups import conflictreport as C
 from spark_rollups import frames
 from spark_rollups.applierreport import applier_section, collect_applier
+from spark_rollups.channelreport import channel_section, collect_channels
+from spark_rollups.channelrollup import CHANNEL_TABLES
 from spark_rollups.commitreport import collect_commit, commit_section
 from spark_rollups.commitrollup import COMMIT_TABLES
 from spark_rollups.findings import findings_section
@@ -232,6 +234,7 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         ("applier_member_day", collect_applier, "applier"),
         (GTID_TABLES[0], collect_gtids, "gtids"),
         (COMMIT_TABLES[0], collect_commit, "commit"),
+        (CHANNEL_TABLES[0], collect_channels, "channels"),
     ):
         frame = read(table)
         section({} if frame is None else collect(frame), attribute)
@@ -258,12 +261,14 @@ def _members_appendix(data: WeekData, labels: Mapping[str, str]) -> tuple[str, l
             h["last_seen"],
             h["samples"],
         ]
-        for h in data.hosts
+        for h in sorted(
+            data.hosts, key=lambda h: (str(member(labels, h["member_id"])), h["member_id"])
+        )
     ]
     known = {h["member_id"] for h in data.hosts}
     rows += [
         [member(labels, m), m, None, None, None, None, None, None]
-        for m in sorted(labels)
+        for m in sorted(labels, key=lambda m: (str(member(labels, m)), m))
         if m not in known
     ]
     table = Table(
@@ -314,12 +319,15 @@ def build_report(data: WeekData) -> Report:
         C.top_hours_section(data),
         C.members_section(data, labels),
         C.queue_section(data),
-        lag_section(data.lag, data.start, labels),
+        lag_section(data.lag, data.start, labels, data.hours),
         applier_section(data.applier, labels),
         flow_section(data.flow, labels),
         gtid_section(data.gtids, labels),
         commit_section(data.commit, data.start, labels),
     ]
+    channels = channel_section(data.channels, labels)  # omitted in a week without errors
+    if channels is not None:
+        report.sections.append(channels)
 
     # data quality
     quality = Table(
@@ -335,7 +343,9 @@ def build_report(data: WeekData) -> Report:
                 m["resets"],
                 m["restarts"],
             ]
-            for m in sorted(data.members, key=lambda m: m["member_id"])
+            for m in sorted(
+                data.members, key=lambda m: (str(member(labels, m["member_id"])), m["member_id"])
+            )
         ],
         note=(
             "coverage = samples / samples expected in the week; counter resets are "

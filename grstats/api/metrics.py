@@ -224,7 +224,7 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
 
 
 # the states of the SQL endpoint's process (grstats.daemon.sqlchild)
-SQL_PROCESS_STATES = ("starting", "up", "unresponsive", "restarting", "stopped")
+SQL_PROCESS_STATES = ("idle", "starting", "up", "unresponsive", "restarting", "stopped")
 
 
 def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -327,7 +327,8 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         yield state
         yield CounterMetricFamily(
             "grstats_sql_process_restarts",
-            "Times the SQL endpoint's process was started again after it ended.",
+            "Times the SQL endpoint's process was started again after it ended "
+            "(other than for child_idle_stop).",
             value=q.process_restarts,
         )
         yield CounterMetricFamily(

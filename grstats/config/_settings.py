@@ -35,6 +35,7 @@ from grstats.config._reader import (
 from grstats.core.admission import Limits
 from grstats.core.flowcontrol import FLOW_CONTROL_BOUNDS, FLOW_CONTROL_MODES, FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
+from grstats.core.gtid_divergence import DEFAULT_CLONE_THRESHOLD
 from grstats.core.registry import RegistryLimits
 from grstats.sql.options import SqlOptions
 
@@ -107,6 +108,10 @@ class PublishSettings:
     gtid_interval: float = setting(30.0, number(30.0, 60.0))
     unreachable_after: int = setting(_REGISTRY.unreachable_after, integer(1, 1_000_000))
     forget_after: float = setting(_REGISTRY.forget_after_s, number(0.1, 30 * 86400.0))
+    # ext.channels carries replication_connection_configuration and _applier_configuration
+    # (hosts, ports, users, TLS file paths; never a password: MySQL shows none); false
+    # keeps those two off the bus (the local daemon still shows its own)
+    channel_configuration: bool = setting(True, flag())
 
 
 # The checks of the fields ApiSettings inherits from grstats.api.options.ApiOptions
@@ -117,6 +122,7 @@ API_SPECS: dict[str, Spec] = {
     "write_timeout": number(0.1, 600.0),
     "max_request_bytes": integer(1024, 1 << 20),
     "write_buffer_bytes": integer(4096, 1 << 24),
+    "page_series_bytes": integer(0, 1 << 30),
 }
 
 
@@ -211,6 +217,8 @@ class SqlSettings(SqlOptions):
     nice: int = setting(10, integer(0, 19))  # the process's niceness; the daemon keeps 0
     max_snapshot_bytes: int = setting(32 << 20, integer(1024, 1 << 30))  # live tables
     child_timeout: float = setting(30.0, number(2.0, 3600.0))  # silent this long: restarted
+    # no client this long: the process ends (started again by the next connection); 0: never
+    child_idle_stop: float = setting(300.0, number(0.0, 86400.0))
 
     @property
     def enabled(self) -> bool:
@@ -258,6 +266,15 @@ class FlowControlConfig(FlowControlSettings):
 
 
 @dataclass(frozen=True, slots=True)
+class RecoverySettings:
+    """[recovery]: how grstats_member_gtids judges a member's way back into the group,
+    with MySQL's default: group_replication_clone_threshold (a member lacking this many
+    GTIDs or more rejoins by clone whatever the donors hold)."""
+
+    clone_threshold: int = setting(DEFAULT_CLONE_THRESHOLD, integer(1, DEFAULT_CLONE_THRESHOLD))
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     level: str = setting("info", text(choices=LOG_LEVELS))
     format: str = setting("auto", text(choices=LOG_FORMATS))
@@ -283,3 +300,4 @@ class Settings:
     sql: SqlSettings = field(default_factory=SqlSettings)
     log: LogSettings = field(default_factory=LogSettings)
     flow_control: FlowControlConfig = field(default_factory=FlowControlConfig)
+    recovery: RecoverySettings = field(default_factory=RecoverySettings)

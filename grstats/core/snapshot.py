@@ -5,7 +5,7 @@ cares about and swaps the reference; the HTTP API, the Prometheus collector and
 the CLI only ever read a snapshot, so they never race the loop.
 
 Column names of the MySQL-shaped tables are exactly performance_schema's
-(declared in `grstats.core.columns`; replication_group_member_lag adds its
+(declared in `grstats.core.columns`; grstats_member_lag adds its
 derived figures). grstats' own facts about each member
 live in `grstats_member_status`.
 """
@@ -174,7 +174,9 @@ class SqlFigures:
     tail_skipped_total: int = 0  # WAL files ever left out, each once
     limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
-    process_state: str = ""  # "starting", "up", "unresponsive", "restarting" or "stopped"
+    # "idle" (no process: the next connection starts one), "starting", "up", "unresponsive",
+    # "restarting" or "stopped"
+    process_state: str = ""
     process_pid: int = 0
     process_restarts: int = 0
     process_last_exit: str = ""  # why the process last ended ("" before it ever did)

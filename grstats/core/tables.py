@@ -38,10 +38,12 @@ from grstats.core.admission import (
     Status,
     admit,
 )
+from grstats.core.channel_errors import ChannelErrorWatch
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
+from grstats.core.gtid_divergence import DEFAULT_CLONE_THRESHOLD
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.health import Health
@@ -93,6 +95,7 @@ class MemberTables:
             failover-ready.
         gtid_interval_s: seconds between GTID sets on the bus (a peer's set
             is followed for errant transactions when read one interval later).
+        clone_threshold: group_replication_clone_threshold (RECOVERY_METHOD).
     """
 
     def __init__(
@@ -105,6 +108,7 @@ class MemberTables:
         flow_control: FlowControlSettings | None = None,
         catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S,
         gtid_interval_s: float = 30.0,
+        clone_threshold: int = DEFAULT_CLONE_THRESHOLD,
     ) -> None:
         self.group = group
         self.local_member_id = local_member_id
@@ -122,12 +126,15 @@ class MemberTables:
         )
         self.flow: FlowReplay | None = self.replays.own
         # grstats_member_gtids: daemon only, like the flow replay (one group)
-        self._gtid_watch = None if group is None else GtidWatch(self.registry, gtid_interval_s)
+        self._gtid_watch = (
+            None if group is None else GtidWatch(self.registry, gtid_interval_s, clone_threshold)
+        )
         self.gtids: GtidDivergenceTable | None = (
             None if self._gtid_watch is None else self._gtid_watch.table
         )
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+        self.channel_errors = ChannelErrorWatch()  # episodes across snapshots
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
         # a section a member repeats (ext.commit_path_comm) checked once per member
         self._readers = {s.name: s.reader() for s in declared().sections if s.reader is not None}
@@ -331,4 +338,5 @@ class MemberTables:
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
             commit_rows=self._commit_rows,
+            channel_errors=self.channel_errors,
         )

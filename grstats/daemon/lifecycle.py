@@ -40,9 +40,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from grstats.api.live import PageOptions
 from grstats.api.server import ApiServer
 from grstats.bus.client import Bus
 from grstats.config import Settings
+from grstats.core.recent import RecentSeries, points_of
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import DaemonParts, EchoWatch, HistorySink, now_us
@@ -95,8 +97,15 @@ class Daemon:
         record_remote = source is None or settings.history.scope == "all"
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
+        # the live page's last 15 minutes: a point a step from a snapshot (`_tick_loop`)
+        self.recent = RecentSeries(
+            step_s=max(5.0, settings.publish.period), max_bytes=settings.api.page_series_bytes
+        )
+        page = PageOptions(period_s=settings.publish.period, recent=self.recent)
         # built here, bound at start: /healthz reads `get_status`, no table is built for it
-        self.api = ApiServer(settings.api, self.get_snapshot, self.get_status, self.stalled)
+        self.api = ApiServer(
+            settings.api, self.get_snapshot, self.get_status, self.stalled, page=page
+        )
         self._last_tick = time.monotonic()  # liveness: the tick loop's last pass
         self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
         self._echo = EchoWatch()
@@ -173,6 +182,9 @@ class Daemon:
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
+            wall = time.time()
+            if self.recent.due(wall):  # after publishing; one snapshot a step at most
+                self.recent.observe(wall, points_of(self.get_snapshot(fresh=True)))
             self.view.refreshed(self.sql)
             self._last_tick = time.monotonic()
             now = loop.time()
@@ -221,9 +233,11 @@ class Daemon:
             raise StartupError(
                 f"api: cannot listen on {api.host}:{api.port}: {exc.strerror or exc}"
             ) from exc
-        self.sql = make_sql(self.settings)  # not fatal: /healthz says "sql_down" meanwhile
+        # not fatal: /healthz says "sql_down" meanwhile; its process starts on the
+        # first connection
+        self.sql = make_sql(self.settings, lambda: self.get_snapshot(fresh=True))
         if self.sql is not None:
-            await self.sql.start(self.get_snapshot())
+            await self.sql.start()
         pub = self.publisher
         if pub is not None and not (pub.group and pub.member_id):
             await self._wait_for_identity(pub)

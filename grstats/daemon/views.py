@@ -85,7 +85,7 @@ class DaemonView:
     def refreshed(self, sql: SqlChild | None) -> None:
         """After a tick: the SQL endpoint gets a fresh snapshot (else the next reader builds
         it), and systemd the status line when it changed."""
-        if sql is not None:
+        if sql is not None and sql.running:  # a child exists (it starts on a connection)
             sql.offer(self.snapshot(fresh=True))
         else:
             self._cache.want_fresh()

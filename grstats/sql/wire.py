@@ -375,9 +375,9 @@ class GrstatsMysqlServer(MysqlServer):
         self.throttle = LoginThrottle()
         self._failures = _FailureLog()
 
-    def serving(self) -> bool:
-        """True while the listening socket accepts connections."""
-        return self._server is not None and self._server.is_serving()
+    async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one accepted connection (`listener.Acceptor`'s handler) until it ends."""
+        await self._client_connected_cb(reader, writer)
 
     async def _admit(self, connection: GrstatsConnection) -> int:
         """A slot for `connection`, or TooManyConnections.

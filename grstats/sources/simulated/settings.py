@@ -38,8 +38,12 @@ ACTIONS = (
     "inject_errant",
     "purge",
     "restore_backup",
+    "provision_from",
     # the member's sessions' group_replication_consistency (commitpath.py)
     "consistency",
+    # the WL#3656 channel tables (channels.py): `count` is the MySQL error number
+    "recovery_error",
+    "applier_error",
 )
 CONSISTENCY_LEVELS = ("BEFORE", "AFTER", "BEFORE_AND_AFTER")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -72,9 +76,15 @@ class ScriptEvent:
     gtidstate.py: "errant_write" (`count` local transactions the group never
     certified), "inject_errant" (the others receive `member`'s errant GTIDs),
     "purge" (binary logs purged up to now), "restore_backup" (restored from a
-    backup `duration_s` old); "consistency" (the member's sessions run with
+    backup `duration_s` old), "provision_from" (re-provisioned from `donor`, a
+    member UUID, as by a clone: its executed and purged sets become the
+    donor's); "consistency" (the member's sessions run with
     group_replication_consistency `level` for `duration_s` if > 0, else from
-    then on: its consistency waits rise, commitpath.py).
+    then on: its consistency waits rise, commitpath.py); "recovery_error" (the
+    member's recovery channel cannot connect to its donor for `duration_s`:
+    error `count`, 2003 when left at 1) and "applier_error" (worker 1 of its
+    applier channel stops on error `count`, 1062 when left at 1, for
+    `duration_s` if > 0, else from then on), channels.py.
     """
 
     at_s: float
@@ -84,6 +94,7 @@ class ScriptEvent:
     duration_s: float = 0.0
     state: str = "ONLINE"
     level: str = ""
+    donor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,5 +206,11 @@ class SimulationSettings:
             raise fail("script", "duration_s must be >= 0")
         if ev.action == "consistency" and ev.level not in CONSISTENCY_LEVELS:
             raise fail("script", f"level {ev.level!r} not in {', '.join(CONSISTENCY_LEVELS)}")
+        if ev.action == "provision_from":
+            donor = ev.donor.lower()
+            if donor not in self.members:
+                raise fail("script", f"donor {ev.donor!r} is not one of members")
+            if donor == ev.member.lower():
+                raise fail("script", "a member cannot be provisioned from itself")
         if ev.action == "set_state" and ev.state not in MEMBER_STATES:
             raise fail("script", f"state {ev.state!r} not in {', '.join(MEMBER_STATES)}")
