@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from grstats.core.applier import (
@@ -51,23 +50,26 @@ from grstats.core.channels import (
     encode_bounded_channels,
     error_history,
 )
-from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
+from grstats.core.commitpath import CommunicationReader
+from grstats.core.commitpath_section import (
+    commit_path_history_of,
+    commit_path_out,
+    decode_commit_path_checked,
+    keep_commit_path,
+)
+from grstats.core.gtid_reader import GtidStateReader
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
     COMMIT_PATH_HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
 )
-from grstats.core.rows import applier_history, commit_path_due, commit_path_history, lag_history
+from grstats.core.rows import applier_history, lag_history
 from grstats.core.sample import LocalSample
 from protocol import (
-    CommitPathCounters,
-    CommitPathReport,
     MirroredTables,
     PipelineStats,
-    ProtocolError,
     decode_channels,
-    decode_commit_path,
     decode_gtid_state,
     encode_commit_path,
     encode_commit_path_comm,
@@ -187,63 +189,8 @@ class Section:
         return None
 
 
-_ALL_FIGURES = attrgetter(*(f.name for f in fields(CommitPathCounters)))
-# the cumulative ones (Gr_last_consensus_end_timestamp is a time, not a count)
-_COUNTS = attrgetter(
-    *(f.name for f in fields(CommitPathCounters) if f.name != "last_consensus_end_us")
-)
-
-
 def _lag_out(sample: LocalSample) -> MemberLag | None:
     return MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
-
-
-def _commit_path_out(sample: LocalSample) -> CommitPathReport | None:
-    counters = sample.commit_path
-    return None if counters is None else CommitPathReport(sample.sampled_at_us, counters)
-
-
-#: MySQL shows its Gr_* status variables as signed 64-bit integers (SHOW_LONGLONG): a
-#: larger counter on the wire came from no server (issue 39 row 9).
-MAX_SERVER_COUNTER: Final = 2**63 - 1
-
-
-def _decode_commit_path(value: object) -> CommitPathReport:
-    """`ext.commit_path`, its counters within what MySQL can hold (signed 64-bit).
-
-    Raises:
-        ProtocolError: malformed (protocol.commit_path), or a counter past 2^63 - 1.
-    """
-    report = decode_commit_path(value)
-    top = max((v for v in _ALL_FIGURES(report.counters) if v is not None), default=0)
-    if top > MAX_SERVER_COUNTER:
-        raise ProtocolError(f"ext.commit_path: a counter past {MAX_SERVER_COUNTER}: {top}")
-    return report
-
-
-def _went_back(before: CommitPathReport, after: CommitPathReport) -> bool:
-    """A counter lower than before: the member's Group Replication restarted (MySQL's
-    Gr_* counters start again from 0), so the period starts again."""
-    pairs = zip(_COUNTS(before.counters), _COUNTS(after.counters), strict=True)
-    return any(b is not None and a is not None and a < b for b, a in pairs)
-
-
-def _keep_commit_path(old: Any, new: Any, _stats: PipelineStats) -> Any:
-    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath);
-    a report whose counters went back is a reset: both start again from it."""
-    window, minute = old if old is not None else ((), ())
-    if new is not None and window and _went_back(window[-1], new):
-        return (new,), (new,)
-    window, minute = commit_path_window(window, new), commit_path_minute(minute, new)
-    return (window, minute) if window or minute else None
-
-
-def _commit_path_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
-    """Its newest report's counters, once per bucket of the member's clock (commit_path_due)."""
-    window = kept[0] if kept is not None else ()
-    if window and commit_path_due(window[-2].at_us if len(window) > 1 else None, window[-1].at_us):
-        return commit_path_history(window[-1].counters)
-    return _NULL
 
 
 _NULL: Final[Mapping[str, Any]] = {}  # no block: the row's defaults, NULL
@@ -263,6 +210,10 @@ def _lag_history(kept: Any, context: HistoryContext) -> Mapping[str, Any]:
 
 def _communication_reader() -> Callable[[MemberKey, object], Any]:
     return CommunicationReader().read
+
+
+def _gtid_state_reader() -> Callable[[MemberKey, object], Any]:
+    return GtidStateReader().read
 
 
 def _channels_out(sample: LocalSample) -> MirroredTables:
@@ -321,22 +272,23 @@ SECTIONS: tuple[Section, ...] = (
         decode=decode_gtid_state,
         cadence=Cadence.GTID_INTERVAL,
         keep=keep_last_good,
+        reader=_gtid_state_reader,
         counter="gtids",
         malformed_help="Accepted envelopes whose ext.gtids section was refused "
         "(stats applied, GTID state not).",
     ),
     Section(
         "commit_path",
-        outgoing=_commit_path_out,
+        outgoing=commit_path_out,
         encode=encode_commit_path,
-        decode=_decode_commit_path,
-        keep=_keep_commit_path,
+        decode=decode_commit_path_checked,
+        keep=keep_commit_path,
         reset_on_restart=True,
         counter="commit_path",
         malformed_help="Accepted envelopes whose ext.commit_path or ext.commit_path_comm "
         "section was refused (stats applied, that section not).",
         history_columns=COMMIT_PATH_HISTORY_COLUMNS,
-        history=_commit_path_history,
+        history=commit_path_history_of,
     ),
     # replication_group_communication_information stands for days: encoded again, and
     # checked again by a receiver, only when it changed

@@ -26,7 +26,6 @@ member steps on its own timer; a group's replay goes with its last member.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from grstats.core.admission import (
@@ -285,12 +284,8 @@ class MemberTables:
         Returns:
             A new immutable DaemonSnapshot.
         """
-        return build_snapshot(
-            self._inputs(now_us),
-            counters=self._counters(own),
-            gauges=self._gauges(own.gauges),
-            health=self._health(own, now_us),
-        )
+        counters, gauges, health = self._figures(own, now_us)
+        return build_snapshot(self._inputs(now_us), counters=counters, gauges=gauges, health=health)
 
     def status_view(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonStatus:
         """What a snapshot taken now would show but its tables: no row is built.
@@ -299,33 +294,31 @@ class MemberTables:
         (`member_builders.members_count`), also its "members_known" gauge.
         """
         members = members_count(self._inputs(now_us))
+        counters, gauges, health = self._figures(own, now_us)
         return DaemonStatus(
             group_name=self.group or "",
             local_member_id=self.local_member_id or "",
             members=members,
-            counters=self._counters(own),
-            gauges={"members_known": float(members), **self._gauges(own.gauges)},
-            health=self._health(own, now_us),
+            counters=counters,
+            gauges={"members_known": float(members), **gauges},
+            health=health,
         )
 
-    def _counters(self, own: DaemonFigures) -> DaemonCounters:
-        return dataclasses.replace(
+    def _figures(
+        self, own: DaemonFigures, now_us: int
+    ) -> tuple[DaemonCounters, dict[str, float], Health]:
+        """The snapshot's counters, gauges and health: the tables' with the daemon's own."""
+        counters = dataclasses.replace(
             self.counters(),
             bus_reconnects=own.bus_reconnects,
             messages_published=own.messages_published,
             left_out=dict(own.left_out),
             sections_unsendable=dict(own.sections_unsendable),
         )
-
-    def _health(self, own: DaemonFigures, now_us: int) -> Health:
+        pending = self.registry.pending_gtids
+        gauges = {**own.gauges, "pending_gtids_bytes": float(pending.bytes)}
         over = over_cadence(self.registry, now_us)
-        return tables_health(own.health, self.registry.pending_gtids, self.oracle, over)
-
-    def _gauges(self, gauges: Mapping[str, float]) -> dict[str, float]:
-        return {
-            **gauges,
-            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
-        }
+        return counters, gauges, tables_health(own.health, pending, self.oracle, over)
 
     def _inputs(self, now_us: int) -> SnapshotInputs:
         return SnapshotInputs(
