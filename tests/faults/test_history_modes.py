@@ -45,7 +45,9 @@ def _modes(root: Path) -> dict[str, int]:
 @pytest.mark.usefixtures("open_umask")
 async def test_wal_parquet_and_quarantine_are_private_under_umask_000(tmp_path: Path) -> None:
     root = tmp_path / "history"
-    writer = fast_writer(root)
+    # no timed flush: the test flushes itself, so the WAL file it checks is not
+    # segmented away before it is looked at (a 50 ms flush raced the check)
+    writer = fast_writer(root, flush_interval_s=3600.0)
     await writer.start()
     for seq in (1, 2, 3):
         writer.record(sample_row(seq))
