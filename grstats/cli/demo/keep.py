@@ -210,13 +210,28 @@ def _start(
     status = forward_output(rollup, "rollup", log, lambda _l: None, _quiet("rollup"))
     processes.stop(rollup)
     if status != 0:
-        raise DemoError(f"rollup failed (exit status {status}); see {logs / 'rollup.log'}")
+        said = _last_error(log)
+        raise DemoError(
+            f"rollup failed (exit status {status}{': ' + said if said else ''}); see {log}"
+        )
     deadline = time.monotonic() + 30.0
     while not port_accepts(sql_port):
         if time.monotonic() > deadline:
             raise DemoError(f"the SQL endpoint did not listen on {sql_port}; see {logs}")
         time.sleep(0.2)
     (out / "playground.toml").write_text(pg.client_toml(base, api_ports[0]), encoding="utf-8")
+
+
+def _last_error(log: Path, limit: int = 256 * 1024) -> str:
+    """The rollup log's last line that names an error, cut to 300 characters ("" if none)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, log.stat().st_size - limit))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    said = [line.strip() for line in lines if "rror" in line or "xception" in line]
+    return said[-1][:300] if said else ""
 
 
 def _member_ids() -> list[str]:
