@@ -15,6 +15,7 @@ its state file's pids and ports.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +117,7 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Playground]
 
 def _try_list() -> list[str]:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    _, _, rest = readme.partition("Ten commands worth trying")
+    _, _, rest = readme.partition("Commands worth trying")
     block = rest.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip()]
 
@@ -153,8 +155,6 @@ def test_every_try_command_answers_with_data(playground: Playground) -> None:
 
 
 def test_the_live_page_it_names_answers(playground: Playground) -> None:
-    import urllib.request  # noqa: PLC0415
-
     url = f"http://127.0.0.1:{playground.state['members'][0]['api_port']}/"
     assert f"live page: {url}" in playground.started, playground.started
     with urllib.request.urlopen(url, timeout=10) as response:
@@ -169,6 +169,7 @@ def test_no_narrow_view_shows_a_member_uuid_at_80_or_160_columns(playground: Pla
 
     uuids = [str(m["id"]) for m in playground.state["members"]]
     commands = ["members", "stats", "status", "lag", "flow", "applier", "gtids", "commit-path"]
+    commands.append("channels")
     commands += [f"table {name}" for name in columns.table_names()]
     for width in (80, 160):
         for command in commands:
@@ -194,7 +195,7 @@ def test_every_documented_command_runs_against_the_playground(
     assert result.stdout.strip(), (example.where, line)
 
 
-def test_a_slow_applier_fault_shows_in_flow_control(playground: Playground) -> None:
+def test_a_slow_applier_then_a_recovery_error_fault_show(playground: Playground) -> None:
     result = playground.run("grstats demo --fault slow-applier 127.0.0.1:3307")
     assert result.returncode == 0, result.stderr
     assert "127.0.0.1:3307" in result.stdout
@@ -216,8 +217,30 @@ def test_a_slow_applier_fault_shows_in_flow_control(playground: Playground) -> N
             ),
             0,
         )
-    cleared = playground.run("grstats demo --fault none 1")
-    assert cleared.returncode == 0, cleared.stderr
+    # the next fault replaces it (every member restarted with the new model): 127.0.0.1:3308
+    # RECOVERING, its recovery channel unable to reach its donor, the first other ONLINE
+    # member: 127.0.0.1:3306 (error 2003, the client's "cannot connect")
+    result = playground.run("grstats demo --fault recovery-error 127.0.0.1:3308")
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 90
+    explained = ""
+    while "127.0.0.1:3308 (RECOVERING)" not in explained:
+        assert time.monotonic() < deadline, f"not explained: {explained}"
+        time.sleep(1)
+        explained = playground.run("grstats channels --explain").stdout
+    assert (
+        "127.0.0.1:3308 (RECOVERING): its recovery channel (group_replication_recovery) "
+        "cannot connect to its donor 127.0.0.1:3306: error 2003 (CR_CONN_HOST_ERROR"
+    ) in explained
+    overview = playground.run("grstats channels").stdout
+    line = next(x for x in overview.splitlines() if "group_replication_recov" in x)
+    assert "127.0.0.1:3308" in line and "CONNECTING" in line and "2003" in line, overview
+    # the live page says the same at its top, and on the member's row
+    url = f"http://127.0.0.1:{playground.state['members'][0]['api_port']}/"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        page = html.unescape(response.read().decode())
+    assert "127.0.0.1:3308 (RECOVERING): its recovery channel" in page
+    assert "group_replication_recovery: error 2003: Error connecting to source" in page
 
 
 def test_stop_leaves_no_process_and_no_port(playground: Playground) -> None:

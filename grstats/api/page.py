@@ -206,7 +206,7 @@ def render_group(page: GroupPage, *, live_path: str, back: str = "") -> bytes:
     with_errors = bool(error_tables())
     headers = "".join(f'<th scope="col">{_e(c.header)}</th>' for c in PAGE_COLUMNS)
     if with_errors:
-        headers += '<th scope="col">Channel errors</th>'
+        headers += '<th scope="col" class="errs">Channel errors</th>'
     rows = "".join(
         _row(m, page.drawn.get(m.member_id, NOTHING_DRAWN), with_errors) for m in page.members
     )

@@ -72,7 +72,11 @@ class MemberSettings:
     group: str = setting("", text(lower=True))
     id: str = setting("", text(lower=True))
     host: str = setting("127.0.0.1", text())
-    port: int = setting(3306, integer(1, 65535))
+    # MEMBER_PORT the simulated source shows for this member; None (not set): 3306 plus
+    # its index in [simulated] members, the port every other member's model gives it, so
+    # that a group on one host has one host:port per member (the mysql source reads the
+    # server's own)
+    port: int | None = setting(None, integer(1, 65535))
 
 
 # The checks of the fields BusSettings inherits from grstats.bus.options.BusOptions
@@ -108,6 +112,10 @@ class PublishSettings:
     gtid_interval: float = setting(30.0, number(30.0, 60.0))
     unreachable_after: int = setting(_REGISTRY.unreachable_after, integer(1, 1_000_000))
     forget_after: float = setting(_REGISTRY.forget_after_s, number(0.1, 30 * 86400.0))
+    # ext.channels carries replication_connection_configuration and _applier_configuration
+    # (hosts, ports, users, TLS file paths; never a password: MySQL shows none); false
+    # keeps those two off the bus (the local daemon still shows its own)
+    channel_configuration: bool = setting(True, flag())
 
 
 # The checks of the fields ApiSettings inherits from grstats.api.options.ApiOptions

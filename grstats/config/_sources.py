@@ -192,7 +192,7 @@ def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSet
         "version": section.string("version", "8.4.3"),
         "scripted": section.boolean("scripted", False),
         "script": _parse_script(section),
-        "hosts": {member.id: (member.host, member.port)} if member.id else {},
+        "hosts": _own_host(member, members),
     }
     if hot_raw is not None:
         kwargs["hot_hours"] = tuple(hot_raw)
@@ -219,6 +219,17 @@ def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSet
         return SimulationSettings(**kwargs)
     except ValueError as exc:
         raise _key_error(section, exc, simulated_keys(), "members") from None
+
+
+def _own_host(member: MemberSettings, members: tuple[str, ...]) -> dict[str, tuple[str, int]]:
+    """[member] host and port for the model; the port not set: the one the model gives
+    every member it has no address for (`Membership.host`: 3306 + its index)."""
+    if not member.id:  # (_parse_simulated has checked that members include it)
+        return {}
+    from grstats.sources.simulated.membership import DEFAULT_PORT  # noqa: PLC0415 - numpy only when used
+
+    port = member.port if member.port is not None else DEFAULT_PORT + members.index(member.id)
+    return {member.id: (member.host, port)}
 
 
 parse_simulated = _parse_simulated

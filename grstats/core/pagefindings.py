@@ -5,6 +5,12 @@ the members of one group and joined onto one line: a verdict's head line and
 what to do (the applier's advice, the commit path's check, the GTIDs'
 recovery). Only verdicts that name a problem become findings, so a healthy
 group shows none:
+- channels: a member with a channel error showing now (an open episode of
+  `grstats_channel_errors`), in `grstats channels --explain`'s sentence
+  (`core.channel_explain`: which source or donor as host:port, MySQL's error
+  and text, since when, how many tries, what to check). A member that is
+  not ONLINE without a channel error is no channel finding: its row's state
+  already says so, and the CLI's sentence for it only says where to look;
 - GTIDs: a member with errant transactions, or one that could not rejoin by
   incremental recovery (`RECOVERY_METHOD` CLONE or REPROVISION); missing
   GTIDs alone are a lagging member;
@@ -15,16 +21,18 @@ group shows none:
 - commit path: a dominant cost other than the consensus round itself, which
   is what a healthy group's commits wait for.
 
-Invariants: pure; every line is cut at `MAX_LINE` characters (a member's
-host comes from the bus), saying how many more there were.
+Invariants: pure (a finding's "ago" is counted to the snapshot's time); every
+line is cut at `MAX_LINE` characters (a member's host comes from the bus),
+saying how many more there were.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from grstats.core import columns as col
+from grstats.core.channel_explain import explain_channels
 from grstats.core.explain import applier_verdicts, commit_path_verdicts, gtids_text
 from grstats.core.labels import member_labels
 from grstats.core.snapshot import (
@@ -40,7 +48,10 @@ from protocol.applier_verdict import BOTTLENECKS
 
 __all__ = ["MAX_LINE", "group_findings"]
 
-MAX_LINE: Final = 600
+# a channel finding quotes MySQL's error text (LAST_ERROR_MESSAGE, up to 1,024 characters)
+# within its sentence: a recovery that cannot reach its donor is ~750 characters, an
+# applier stopped on a worker's error (the coordinator's and the worker's) ~1,600
+MAX_LINE: Final = 2400
 _HEALTHY_DOMINANT: Final = ("", "consensus")
 _NOT_INCREMENTAL: Final = tuple(m for m in col.RECOVERY_METHODS if m != "INCREMENTAL")
 
@@ -49,6 +60,21 @@ def _cut(line: str) -> str:
     if len(line) <= MAX_LINE:
         return line
     return f"{line[:MAX_LINE]}\u2026 ({len(line) - MAX_LINE:,} more characters)"
+
+
+def _channels(of: Callable[[str], list[Row]], labels: Mapping[str, str], now_us: int) -> list[str]:
+    episodes = [r for r in of(col.CHANNEL_ERRORS.name) if r.get(col.ERROR_OPEN)]
+    failing = {r.get(col.MEMBER_ID) for r in episodes}
+    members = sorted(
+        (r for r in of(MEMBERS_TABLE) if r.get(col.MEMBER_ID) in failing),
+        key=lambda r: labels.get(str(r.get(col.MEMBER_ID)), ""),
+    )
+    tables = {
+        MEMBERS_TABLE: members,
+        col.CONNECTION_CONFIGURATION.name: of(col.CONNECTION_CONFIGURATION.name),
+        col.CHANNEL_ERRORS.name: episodes,
+    }
+    return explain_channels(tables, labels, now_us)
 
 
 def _gtids(rows: Sequence[Row], labels: Mapping[str, str]) -> list[str]:
@@ -81,7 +107,7 @@ def _commit_path(rows: Sequence[Row], labels: Mapping[str, str]) -> list[str]:
 
 
 def group_findings(snapshot: DaemonSnapshot, group: str) -> list[str]:
-    """The findings of `group` in `snapshot`: GTIDs, then appliers, then commit paths.
+    """The findings of `group` in `snapshot`: channels, GTIDs, appliers, commit paths.
 
     Args:
         snapshot: a daemon's or a collector's snapshot.
@@ -101,6 +127,7 @@ def group_findings(snapshot: DaemonSnapshot, group: str) -> list[str]:
 
     labels = member_labels(of(MEMBERS_TABLE))
     lines = [
+        *_channels(of, labels, snapshot.taken_at_us),
         *_gtids(of(MEMBER_GTIDS_TABLE), labels),
         *_applier(of(APPLIER_METRICS_TABLE), labels),
         *_commit_path(of(COMMIT_PATH_TABLE), labels),

@@ -62,9 +62,10 @@ MAX_TEXT: Final = 120  # characters of one text shown; the rest is counted
 RECENT: Final = "recent"  # the pseudo-table of what core.recent holds (rates)
 NULL_TEXT: Final = "\u2014"  # an em dash: the value is NULL (not known)
 # MySQL's channel error columns (replication_connection_status,
-# replication_applier_status_by_coordinator / _by_worker)
-ERROR_NUMBER: Final = "LAST_ERROR_NUMBER"
-ERROR_MESSAGE: Final = "LAST_ERROR_MESSAGE"
+# replication_applier_status_by_coordinator / _by_worker show the error now)
+_ERROR_COLUMNS: Final = frozenset(
+    {col.MEMBER_ID, col.CHANNEL_NAME, col.LAST_ERROR_NUMBER, col.LAST_ERROR_MESSAGE}
+)
 
 _STATE_TONE: Final[Mapping[str, Tone]] = {
     "ONLINE": "ok",
@@ -187,11 +188,7 @@ PAGE_COLUMNS: Final = (
 
 def error_tables() -> tuple[str, ...]:
     """The declared tables with MySQL's channel error columns, read now (channel errors)."""
-    return tuple(
-        t.name
-        for t in col.TABLES
-        if {col.MEMBER_ID, col.CHANNEL_NAME, ERROR_NUMBER, ERROR_MESSAGE} <= set(t.names)
-    )
+    return tuple(t.name for t in col.TABLES if set(t.names) >= _ERROR_COLUMNS)
 
 
 def page_tables() -> tuple[str, ...]:
@@ -310,11 +307,11 @@ def _errors(snapshot: DaemonSnapshot, member: str) -> tuple[str, ...]:
     out = []
     for table in error_tables():
         for row in snapshot.table(table):
-            number = row.get(ERROR_NUMBER)
+            number = row.get(col.LAST_ERROR_NUMBER)
             if row.get(col.MEMBER_ID) != member or number in (None, 0):
                 continue
             channel = _text(row.get(col.CHANNEL_NAME) or "")
-            message = _text(row.get(ERROR_MESSAGE) or "")
+            message = _text(row.get(col.LAST_ERROR_MESSAGE) or "")
             out.append(f"{channel}: error {_text(number)}: {message}")
     return tuple(out)
 

@@ -193,7 +193,7 @@ class Engine:
         self.max_result_bytes = max_result_bytes
         self.threads = threads
         self.memory_limit = memory_limit
-        self.live = catalog.live_tables()
+        self.live = catalog.live_tables() + catalog.deprecated_tables()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []

@@ -38,7 +38,7 @@ GROUP = "dddddddd-0000-4000-8000-000000000042"
 
 
 def try_commands(history: Path, sql_port: int) -> list[str]:
-    """The ten commands worth trying on the playground (the README's "try it" list).
+    """The commands worth trying on the playground (the README's "try it" list).
 
     Args:
         history: the playground's history directory, as the user would type it.
@@ -55,6 +55,7 @@ def try_commands(history: Path, sql_port: int) -> list[str]:
         f"grstats applier --explain --since 1h --history {history}",
         "grstats gtids --explain",
         "grstats commit-path --explain",
+        "grstats channels",
         "grstats watch --count 3",
         "grstats table grstats_member_status",
         f"mariadb -h 127.0.0.1 -P {sql_port} -u {pg.SQL_USER} -p{pg.SQL_PASSWORD} "
@@ -246,6 +247,10 @@ def _tell(out: Path, base: Path, state: dict[str, Any], seconds: float) -> None:
     for line in try_commands(history, int(state["sql_port"])):
         note(line)
     say("make a member misbehave, then ask --explain:")
-    note("grstats demo --fault slow-applier 127.0.0.1:3307   (errant, recovery-error, slow-link)")
+    note(
+        "grstats demo --fault slow-applier 127.0.0.1:3307   "
+        "(errant, recovery-error, applier-error, slow-link)"
+    )
+    note("grstats demo --fault recovery-error 127.0.0.1:3308; grstats channels --explain")
     say("stop it: grstats demo --stop")
     click.echo("", nl=False)

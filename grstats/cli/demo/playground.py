@@ -64,7 +64,7 @@ DAYS = 7
 SEED = 1
 FLOW_THRESHOLD = 1000  # as the demo's live members: flow control binds at the model's rates
 HOST_PORTS = (3306, 3307, 3308)  # the members' MEMBER_PORT (what `host:port` shows)
-FAULTS = ("slow-applier", "errant", "recovery-error", "slow-link", "none")
+FAULTS = ("slow-applier", "errant", "recovery-error", "applier-error", "slow-link", "none")
 STOP_GRACE_S = 10.0
 FAULT_S = 900  # how long a fault with a duration lasts (then the member recovers)
 
@@ -144,11 +144,27 @@ def _fault_keys(kind: str, member: str, members: Sequence[str], now_s: int) -> s
     if kind == "errant":
         return base + _event(now_s + 3, member, "errant_write", "count = 3")
     if kind == "recovery-error":
-        # the smallest knob the model has: the member reports ERROR (leaving the view) for
-        # FAULT_S, then rejoins; the recovery channel's own error comes with the
-        # replication channel tables (issue 41)
-        return base + _event(
-            now_s + 3, member, "set_state", f'state = "ERROR"\nduration = {FAULT_S}'
+        from grstats.sources.simulated.channels import RECONNECT_INTERVAL_S  # noqa: PLC0415 - numpy only for a fault
+
+        # RECOVERING for FAULT_S, its recovery channel unable to reach its donor (the first
+        # other ONLINE member: error 2003, retried every RECONNECT_INTERVAL_S) until the
+        # last such interval, when it connects and the member goes back ONLINE; explained
+        # by `grstats channels --explain`
+        return (
+            base
+            + _event(now_s + 3, member, "set_state", f'state = "RECOVERING"\nduration = {FAULT_S}')
+            + _event(
+                now_s + 3, member, "recovery_error", f"duration = {FAULT_S - RECONNECT_INTERVAL_S}"
+            )
+        )
+    if kind == "applier-error":
+        # worker 1 of its applier channel stops on a duplicate key (1062) for FAULT_S, and
+        # with it the applier (applier_stop: the queue grows, as a stopped applier's does)
+        lasting = f"duration = {FAULT_S}"
+        return (
+            base
+            + _event(now_s + 3, member, "applier_error", lasting)
+            + _event(now_s + 3, member, "applier_stop", lasting)
         )
     return base
 

@@ -37,7 +37,12 @@ from grstats.sources.simulated.hashing import I64, key, mix_py
 from grstats.sources.simulated.settings import SimulationSettings, version_tuple
 from grstats.sources.simulated.workload import event_second
 
-__all__ = ["IN_VIEW", "Membership", "logs_view_change_event"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "IN_VIEW", "Membership", "logs_view_change_event"]
+
+# where a member without an address in settings.hosts is: one host, MySQL's default port
+# plus the member's index (each member its own host:port, as a group on one machine)
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 3306
 
 IN_VIEW = ("ONLINE", "RECOVERING", "UNREACHABLE")
 _TICKS_PER_S = 10_000_000  # getsystime() counts 100 ns ticks
@@ -107,12 +112,12 @@ class Membership:
         return "SECONDARY"
 
     def host(self, m: int) -> tuple[str, int]:
-        """(MEMBER_HOST, MEMBER_PORT): from settings.hosts, else 127.0.0.1:3306+index."""
+        """(MEMBER_HOST, MEMBER_PORT): from settings.hosts, else DEFAULT_HOST:DEFAULT_PORT+index."""
         member = self.settings.members[m]
         for k, value in self.settings.hosts.items():
             if k.lower() == member:
                 return value[0], int(value[1])
-        return "127.0.0.1", 3306 + m
+        return DEFAULT_HOST, DEFAULT_PORT + m
 
     def in_view(self, m: int, s: int) -> bool:
         """Whether member m belongs to the group's view at second s."""

@@ -287,3 +287,31 @@ async def test_the_page_shows_the_explain_verdicts_that_name_a_problem() -> None
         _, _, live = await raw_get(server.port, "/v1/live/" + GROUP)
     (finding,) = json.loads(live)["findings"]
     assert finding.startswith("db2:3306: 1 errant, 0 missing; recovery: REPROVISION: ")
+
+
+async def test_a_member_whose_recovery_cannot_reach_its_donor_shows_it_on_its_row() -> None:
+    members = _three()
+    members[2].state, members[2].unreachable_donor = "RECOVERING", "db1:3306"
+    async with api_server(group_snapshot(members)) as server:  # the daemon's wiring
+        _, _, body = await raw_get(server.port, "/")
+        _, _, live = await raw_get(server.port, "/v1/live/" + GROUP)
+    html = body.decode()
+    row = html[html.index(f'<tr data-member="{uuid(3)}">') :]
+    cell = _Page(row[row.index('<td class="errs"') : row.index("</tr>")])
+    # the recovery channel's error as replication_connection_status shows it: the number,
+    # and MySQL's text naming the donor (cut at 120 characters, the rest counted)
+    assert " ".join(cell.text).startswith(
+        "group_replication_recovery: error 2003: Error connecting to source "
+        "'rpl_user@db1:3306'. This was attempt 1/1,"
+    )
+    healthy = html[html.index(f'<tr data-member="{uuid(1)}">') :]
+    assert '<span class="noerr">none</span>' in healthy[: healthy.index("</tr>")]
+    # the finding at the top is `grstats channels --explain`'s sentence for it
+    text = " ".join(" ".join(_Page(html).text).split())
+    finding = (
+        "db3:3306 (RECOVERING): its recovery channel (group_replication_recovery) cannot "
+        "connect to its donor db1:3306: error 2003 (CR_CONN_HOST_ERROR"
+    )
+    assert text.index(f"Findings {finding}") < text.index("Member State")
+    (line,) = json.loads(live)["findings"]
+    assert line.startswith(finding) and "first seen 2 min 20 s ago, 3 tries" in line

@@ -345,6 +345,7 @@ _TABLE_COMMANDS = (
     ["applier", "--workers"],
     ["gtids"],
     ["commit-path"],
+    ["channels"],
     *(["table", name] for name in columns.table_names()),
 )
 
@@ -375,9 +376,9 @@ def test_every_table_command_fits_the_terminal_with_members_as_host_port(
             lines = out.splitlines()
             assert max(len(line) for line in lines) <= width, (command, width, out)
             assert M1 not in out and M2 not in out, (command, width, out)
+            if "Empty set" in out:  # no column shown, none to count (a healthy group's
+                continue  # grstats_channel_errors)
             assert "--wide" in out.rsplit("(", 1)[-1], (command, out)
-            if "Empty set" in out:
-                continue
             assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, (command, out)
             hidden, total = _hidden(out)
             shown = _shown_headers(out)

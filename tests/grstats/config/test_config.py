@@ -369,3 +369,27 @@ def test_the_example_config_talks_to_the_shipped_broker() -> None:
     settings = load_config(REPO_ROOT / "config" / "grstats.toml")
     assert listeners == [str(settings.bus.port)]
     assert settings.bus.tls == tls
+
+
+def test_simulated_members_without_a_port_each_show_their_own_host_port(tmp_path: Path) -> None:
+    """Two members of one group on one host, no [member] port in either config: each
+    shows the port every other member's model gives it (3306, 3307: MySQL's default plus
+    its index in [simulated] members), not 3306 both; a port that is set is kept."""
+    from grstats.core.labels import member_labels  # noqa: PLC0415
+    from grstats.sources.simulated import GroupModel  # noqa: PLC0415
+
+    a, b = "11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"
+    at_us = 1_796_540_000 * 1_000_000
+    shown = {}
+    for member in (a, b):
+        settings = load_config(write(tmp_path, MINIMAL.replace(f'id = "{a}"', f'id = "{member}"')))
+        assert settings.member.port is None
+        model = GroupModel(settings.source_settings)
+        own = model.member_at(member, at_us)  # what its daemon publishes for itself
+        shown[member] = {"MEMBER_ID": member, "MEMBER_HOST": own.host, "MEMBER_PORT": own.port}
+        other = b if member == a else a
+        assert model.member_at(other, at_us).port == 3306 + (other == b)  # its model of the other
+    assert member_labels(list(shown.values())) == {a: "127.0.0.1:3306", b: "127.0.0.1:3307"}
+    text = MINIMAL.replace(f'id = "{a}"', f'id = "{b}"\nhost = "db2"\nport = 3310')
+    settings = load_config(write(tmp_path, text))
+    assert settings.source_settings.hosts == {b: ("db2", 3310)}

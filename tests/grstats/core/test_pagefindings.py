@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from grstats.core.pagefindings import group_findings
+from grstats.core.pagefindings import MAX_LINE, group_findings
 from protocol.applier_verdict import ADVICE
-from tests.fixtures.page_snapshot import GROUP, OTHER_GROUP, Member, group_snapshot, uuid
+from tests.fixtures.page_snapshot import (
+    GROUP,
+    OTHER_GROUP,
+    Member,
+    group_snapshot,
+    recovery_message,
+    uuid,
+)
 
 A, B, C, D = uuid(1), uuid(2), uuid(3), uuid(4)
 GR = "group_replication_applier"
@@ -128,4 +135,45 @@ def test_a_finding_about_a_64_kib_host_is_cut() -> None:
         members, extra_tables={"grstats_member_gtids": [_gtids(A, method="CLONE")]}
     )
     (line,) = group_findings(snapshot, GROUP)
-    assert line.startswith("h" * 600 + "\u2026 (") and len(line) < 700
+    assert line.startswith("h" * MAX_LINE + "\u2026 (") and len(line) < MAX_LINE + 100
+
+
+def _recovering(donor: str = "127.0.0.1:3306", **kw: Any) -> list[Member]:
+    return [
+        Member(A, port=3306, local=True),
+        Member(B, port=3307, state="UNREACHABLE"),  # not ONLINE, no channel error
+        Member(C, port=3308, state="RECOVERING", unreachable_donor=donor, **kw),
+    ]
+
+
+def test_a_recovery_that_cannot_reach_its_donor_is_the_channels_explain_sentence() -> None:
+    # T_US is 06:53:20; the episode was first seen at 06:51:00 (2 min 20 s before), its
+    # third and last try at 06:53:00 (20 s before); the donor from the recovery channel's
+    # configuration row; the UNREACHABLE member has no channel error: no channel finding
+    assert group_findings(group_snapshot(_recovering()), GROUP) == [
+        "127.0.0.1:3308 (RECOVERING): its recovery channel (group_replication_recovery) "
+        "cannot connect to its donor 127.0.0.1:3306: error 2003 (CR_CONN_HOST_ERROR: "
+        "\"Can't connect to MySQL server on '%-.100s:%u' (%d)\"), first seen 2 min 20 s "
+        'ago, 3 tries, the last 20 s ago (MySQL: "Error connecting to source '
+        "'rpl_user@127.0.0.1:3306'. This was attempt 1/1, with a delay of 60 seconds between "
+        "attempts. Message: Can't connect to MySQL server on '127.0.0.1:3306' (111)\"); check "
+        "that the source's mysqld runs and listens on that host:port, and that no firewall "
+        "between the two drops it (the number in parentheses is the OS errno: 111 refused, "
+        "110 timed out, 113 no route) (GR logs ER_GRP_RPL_DONOR_SERVER_CONN (MY-011582), "
+        "ER_GRP_RPL_CHECK_STATUS_TABLE (MY-011583))."
+    ]
+
+
+def test_the_channel_finding_is_the_clis_text_whole() -> None:
+    # the sentence quotes MySQL's text (up to 1,024 characters as MySQL keeps it): a long
+    # donor name makes it longer than any other finding, and it is still shown whole
+    donor = "db-" + "x" * 200 + ".example.internal:3306"
+    (line,) = group_findings(group_snapshot(_recovering(donor)), GROUP)
+    assert recovery_message(donor) in line and line.endswith("(MY-011583)).")
+
+
+def test_an_episode_that_is_over_is_no_finding() -> None:
+    snapshot = group_snapshot(_recovering())
+    episodes = [dict(r, OPEN=0) for r in snapshot.table("grstats_channel_errors")]
+    closed = group_snapshot(_recovering(), extra_tables={"grstats_channel_errors": episodes})
+    assert group_findings(closed, GROUP) == []

@@ -4,7 +4,9 @@ One group for the module: a real Mosquitto, three `grstats run` daemons
 (period 0.25 s, MEMBER_PORTs 3306-3308) of which the third applies slowly
 (the simulated `slow_member` in hot hours) under MySQL's QUOTA flow control at
 thresholds of 1000, so its applier queue stays about the threshold: it is
-the group's bottleneck and it lags. One browser for the module reads member
+the group's bottleneck and it lags; member 1's applier worker 1 is stopped on
+a duplicate key (the simulated `applier_error`, from the start): a channel
+error on its row and a finding. One browser for the module reads member
 1's page. What is checked is what the browser shows (the DOM after the
 page's script ran, the layout it computed), never the daemon's JSON. The
 last test kills a member.
@@ -49,6 +51,7 @@ from tests.fixtures.daemons import (
 FLOW = "grstats_flow_control"
 MEMBERS = (M1, M2, M3)
 SLOW = M3
+ERRED = M1  # its applier channel's worker 1 stopped on error 1062 from the start
 LABELS = {M1: "127.0.0.1:3306", M2: "127.0.0.1:3307", M3: "127.0.0.1:3308"}
 HOSTILE = "<script>alert(1)</script><img src=//evil.example/x onerror=alert(2)>"
 DEADLINE_S = 30.0  # for what the page shows within a few periods; generous under load
@@ -77,6 +80,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         # hot hour (3x), from the hour before this one to the next (no dip at :00)
         hour = time.gmtime().tm_hour
         hot = sorted({(hour - 1) % 24, hour, (hour + 1) % 24})
+        started_s = int(time.time())
         configs = []
         for index, member in enumerate(MEMBERS):
             config = daemon_config(broker.port, member, MEMBERS)
@@ -85,6 +89,9 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
                 mode="multi-primary", write_rate=30.0, slow_member=SLOW, hot_hours=hot
             )
             config["flow_control"] = {"certifier_threshold": 1000, "applier_threshold": 1000}
+            config["simulated"]["script"] = [
+                {"at": started_s, "member": ERRED, "action": "applier_error"}
+            ]
             configs.append(config)
         with daemons(work, configs) as started:
             first = started[0]
@@ -168,6 +175,31 @@ def test_rows_show_host_port_first_and_the_slow_members_bottleneck_and_lag(group
     slow_lag = _member_cell(driver, SLOW, "td.lag [data-c=REPLICATION_LAG_SECONDS]", "textContent")
     assert slow_lag.endswith((" s", " min")) and slow_lag != "0.00 s", slow_lag
     # (whether writers are held this very period is flow control's business: not asked)
+
+
+def _findings(driver: Any) -> list[str]:
+    found: list[str] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#findings li'))"
+        ".map(function (li) { return li.textContent; })"
+    )
+    return found
+
+
+def test_a_channel_error_shows_on_its_row_and_as_a_finding(group: Group) -> None:
+    driver = group.driver
+    before = _updates(driver)
+    # the script rebuilds each row's errors from the WL#3656 status tables' JSON
+    _until(driver, lambda d: _updates(d) > before, "an update by the page's script")
+    rows = _rows(driver)
+    channel = "group_replication_applier"
+    assert rows[ERRED]["errs"].startswith(
+        f"{channel}: error 1062: Coordinator stopped because there were error(s) in the worker(s)."
+    ), rows[ERRED]
+    assert f"{channel}: error 1062: Worker 1 failed executing transaction" in rows[ERRED]["errs"]
+    assert [rows[m]["errs"] for m in MEMBERS if m != ERRED] == ["none", "none"]
+    # the finding is `grstats channels --explain`'s sentence (core.channel_explain)
+    finding = f"{LABELS[ERRED]} (ONLINE): the coordinator of its applier channel ({channel}) "
+    assert any(f.startswith(finding) for f in _findings(driver)), _findings(driver)
 
 
 FORMAT_CASES: list[tuple[str, Any, dict[str, Any]]] = [
