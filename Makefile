@@ -97,12 +97,14 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two parts, both must pass: everything but the `timing` tests on PYTEST_WORKERS
-# pytest-xdist workers (whole modules; the Spark ones handed out first: tests/conftest.py),
+# pytest-xdist workers (whole modules, handed out in the order tests/conftest.py
+# collects them -- the longest kinds first -- not xdist's most-tests-first),
 # then the `timing` tests alone, so that what they bound is the daemon's delay and
 # not a neighbour's Spark job.  PYTEST_WORKERS=0 runs the first part in-process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) sysdeps-test
-	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "not timing"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		-m "not timing"
 	$(BIN)/pytest -q -p no:cacheprovider -m "timing"
 
 test: lint typecheck pytest
@@ -113,7 +115,8 @@ test: lint typecheck pytest
 # `make test` still runs everything.
 FAST_MARKERS := not spark and not demo and not slow and not soak and not timing
 test-fast: $(STAMP) sysdeps-test
-	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -m "$(FAST_MARKERS)"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		-m "$(FAST_MARKERS)"
 
 # The issue-21 soak for hours (make test runs it for 20 s): SOAK_SECONDS=... to change.
 # Its full disk is a tmpfs (root; 16 MiB + 64 MiB per hour of soak, RAM while full).

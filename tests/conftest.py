@@ -51,26 +51,40 @@ SPARK_TIMEOUT_S = 900
 
 
 # `make test` runs two pytest-xdist workers with `--dist loadfile` (a module's
-# fixtures are built once, on one worker). Under xdist the modules that run Spark
-# (a session, the cluster, the demo's rollup) are collected first: xdist hands
-# modules out in collection order, so the longest start first and the short ones
-# fill in around them (xdist's `loadgroup` cannot be used: with pytest 9 it no
+# fixtures are built once, on one worker) and `--no-loadscope-reorder`: xdist then
+# hands modules out in the order collected here instead of the most tests first
+# (which put the few-test modules that start daemons or Spark at the very end,
+# one worker finishing alone). The longest kinds come first, so that the short
+# modules fill in around them and both workers end together: the demo (daemons
+# and a Spark job in subprocesses), the standalone cluster, the Spark session,
+# then the `slow` and `soak` ones (real daemons), then the rest, each kind in
+# collection order (xdist's `loadgroup` cannot be used: with pytest 9 it no
 # longer groups, its worker hook writes a node attribute pytest 9 does not read).
+def _kind(item: pytest.Item) -> int:
+    """The rank of `item`'s kind in the hand-out order (lower: handed out first)."""
+    if item.get_closest_marker("demo"):
+        return 0
+    if "spark_cluster" in getattr(item, "fixturenames", ()):
+        return 1
+    if item.get_closest_marker("spark"):
+        return 2
+    if item.get_closest_marker("slow") or item.get_closest_marker("soak"):
+        return 3
+    return 4
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    spark = []
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-        if item.get_closest_marker("spark") or item.get_closest_marker("demo"):
-            spark.append(item)
-            if item.get_closest_marker("timeout") is None:  # JVMs share two cores
-                item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
-    if os.environ.get("PYTEST_XDIST_WORKER") and spark:
-        first = {item.path for item in spark}  # whole modules, in their order
-        items[:] = [
-            *(item for item in items if item.path in first),
-            *(item for item in items if item.path not in first),
-        ]
+        heavy = item.get_closest_marker("spark") or item.get_closest_marker("demo")
+        if heavy and item.get_closest_marker("timeout") is None:  # JVMs share two cores
+            item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank: dict[Path, int] = {}  # whole modules: a module's rank is its longest kind's
+        for item in items:
+            rank[item.path] = min(rank.get(item.path, 4), _kind(item))
+        items.sort(key=lambda item: rank[item.path])  # stable: collection order within
 
 
 @pytest.fixture(autouse=True)

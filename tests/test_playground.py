@@ -1,11 +1,13 @@
 """`make playground` as a newcomer meets it: start, the README's "try it" list, a fault, stop.
 
 One playground for the whole module (`grstats demo --keep`, as `make
-playground` runs it, in a scratch directory used as the working directory,
-so the README's relative paths hold): every command of the README's "try
-it" list answers with data, every other documented command that can run
-against a local daemon runs (tests/fixtures/examples.py; the rest is parsed
-by tests/test_docs_examples.py), a fault makes a member misbehave, and
+playground` runs it but with one backfilled day instead of seven, `--days 1`:
+no command here reads further back than the last rolled-up hours; in a
+scratch directory used as the working directory, so the README's relative
+paths hold): every command of the README's "try it" list answers with data,
+every other documented command that can run against a local daemon runs
+(tests/fixtures/examples.py; the rest is parsed by
+tests/test_docs_examples.py), a fault makes a member misbehave, and
 `grstats demo --stop` leaves no process and no port. The expected values are
 the playground's own facts: its members' host:port (127.0.0.1:3306-3308),
 its state file's pids and ports.
@@ -89,7 +91,7 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Playground]
     env.update(SPARK_LOCAL_IP="127.0.0.1")
     env.pop("GRSTATS_API", None)
     keep = subprocess.run(
-        [str(BIN / "grstats"), "demo", "--keep"],
+        [str(BIN / "grstats"), "demo", "--keep", "--days", "1"],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -141,7 +143,7 @@ def test_every_try_command_answers_with_data(playground: Playground) -> None:
         assert "Empty set" not in out, (line, out)
         if line.startswith("mariadb"):
             rows = [r for r in out.splitlines()[1:] if r.strip()]
-            assert len(rows) == 6, (line, out)  # LIMIT 6 of a rolled-up week
+            assert len(rows) == 6, (line, out)  # LIMIT 6 of a rolled-up day (72 hours-members)
             assert all(int(r.split("\t")[-1]) > 0 for r in rows), out
         elif "--explain" in line:
             assert out.count("\n") >= 3, (line, out)

@@ -67,7 +67,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     type=click.IntRange(1, 7),
     default=7,
     show_default=True,
-    help="Simulated days to backfill (the last full ISO week, from its Monday).",
+    help="Simulated days to backfill: the demo's from the last full ISO week's Monday, "
+    "the playground's (--keep) the days before today.",
 )
 @click.option(
     "--keep",
@@ -116,7 +117,7 @@ def command(  # noqa: PLR0917 - click passes every option by keyword anyway
         return
     _java_or_exit()
     if keep:
-        _keep(out)
+        _keep(out, days)
         return
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -163,12 +164,12 @@ def _java_or_exit() -> None:
         raise SystemExit(1)
 
 
-def _keep(out: Path) -> None:
+def _keep(out: Path, days: int) -> None:
     from grstats.cli.demo.keep import keep  # noqa: PLC0415
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        keep(out)
+        keep(out, days)
     except (KeyboardInterrupt, _Interrupted):
         click.secho("\ninterrupted: the playground was stopped", fg="yellow", err=True)
         raise SystemExit(130) from None

@@ -80,8 +80,12 @@ def _quiet(name: str) -> Any:
     return lambda seconds: note(f"... {name} still running ({duration(seconds)})")
 
 
-def keep(out: Path) -> None:
+def keep(out: Path, days: int = pg.DAYS) -> None:
     """Start the playground in `<out>/playground` and print what to try.
+
+    Args:
+        out: the playground's parent directory (`--out`).
+        days: how many days before today the backfill writes and Spark rolls up.
 
     Raises:
         DemoError: a step failed (everything started is stopped again).
@@ -102,7 +106,7 @@ def keep(out: Path) -> None:
     state: dict[str, Any] = {"processes": [], "members": []}
     began = time.monotonic()
     try:
-        _start(processes, state, out, base=base, mosquitto=mosquitto, logs=logs)
+        _start(processes, state, out, base=base, mosquitto=mosquitto, logs=logs, days=days)
     except BaseException:
         pg.stop_entries(state["processes"])
         processes.stop_all()
@@ -118,6 +122,7 @@ def _start(
     base: Path,
     mosquitto: str,
     logs: Path,
+    days: int,
 ) -> None:
     conf, broker_port = pg.write_broker(base)
     say(f"[1/4] a private Mosquitto on 127.0.0.1:{broker_port}")
@@ -127,9 +132,9 @@ def _start(
     pg.record(state, "mosquitto", broker)
     pg.write_state(out, {**state, "ports": [broker_port]})
 
-    first, epoch_s = pg.epoch_of(dt.datetime.now(dt.UTC).date())
+    first, epoch_s = pg.epoch_of(dt.datetime.now(dt.UTC).date(), days)
     members = [str(m) for m in _member_ids()]
-    say(f"[2/4] {pg.DAYS} days of history of 3 simulated members, from {first}")
+    say(f"[2/4] {days} day(s) of history of 3 simulated members, from {first}")
     _step(
         processes,
         "simulate",
@@ -139,7 +144,7 @@ def _start(
             "--members",
             "3",
             "--days",
-            str(pg.DAYS),
+            str(days),
             "--seed",
             str(pg.SEED),
             "--group",

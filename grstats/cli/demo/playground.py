@@ -120,9 +120,9 @@ def record(state: dict[str, Any], name: str, process: subprocess.Popen[bytes]) -
     )
 
 
-def epoch_of(today: dt.date) -> tuple[dt.date, int]:
-    """The backfill's first day (DAYS before today) and its first second (the group's epoch)."""
-    first = today - dt.timedelta(days=DAYS)
+def epoch_of(today: dt.date, days: int = DAYS) -> tuple[dt.date, int]:
+    """The backfill's first day (`days` before today) and its first second (the group's epoch)."""
+    first = today - dt.timedelta(days=days)
     return first, int(dt.datetime(first.year, first.month, first.day, tzinfo=dt.UTC).timestamp())
 
 

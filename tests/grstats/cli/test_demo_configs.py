@@ -49,6 +49,8 @@ def test_every_playground_member_shares_the_backfills_model(tmp_path: Path) -> N
     first, epoch_s = pg.epoch_of(dt.date(2026, 12, 6))
     assert first == dt.date(2026, 11, 29)
     assert epoch_s == int(dt.datetime(2026, 11, 29, tzinfo=dt.UTC).timestamp())
+    # `--keep --days 1`: the day before, six days after the week's epoch
+    assert pg.epoch_of(dt.date(2026, 12, 6), 1) == (dt.date(2026, 12, 5), epoch_s + 6 * 86_400)
     members = [
         "9de8e28e-3550-5edd-99b4-a05fdb8b86db",
         "abdfeef0-99c3-51cc-af07-4543705b4afc",
