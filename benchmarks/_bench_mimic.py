@@ -27,6 +27,13 @@ that version does: on 8.4 / 9.x every Gr_* status variable the version ships
 and one row of replication_group_communication_information; on 8.0 no Gr_*
 variable (8.0 ships none) and no communication table, as before 8.0.23 (the
 simulated pair's 8.0.22). Without it the servers show neither, as before.
+
+What each server paid for its clients goes to FILE.stats.json every second
+(`ServerLoad`): COM_QUERY round trips, statements, rows sent, polls (reads
+of replication_group_member_stats: one per daemon poll), the bytes its
+sockets sent and received (the kernel's TCP_INFO tcpi_bytes_acked /
+tcpi_bytes_received, closed connections included) and the COM_QUERY texts
+with their counts.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ import asyncio
 import contextlib
 import json
 import signal
+import socket
+import struct
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +75,39 @@ COMM_TABLE = "replication_group_communication_information"
 TIME_SUM_STEP_US = 50 * 800
 BYTES_STEP = 50 * 900
 COUNT_STEP = 50
+
+
+# struct tcp_info (linux/tcp.h, append-only ABI): tcpi_bytes_acked, tcpi_bytes_received
+_TCP_INFO_BYTES = struct.Struct("=QQ")
+_TCP_INFO_BYTES_AT = 120
+
+
+class ServerLoad:
+    """What one fake server paid for its clients, cumulative (closed connections kept)."""
+
+    def __init__(self, fake: FakeMySQL) -> None:
+        self.fake = fake
+        self._bytes: dict[int, tuple[int, int]] = {}  # per connection: (sent, received)
+
+    def figures(self) -> dict[str, Any]:
+        for connection in list(self.fake._connections):
+            sock = connection.stream.writer.get_extra_info("socket")
+            if sock is None:
+                continue
+            with contextlib.suppress(OSError, struct.error):
+                info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                self._bytes[id(connection)] = _TCP_INFO_BYTES.unpack_from(info, _TCP_INFO_BYTES_AT)
+        fake = self.fake
+        return {
+            "port": fake.port,
+            "round_trips": fake.round_trips,
+            "statements": fake.statements,
+            "rows": fake.rows_sent,
+            "polls": fake.queries[STATS_TABLE],
+            "bytes_sent": sum(b[0] for b in self._bytes.values()),
+            "bytes_received": sum(b[1] for b in self._bytes.values()),
+            "texts": [[text, n] for text, n in fake.texts.most_common()],
+        }
 
 
 def member_id(index: int) -> str:
@@ -146,6 +188,8 @@ async def serve(
         servers.append(fake)
     listening = [{"port": s.port, "member": m} for s, (_, m) in zip(servers, served, strict=True)]
     ready.write_text(json.dumps(listening))  # noqa: ASYNC240 - one tiny file before serving
+    loads = [ServerLoad(fake) for fake in servers]
+    load_file = ready.with_suffix(".stats.json")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -158,6 +202,10 @@ async def serve(
             committed(fake, stats)
         for server in commit_paths:
             server.grow()
+        # a tiny file once a second (written whole, then renamed: never read half-written)
+        partial = load_file.with_suffix(".part")
+        partial.write_text(json.dumps([load.figures() for load in loads]))
+        partial.replace(load_file)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
     for fake in servers:

@@ -121,13 +121,19 @@ class Procs:
     def __init__(self) -> None:
         self.items: list[subprocess.Popen[bytes]] = []
 
-    def start(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-        # the children import this checkout, not whatever the venv has installed
-        # (a worktree sharing a venv would measure another checkout's daemons)
-        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    def start(self, argv: list[str], log: Path, tree: Path = REPO) -> subprocess.Popen[bytes]:
+        # the children import this checkout (or `tree`: another checkout's daemons, measured
+        # beside this one's), not whatever the venv has installed (a worktree sharing a
+        # venv would measure another checkout's daemons)
+        path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
         with log.open("wb") as out:
+            # in `tree` too: `python -m` (the SQL endpoint's child) puts the cwd first on sys.path
             proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": path}
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": path},
+                cwd=tree,
             )
         self.items.append(proc)
         return proc

@@ -1,4 +1,4 @@
-"""bench_daemon's child roles: the bare aiomqtt references, the Bus floor, the publishers."""
+"""bench_daemon's child roles: bare aiomqtt, the I/O floor, the Bus floor, the publishers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import socket
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from _bench_procs import GROUP, PREFIX, envelope_bytes, member_uuid
 
@@ -136,3 +138,125 @@ def role_publisher(port: int, family: int, members: int, per_member: int, second
                 break
         sock.sendall(b"\xe0\x00")  # DISCONNECT
     print(json.dumps({"sent": sent}))
+
+
+# -- the I/O floor ---------------------------------------------------------------
+
+
+async def _template(client: object, group_topics: str, skip: str, kind: str) -> bytes:
+    """The first retained `kind` payload of a grstats member on `group_topics` (not `skip`'s)."""
+    async for message in client.messages:  # type: ignore[attr-defined]
+        topic = str(message.topic)
+        if topic.endswith("/" + kind) and skip not in topic and message.payload:
+            return bytes(message.payload)
+    raise RuntimeError("no retained message")
+
+
+def _wal_loop(path: Path, size: int, stop: threading.Event) -> None:
+    """Append `size` bytes and fsync once a second, as the history writer's thread does."""
+    record = os.urandom(size)
+    with path.open("ab", buffering=0) as wal:
+        next_due = time.monotonic()
+        while not stop.is_set():
+            next_due += 1.0
+            if stop.wait(max(0.0, next_due - time.monotonic())):
+                return
+            wal.write(record)
+            os.fsync(wal.fileno())
+
+
+async def _poll_mysql(mysql_port: int, texts: dict[str, Any], seconds: float) -> None:
+    """The daemon's statements over asyncmy, each period: every result set read, nothing built."""
+    import asyncmy  # noqa: PLC0415 - benchmark child process only
+
+    async def run(cur: Any, sql: str) -> None:
+        try:
+            await cur.execute(sql)
+            while True:
+                await cur.fetchall()
+                if not await cur.nextset():
+                    return
+        except asyncmy.errors.MySQLError:  # a probe the server refuses (9.x's tables on 8.4)
+            return
+
+    conn = await asyncmy.connect(
+        host="127.0.0.1", port=mysql_port, user="grstats", password=texts["password"]
+    )
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    polls, cadence = 0, texts["cadence_s"]
+    next_cadence = start
+    async with conn.cursor() as cur:
+        await run(cur, texts["first"])
+        while loop.time() - start < seconds:
+            polls += 1
+            await asyncio.sleep(start + polls - loop.time())
+            await run(cur, texts["every"])
+            if loop.time() >= next_cadence:
+                next_cadence += cadence
+                for sql in texts["cadence"]:
+                    await run(cur, sql)
+    conn.close()
+
+
+async def role_floor(port: int, member: str, seconds: float, floor: dict[str, Any]) -> None:
+    """What any daemon doing grstats' job must do, and nothing else: the I/O floor.
+
+    Each period, as a member daemon: one stats envelope of a real daemon's size
+    published (MQTT 5, retained, QoS 0, message expiry; its gtids envelope every
+    gtid_interval), every message of the group received, the daemon's exact
+    MySQL statements sent over asyncmy to a fake server of the same kind (its
+    every-poll batch each period, its cadence reads every cadence.REREAD_S) with
+    every result set read, and a WAL append of the daemon's bytes per second
+    fsynced in a thread. The payloads are a daemon's own envelopes, taken from
+    the broker's retained copies, published under a topic outside the group
+    (`grstats/v1/floor/...`) so that the daemons never receive them; the floor
+    subscribes to it as well, so it receives its own as a daemon does.
+    """
+    import aiomqtt  # noqa: PLC0415 - benchmark child process only
+    from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415
+    from paho.mqtt.properties import Properties  # noqa: PLC0415
+
+    group = f"{PREFIX}/{GROUP}/+/+"
+    own = f"{PREFIX}/floor/{member}"
+    received = 0
+    stop = threading.Event()
+    wal = threading.Thread(
+        target=_wal_loop, args=(Path(floor["wal"]), floor["wal_bytes"], stop), daemon=True
+    )
+    async with aiomqtt.Client("127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5) as client:
+        await client.subscribe(group, qos=1)
+        stats = await _template(client, group, member_uuid(99, 1), "stats")
+        gtids = await _template(client, group, member_uuid(99, 1), "gtids")
+        await client.subscribe(f"{own}/+", qos=1)
+
+        async def drain() -> None:
+            nonlocal received
+            async for _ in client.messages:
+                received += 1
+
+        def expiring(seconds: int) -> Any:
+            properties = Properties(PacketTypes.PUBLISH)
+            properties.MessageExpiryInterval = seconds
+            return properties
+
+        task = asyncio.create_task(drain())
+        poller = asyncio.create_task(_poll_mysql(floor["mysql_port"], floor, seconds))
+        wal.start()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        seq = 0
+        gtid_every = round(floor["gtid_interval_s"])
+        while loop.time() - start < seconds:
+            await client.publish(f"{own}/stats", stats, qos=0, retain=True, properties=expiring(60))
+            if seq % gtid_every == 0:
+                await client.publish(
+                    f"{own}/gtids", gtids, qos=0, retain=True, properties=expiring(60)
+                )
+            seq += 1
+            await asyncio.sleep(start + seq - loop.time())
+        stop.set()
+        failed = repr(poller.exception()) if poller.done() else ""
+        poller.cancel()
+        task.cancel()
+    print(json.dumps({"received": received, "mysql_failed": failed}))

@@ -4,6 +4,7 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
                                          [--publishers 2] [--members 300]
                                          [--skip-steady] [--skip-fanin]
                                          [--production] [--prod-daemons 3]
+                                         [--compare-tree DIR] [--flush-interval S]
                                          [--commit-path-pair] [--pair-rounds 2]
                                          [--commit-path-pair --production] [--pair-version 8.4]
 
@@ -35,9 +36,20 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
     MySQL 8.4 server (tests/fixtures/fake_mysql.py, served by
     benchmarks/_bench_mimic.py in another process so the fakes' SQL is not the
     daemons' cost), history on, period 1 s; `--prod-daemons` with `[sql]` off
-    and as many with it on, beside one bare aiomqtt process, in one window.
-    CPU % and RSS as ratios to the bare process (the daemon alone; with [sql]
-    also the daemon plus its endpoint's process). Goals: <= 1.3x CPU, <= 1.5x RSS.
+    and as many with it on, beside one bare aiomqtt process and the I/O floor
+    (_bench_floor.py: one process doing only what cannot be avoided -- the
+    same MQTT exchange with a daemon's own envelopes, the daemon's exact
+    statements over asyncmy to a fake server of its own each period, the
+    daemon's WAL bytes appended and fsynced each second), in one window. CPU %
+    as ratios to both (grstats' own cost: the daemon's CPU minus the floor's),
+    RSS to the bare process (with [sql] also the daemon plus its endpoint's
+    process, which starts only on a first connection: +MB over [sql] off);
+    what each fake server paid per poll and per second (round trips,
+    statements, rows, bytes), beside mysqld_exporter's default scrape; after
+    the window, the first SQL query of each [sql]-on daemon (its endpoint's
+    process started by it) and the next. `--compare-tree DIR` adds another
+    checkout's daemons (both rows) to the same window: before / after, back to
+    back. Goals: <= 1.5x the floor's CPU, <= 1.5x RSS, <= +20 MB for [sql] unused.
 
 (e) commit-path pair (`--commit-path-pair` runs only this; issue 27): (a)'s 9
     daemons at the default MySQL version (ext.commit_path sent) and at
@@ -67,11 +79,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+from pathlib import Path
 
 from _bench_fanin import fanin, fanin_collectors
 from _bench_pair import commit_path_pair, production_pair
-from _bench_roles import role_bare_steady, role_bare_sub, role_bus_sub, role_publisher
+from _bench_roles import (
+    role_bare_steady,
+    role_bare_sub,
+    role_bus_sub,
+    role_floor,
+    role_publisher,
+)
 from _bench_steady import production, steady
 from _common import machine
 
@@ -89,12 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--production", action="store_true", help="only (d): mysql + history")
     parser.add_argument("--flush-interval", type=float, help="(d) [history] flush_interval")
     parser.add_argument("--prod-daemons", type=int, default=3, help="(d) daemons per [sql] row")
+    parser.add_argument(
+        "--compare-tree", type=Path, help="(d) another checkout's daemons in the same window"
+    )
     parser.add_argument("--commit-path-pair", action="store_true", help="only (e): issue 27")
     parser.add_argument("--pair-rounds", type=int, default=2, help="(e) with/without rounds")
     parser.add_argument("--pair-daemons", type=int, default=9, help="(e) daemons per phase")
     parser.add_argument("--pair-version", choices=("8.4", "9.x"), default="8.4", help="(f)")
     # child roles
-    parser.add_argument("--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher"))
+    parser.add_argument(
+        "--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher", "floor")
+    )
+    parser.add_argument("--floor", type=Path, help="(floor role) what it replays, as JSON")
     parser.add_argument("--port", type=int)
     parser.add_argument("--member")
     parser.add_argument("--family", type=int, default=10)
@@ -103,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.role == "bare-steady":
         asyncio.run(role_bare_steady(args.port, args.member, args.seconds))
+        return 0
+    if args.role == "floor":
+        floor = json.loads(args.floor.read_text())
+        asyncio.run(role_floor(args.port, args.member, args.seconds, floor))
         return 0
     if args.role == "bare-sub":
         asyncio.run(role_bare_sub(args.port, args.idle, args.seconds, args.ready))
@@ -121,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         production_pair(args.seconds, args.pair_rounds, args.prod_daemons, args.pair_version)
         return 0
     if args.production:
-        production(args.seconds, args.prod_daemons, args.flush_interval)
+        production(args.seconds, args.prod_daemons, args.flush_interval, args.compare_tree)
         return 0
     if args.commit_path_pair:
         commit_path_pair(args.seconds, args.pair_rounds, args.pair_daemons)

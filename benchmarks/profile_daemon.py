@@ -1,6 +1,6 @@
 """Where one production member daemon spends its CPU (py-spy), as in `make bench-daemon` (d).
 
-Usage: python benchmarks/profile_daemon.py [--seconds 60] [--top 40] [--sql]
+Usage: python benchmarks/profile_daemon.py [--seconds 60] [--top 40] [--sql] [--gil]
        python benchmarks/profile_daemon.py --calls [--seconds 60] [--top 40]
        python benchmarks/profile_daemon.py --simulated-pair [--calls] [--seconds 60] [--top 40]
 
@@ -12,7 +12,9 @@ profiling-only tool: `pip install py-spy`) samples it for `--seconds` at
 waiting in epoll_wait or on a condition as active, so the stacks ending in a
 selector's select() or a Condition/Event wait are left out: the shares printed
 are of the samples that were doing work (every thread: the history writer's
-too). The daemon's CPU % over the same window is printed beside them.
+too). The daemon's CPU % over the same window is printed beside them. With
+`--gil` only the samples of the thread holding the GIL are kept: Python
+running on the CPU, not a thread blocked in fsync or send (what CPU % counts).
 
 With `--calls` (no `--simulated-pair`) that production daemon runs under
 cProfile twice, [sql] off then on, and what is printed is Python function
@@ -105,11 +107,15 @@ def query_callers(work: Path) -> list[str]:
     return [f"{100 * n / max(1, total):5.1f}%  {site}" for site, n in ranked]
 
 
-def _spy(procs: Procs, workdir: Path, pid: int, seconds: float, raw: Path) -> float:
-    """py-spy `pid` for `seconds` into `raw`; its CPU % of one core meanwhile."""
+def _spy(
+    procs: Procs, workdir: Path, pid: int, seconds: float, raw: Path, *, gil: bool = False
+) -> float:
+    """py-spy `pid` for `seconds` into `raw`; its CPU % of one core meanwhile. With `gil`,
+    only the samples of a thread holding the GIL (running Python: no fsync, no send)."""
     spy_bin = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     argv = [spy_bin, "record", "--pid", str(pid), "--format", "raw", "--rate"]
     argv += ["1000", "--nonblocking", "--duration", str(int(seconds)), "-o", str(raw)]
+    argv += ["--gil"] if gil else []
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     spy = procs.start(argv, workdir / "py-spy.log")
     spy.wait(timeout=seconds + 60)
@@ -286,6 +292,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sql", action="store_true", help="with the SQL endpoint on")
     parser.add_argument(
+        "--gil", action="store_true", help="only samples holding the GIL (Python on the CPU)"
+    )
+    parser.add_argument(
         "--simulated-pair", action="store_true", help="bench-daemon (e)'s daemon, with/without"
     )
     parser.add_argument(
@@ -315,7 +324,7 @@ def main() -> int:
             daemon = procs.start([grstats, "run", "--config", str(toml)], workdir / "daemon.log")
             api_port_of(workdir / "daemon.log")
             time.sleep(WARMUP_S)
-            cpu = _spy(procs, workdir, daemon.pid, args.seconds, raw)
+            cpu = _spy(procs, workdir, daemon.pid, args.seconds, raw, gil=args.gil)
         finally:
             procs.stop_all()
         print(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -40,7 +39,7 @@ from pyspark.sql import functions as F
 from spark_rollups import frames
 from spark_rollups.render import Item, Table, stacked_chart
 from spark_rollups.schema import COMMIT_SHARED
-from spark_rollups.week import WeekData, member
+from spark_rollups.week import CommitWeek, WeekData, member
 
 __all__ = [
     "FLOOR_US",
@@ -76,13 +75,6 @@ _CHECK = {
     "after_sync": "the primary's AFTER transactions this member waits for",
     "flow_control": "the bottleneck member in the flow-control section",
 }
-
-
-@dataclass
-class CommitWeek:
-    """Collected commit-path rows of one group and week."""
-
-    hours: list[dict[str, Any]] = field(default_factory=list)  # commit_member_hour rows
 
 
 def collect_commit(week: DataFrame) -> dict[str, CommitWeek]:

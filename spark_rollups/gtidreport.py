@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -27,7 +26,7 @@ from pyspark.sql import functions as F
 from protocol.humanize import duration
 from spark_rollups import frames
 from spark_rollups.render import Item, Table
-from spark_rollups.week import member
+from spark_rollups.week import GtidWeek, member
 
 __all__ = ["HEADING", "GtidWeek", "collect_gtids", "errant_findings", "gtid_section"]
 
@@ -39,13 +38,6 @@ _ADVICE = (
     "holding the GTIDs it lacks: keep binary logs longer (binlog_expire_logs_seconds) "
     "or plan for a clone-based rejoin."
 )
-
-
-@dataclass
-class GtidWeek:
-    """Collected GTID divergence rows of one group and week."""
-
-    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
 
 
 def collect_gtids(hours: DataFrame) -> dict[str, GtidWeek]:

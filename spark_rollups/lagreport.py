@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
@@ -33,7 +32,7 @@ from pyspark.sql import functions as F
 from protocol.humanize import duration
 from spark_rollups import frames
 from spark_rollups.render import Item, Table, heatmap_chart
-from spark_rollups.week import member
+from spark_rollups.week import LagWeek, member
 
 __all__ = [
     "BUSY_FACTOR",
@@ -88,14 +87,6 @@ def busy_hours(writes: Sequence[float | None]) -> tuple[list[int], float]:
         return [], 0.0
     busy = [h for h, w in enumerate(writes) if w is not None and w >= BUSY_FACTOR * median]
     return busy, max(known) / median
-
-
-@dataclass
-class LagWeek:
-    """Collected lag rows of one group and week."""
-
-    hours: list[dict[str, Any]] = field(default_factory=list)  # member, date, hour, p95 apply
-    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst periods, worst first
 
 
 def collect_lag(member_hour: DataFrame) -> dict[str, LagWeek]:

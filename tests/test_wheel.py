@@ -1,6 +1,6 @@
 """The wheel stands alone: built from the checkout, installed into a fresh venv outside it.
 
-The venv gets the wheel with --no-deps, as README's node install. Its
+The venv gets the wheel with --no-deps, as the operator guide's node install. Its
 dependencies are not downloaded again (minutes of a shared CPU): a `.pth`
 line puts the test interpreter's own site-packages (installed from the same
 lock by `make install`) after the venv's. A `.pth` line adds the directory
@@ -134,6 +134,11 @@ def test_the_wheel_runs_init_check_and_run(installed: Path, broker: Broker, tmp_
 
         port = wait_for(api_port, 60, "the daemon to start")
         wait_for(lambda: http_get(port, "/healthz")[0] == 200, 30, "/healthz ok")
+        # the live page and the files it loads, from the wheel's package data
+        status, page = http_get(port, "/")
+        assert status == 200 and b"127.0.0.1:3306" in page
+        for name in ("page.css", "page.js", "icon.svg"):
+            assert http_get(port, f"/static/{name}")[0] == 200, name
     finally:
         daemon.terminate()
         assert daemon.wait(timeout=30) == 0

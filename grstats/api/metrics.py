@@ -224,7 +224,7 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
 
 
 # the states of the SQL endpoint's process (grstats.daemon.sqlchild)
-SQL_PROCESS_STATES = ("starting", "up", "unresponsive", "restarting", "stopped")
+SQL_PROCESS_STATES = ("idle", "starting", "up", "unresponsive", "restarting", "stopped")
 
 
 def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
@@ -296,6 +296,21 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "SQL endpoint login attempts made to wait after failed logins from their address.",
         value=q.logins_delayed,
     )
+    yield CounterMetricFamily(
+        "grstats_sql_connections_evicted",
+        "SQL endpoint connections still logging in, ended to give a new connection a slot.",
+        value=q.connections_evicted,
+    )
+    yield GaugeMetricFamily(
+        "grstats_sql_history_tail_files_left_out",
+        "Unflushed write-ahead log files left out of grstats.history now (past its bound).",
+        value=q.tail_skipped_files,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_history_tail_skipped_files",
+        "Unflushed write-ahead log files ever left out of grstats.history, each once.",
+        value=q.tail_skipped_total,
+    )
     if q.process_state:  # the endpoint's own process (grstats run / collect)
         yield GaugeMetricFamily(
             "grstats_sql_process_up",
@@ -312,7 +327,8 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         yield state
         yield CounterMetricFamily(
             "grstats_sql_process_restarts",
-            "Times the SQL endpoint's process was started again after it ended.",
+            "Times the SQL endpoint's process was started again after it ended "
+            "(other than for child_idle_stop).",
             value=q.process_restarts,
         )
         yield CounterMetricFamily(

@@ -3,7 +3,10 @@
 Strategy: answers are built from one immutable `DaemonSnapshot` read per
 request (`get_snapshot`), never from live state, and know nothing of
 sockets: the server (`grstats.api.server`) frames and sends them within its
-bounds. /healthz reads only a `DaemonStatus` (`get_status`: the daemon's
+bounds. /livez is liveness (the daemon's own loop runs and ticks: what a
+restart policy and systemd's watchdog go by), /healthz readiness (every
+degraded part with its reason: what a person or a load balancer goes by).
+/healthz reads only a `DaemonStatus` (`get_status`: the daemon's
 counters and checks now, no table built, so polling it costs a busy
 collector nothing of its tables). The snapshot's part of /metrics is rendered once per snapshot and
 shared by every scraper of that snapshot; only the small process/API part
@@ -21,8 +24,9 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from grstats.api.health import ApiStats
+from grstats.api.live import LivePage, PageOptions
 from grstats.api.metrics import snapshot_registry
-from grstats.api.self_metrics import process_registry
+from grstats.api.self_metrics import PageCollector, process_registry
 from grstats.core.columns import table_names
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
@@ -44,6 +48,8 @@ class Routes:
         api_stats: the server's own counters now (for /healthz and /metrics).
         get_status: returns /healthz's figures now; never blocks (default: those
             of the current snapshot).
+        get_liveness: "" while the daemon's own loop ticks, else why not (/livez).
+        page: what the live page needs of the daemon (`grstats.api.live`).
     """
 
     def __init__(
@@ -51,20 +57,32 @@ class Routes:
         get_snapshot: Callable[[], DaemonSnapshot],
         api_stats: Callable[[], ApiStats],
         get_status: Callable[[], DaemonStatus] | None = None,
+        get_liveness: Callable[[], str] | None = None,
+        page: PageOptions | None = None,
     ) -> None:
         self._get_snapshot = get_snapshot
+        self._get_liveness = get_liveness or (lambda: "")
         self._get_status = get_status or (lambda: status_of(get_snapshot()))
         self._api_stats = api_stats
         self._snapshot_registry = snapshot_registry(get_snapshot)
         self._process_registry = process_registry(api_stats)
         # (snapshot, its rendering): see "rendered once per snapshot".
         self._metrics_cache: tuple[DaemonSnapshot, bytes] | None = None
+        # (snapshot, table name -> its JSON): the page's script polls every table each period
+        self._tables_cache: tuple[DaemonSnapshot | None, dict[str, bytes]] = (None, {})
+        self.page = LivePage(get_snapshot, page or PageOptions())
+        self._process_registry.register(PageCollector(self.page))
         self.started = time.monotonic()  # /healthz uptime_s counts from here
 
     def answer(self, path: str) -> Response:
         """Answer one GET for `path` (its query string already removed)."""
         if path == "/metrics":
             return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
+        if path == "/livez":  # answered on the daemon's loop: an answer is itself a sign
+            stalled = self._get_liveness()
+            if stalled:
+                return json_response(503, {"status": "stalled", "reason": stalled})
+            return json_response(200, {"status": "alive"})
         if path in ("/healthz", "/health"):
             return self._health(self._get_status())
         if path.startswith("/v1/tables/"):
@@ -74,10 +92,26 @@ class Routes:
                 return json_response(
                     404, {"error": "unknown table", "table": name, "tables": names}
                 )
-            return json_response(200, [dict(row) for row in self._get_snapshot().table(name)])
+            return 200, "application/json", (self._table_body(name),)
         if path == "/v1/tables":
             return json_response(200, list(table_names()))
+        page = self.page.answer(path)
+        if page is not None:
+            return page
         return json_response(404, {"error": "not found", "path": path})
+
+    def _table_body(self, name: str) -> bytes:
+        """A table's JSON, made once per snapshot (see `_metrics_body`)."""
+        snapshot = self._get_snapshot()
+        held, bodies = self._tables_cache
+        if held is not snapshot:
+            bodies = {}
+            self._tables_cache = (snapshot, bodies)
+        body = bodies.get(name)
+        if body is None:
+            rows = [dict(row) for row in snapshot.table(name)]
+            body = bodies[name] = json.dumps(rows, separators=(",", ":")).encode()
+        return body
 
     def _health(self, status: DaemonStatus) -> Response:
         reasons = status.health.codes()

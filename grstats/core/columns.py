@@ -852,7 +852,7 @@ MEMBER_GTIDS = TableDef(
         Column(GTID_EXECUTED, "longtext"),
         Column(GTID_PURGED, "longtext"),
         Column(GTIDS_READ_AT, "timestamp(6)", "timestamp"),
-        Column(ERRANT_TRANSACTIONS, "longtext"),
+        Column(ERRANT_TRANSACTIONS, "longtext", nullable=True),  # NULL: not judged yet
         Column(
             ERRANT_COUNT,
             "bigint unsigned",

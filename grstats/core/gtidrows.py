@@ -220,7 +220,7 @@ class GtidDivergenceTable:
             col.GTID_EXECUTED: str(m.executed),
             col.GTID_PURGED: str(m.purged),
             col.GTIDS_READ_AT: format_timestamp(m.read_us),
-            col.ERRANT_TRANSACTIONS: str(verdict.errant),
+            col.ERRANT_TRANSACTIONS: str(verdict.errant) if d.recovery is not None else None,
             col.ERRANT_COUNT: verdict.figures[col.ERRANT_COUNT],
             col.ERRANT_SINCE: verdict.figures[col.ERRANT_SINCE],
             col.MISSING_COUNT: verdict.figures[col.MISSING_COUNT],

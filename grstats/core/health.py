@@ -23,21 +23,24 @@ __all__ = [
     "HISTORY_DATA",
     "HISTORY_DEGRADED",
     "PENDING_GTIDS_FULL",
+    "SECTIONS_OVER_CADENCE",
     "SERVER_ORACLE",
     "SOURCE_DOWN",
     "SQL_DOWN",
     "SQL_LIMITS",
     "SQL_STALE",
+    "SQL_TAIL_SKIPPED",
     "UNCHECKED",
     "Health",
     "HealthReason",
 ]
 
-# The codes (README "Health"): /healthz "reasons", grstats_health_status{reason}.
+# The codes (docs/how-it-works.md): /healthz "reasons", grstats_health_status{reason}.
 BUS_DISCONNECTED = "bus_disconnected"  # not connected to the broker
 BUS_ECHO = "bus_echo"  # our own envelopes do not come back (broker ACL?)
 GTIDS_UNSENDABLE = "gtids_unsendable"  # local GTID state over the ext.gtids bound
 PENDING_GTIDS_FULL = "pending_gtids_full"  # pending GTID sets at their byte bound
+SECTIONS_OVER_CADENCE = "sections_over_cadence"  # a member sends ext.gtids too often
 SOURCE_DOWN = "source_down"  # the source does not reach its server
 HISTORY_DEGRADED = "history_degraded"  # the history writer does not write
 HISTORY_DATA = "history_data"  # it writes, but not everything it was given
@@ -45,6 +48,7 @@ SERVER_ORACLE = "server_oracle"  # the server's view of a member disagrees with 
 SQL_DOWN = "sql_down"  # the SQL endpoint is not serving
 SQL_STALE = "sql_stale"  # live tables the endpoint's process cannot be sent
 SQL_LIMITS = "sql_limits"  # the endpoint's process could not set its limits
+SQL_TAIL_SKIPPED = "sql_tail_skipped"  # unflushed history rows left out of the SQL view
 
 
 @dataclass(frozen=True, slots=True)

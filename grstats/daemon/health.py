@@ -106,6 +106,14 @@ def daemon_health(
         )
     if sql is not None:
         health = health.check(h.SQL_DOWN, *_on(not sql.serving, f"sql: not serving ({sql.reason})"))
+        health = health.check(
+            h.SQL_TAIL_SKIPPED,
+            *_on(
+                bool(sql.tail_skipped_files),
+                f"sql: {sql.tail_skipped_files} unflushed write-ahead log files left out of "
+                "grstats.history (past its bound; [history] flush_bytes)",
+            ),
+        )
         if sql.process_state:
             health = health.check(
                 h.SQL_STALE, *_on(bool(sql.snapshot_unsent), f"sql: {sql.snapshot_unsent}")

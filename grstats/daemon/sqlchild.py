@@ -1,22 +1,29 @@
-"""The daemon's SQL endpoint as a supervised child process.
+"""The daemon's SQL endpoint as a supervised child process, started when a client comes.
 
 Strategy: whatever a SQL client does (a query that freezes mysql-mimic's
 own executor, megabytes of packets before login, a huge result), it happens
 in another process, with its own address-space and CPU limits, at a lower
 priority; the daemon's event loop only hands it the live tables and reads
-its figures. `SqlChild.start` spawns `python -m grstats.daemon.sqlmain` and
-waits (bounded) for its first figures, so the port is known when the daemon
-logs `daemon.started`; `run` supervises it until the daemon stops: a child
-that ends is restarted after a backoff doubling from BACKOFF_INITIAL_S up to
-BACKOFF_MAX_S (back to the start once a child ran STABLE_AFTER_S), on the
-port the first one bound, so clients find it again.
+its figures. That process (DuckDB, sqlglot, mysql-mimic: over 100 MB) runs
+only while someone uses it: `SqlChild.start` binds the endpoint's address in
+the daemon (`grstats.sql.listener`), so the port is known when the daemon
+logs `daemon.started`, and `run` waits for a pending connection (nothing
+accepted) before it spawns `python -m grstats.daemon.sqlmain`, which
+inherits the listening sockets and accepts from them. A child with no client
+for [sql] child_idle_stop seconds stops accepting and ends (EXIT_IDLE); the
+daemon watches the sockets again. A child that ends otherwise is followed
+by a backoff doubling from BACKOFF_INITIAL_S up to BACKOFF_MAX_S (back to
+the start once a child ran STABLE_AFTER_S) before the sockets are watched
+again, so a connection still waiting starts the next child then.
 
 Invariants: `offer` is O(1) on the event loop and the loop never waits for
 the child (`SnapshotFeed`, grstats.daemon.sqlfeed: at most one snapshot
-buffered, the rest dropped and counted in `snapshots_dropped`). Counters of
-the child survive its restarts (the dead child's totals are kept and added).
-The child gets the daemon's environment without the systemd notify and
-socket-activation variables: only the daemon pings the watchdog.
+buffered, the rest dropped and counted in `snapshots_dropped`); no snapshot
+is built for it while no child runs (`running`). Counters of the child
+survive its ends (the ended child's totals are kept and added). The daemon
+never accepts a connection: only a child does, so none is lost between two
+children. The child gets the daemon's environment without the systemd
+notify and socket-activation variables: only the daemon pings the watchdog.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -45,20 +53,23 @@ from grstats.sql.channel import (
     figures_from,
     read_frame,
 )
-from grstats.sql.child import EXIT_REASONS, REPLY_MAX_BYTES
+from grstats.sql.child import EXIT_IDLE, EXIT_REASONS, REPLY_MAX_BYTES
+from grstats.sql.listener import bind, port_of, tls_failure, wait_pending
 
 log = structlog.get_logger("grstats.daemon")
 
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_AFTER_S = 60.0
-START_WAIT_S = 30.0  # the first figures (the child imports DuckDB & co. first)
 STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
 CHECK_S = 0.5  # how often the supervisor looks at the child's silence
+RETRY_S = 5.0  # an address that cannot be bound (or TLS files not loaded) is tried again
 CONFIG_MAX_BYTES = 1 << 16
 CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
 _DAEMON_ONLY_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
 _GAUGES = ("serving", "reason", "connections_open", "max_connections")
+# states in which a pending connection will be served: the sockets are bound
+_ANSWERING = ("idle", "starting")
 
 
 def exit_reason(returncode: int) -> str:
@@ -90,34 +101,89 @@ def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
     return dataclasses.replace(last, **changes)
 
 
-class SqlChild:
-    """Spawns, feeds and restarts the SQL endpoint's process.
+class Listening:
+    """The endpoint's listening sockets, held by the daemon for every child it starts.
 
     Args:
-        config: what the child is told (its port is replaced by the one the
-            first child bound, once known).
+        config: the endpoint's address and TLS files.
     """
 
-    def __init__(self, config: ChildConfig, *, child_timeout: float = 30.0) -> None:
+    def __init__(self, config: ChildConfig) -> None:
+        self.options = config.options
+        self.sockets: list[socket.socket] = []
+        self.failure = ""  # why the endpoint cannot answer now ("" when it can)
+        self.port = config.options.port
+
+    def ready(self) -> bool:
+        """True once the sockets are bound; else try (TLS files first, as the child loads them)."""
+        if self.sockets:
+            return True
+        o = self.options
+        failure = tls_failure(o.tls_cert_file, o.tls_key_file)
+        if not failure:
+            try:
+                self.sockets = bind(o.host, o.port)
+            except OSError as exc:
+                failure = f"cannot listen on {o.host}:{o.port}: {exc.strerror or exc}"
+        if failure != self.failure and failure:  # once per reason, not every retry
+            log.error("sql.not_serving", reason=failure, retry_s=RETRY_S)
+        self.failure = failure
+        if self.sockets:
+            self.port = port_of(self.sockets)
+            log.info("sql.listening", host=o.host, port=self.port, process="on first connection")
+        return bool(self.sockets)
+
+    def close(self) -> None:
+        """Close the daemon's sockets (the endpoint no longer listens once no child holds them)."""
+        for sock in self.sockets:
+            sock.close()
+        self.sockets = []
+
+
+class SqlChild:
+    """Holds the endpoint's sockets; spawns, feeds and restarts its process when clients come.
+
+    Args:
+        config: what the child is told (its port is replaced by the one bound).
+        snapshot: the daemon's current live tables (built when a child starts).
+    """
+
+    def __init__(
+        self,
+        config: ChildConfig,
+        snapshot: Callable[[], DaemonSnapshot],
+        *,
+        child_timeout: float = 30.0,
+    ) -> None:
         self.config = config
         self.child_timeout = child_timeout
-        self.port = config.options.port
+        self.listening = Listening(config)
         self.state = "stopped"
         self.pid = 0
         self.restarts = 0
         self.last_exit = ""
         self.feed = SnapshotFeed(config.max_snapshot_bytes)  # the live tables, to the child
         self.replies_refused = 0
+        self._snapshot = snapshot
         self._base = SqlFigures()
         self._current = SqlFigures(max_connections=config.options.max_connections)
         self._proc: asyncio.subprocess.Process | None = None
         self._replies: asyncio.Task[None] | None = None
-        self._reported = asyncio.Event()
         self._child_refused: dict[str, int] = {}
         self._child_refused_base: dict[str, int] = {}
         self._started_at = 0.0
         self._heard = 0.0  # when the child last reported (or was started)
         self._killed_for = ""  # why the daemon killed the current child ("" if it did not)
+
+    @property
+    def port(self) -> int:
+        """The endpoint's port (the configured one until the sockets are bound)."""
+        return self.listening.port
+
+    @property
+    def running(self) -> bool:
+        """True while a child process exists (and so wants the live tables)."""
+        return self._proc is not None
 
     # -- what the daemon reads ---------------------------------------------------
 
@@ -125,18 +191,22 @@ class SqlChild:
         """The endpoint's figures: the child's, its process's state, the snapshots sent."""
         up = self.state == "up"
         current = self._current
-        reason = current.reason
-        if not up:
+        if up:
+            serving, reason = current.serving, current.reason
+        elif self.state in _ANSWERING and self.listening.sockets:
+            serving, reason = True, ""  # a connection is answered by the child it starts
+        else:
+            serving = False
             last = f", last {self.last_exit}" if self.last_exit else ""
-            reason = f"process {self.state}{last}"
+            reason = self.listening.failure or f"process {self.state}{last}"
             if self.state == "unresponsive":
                 silence = time.monotonic() - self._heard
                 reason = f"process unresponsive (no figures for {silence:.0f} s)"
         totals = add_counts(self._base, current)
         return dataclasses.replace(
             totals,
-            serving=up and current.serving,
-            reason="" if up and current.serving else reason,
+            serving=serving,
+            reason="" if serving else reason,
             connections_open=current.connections_open if up else 0,
             max_connections=self.config.options.max_connections,
             process_state=self.state,
@@ -174,22 +244,36 @@ class SqlChild:
 
     # -- lifecycle -------------------------------------------------------------
 
-    async def start(self, snapshot: DaemonSnapshot) -> None:
-        """Start the first child and wait up to START_WAIT_S for its first figures."""
-        self.feed.latest = snapshot
-        await self._spawn()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._reported.wait(), START_WAIT_S)
+    async def start(self) -> None:
+        """Bind the endpoint's address (no process: the first connection starts one)."""
+        self.listening.ready()
+        self.state = "idle"
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Feed the child and restart it when it ends, until `stop` is set."""
+        """Start a child for each first connection, feed it, follow its end, until `stop`."""
         failures = 0
+        again = False  # the next child follows one that ended abnormally
         async with asyncio.TaskGroup() as tg:
             sender = tg.create_task(self.feed.run(self._child_input), name="sql-send")
             stopped = tg.create_task(stop.wait(), name="sql-stop")
             while not stop.is_set():
+                if not self.listening.ready():
+                    self.state = "idle"
+                    await asyncio.wait({stopped}, timeout=RETRY_S)
+                    continue
+                self.state = "idle"
+                pending = tg.create_task(wait_pending(self.listening.sockets), name="sql-wait")
+                await asyncio.wait({pending, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if not pending.done():
+                    pending.cancel()
+                    break
+                if again:
+                    self.restarts += 1
+                await self._spawn()
                 proc = self._proc
-                if proc is not None:
+                if proc is None:  # it could not even be started
+                    failures += 1
+                else:
                     ended = tg.create_task(proc.wait(), name="sql-wait")
                     while not (ended.done() or stop.is_set()):
                         await asyncio.wait(
@@ -200,19 +284,17 @@ class SqlChild:
                         ended.cancel()
                         break
                     await self._reap(proc)
+                    if proc.returncode == EXIT_IDLE:
+                        log.info("sql.child_idle_ended", pid=proc.pid)
+                        failures, again = 0, False
+                        continue
                     lived = time.monotonic() - self._started_at
                     failures = 0 if lived >= STABLE_AFTER_S else failures + 1
-                else:  # it could not even be started
-                    failures += 1
+                again = True
                 delay = backoff_s(failures)
                 self.state = "restarting"
                 log.error("sql.child_ended", reason=self.last_exit, restart_in_s=delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(stopped), delay)
-                if stop.is_set():
-                    break
-                self.restarts += 1
-                await self._spawn()
+                await asyncio.wait({stopped}, timeout=delay)
             sender.cancel()
             stopped.cancel()
 
@@ -230,16 +312,17 @@ class SqlChild:
                 await proc.wait()
         if proc is not None:
             await self._reap(proc)
+        self.listening.close()
         self.state = "stopped"
 
     # -- the child process -------------------------------------------------------
 
     async def _spawn(self) -> None:
         self.state = "starting"
-        self._reported.clear()
         self._current = SqlFigures(max_connections=self.config.options.max_connections)
+        fds = tuple(sock.fileno() for sock in self.listening.sockets)
         options = dataclasses.replace(self.config.options, port=self.port)
-        message = config_message(dataclasses.replace(self.config, options=options))
+        config = dataclasses.replace(self.config, options=options, listen_fds=fds)
         env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
         env[PARENT_ENV] = str(os.getpid())
         try:
@@ -250,6 +333,7 @@ class SqlChild:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 env=env,
+                pass_fds=fds,  # the same numbers in the child
             )
         except OSError as exc:
             self.last_exit = f"cannot start: {exc.strerror or exc}"
@@ -261,7 +345,8 @@ class SqlChild:
         self.pid = proc.pid
         self._started_at = self._heard = time.monotonic()
         self._killed_for = ""
-        proc.stdin.write(encode_frame(message, CONFIG_MAX_BYTES))
+        proc.stdin.write(encode_frame(config_message(config), CONFIG_MAX_BYTES))
+        self.feed.latest = self._snapshot()  # none was built while no child ran
         self.feed.send_latest(proc.stdin)  # at once: @@server_uuid comes from it
         self._replies = asyncio.create_task(self._read_replies(proc.stdout), name="sql-replies")
         log.info("sql.child_spawned", pid=proc.pid, restarts=self.restarts)
@@ -297,18 +382,15 @@ class SqlChild:
                     return
                 if message["kind"] != "figures":
                     raise ChannelError("malformed", f"kind {message['kind']!r}")
-                figures, port, refused = figures_from(message)
+                figures, _, refused = figures_from(message)
             except ChannelError as exc:
                 self.replies_refused += 1
                 log.warning("sql.child_reply_refused", reason=exc.reason, error=str(exc))
                 continue
             self._current = figures
-            if figures.serving and port:
-                self.port = port
             self._child_refused = refused
             self.state = "up"
             self._heard = time.monotonic()
-            self._reported.set()
 
     def _child_input(self) -> asyncio.StreamWriter | None:
         return self._proc.stdin if self._proc is not None else None
@@ -326,4 +408,5 @@ def child_config(settings: Settings) -> ChildConfig:
         nice=sql.nice,
         log_level=settings.log.level,
         log_format=settings.log.format,
+        idle_stop=sql.child_idle_stop,
     )

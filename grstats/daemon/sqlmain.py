@@ -1,14 +1,17 @@
 """Entry of the SQL endpoint's child process (`python -m grstats.daemon.sqlmain`).
 
-Strategy: the daemon's `SqlChild` starts this with two pipes: the channel's
-frames come in on stdin and the figures go out on stdout; stderr is the
-daemon's, so the child's log lines land where the daemon's do. The channel
+Strategy: the daemon's `SqlChild` starts this when a client connects, with
+two pipes and the daemon's listening sockets (inherited at the fd numbers
+the "config" message names: the child accepts that client and the next ones
+from them): the channel's frames come in on stdin and the figures go out on
+stdout; stderr is the daemon's, so the child's log lines land where the daemon's do. The channel
 gets its own copy of stdout and fd 1 then points at stderr, so that a stray
 print of a library cannot break the frames. The process asks the kernel to
 SIGKILL it when the daemon dies (Linux), so a child stuck in a query never
 outlives it; it reads the "config" message, configures logging, imports the query
 libraries, sets its own limits (`grstats.sql.child.apply_limits`; the CPU
-budget counts from there) and serves.
+budget counts from there) and serves until its input ends, SIGTERM, or no
+client for [sql] child_idle_stop (exit status `grstats.sql.child.EXIT_IDLE`).
 """
 
 from __future__ import annotations

@@ -220,22 +220,32 @@ class FlowFill:
         # step t), as plain ints: built once, column-wise, for those rows only
         read = np.flatnonzero(held[1:])  # t - 1
         fields = {m: self._entry_fields(m, cols[m], read) for m in members}
-        j = 0  # the next of `read`
-        for t in range(n):
-            if not held[t] and fc.quota == 0 and not s.max_quota:
-                fc.step_number += 1  # what step() does with no hold and no quota
+        steps = np.flatnonzero(held).tolist()  # the seconds whose step reads messages
+        steps.append(n)
+        is_held = held.tolist()
+        i = j = 0  # the next of `steps`, of `read`
+        t = 0
+        while t < n:
+            if not is_held[t] and fc.quota == 0 and not s.max_quota:
+                # up to the next held second every step yields quota 0 and only advances
+                # the step number (what step() does with no hold and no quota): all at once
+                while steps[i] < t:
+                    i += 1
+                fc.step_number += steps[i] - t
+                t = steps[i]
                 continue
-            if held[t] and t > 0:
+            if is_held[t] and t > 0:
                 for m in members:
                     wc, wa, dc, da, dl, mode = fields[m]
                     fc.receive(m, FlowEntry(wc[j], wa[j], dc[j], da[j], dl[j], mode[j]))
                 j += 1
-            elif held[t]:  # the day's first step reads the previous day's last messages
+            elif is_held[t]:  # the day's first step reads the previous day's last messages
                 for m in members:
                     if m in self._last:
                         fc.receive(m, self._last[m].entry)
             fc.step(0)
             quota[t] = fc.quota
+            t += 1
         return quota
 
     def _entry_fields(self, m: str, c: dict[str, Any], rows: Any) -> list[list[int]]:

@@ -257,6 +257,10 @@ class ChildConfig:
         max_cpu_seconds: the child's RLIMIT_CPU in CPU seconds (0: none).
         nice: the child's scheduling niceness (the daemon keeps its own).
         log_level, log_format: the daemon's logging, for the child's lines.
+        listen_fds: the daemon's listening sockets the child inherited (fd
+            numbers; none: the child binds `options`' address itself).
+        idle_stop: seconds without a client connection after which the child
+            stops accepting and ends (0: it never does).
     """
 
     options: SqlOptions
@@ -267,6 +271,8 @@ class ChildConfig:
     nice: int = 0
     log_level: str = "info"
     log_format: str = "json"
+    listen_fds: tuple[int, ...] = ()
+    idle_stop: float = 0.0
 
 
 def config_message(config: ChildConfig) -> dict[str, Any]:
@@ -287,5 +293,9 @@ def config_from(message: Mapping[str, Any]) -> ChildConfig:
         values = {f.name: message[f.name] for f in dataclasses.fields(ChildConfig)}
     except (KeyError, TypeError) as exc:
         raise ChannelError("malformed", f"config: {exc}") from None
+    fds = values["listen_fds"]
+    if not (isinstance(fds, list | tuple) and all(_count(fd) for fd in fds)):
+        raise ChannelError("malformed", "config: listen_fds")
     values["options"] = options
+    values["listen_fds"] = tuple(fds)
     return ChildConfig(**values)

@@ -12,7 +12,11 @@ Invariants: the child sets its own RLIMIT_AS and RLIMIT_CPU and niceness
 (`apply_limits`) before it serves a client; past RLIMIT_CPU it
 exits with EXIT_CPU, on a MemoryError at the top with EXIT_MEMORY, so the
 daemon names why it restarted it. It ends when its input ends (the daemon
-went away) or on SIGTERM; SIGINT is the daemon's to handle. A snapshot
+went away) or on SIGTERM; SIGINT is the daemon's to handle. It listens on
+the daemon's sockets when it inherited them (`listen_fds`, `listener`), and
+after `idle_stop` seconds without a client it stops accepting (at once: a
+connection arriving then waits for the daemon's next child) and ends with
+EXIT_IDLE, its last figures sent. A snapshot
 frame past `max_snapshot_bytes`, of another version or malformed is refused
 and counted; the previous snapshot stays. A figures message is skipped while
 the daemon has not read the previous ones (never buffered without bound).
@@ -26,6 +30,7 @@ import dataclasses
 import os
 import resource
 import signal
+import time
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -41,6 +46,7 @@ from grstats.sql.channel import (
     read_frame,
     snapshot_from,
 )
+from grstats.sql.listener import inherited
 
 if TYPE_CHECKING:
     from grstats.sql.engine import HistoryTail
@@ -49,9 +55,11 @@ log = structlog.get_logger("grstats.sql")
 
 EXIT_MEMORY = 3  # the address-space limit was reached (MemoryError)
 EXIT_CPU = 4  # the CPU-time limit was reached (SIGXCPU)
+EXIT_IDLE = 5  # no client for idle_stop seconds: a normal end, started again on a connection
 EXIT_REASONS = {
     EXIT_MEMORY: "address space limit reached (max_address_space)",
     EXIT_CPU: "CPU time limit reached (max_cpu_seconds)",
+    EXIT_IDLE: "no client for child_idle_stop seconds",
 }
 CPU_GRACE_S = 5  # the hard RLIMIT_CPU (SIGKILL) this long after the soft one (SIGXCPU)
 RETRY_S = 5.0  # an endpoint that cannot listen tries again this often
@@ -138,6 +146,8 @@ class Child:
         self.refused = dict.fromkeys(REFUSALS, 0)
         self.server = SqlServer(config.options, lambda: self._snapshot, tail)
         self.limits_unset = ""  # what `apply_limits` could not set
+        self.status = 0  # the exit status `run` returns
+        self._sockets = inherited(list(config.listen_fds)) or None
 
     async def run(self) -> int:
         """Serve until the input ends or SIGTERM; returns the exit status."""
@@ -151,6 +161,8 @@ class Child:
                     tg.create_task(self._listen_loop(), name="sql-listen"),
                     tg.create_task(self._report_loop(), name="sql-report"),
                 ]
+                if self.config.idle_stop:
+                    tasks.append(tg.create_task(self._idle_loop(), name="sql-idle"))
                 await self.stop.wait()
                 # a backstop: a library that swallows the cancellation below must
                 # not keep an orphaned endpoint listening
@@ -159,7 +171,7 @@ class Child:
                     task.cancel()
         finally:
             await self.server.close()
-        return 0
+        return self.status
 
     async def _read_loop(self) -> None:
         cap = self.config.max_snapshot_bytes
@@ -187,7 +199,7 @@ class Child:
         while not self.stop.is_set():
             if not self.server.serving:
                 try:
-                    await self.server.start()
+                    await self.server.start(self._sockets)
                 except OSError:
                     if self.server.failure != failure:  # once per reason, not every retry
                         failure = self.server.failure
@@ -198,6 +210,25 @@ class Child:
                 self._report()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), RETRY_S)
+
+    async def _idle_loop(self) -> None:
+        """End the child once no client came for `idle_stop` seconds while it served."""
+        idle_stop = self.config.idle_stop
+        await self._tried.wait()
+        while not self.stop.is_set():
+            if self.server.serving and self.server.idle_s(time.monotonic()) >= idle_stop:
+                # the last figures (the daemon keeps this child's counters), still serving,
+                # then no more accepting: both at once, so no client comes in between
+                self._report()
+                self.server.stop_accepting()
+                log.info("sql.child_idle", idle_stop_s=idle_stop)
+                self.status = EXIT_IDLE
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._writer.drain(), STOP_DEADLINE_S)
+                self.stop.set()
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), min(1.0, idle_stop / 4))
 
     async def _report_loop(self) -> None:
         await self._tried.wait()

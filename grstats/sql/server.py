@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import socket
 import ssl
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,10 +39,11 @@ from grstats.core.snapshot import DaemonSnapshot, SqlFigures
 from grstats.sql import statements
 from grstats.sql.engine import Engine, HistoryTail
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
+from grstats.sql.listener import Acceptor, bind, port_of
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
 from grstats.sql.statements import prepare
-from grstats.sql.values import column_kind, is_unsigned, mysql_rows
+from grstats.sql.values import column_kind, is_unsigned
 from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
 
 log = structlog.get_logger("grstats.sql")
@@ -78,6 +80,10 @@ class _BoundedControl(LocalControl):
             raise TooManyConnections()
         connection_id: int = await super().add(connection)
         return connection_id
+
+    def connections(self) -> list[Any]:
+        """The connections holding a slot now."""
+        return list(self._connections.values())
 
     def kill_all(self) -> None:
         for conn in list(self._connections.values()):
@@ -135,6 +141,7 @@ class SqlServer:
         self._pool = ThreadPoolExecutor(options.max_connections, thread_name_prefix="grstats-sql")
         self._control = _BoundedControl(options.max_connections)
         self._server: GrstatsMysqlServer | None = None
+        self._acceptor: Acceptor | None = None
         self.port = options.port
         self.queries = 0
         self.failed = 0
@@ -152,13 +159,23 @@ class SqlServer:
     @property
     def serving(self) -> bool:
         """True while the endpoint accepts connections."""
-        return self._server is not None and self._server.serving()
+        return self._acceptor is not None and self._acceptor.accepting
+
+    def idle_s(self, now: float) -> float:
+        """Seconds without a client connection (0 while one is open); `now`: time.monotonic()."""
+        return self._acceptor.idle_s(now) if self._acceptor is not None else 0.0
+
+    def stop_accepting(self) -> None:
+        """Accept no more connections, at once (those queued stay for the sockets' next owner)."""
+        if self._acceptor is not None:
+            self._acceptor.stop()
 
     def figures(self) -> SqlFigures:
         """The endpoint's counters and state now (event loop only)."""
         serving = self.serving
         reason = "" if serving else (self.failure or "not listening")
         errors = dict(sorted(self.wire.errors.items()))
+        skipped, skipped_total = self.engine.tail_figures()
         return SqlFigures(
             serving=serving,
             reason=reason,
@@ -177,6 +194,9 @@ class SqlServer:
             errors=errors,
             handshake_timeouts=self.wire.handshake_timeouts,
             logins_delayed=self.wire.logins_delayed,
+            connections_evicted=self.wire.evicted,
+            tail_skipped_files=skipped,
+            tail_skipped_total=skipped_total,
         )
 
     def _local_member(self) -> str:
@@ -200,8 +220,8 @@ class SqlServer:
         ctx.load_cert_chain(self.options.tls_cert_file, self.options.tls_key_file)
         return ctx
 
-    async def start(self) -> None:
-        """Listen.
+    async def start(self, sockets: list[socket.socket] | None = None) -> None:
+        """Listen: on `sockets` when given (a daemon's, inherited by its child), else bind.
 
         Raises:
             OSError: the address cannot be bound or the TLS files read (also
@@ -226,23 +246,26 @@ class SqlServer:
                 handshake_timeout=self.options.handshake_timeout,
                 idle_timeout=self.options.idle_timeout,
                 max_packet=self.options.max_statement_bytes + (16 << 10),
+                max_logins_per_address=self.options.max_logins_per_address,
             ),
             identity_provider=_Accounts(self.options.user, self.options.password_hash),
             control=self._control,
             ssl=context,
         )
-        try:
-            await server.start_server(host=self.options.host, port=self.options.port)
-        except OSError as exc:
-            where = f"{self.options.host}:{self.options.port}"
-            self.failure = f"cannot listen on {where}: {exc.strerror or exc}"
-            raise
+        if sockets is None:
+            try:
+                sockets = bind(self.options.host, self.options.port)
+            except OSError as exc:
+                where = f"{self.options.host}:{self.options.port}"
+                self.failure = f"cannot listen on {where}: {exc.strerror or exc}"
+                raise
         self.failure = ""
         self._server = server
-        sockets = self._server.sockets()
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-            self._globals.set("port", self.port, force=True)
+        # our own accepting (not asyncio's server): it stops at once, no connection half-taken
+        self._acceptor = Acceptor(sockets, server.connected)
+        self._acceptor.start()
+        self.port = port_of(sockets) or self.port
+        self._globals.set("port", self.port, force=True)
         log.info("sql.listening", host=self.options.host, port=self.port)
 
     async def _offload(self, work: Callable[[], Any]) -> Any:
@@ -267,7 +290,7 @@ class SqlServer:
 
     def _work(
         self, expression: exp.Expression, database: str | None, snapshot: DaemonSnapshot | None
-    ) -> tuple[list[tuple[Any, ...]], list[ResultColumn]]:
+    ) -> tuple[list[tuple[Any, ...]], list[ResultColumn], tuple[str, ...]]:
         # worker thread: translate, run, convert (the loop only writes the packets)
         sql = prepare(expression, database, self.engine.known_tables())
         result = self.engine.run(sql, snapshot)
@@ -275,19 +298,17 @@ class SqlServer:
             column(name, ColumnType[column_kind(t)], unsigned=is_unsigned(t))
             for name, t in zip(result.names, result.types, strict=True)
         ]
-        rows = mysql_rows(result.rows, self.engine.max_result_bytes)
-        return rows, cols
+        return result.rows, cols, result.warnings  # MySQL's values already (`engine._fetch`)
 
     async def close(self) -> None:
         """Stop listening, interrupt running statements and end every connection."""
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            self._acceptor.close()
             self.engine.interrupt_all()
             self._control.kill_all()
-            try:
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            except TimeoutError:
+            await self._acceptor.wait_served(2.0)
+            if self._acceptor.pending:
                 log.warning("sql.close_timeout")
-            self._server = None
+            self._acceptor = self._server = None
         self._pool.shutdown(wait=False, cancel_futures=True)
         log.info("sql.closed", queries=self.queries, failed=self.failed)

@@ -13,8 +13,8 @@ daemon's own figures: the gaps between the member's stats envelopes on the
 broker (their `sent_us`, <= 1.5 periods), the sd_notify WATCHDOG=1 pings on
 a datagram socket of its own (never more than 1.5 ping intervals apart),
 and the daemon's (not the SQL child's) resident memory from /proc (within
-+50 MB of its idle figure). Killing the child by its PID shows in /healthz
-and the child is started again on the same port.
++50 MB of its idle figure). The endpoint's process itself, its restarts
+and limits: test_sql_child_restarts.
 """
 
 from __future__ import annotations
@@ -22,41 +22,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
-import re
 import shutil
-import signal
 import socket
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
-import pymysql
 import pytest
 
 from protocol import decode_envelope
 from tests.faults import sqlattacks
 from tests.fixtures.broker import Broker, make_test_ca
-from tests.fixtures.daemons import (
-    GROUP,
-    M1,
-    M2,
-    DaemonProc,
-    daemon_config,
-    spawn_daemon,
-    wait_for,
-    wait_started,
-)
+from tests.fixtures.daemons import GROUP, M1
+from tests.fixtures.sql_daemon import PASSWORD, PERIOD, WATCHDOG_S, sql_daemon, sql_port, wake
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]  # bounds a delay: run alone
 
-PASSWORD = "s3cret"
-PERIOD = 1.0
-WATCHDOG_S = 2.0  # WATCHDOG_USEC: the daemon pings every WATCHDOG_S / 2
 ATTACK_S = 20.0  # how long the attacks last (each bounded by it)
 RSS_MARGIN = 50 << 20
 MiB = 1 << 20
@@ -147,75 +131,7 @@ class Measure:
 # -- the daemon ------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sql_daemon(
-    broker: Broker,
-    tmp_path: Path,
-    period: float = PERIOD,
-    history: dict[str, object] | None = None,
-    **sql: object,
-) -> Iterator[tuple[DaemonProc, socket.socket]]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    secret = tmp_path / "sql.password"
-    secret.write_text(PASSWORD + "\n", encoding="utf-8")
-    config = daemon_config(broker.port, M1, [M1, M2], period=period)
-    if history:
-        config["history"] = history
-    # a 2 GiB address space keeps the shared test machine safe from the attacks
-    config["sql"] = {
-        "listen": "127.0.0.1:0",
-        "password_file": str(secret),
-        "max_address_space": 2 << 30,
-        **sql,
-    }
-    name = f"grstats-test-{uuid.uuid4().hex}"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
-        notify.bind("\0" + name)
-        env = {"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": str(int(WATCHDOG_S * 1e6))}
-        daemon = wait_started(spawn_daemon(tmp_path / "d", config, env=env))
-        try:
-            wait_for(lambda: _health(daemon).get("sql", {}).get("serving"), 60, "SQL serving")
-            yield daemon, notify
-        finally:
-            child = 0
-            with contextlib.suppress(OSError, ValueError, KeyError, AssertionError):
-                child = int(_health(daemon)["sql"]["pid"])
-            daemon.kill9()
-            if child:  # no endpoint outlives its daemon, whatever state it was in
-                wait_for(lambda: _gone(child), 10, f"the SQL child {child} to end with the daemon")
-
-
-def _health(daemon: DaemonProc) -> dict[str, Any]:
-    _, body = daemon.get("/healthz")
-    assert isinstance(body, dict)
-    return body
-
-
-def _sql_port(daemon: DaemonProc) -> int:
-    for event in daemon.events():
-        if event.get("event") == "daemon.started":
-            return int(event["sql_port"])
-    raise AssertionError("no daemon.started event")
-
-
 # -- the attacks (each returns by `until`, whatever the endpoint does) -----------
-
-
-def _query(port: int, until: float, sql: str) -> None:
-    left = max(1, int(until - time.monotonic()))
-    with contextlib.suppress(pymysql.MySQLError, OSError):
-        conn = pymysql.connect(
-            host="127.0.0.1",
-            port=port,
-            user="grstats",
-            password=PASSWORD,
-            connect_timeout=left,
-            read_timeout=left,
-            write_timeout=left,
-        )
-        with conn, conn.cursor() as cur:
-            cur.execute(sql)
-            cur.fetchall()
 
 
 def _run_attacks(target: sqlattacks.Target, attacks: list[Attack]) -> None:
@@ -242,11 +158,12 @@ def test_the_daemon_publishes_on_time_under_every_sql_attack_at_once(
     }
     # no history segment is written while the attacks last: the first comes at flush_interval
     hist = {"dir": str(history), "flush_interval": 600.0}
-    with _sql_daemon(broker, tmp_path, history=hist, handshake_timeout=HANDSHAKE_S, **tls) as (
+    with sql_daemon(broker, tmp_path, history=hist, handshake_timeout=HANDSHAKE_S, **tls) as (
         daemon,
         notify,
     ):
-        target = sqlattacks.Target(_sql_port(daemon), PASSWORD, ca[0], tmp_path / "sql.password")
+        target = sqlattacks.Target(sql_port(daemon), PASSWORD, ca[0], tmp_path / "sql.password")
+        wake(daemon, ca[0])  # the endpoint's process runs (it starts on the first connection)
         pid = daemon.process.pid
         idle = max(_rss(pid) for _ in range(5) if time.sleep(0.2) is None)
         attacks: list[Attack] = [
@@ -278,156 +195,3 @@ def test_the_daemon_publishes_on_time_under_every_sql_attack_at_once(
         assert measured.max_ping_gap() <= 1.5 * WATCHDOG_S / 2, measured.pings
         assert max(measured.rss) <= idle + RSS_MARGIN, (idle, max(measured.rss))
         assert any(e.get("event") == "sql.login_failed" for e in daemon.events())
-
-
-def test_a_killed_sql_child_is_restarted_and_healthz_says_so(
-    broker: Broker, tmp_path: Path
-) -> None:
-    with _sql_daemon(broker, tmp_path) as (daemon, _):
-        port = _sql_port(daemon)
-        first = _health(daemon)["sql"]
-        assert first["process"] == "up" and first["restarts"] == 0, first
-        child = int(first["pid"])
-        assert child != daemon.process.pid
-        limits = Path(f"/proc/{child}/limits").read_text()
-        assert re.search(rf"Max address space\s+{2 << 30}\s+{2 << 30}\s", limits), limits
-        assert re.search(r"Max cpu time\s+\d+\s+\d+\s", limits), limits  # the default 3600 s
-        assert int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 10
-        _select_server_uuid(port)  # one query before: the daemon's total must keep it
-        queries = "grstats_sql_queries_total"
-        wait_for(lambda: _metric(daemon, queries) == 1, 30, "the first child's query in /metrics")
-        os.kill(child, signal.SIGKILL)
-
-        def restarted() -> dict[str, Any] | None:
-            sql = _health(daemon)["sql"]
-            return sql if sql["restarts"] == 1 and sql["serving"] else None
-
-        sql = wait_for(restarted, 60, "the SQL child to be started again")
-        assert sql["last_exit"] == "killed by SIGKILL", sql
-        assert sql["pid"] not in (0, child), sql
-        _select_server_uuid(port)  # the same port, served by the new child
-        wait_for(lambda: _metric(daemon, queries) == 2, 30, "both children's queries in /metrics")
-        assert _metric(daemon, "grstats_sql_process_restarts_total") == 1
-        assert daemon.alive()
-
-
-def _select_server_uuid(port: int) -> None:
-    with (
-        pymysql.connect(
-            host="127.0.0.1", port=port, user="grstats", password=PASSWORD, connect_timeout=10
-        ) as conn,
-        conn.cursor() as cur,
-    ):
-        cur.execute("SELECT @@server_uuid")
-        assert cur.fetchone() == (M1,)
-
-
-def test_a_child_past_its_cpu_limit_is_restarted_with_the_reason(
-    broker: Broker, tmp_path: Path
-) -> None:
-    endless = (
-        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
-        "WHERE n < 1000000000000) SELECT COUNT(*) FROM r"
-    )
-    with _sql_daemon(broker, tmp_path, max_cpu_seconds=3, query_timeout=120) as (daemon, _):
-        port = _sql_port(daemon)
-        child = int(_health(daemon)["sql"]["pid"])
-        thread = threading.Thread(
-            target=_query, args=(port, time.monotonic() + 60, endless), daemon=True
-        )
-        thread.start()
-
-        def restarted() -> dict[str, Any] | None:
-            sql = _health(daemon)["sql"]
-            return sql if sql["restarts"] >= 1 and sql["pid"] not in (0, child) else None
-
-        sql = wait_for(restarted, 90, "the SQL child to pass its CPU limit and start again")
-        assert sql["last_exit"] == "CPU time limit reached (max_cpu_seconds)", sql
-        thread.join(70)
-        assert daemon.alive()
-
-
-def _metric(daemon: DaemonProc, sample: str) -> float:
-    _, body = daemon.get("/metrics")
-    for line in body.decode().splitlines():
-        if line.startswith(sample + " "):
-            return float(line.split()[-1])
-    return 0.0
-
-
-def test_a_stopped_child_costs_dropped_snapshots_then_a_restart_never_a_blocked_loop(
-    broker: Broker, tmp_path: Path
-) -> None:
-    with _sql_daemon(broker, tmp_path, period=0.25, child_timeout=20) as (daemon, _):
-        child = int(_health(daemon)["sql"]["pid"])
-        os.kill(child, signal.SIGSTOP)  # alive, reads nothing: the pipe fills
-        try:
-
-            def unresponsive() -> list[str] | None:
-                details = _health(daemon)["details"]
-                return details if any("process unresponsive" in d for d in details) else None
-
-            wait_for(unresponsive, 30, "/healthz to call the stopped child unresponsive")
-            assert _metric(daemon, 'grstats_sql_process_state{state="unresponsive"}') == 1
-            dropped = 'grstats_sql_snapshots_dropped_total{reason="child_slow"}'
-            wait_for(lambda: _metric(daemon, dropped) >= 1, 30, "a snapshot dropped, child slow")
-            # and the daemon goes on publishing (0.25 s period: 8 in 2 s)
-            published = daemon.counters()["messages_published"]
-            wait_for(
-                lambda: daemon.counters()["messages_published"] >= published + 8,
-                10,
-                "the daemon to publish while the child is stopped",
-            )
-
-            def restarted() -> dict[str, Any] | None:
-                sql = _health(daemon)["sql"]
-                return sql if sql["restarts"] == 1 and sql["serving"] else None
-
-            sql = wait_for(restarted, 60, "the silent child to be killed and started again")
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        assert sql["last_exit"].startswith("killed by SIGKILL (no figures for "), sql
-
-
-def test_live_tables_past_the_snapshot_cap_are_refused_counted_and_degrade_health(
-    broker: Broker, tmp_path: Path
-) -> None:
-    with _sql_daemon(broker, tmp_path, max_snapshot_bytes=1024) as (daemon, _):
-
-        def stale() -> dict[str, Any] | None:
-            health = _health(daemon)
-            return health if "sql_stale" in health["reasons"] else None
-
-        health = wait_for(stale, 30, "/healthz to report sql_stale")
-        assert any(
-            d.startswith("sql: the live tables are not sent (too_large: ")
-            for d in health["details"]
-        ), health
-        assert health["sql"]["serving"], health  # the history side still serves
-        too_large = 'grstats_sql_snapshots_dropped_total{reason="too_large"}'
-        assert _metric(daemon, too_large) >= 1
-
-
-def test_the_child_ends_with_the_daemon_on_sigterm_and_on_sigkill(
-    broker: Broker, tmp_path: Path
-) -> None:
-    for stop in ("terminate", "kill9"):
-        with _sql_daemon(broker, tmp_path / stop) as (daemon, _):
-            child = int(_health(daemon)["sql"]["pid"])
-            started = time.monotonic()
-            if stop == "terminate":
-                assert daemon.terminate() == 0
-                assert time.monotonic() - started < 6.0  # the unit's TimeoutStopSec margin
-            else:
-                daemon.kill9()  # the child asked the kernel for SIGKILL when its parent dies
-            wait_for(lambda pid=child: _gone(pid), 10, "the child gone")
-
-
-def _gone(pid: int) -> bool:
-    """No such process, or only its exit status left (a zombie not yet reaped by init)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")

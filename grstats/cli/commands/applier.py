@@ -39,7 +39,7 @@ __all__ = ["applier_command", "reader_rows"]
     "active time, transactions committed / ongoing / pending, sizes, events, and "
     "each wait's count and time (ns, as MySQL reports them).\n\n"
     "\b\nExamples:\n"
-    "  grstats applier                         # what fits 80 columns, members as host:port\n"
+    "  grstats applier                         # what fits the terminal, members as host:port\n"
     "  grstats applier --wide                  # every column under MySQL's names\n"
     "  grstats applier --vertical              # one member and channel per block\n"
     "  grstats applier --workers               # replication_applier_progress_by_worker\n"
@@ -99,14 +99,14 @@ def applier_command(
     if explain_:
         both = reader.read([table, MEMBERS_TABLE])
         labels = member_labels(both[MEMBERS_TABLE])
-        earlier = None
+        earlier, at = None, None
         if history is not None and window is not None:
             at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=window)
             earlier = earlier_readings(history, at)
         if fmt == "json":
             click.echo(json.dumps(applier_verdicts(both[table], labels, earlier), indent=2))
         else:
-            click.echo(applier_text(both[table], labels, earlier), nl=False)
+            click.echo(applier_text(both[table], labels, earlier, at), nl=False)
         return
     rows = reader.read([table])[table]
     show_table(reader, table, fmt=fmt, vertical=vertical, wide=wide, rows=rows)

@@ -16,11 +16,11 @@ import json
 
 import click
 
-from grstats.cli import render
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core.explain import commit_path_text, commit_path_verdicts
 from grstats.core.labels import member_labels
-from grstats.core.snapshot import COMMIT_PATH_COLUMNS, COMMIT_PATH_TABLE, MEMBERS_TABLE
+from grstats.core.snapshot import COMMIT_PATH_TABLE, MEMBERS_TABLE
 
 __all__ = ["commit_path_command"]
 
@@ -45,7 +45,10 @@ __all__ = ["commit_path_command"]
     is_flag=True,
     help="Name each member's dominant cost and what to check for it.",
 )
-def commit_path_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bool) -> None:
+@wide_option
+def commit_path_command(
+    *, reader: TableReader, fmt: str, vertical: bool, explain_: bool, wide: bool
+) -> None:
     if explain_:
         both = reader.read([COMMIT_PATH_TABLE, MEMBERS_TABLE])
         labels = member_labels(both[MEMBERS_TABLE])
@@ -56,6 +59,4 @@ def commit_path_command(*, reader: TableReader, fmt: str, vertical: bool, explai
             click.echo(commit_path_text(rows, labels), nl=False)
         return
     rows = reader.read([COMMIT_PATH_TABLE])[COMMIT_PATH_TABLE]
-    if vertical and fmt == "table":
-        fmt = "vertical"
-    click.echo(render.render(fmt, rows, COMMIT_PATH_COLUMNS), nl=False)
+    show_table(reader, COMMIT_PATH_TABLE, fmt=fmt, vertical=vertical, wide=wide, rows=rows)

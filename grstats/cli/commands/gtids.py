@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import click
 
-from grstats.cli.commands.tables import show_table
+from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core.explain import gtids_text
 from grstats.core.labels import member_labels
@@ -46,12 +46,14 @@ __all__ = ["gtids_command"]
     help="Per member: errant GTIDs and since when, the SQL to inject them as empty "
     "transactions or how to rebuild it, missing GTIDs and the recovery method.",
 )
-def gtids_command(*, reader: TableReader, fmt: str, vertical: bool, explain_: bool) -> None:
+@wide_option
+def gtids_command(
+    *, reader: TableReader, fmt: str, vertical: bool, explain_: bool, wide: bool
+) -> None:
     if explain_:
         both = reader.read([MEMBER_GTIDS_TABLE, MEMBERS_TABLE])
         labels = member_labels(both[MEMBERS_TABLE])
         click.echo(gtids_text(both[MEMBER_GTIDS_TABLE], labels), nl=False)
         return
     rows = reader.read([MEMBER_GTIDS_TABLE])[MEMBER_GTIDS_TABLE]
-    # every column in the table form too (no narrow view: the GTID sets are the point)
-    show_table(reader, MEMBER_GTIDS_TABLE, fmt=fmt, vertical=vertical, wide=True, rows=rows)
+    show_table(reader, MEMBER_GTIDS_TABLE, fmt=fmt, vertical=vertical, wide=wide, rows=rows)

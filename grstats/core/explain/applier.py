@@ -42,6 +42,10 @@ def _earlier(row: Mapping[str, object], earlier: Earlier | None) -> Mapping[str,
     return earlier.get(str(row.get(col.MEMBER_ID)))
 
 
+def _utc(at: dt.datetime) -> str:
+    return at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _shown(value: object) -> str:
     return "NULL" if value is None else visible(str(value))
 
@@ -84,6 +88,7 @@ def applier_text(
     rows: Sequence[Mapping[str, object]],
     labels: Mapping[str, str] = NO_LABELS,
     earlier: Earlier | None = None,
+    window_start: dt.datetime | None = None,
 ) -> str:
     """The verdict of every member and channel, with its numbers and advice.
 
@@ -93,6 +98,8 @@ def applier_text(
         earlier: member id -> an earlier reading of its group_replication_applier
             channel (the history's); None or absent: judged on the totals since
             the applier started.
+        window_start: the start of the --since window asked for, named where a
+            member has no reading that old.
 
     Returns:
         The text, one block per row.
@@ -112,7 +119,13 @@ def applier_text(
             )
             out.append(f"  window: since {shown} UTC (the history's reading)")
         elif earlier is not None:
-            out.append("  window: since the applier started (no history reading that old)")
+            # why not the window asked for, said for this member (not "no reading
+            # that old" where there may be no reading of it at all)
+            asked = "" if window_start is None else f" at or before {_utc(window_start)} UTC"
+            out.append(
+                "  window: since the applier started (the history holds no reading of "
+                f"this member{asked})"
+            )
         if verdict.active_s is not None:
             out.append(f"  active {duration(verdict.active_s)}; share of active time:")
         for name, share in verdict.shares.items():

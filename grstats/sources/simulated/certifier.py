@@ -80,9 +80,15 @@ class Certification:
     def stable_at(self, minute: int) -> tuple[int, int, str]:
         """(stable point, positively certified through it, GTID text) of the round at `minute`."""
         got = self._stable.get(minute)
-        if got is not None:
-            self._stable.move_to_end(minute)
-            return got
+        if got is None:
+            self._hour_rounds(minute)
+            return self._stable[minute]
+        self._stable.move_to_end(minute)
+        return got
+
+    def round_at(self, minute: int) -> tuple[int, int, str]:
+        """`stable_at` of one round by the rule, member by member (`_hour_rounds` computes
+        an hour of them at once, equal to this)."""
         w = self._w
         sent = minute - 1  # the members' gtid_executed as the round reads them
         if sent < w.h0 * HOUR:
@@ -100,11 +106,58 @@ class Certification:
                 applied = total - int(ok[m]) - q
                 point = min(point, w.first_exceeding(v, applied, sent) - 1)
         ok_p = w.ok_at(point)
-        got = (point, int(ok_p.sum()), self._ledger.set_text(ok_p, point))
-        self._stable[minute] = got
-        if len(self._stable) > _STABLE_CACHED:
+        return (point, int(ok_p.sum()), self._ledger.set_text(ok_p, point))
+
+    def _hour_rounds(self, minute: int) -> None:
+        """Cache the rounds of every minute whose sent second is in the hour of `minute`'s.
+
+        `round_at`'s rule for the hour's 60 rounds at once: the members' certified
+        counts, queues and views as arrays over the rounds; a member with a queue is
+        applied through the last second whose certified transactions of the other
+        members do not exceed what it applied, found by one searchsorted over the
+        hour's cumulative counts (`first_exceeding` with every member but it), and
+        `first_exceeding` itself when that second is in an earlier hour.
+        """
+        w, members = self._w, self._members
+        h = (minute - 1) // HOUR
+        sents = np.arange(h * HOUR + GC_PERIOD_S - 1, (h + 1) * HOUR, GC_PERIOD_S, dtype=np.int64)
+        rounds: list[tuple[int, tuple[int, int, str]]] = []
+        if h < w.h0:
+            rounds = [(int(x) + 1, (int(x), 0, "")) for x in sents]
+        else:
+            ks = sents - h * HOUR
+            pa, pc = w.base(h)
+            base, hour = pa - pc, w.hour(h)
+            ok = base[:, None] + hour.ok[:, ks]  # (members, rounds)
+            total = ok.sum(axis=0)
+            base_tot = int(base.sum())
+            points = sents.copy()
+            for m in range(w.n):
+                q = self._q.queue(m, h)[ks]
+                need = q > 0
+                if members.scripted(m):
+                    need &= np.array([members.in_view(m, int(x)) for x in sents], dtype=bool)
+                if not need.any():
+                    continue
+                applied = total - ok[m] - q
+                others_before = base_tot - int(base[m])  # every member but m, before hour h
+                others = others_before + hour.ok_tot - hour.ok[m]
+                first = h * HOUR + np.searchsorted(others, applied, side="right")
+                earlier = np.flatnonzero(need & (others_before > applied))
+                if len(earlier):
+                    v = np.ones(w.n, dtype=np.int64)
+                    v[m] = 0
+                    for r in earlier.tolist():
+                        first[r] = w.first_exceeding(v, int(applied[r]), int(sents[r]))
+                points = np.where(need, np.minimum(points, first - 1), points)
+            for x, point in zip(sents.tolist(), points.tolist(), strict=True):
+                ok_p = w.ok_at(point)
+                rounds.append((x + 1, (point, int(ok_p.sum()), self._ledger.set_text(ok_p, point))))
+        for m_, got in rounds:
+            self._stable[m_] = got
+            self._stable.move_to_end(m_)
+        while len(self._stable) > _STABLE_CACHED:
             self._stable.popitem(last=False)
-        return got
 
     def rounds(self, start: int, stop: int) -> dict[int, tuple[int, int, str]]:
         """The rounds (`stable_at`) of seconds [start, stop), by minute; computed if not cached."""

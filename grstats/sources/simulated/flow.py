@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,7 @@ _WEEK_HOURS = 168
 _MONDAY_HOUR = 96  # 1970-01-05T00:00Z, a Monday: weeks start at hours 96 + k * 168
 _RUNS_CACHED = 64  # a quiet hour is a run of its own: keep a few days of them
 _HOURS_CACHED = 8
+_ANSWERS_KEPT = 48  # hours whose hour_arrays / deficit_before answers are kept (two days)
 
 # (member, first second of the hour) -> that hour's certifier queue (IN_QUEUE)
 WaitingCertification = Callable[[int, int], I64]
@@ -95,6 +97,10 @@ class FlowModel:
         self._runs: OrderedDict[int, _Run] = OrderedDict()
         self._holds: dict[int, bool] = {}
         self._anchors: dict[int, int] = {}
+        # hour -> what hour_arrays / deficit_before answered: read ~10^5 times a simulated
+        # week, each a run lookup; an hour's answer never changes once simulated
+        self._arrays: dict[int, tuple[I64, I64, I64] | None] = {}
+        self._before: dict[int, tuple[I64, I64] | None] = {}
 
     # ---- where runs start ----
 
@@ -149,22 +155,27 @@ class FlowModel:
 
     def hour_arrays(self, h: int) -> tuple[I64, I64, I64] | None:
         """(proposal deficits, conflict deficits, queues) of hour h, None if unthrottled."""
-        if self.settings.mode != "QUOTA" or h < self._w.h0:
-            return None
-        return self._run(h).hours.get(h)
+        if h in self._arrays:
+            return self._arrays[h]
+        got = None
+        if self.settings.mode == "QUOTA" and h >= self._w.h0:
+            got = self._run(h).hours.get(h)
+        _remember(self._arrays, h, got)
+        return got
 
     def deficit_before(self, h: int) -> tuple[I64, I64] | None:
         """Deficits (proposals, conflicts) per member at the end of hour h - 1, as the
         run covering hour h sees it (None: none)."""
-        if self.settings.mode != "QUOTA" or h <= self._w.h0:
-            return None
-        run = self._run(h)
-        if run.anchor == h:
-            return None
-        got = run.hours.get(h - 1)
-        if got is None:
-            return None
-        return got[0][:, -1], got[1][:, -1]
+        if h in self._before:
+            return self._before[h]
+        got = None
+        if self.settings.mode == "QUOTA" and h > self._w.h0:
+            run = self._run(h)
+            last = run.hours.get(h - 1) if run.anchor != h else None
+            if last is not None:
+                got = last[0][:, -1], last[1][:, -1]
+        _remember(self._before, h, got)
+        return got
 
     def episodes(self, h: int) -> list[list[int]]:
         """The episodes [start, end) (end -1: still running) of the run covering hour h."""
@@ -296,6 +307,13 @@ class FlowModel:
 
     def _fast_forward(self, ep: Episode, raw: RawHour, k0: int) -> Forwarded | None:
         return fast_forward(ep, raw, k0)
+
+
+def _remember(memo: dict[int, Any], h: int, value: Any) -> None:
+    """Keep hour h's answer, the oldest forgotten past _ANSWERS_KEPT hours."""
+    memo[h] = value
+    if len(memo) > _ANSWERS_KEPT:
+        del memo[next(iter(memo))]
 
 
 class ThrottledWorkload(Workload):

@@ -116,8 +116,15 @@ def test_the_window_can_turn_a_starved_total_into_a_commit_order_verdict(tmp_pat
 
 def test_a_member_without_a_reading_that_old_is_judged_since_start(tmp_path: Path) -> None:
     early = AT - dt.timedelta(hours=1)  # before every sample of the history
-    text = applier_text([_now_row()], earlier=earlier_readings(_history(tmp_path), early))
-    assert "window: since the applier started (no history reading that old)" in text
+    text = applier_text(
+        [_now_row()], earlier=earlier_readings(_history(tmp_path), early), window_start=early
+    )
+    # why not the window asked for, said for this member (not "no reading that old"
+    # where there may be no reading of it at all)
+    assert (
+        "window: since the applier started (the history holds no reading of this member "
+        f"at or before {early:%Y-%m-%d %H:%M:%S} UTC)"
+    ) in text
     assert "active 16 min 40 s" in text
 
 

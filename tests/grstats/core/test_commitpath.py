@@ -121,7 +121,7 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     tables.set_local(local_sample(), incarnation=1, seq=1)
     tables.receive(TOPIC, remote_envelope(1, T0, commit_path=[9, T0, []]), T0)
     snapshot = tables.snapshot(T0)
-    assert snapshot.counters.envelopes_commit_path_malformed == 1
+    assert snapshot.counters.malformed["commit_path"] == 1
     assert snapshot.counters.envelopes_accepted == 1
     assert snapshot.table("grstats_member_commit_path") == ()
 
