@@ -45,11 +45,11 @@ MAX_SECTION_SIZE: Final = 4096
 #: unpack (`_read_small`).
 FAST_PATH_SIZE: Final = 4096
 FAST_PATH_MAPS: Final = 16
-#: Sections with a strict positional codec of their own (protocol/lag.py, applier.py,
+#: Sections with a strict positional codec of their own (protocol/lag.py, applier.py, mirrored.py,
 #: gtid_state.py, commit_path.py, commit_path_comm.py): lists, no maps, so no key can
 #: repeat; bounded by their own codecs.
 SELF_CHECKED_SECTIONS: Final = frozenset(
-    {"lag", "applier", "gtids", "commit_path", "commit_path_comm"}
+    {"lag", "applier", "gtids", "commit_path", "commit_path_comm", "channels"}
 )
 _MEMBER: Final = "member"
 _EXT: Final = "ext"

@@ -38,6 +38,8 @@ from pyspark.sql import functions as F
 from spark_rollups import conflictreport as C
 from spark_rollups import frames
 from spark_rollups.applierreport import applier_section, collect_applier
+from spark_rollups.channelreport import channel_section, collect_channels
+from spark_rollups.channelrollup import CHANNEL_TABLES
 from spark_rollups.commitreport import collect_commit, commit_section
 from spark_rollups.commitrollup import COMMIT_TABLES
 from spark_rollups.findings import findings_section
@@ -232,6 +234,7 @@ def collect_week(spark: SparkSession, rollups: str, week: str, group: str | None
         ("applier_member_day", collect_applier, "applier"),
         (GTID_TABLES[0], collect_gtids, "gtids"),
         (COMMIT_TABLES[0], collect_commit, "commit"),
+        (CHANNEL_TABLES[0], collect_channels, "channels"),
     ):
         frame = read(table)
         section({} if frame is None else collect(frame), attribute)
@@ -322,6 +325,9 @@ def build_report(data: WeekData) -> Report:
         gtid_section(data.gtids, labels),
         commit_section(data.commit, data.start, labels),
     ]
+    channels = channel_section(data.channels, labels)  # omitted in a week without errors
+    if channels is not None:
+        report.sections.append(channels)
 
     # data quality
     quality = Table(

@@ -45,6 +45,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from spark_rollups import channelrollup as CR
 from spark_rollups import flowrollup as FR
 from spark_rollups import gtidrollup as GR
 from spark_rollups import manifest as M
@@ -94,7 +95,14 @@ GROUP_TABLES = ("group_hour", "group_day")
 TABLES = (*MEMBER_TABLES, *GROUP_TABLES, *APPLIER_TABLES)
 FLOW_TABLES = FR.FLOW_TABLES  # flow control (flowrollup.py): straight from the history
 GTID_TABLES = GR.GTID_TABLES  # GTID divergence (gtidrollup.py): straight from the history
-ALL_TABLES = (*TABLES, *FLOW_TABLES, *GTID_TABLES, *COMMIT_TABLES)  # commit path: commitrollup.py
+CHANNEL_TABLES = CR.CHANNEL_TABLES  # channel error episodes (channelrollup.py)
+ALL_TABLES = (
+    *TABLES,
+    *FLOW_TABLES,
+    *GTID_TABLES,
+    *COMMIT_TABLES,
+    *CHANNEL_TABLES,
+)  # commit path: commitrollup.py
 # every directory a run writes under OUT (the SQL endpoint's catalog lists the same)
 WRITTEN_TABLES = (*ALL_TABLES, MEMBER_HOSTS)
 # the tables by the pass that computes them (`run_rollup(only=...)`, the benchmark's groups)
@@ -103,6 +111,7 @@ TABLE_GROUPS: dict[str, tuple[str, ...]] = {
     "applier": APPLIER_TABLES,
     "flow": FLOW_TABLES,
     "gtid": GTID_TABLES,
+    "channel": CHANNEL_TABLES,
     "commit": COMMIT_TABLES,
     "hosts": (MEMBER_HOSTS,),
 }
@@ -264,6 +273,9 @@ def run_rollup(
     if wanted & set(TABLE_GROUPS["gtid"]):
         # GTID divergence: its own (pruned) scan, per-day figures only
         tables.update(GR.gtid_tables(GR.read_gtid_columns(spark, screened.paths)))
+    if wanted & set(TABLE_GROUPS["channel"]):
+        # channel error episodes: their own (pruned) scan, per-day runs only
+        tables.update(CR.channel_tables(CR.read_channel_columns(spark, screened.paths)))
     if MEMBER_HOSTS in wanted:
         # the members dimension (memberdim.py): host:port labels for the report
         tables[MEMBER_HOSTS] = member_hosts(_read_hosts(spark, screened.paths))
@@ -329,7 +341,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
         "flow_control_member_hour and flow_control_episodes, the GTID divergence tables "
         "gtid_member_hour and gtid_member_day, the commit-path tables "
-        "commit_member_hour and commit_member_day, and the members dimension "
+        "commit_member_hour and commit_member_day, the channel error episodes "
+        "channel_error_episodes, and the members dimension "
         "member_hosts (Parquet)."
     )
     parser.epilog = (

@@ -20,6 +20,7 @@ from pyspark.sql.types import (
     DataType,
     DecimalType,
     DoubleType,
+    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -32,6 +33,9 @@ __all__ = [
     "APPLIER_COUNTERS",
     "APPLIER_SHARES",
     "BUCKET",
+    "CHANNEL_COLUMNS",
+    "CHANNEL_INPUT_COLUMNS",
+    "CHANNEL_SCHEMA",
     "COMMIT_COLUMNS",
     "COMMIT_COUNTERS",
     "COMMIT_OPS",
@@ -209,6 +213,27 @@ GTID_INPUT_COLUMNS: tuple[str, ...] = (
 )
 GTID_SCHEMA = StructType(
     [StructField(name, _TYPES.get(name) or dict(GTID_COLUMNS)[name]) for name in GTID_INPUT_COLUMNS]
+)
+
+
+# The member's newest open channel error at recording time (appended after the
+# commit path, issue 41): read on their own scan by channelrollup.py, NULL in older files.
+CHANNEL_COLUMNS: tuple[tuple[str, DataType], ...] = (
+    ("ch_error_channel", StringType()),
+    ("ch_error_thread", StringType()),
+    ("ch_error_number", IntegerType()),
+)
+CHANNEL_INPUT_COLUMNS: tuple[str, ...] = (
+    GROUP_NAME,
+    MEMBER_ID,
+    SAMPLED_AT,
+    *(name for name, _ in CHANNEL_COLUMNS),
+)
+CHANNEL_SCHEMA = StructType(
+    [
+        StructField(name, _TYPES.get(name) or dict(CHANNEL_COLUMNS)[name])
+        for name in CHANNEL_INPUT_COLUMNS
+    ]
 )
 
 

@@ -23,6 +23,7 @@ from spark_rollups.memberdim import member_labels, short_id
 from spark_rollups.render import Member
 
 __all__ = [
+    "ChannelWeek",
     "CommitWeek",
     "FlowWeek",
     "GtidWeek",
@@ -91,6 +92,13 @@ class GtidWeek:
 
 
 @dataclass
+class ChannelWeek:
+    """Collected channel error rows of one group and week (channelreport.py)."""
+
+    errors: list[dict[str, Any]] = field(default_factory=list)  # per member/channel/thread/error
+
+
+@dataclass
 class CommitWeek:
     """Collected commit-path rows of one group and week."""
 
@@ -118,6 +126,7 @@ class WeekData:
     hosts: list[dict[str, Any]] = field(default_factory=list)  # member_hosts of the week
     skipped: list[dict[str, Any]] = field(default_factory=list)  # history files not read
     commit: CommitWeek | None = None  # "where commit time went" (None: no commit-path table)
+    channels: ChannelWeek | None = None  # "Replication errors this week" (None: no table)
 
     def dates(self) -> list[str]:
         """The seven dates of the week (ISO text)."""

@@ -150,6 +150,16 @@ def test_every_try_command_answers_with_data(playground: Playground) -> None:
             assert all(label in out for label in LABELS), (line, out)
 
 
+def test_the_live_page_it_names_answers(playground: Playground) -> None:
+    import urllib.request  # noqa: PLC0415
+
+    url = f"http://127.0.0.1:{playground.state['members'][0]['api_port']}/"
+    assert f"live page: {url}" in playground.started, playground.started
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers.get_content_type() == "text/html"
+
+
 def test_no_narrow_view_shows_a_member_uuid_at_80_or_160_columns(playground: Playground) -> None:
     """Members read as host:port; the group's name (a UUID by MySQL's definition, with no
     host:port to show instead) and a GTID's source UUID are data and may show."""

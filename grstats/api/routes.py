@@ -27,7 +27,7 @@ from grstats.api.health import ApiStats
 from grstats.api.live import LivePage, PageOptions
 from grstats.api.metrics import snapshot_registry
 from grstats.api.self_metrics import PageCollector, process_registry
-from grstats.core.columns import table_names
+from grstats.core.columns import current_name, table_names
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
 # status, content type, body as parts sent one after the other (shared bodies).
@@ -38,6 +38,15 @@ def json_response(status: int, payload: Any) -> Response:
     """`payload` as compact JSON with `status`."""
     body = json.dumps(payload, separators=(",", ":")).encode()
     return status, "application/json", (body,)
+
+
+def deprecation_headers(successor: str) -> str:
+    """The header lines after Content-Type that mark a deprecated table path (RFC 9745).
+
+    The server writes the content type as its header's value, so these ride
+    after it as whole lines: `Deprecation: true` and the successor's path.
+    """
+    return f'\r\nDeprecation: true\r\nLink: </v1/tables/{successor}>; rel="successor-version"'
 
 
 class Routes:
@@ -88,11 +97,15 @@ class Routes:
         if path.startswith("/v1/tables/"):
             name = path.removeprefix("/v1/tables/").strip("/")
             names = table_names()
-            if name not in names:
+            current = current_name(name)
+            if current not in names:
                 return json_response(
                     404, {"error": "unknown table", "table": name, "tables": names}
                 )
-            return 200, "application/json", (self._table_body(name),)
+            body = self._table_body(current)
+            if current != name:  # a deprecated name: the same rows, and a note
+                return 200, "application/json" + deprecation_headers(current), (body,)
+            return 200, "application/json", (body,)
         if path == "/v1/tables":
             return json_response(200, list(table_names()))
         page = self.page.answer(path)

@@ -16,7 +16,7 @@ Names: mysqld_exporter's where the meaning is the same (the member stats,
 the WL#7374 timestamps under `perf_schema.replication_applier_status_by_worker`
 names, whose `member_id` label there holds the WORKER_ID and here the
 member's server UUID); grstats' own elsewhere (no exporter has these figures
-for other members). mysqld_exporter's `replication_group_member_lag` is not
+for other members). mysqld_exporter's group member lag collector is not
 reused: it reports 99999999 for a stopped thread and whole seconds.
 
 Invariants: reads only the snapshot; a NULL (or zero-timestamp) cell is no

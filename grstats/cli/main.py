@@ -29,6 +29,7 @@ _COMMANDS: dict[str, str] = {
     "table": "tables",
     "applier": "applier",
     "gtids": "gtids",
+    "channels": "channels",
     "commit-path": "commit_path",
     "watch": "watch",
     "decode": "decode",

@@ -130,6 +130,16 @@ NARROW: Mapping[str, Sequence[tuple[str, str]]] = {
         ("SYNC", "AFTER_SYNC_SHARE"),
         ("FLOW", "FLOW_CONTROL_SHARE"),
     ),
+    # `grstats channels`: every member's channels, the newest error, its age and tries
+    col.CHANNELS_OVERVIEW.name: (
+        (MEMBER, col.MEMBER_ID),
+        ("CHANNEL", col.CHANNEL_NAME),
+        ("IO", col.IO_STATE),
+        ("SQL", col.SQL_STATE),
+        ("ERROR", col.LAST_ERROR_NUMBER),
+        ("ERROR_AGE", col.ERROR_AGE_SECONDS),
+        ("TRIES", col.ERROR_TRIES),
+    ),
 }
 
 # Columns holding seconds that a person reads as a duration in the narrow view.
@@ -144,6 +154,7 @@ DURATIONS = frozenset(
         col.THROTTLED_SECONDS,
         col.CATCH_UP_ETA_SECONDS,
         col.COMMIT_PATH_PERIOD,
+        col.ERROR_AGE_SECONDS,
     }
 )
 # a UUID not followed by ':' (there it is a GTID's source, data to keep)

@@ -131,7 +131,7 @@ def build_view(
 
     Args:
         tables: rows of replication_group_member_stats, replication_group_members
-            grstats_member_status and replication_group_member_lag (all but the
+            grstats_member_status and grstats_member_lag (all but the
             first may be missing or empty).
         at: monotonic seconds of this read.
         previous: what the last refresh returned, None on the first.

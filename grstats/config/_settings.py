@@ -108,6 +108,10 @@ class PublishSettings:
     gtid_interval: float = setting(30.0, number(30.0, 60.0))
     unreachable_after: int = setting(_REGISTRY.unreachable_after, integer(1, 1_000_000))
     forget_after: float = setting(_REGISTRY.forget_after_s, number(0.1, 30 * 86400.0))
+    # ext.channels carries replication_connection_configuration and _applier_configuration
+    # (hosts, ports, users, TLS file paths; never a password: MySQL shows none); false
+    # keeps those two off the bus (the local daemon still shows its own)
+    channel_configuration: bool = setting(True, flag())
 
 
 # The checks of the fields ApiSettings inherits from grstats.api.options.ApiOptions

@@ -15,6 +15,9 @@ what a sound member does: it resends its sets at once after a reconnect, and
 again on the next tick when a publish timed out under load. A member's first
 copy, and the first of a new incarnation, are always due.
 
+A copy that is due and repeats the member's last sets is not parsed again
+(`core.gtid_reader`), so a sound member's resends cost a text comparison.
+
 Invariants: what is remembered lives in the member's `Remote` (gone with
 it); the verdict reads only the member's bucket, so it costs O(1) per
 message whatever the group; a member's decodes of the section are at most
@@ -30,7 +33,15 @@ from dataclasses import dataclass
 from grstats.core.sections import declared
 from protocol import Envelope
 
-__all__ = ["BURST", "Due", "Heard", "OverCadence", "SectionCadence", "heard", "judge"]
+__all__ = [
+    "BURST",
+    "Due",
+    "Heard",
+    "OverCadence",
+    "SectionCadence",
+    "heard",
+    "judge",
+]
 
 #: Copies of a section a member may send back to back before its cadence applies.
 BURST = 4

@@ -404,9 +404,11 @@ def _seconds(
 _MYSQLD_EXPORTER = "mysql_perf_schema_"  # its perf_schema.replication_applier_status_by_worker
 _STAGE_LAG = "grstats_member_replication_lag_seconds"
 
+# grstats' own aggregate of WL#7374's columns: a grstats table (grstats.member_lag on
+# the SQL endpoint), never a performance_schema name MySQL does not have (issue 41)
 MEMBER_LAG = TableDef(
-    name="replication_group_member_lag",
-    schema="performance_schema",
+    name="grstats_member_lag",
+    schema="grstats",
     columns=(
         Column(MEMBER_ID, "char(36)", "id"),
         Column(CHANNEL_NAME, "char(64)", "id"),
@@ -1104,6 +1106,333 @@ COMMIT_PATH_HISTORY: Final = tuple(
 )
 COMMIT_PATH_HISTORY_EVERY_S: Final = 10
 
+
+# -- WL#3656: the six replication channel tables (issue 41) -----------------------
+# performance_schema's replication_connection_configuration, _connection_status,
+# replication_applier_configuration, _applier_status, _status_by_coordinator and
+# _status_by_worker for every member and every channel (group_replication_applier,
+# group_replication_recovery while it exists, asynchronous channels), as MySQL
+# 8.0.27+ / 8.4 / 9.x ship them (storage/perfschema/table_replication_*.cc; the
+# per-version definitions with their sources are the test fixtures'
+# mysql_definitions.json), MEMBER_ID first as in the other all-member tables. A
+# column a member's server does not show (an older 8.0) is NULL, so every
+# MySQL-NOT-NULL column is nullable here. The GTID columns are 8.4's CHAR(90)
+# (8.0's CHAR(57) fit). Carried on the bus as ext.channels (protocol.mirrored);
+# the configuration tables never have a password (MySQL shows none) and can be
+# kept off the bus ([publish] channel_configuration = false).
+SERVICE_STATE: Final = "SERVICE_STATE"
+LAST_ERROR_NUMBER: Final = "LAST_ERROR_NUMBER"
+LAST_ERROR_MESSAGE: Final = "LAST_ERROR_MESSAGE"
+LAST_ERROR_TIMESTAMP: Final = "LAST_ERROR_TIMESTAMP"
+HOST: Final = "HOST"
+PORT: Final = "PORT"
+USER: Final = "USER"
+SOURCE_UUID: Final = "SOURCE_UUID"
+CONNECTION_RETRY_INTERVAL: Final = "CONNECTION_RETRY_INTERVAL"
+CONNECTION_RETRY_COUNT: Final = "CONNECTION_RETRY_COUNT"
+COUNT_TRANSACTIONS_RETRIES: Final = "COUNT_TRANSACTIONS_RETRIES"
+RECEIVED_TRANSACTION_SET: Final = "RECEIVED_TRANSACTION_SET"
+RECOVERY_CHANNEL: Final = "group_replication_recovery"
+SERVICE_STATES: Final = ("ON", "OFF", "CONNECTING")
+_RECEIVER_STATE = "grstats_channel_receiver_state"
+_APPLIER_STATE = "grstats_channel_applier_state"
+
+
+def _c(name: str, sql_type: str, kind: ColumnKind = "text", **kw: object) -> Column:
+    # a mirrored column: nullable (NULL where the member's server lacks it)
+    return Column(name, sql_type, kind, nullable=True, **kw)  # type: ignore[arg-type]  # Column's own keywords
+
+
+def _stamp(name: str) -> Column:
+    return _c(name, "timestamp(6)", "timestamp")
+
+
+def _state(metric: str, values: tuple[str, ...], help_: str) -> Column:
+    return _c(
+        SERVICE_STATE,
+        f"enum({','.join(repr(v) for v in values)})",
+        metric=metric,
+        help=help_,
+        metric_enum=("state", values),
+    )
+
+
+def _error(thread: str) -> tuple[Column, ...]:
+    return (
+        _c(
+            LAST_ERROR_NUMBER,
+            "int",
+            "gauge",
+            metric=f"grstats_channel_{thread}_last_error_number",
+            help=f"The channel {thread}'s LAST_ERROR_NUMBER (0: none): MySQL's server "
+            "or client error number.",
+        ),
+        _c(LAST_ERROR_MESSAGE, "varchar(1024)"),
+        _stamp(LAST_ERROR_TIMESTAMP),
+    )
+
+
+CONNECTION_CONFIGURATION = TableDef(
+    name="replication_connection_configuration",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _c(HOST, "char(255)"),
+        _c(PORT, "int", "number"),
+        _c(USER, "char(32)"),
+        _c("NETWORK_INTERFACE", "char(60)"),
+        _c("AUTO_POSITION", "enum('1','0')"),
+        _c("SSL_ALLOWED", "enum('YES','NO','IGNORED')"),
+        _c("SSL_CA_FILE", "varchar(512)"),
+        _c("SSL_CA_PATH", "varchar(512)"),
+        _c("SSL_CERTIFICATE", "varchar(512)"),
+        _c("SSL_CIPHER", "varchar(512)"),
+        _c("SSL_KEY", "varchar(512)"),
+        _c("SSL_VERIFY_SERVER_CERTIFICATE", "enum('YES','NO')"),
+        _c("SSL_CRL_FILE", "varchar(255)"),
+        _c("SSL_CRL_PATH", "varchar(255)"),
+        _c(CONNECTION_RETRY_INTERVAL, "int", "number"),
+        _c(CONNECTION_RETRY_COUNT, "bigint unsigned", "number"),
+        _c("HEARTBEAT_INTERVAL", "double(10,3)", "number"),
+        _c("TLS_VERSION", "varchar(255)"),
+        _c("PUBLIC_KEY_PATH", "varchar(512)"),
+        _c("GET_PUBLIC_KEY", "enum('YES','NO')"),
+        _c("NETWORK_NAMESPACE", "varchar(64)"),
+        _c("COMPRESSION_ALGORITHM", "char(64)"),
+        _c("ZSTD_COMPRESSION_LEVEL", "int", "number"),
+        _c("TLS_CIPHERSUITES", "text"),
+        _c("SOURCE_CONNECTION_AUTO_FAILOVER", "enum('1','0')"),
+        _c("GTID_ONLY", "enum('1','0')"),
+    ),
+)
+
+CONNECTION_STATUS = TableDef(
+    name="replication_connection_status",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _c(GROUP_NAME, "char(36)"),
+        _c(SOURCE_UUID, "char(36)"),
+        _c(THREAD_ID, "bigint unsigned", "number"),
+        _state(
+            _RECEIVER_STATE,
+            SERVICE_STATES,
+            "1 for the channel receiver's (I/O thread's) SERVICE_STATE, by state.",
+        ),
+        _c(
+            "COUNT_RECEIVED_HEARTBEATS",
+            "bigint unsigned",
+            "counter",
+            metric="grstats_channel_received_heartbeats_total",
+            help="Heartbeats the channel's receiver got from its source.",
+        ),
+        _stamp("LAST_HEARTBEAT_TIMESTAMP"),
+        _c(RECEIVED_TRANSACTION_SET, "longtext"),
+        *_error("receiver"),
+        _c(LAST_QUEUED_TRANSACTION, "char(90)"),
+        _stamp(LAST_QUEUED_ORIGINAL_COMMIT),
+        _stamp(LAST_QUEUED_IMMEDIATE_COMMIT),
+        _stamp(LAST_QUEUED_START_QUEUE),
+        _stamp(LAST_QUEUED_END_QUEUE),
+        _c("QUEUEING_TRANSACTION", "char(90)"),
+        _stamp("QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _stamp("QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _stamp("QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP"),
+    ),
+)
+
+APPLIER_CONFIGURATION = TableDef(
+    name="replication_applier_configuration",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _c("DESIRED_DELAY", "int", "number"),
+        _c("PRIVILEGE_CHECKS_USER", "text"),
+        _c("REQUIRE_ROW_FORMAT", "enum('YES','NO')"),
+        _c("REQUIRE_TABLE_PRIMARY_KEY_CHECK", "enum('STREAM','ON','OFF','GENERATE')"),
+        _c("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_TYPE", "enum('OFF','LOCAL','UUID')"),
+        _c("ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS_VALUE", "text"),
+    ),
+)
+
+APPLIER_STATUS = TableDef(
+    name="replication_applier_status",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _state(
+            _APPLIER_STATE,
+            ("ON", "OFF"),
+            "1 for the channel applier's (SQL thread's) SERVICE_STATE, by state.",
+        ),
+        _c("REMAINING_DELAY", "int unsigned", "number"),
+        _c(
+            COUNT_TRANSACTIONS_RETRIES,
+            "bigint unsigned",
+            "counter",
+            metric="grstats_channel_transaction_retries_total",
+            help="Transactions the channel's applier retried (temporary errors, "
+            "replica_transaction_retries).",
+        ),
+    ),
+)
+
+APPLIER_STATUS_BY_COORDINATOR = TableDef(
+    name="replication_applier_status_by_coordinator",
+    schema="performance_schema",
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _c(THREAD_ID, "bigint unsigned", "number"),
+        _c(SERVICE_STATE, "enum('ON','OFF')"),
+        *_error("coordinator"),
+        _c(LAST_PROCESSED_TRANSACTION, "char(90)"),
+        _stamp(LAST_PROCESSED_ORIGINAL_COMMIT),
+        _stamp(LAST_PROCESSED_IMMEDIATE_COMMIT),
+        _stamp(LAST_PROCESSED_START_BUFFER),
+        _stamp(LAST_PROCESSED_END_BUFFER),
+        _c("PROCESSING_TRANSACTION", "char(90)"),
+        _stamp("PROCESSING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _stamp("PROCESSING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _stamp("PROCESSING_TRANSACTION_START_BUFFER_TIMESTAMP"),
+    ),
+)
+
+
+def _transient(prefix: str) -> tuple[Column, ...]:
+    return (
+        _c(f"{prefix}_RETRIES_COUNT", "bigint unsigned", "number"),
+        _c(f"{prefix}_LAST_TRANSIENT_ERROR_NUMBER", "int", "number"),
+        _c(f"{prefix}_LAST_TRANSIENT_ERROR_MESSAGE", "varchar(1024)"),
+        _stamp(f"{prefix}_LAST_TRANSIENT_ERROR_TIMESTAMP"),
+    )
+
+
+# mysqld_exporter's perf_schema.replication_applier_status_by_worker collector
+# exports this table's LAST_APPLIED_* / APPLYING_* timestamps as
+# mysql_perf_schema_*_timestamp_seconds; those names are grstats' already, on
+# replication_group_member_lag's per-channel figures (a family cannot be
+# declared twice), so the worker rows export only their error numbers.
+APPLIER_STATUS_BY_WORKER = TableDef(
+    name="replication_applier_status_by_worker",
+    schema="performance_schema",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME, WORKER_ID)),
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        _c(WORKER_ID, "bigint unsigned", "number"),
+        _c(THREAD_ID, "bigint unsigned", "number"),
+        _c(SERVICE_STATE, "enum('ON','OFF')"),
+        _c(
+            LAST_ERROR_NUMBER,
+            "int",
+            "gauge",
+            metric="grstats_channel_worker_last_error_number",
+            help="The applier worker's LAST_ERROR_NUMBER (0: none): MySQL's error number.",
+        ),
+        _c(LAST_ERROR_MESSAGE, "varchar(1024)"),
+        _stamp(LAST_ERROR_TIMESTAMP),
+        _c(LAST_APPLIED_TRANSACTION, "char(90)"),
+        _stamp(LAST_APPLIED_ORIGINAL_COMMIT),
+        _stamp(LAST_APPLIED_IMMEDIATE_COMMIT),
+        _stamp(LAST_APPLIED_START_APPLY),
+        _stamp(LAST_APPLIED_END_APPLY),
+        _c(APPLYING_TRANSACTION, "char(90)"),
+        _stamp(APPLYING_ORIGINAL_COMMIT),
+        _stamp(APPLYING_IMMEDIATE_COMMIT),
+        _stamp(APPLYING_START_APPLY),
+        *_transient(LAST_APPLIED_TRANSACTION),
+        *_transient(APPLYING_TRANSACTION),
+    ),
+)
+
+
+# grstats_channel_errors: grstats' episodes of the channel threads' errors
+# (core.channel_errors): from the first LAST_ERROR_TIMESTAMP seen with an error
+# number to the latest, the tries between, and whether it still shows.
+CHANNEL_THREAD: Final = "THREAD"
+ERROR_FIRST_SEEN: Final = "FIRST_SEEN"
+ERROR_LAST_SEEN: Final = "LAST_SEEN"
+ERROR_TRIES: Final = "TRIES"
+ERROR_OPEN: Final = "OPEN"
+ERROR_CHANGES: Final = "ERROR_CHANGES"
+# grstats' names, not MySQL's LAST_ERROR_*: an episode may be over (the live page reads
+# a table with MySQL's LAST_ERROR_* columns as errors that show now)
+EPISODE_ERROR_NUMBER: Final = "ERROR_NUMBER"
+EPISODE_ERROR_MESSAGE: Final = "ERROR_MESSAGE"
+
+CHANNEL_ERRORS = TableDef(
+    name="grstats_channel_errors",
+    schema="grstats",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME, CHANNEL_THREAD)),
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(CHANNEL_THREAD, "varchar(32)", "id"),
+        Column(EPISODE_ERROR_NUMBER, "int", "number"),
+        Column(EPISODE_ERROR_MESSAGE, "varchar(1024)"),
+        Column(ERROR_FIRST_SEEN, "timestamp(6)", "timestamp"),
+        Column(ERROR_LAST_SEEN, "timestamp(6)", "timestamp"),
+        Column(ERROR_TRIES, "bigint unsigned", "number"),
+        Column(
+            ERROR_OPEN,
+            "tinyint",
+            "gauge",
+            metric="grstats_channel_error_open",
+            help="1 while the channel thread still shows its last error (an open episode).",
+        ),
+        Column(
+            ERROR_CHANGES,
+            "bigint unsigned",
+            "counter",
+            metric="grstats_channel_error_changes_total",
+            help="New errors seen on the channel thread (each new LAST_ERROR_TIMESTAMP or "
+            "number), since this daemon started.",
+        ),
+    ),
+)
+
+# grstats_channels: one row per member and channel, what `grstats channels` shows
+# (core.channel_explain.channel_overview): the receiver's (IO) and the applier's (SQL)
+# SERVICE_STATE, the newest open error of the channel's threads, its age and tries.
+IO_STATE: Final = "IO_STATE"
+SQL_STATE: Final = "SQL_STATE"
+ERROR_AGE_SECONDS: Final = "ERROR_AGE_SECONDS"
+
+CHANNELS_OVERVIEW = TableDef(
+    name="grstats_channels",
+    schema="grstats",
+    metrics=MetricPolicy(keys=(CHANNEL_NAME,)),  # its figures are the six tables' metrics
+    columns=(
+        Column(MEMBER_ID, "char(36)", "id"),
+        Column(CHANNEL_NAME, "char(64)", "id"),
+        Column(IO_STATE, "varchar(16)", nullable=True),
+        Column(SQL_STATE, "varchar(16)", nullable=True),
+        Column(LAST_ERROR_NUMBER, "int", "number", nullable=True),
+        Column(ERROR_AGE_SECONDS, "double", "number", nullable=True),
+        Column(ERROR_TRIES, "bigint unsigned", "number", nullable=True),
+    ),
+)
+
+#: the six, in MySQL's reading order (configuration, then status by thread)
+CHANNEL_TABLES: Final = (
+    CONNECTION_CONFIGURATION,
+    CONNECTION_STATUS,
+    APPLIER_CONFIGURATION,
+    APPLIER_STATUS,
+    APPLIER_STATUS_BY_COORDINATOR,
+    APPLIER_STATUS_BY_WORKER,
+)
+#: the two that may be kept off the bus ([publish] channel_configuration)
+CHANNEL_CONFIGURATION_TABLES: Final = (
+    CONNECTION_CONFIGURATION.name,
+    APPLIER_CONFIGURATION.name,
+)
+
 TABLES: Final = (
     MEMBER_STATS,
     MEMBERS,
@@ -1114,6 +1443,9 @@ TABLES: Final = (
     APPLIER_PROGRESS_BY_WORKER,
     MEMBER_GTIDS,
     COMMIT_PATH,
+    *CHANNEL_TABLES,
+    CHANNEL_ERRORS,
+    CHANNELS_OVERVIEW,
 )
 
 # The stats columns carried by the Pipeline_stats message, in history file order.
@@ -1143,6 +1475,22 @@ def __getattr__(name: str) -> object:
     )
     globals()[name] = value
     return value
+
+
+# The names grstats showed a table under before, answered for one release with a
+# deprecation note (the API's Deprecation header, the SQL endpoint's Note 1287,
+# the README): MySQL has no performance_schema.replication_group_member_lag (the
+# same query on a server fails with ER_NO_SUCH_TABLE), so grstats no longer
+# publishes its lag aggregate under that name. Old name -> (its schema, the table now).
+DEPRECATED_NAMES: Final = MappingProxyType(
+    {"replication_group_member_lag": ("performance_schema", MEMBER_LAG.name)}
+)
+
+
+def current_name(name: str) -> str:
+    """The table `name` is now (itself unless it is a deprecated name)."""
+    old = DEPRECATED_NAMES.get(name)
+    return name if old is None else old[1]
 
 
 def table_names() -> tuple[str, ...]:

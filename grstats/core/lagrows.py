@@ -1,4 +1,4 @@
-"""Rows of `replication_group_member_lag`: WL#7374's stage columns plus the derived lags.
+"""Rows of `grstats_member_lag`: WL#7374's stage columns plus the derived lags.
 
 Strategy: one row per member and channel, from that member's `MemberLag`
 (the local source's sample, or a remote member's last `ext.lag`). The derived
@@ -202,7 +202,7 @@ def within_clock_offset(figures: tuple[float | None, ...], spread_s: float | Non
 def lag_rows(
     member_id: str, lag: MemberLag, *, offset_s: float | None, spread_s: float | None
 ) -> list[Row]:
-    """The replication_group_member_lag rows of one member.
+    """The grstats_member_lag rows of one member.
 
     Args:
         member_id: the member's server UUID.

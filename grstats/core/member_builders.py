@@ -14,7 +14,7 @@ Invariants (PROTOCOL.md section 8, MySQL's ps_information.cc):
 - before the first sample the local rows are MySQL's "plugin never started"
   rows: empty identifiers, zero counters, MEMBER_STATE OFFLINE, NULL port;
 - a remote member silent for the unreachable window shows UNREACHABLE;
-- replication_group_member_lag has a row per member and channel that the
+- grstats_member_lag has a row per member and channel that the
   member reported (`core.lagrows`), beside the same members as the stats;
 - replication_applier_metrics / _progress_by_worker likewise from each
   member's applier metrics (`core.applierrows`), and grstats_member_status
@@ -32,13 +32,18 @@ from typing import Any
 
 from grstats.core import columns as col
 from grstats.core.applierrows import metrics_rows, worker_rows
+from grstats.core.channel_errors import ChannelErrorWatch
+from grstats.core.channel_explain import channel_overview
+from grstats.core.channels import member_channel_rows
+from grstats.core.columns import TableDef
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.lag import MemberLag
 from grstats.core.lagrows import lag_rows
 from grstats.core.rows import empty_stats_row, member_row, remote_member_row, stats_row
 from grstats.core.sample import LocalMember, LocalSample, ServerViewMember
 from grstats.core.snapshot import Row
-from grstats.core.snapshot_inputs import LocalView, SnapshotInputs, Tables
+from grstats.core.snapshot_inputs import LocalView, RowBuilder, SnapshotInputs, Tables
+from protocol import MirroredTables
 
 __all__ = [
     "applier_metrics_rows",
@@ -155,7 +160,7 @@ def member_status_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ..
 
 
 def member_lag_rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
-    """replication_group_member_lag: every member's lag rows, with the clock offsets.
+    """grstats_member_lag: every member's lag rows, with the clock offsets.
 
     Each member's clock offset, and the group's clock spread around it (the
     largest distance to another member's clock; ours counts as 0).
@@ -362,3 +367,30 @@ def _local_status_row(local: LocalView, group: str, member_id: str | None, now_u
         rejections={},
         applier_source=None if sample is None or sample.applier is None else sample.applier.source,
     )
+
+
+def channel_table_builder(table: TableDef) -> RowBuilder:
+    """The row builder of one WL#3656 channel table: the local member's rows, then the others'."""
+
+    def rows(inputs: SnapshotInputs, _tables: Tables) -> tuple[Row, ...]:
+        members: list[tuple[str, MirroredTables | None]] = []
+        sample = inputs.sample
+        if sample is not None:
+            members.append((sample.member.member_id, sample.channels))
+        if not inputs.alone:
+            members.extend((r.envelope.member.id, r.channels) for _, r in inputs.registry.items())
+        return member_channel_rows(table, members)
+
+    return rows
+
+
+def channel_errors_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ...]:
+    """grstats_channel_errors: the episodes, after the status tables of this snapshot."""
+    watch = inputs.channel_errors if inputs.channel_errors is not None else ChannelErrorWatch()
+    watch.observe(tables)
+    return watch.rows()
+
+
+def channels_overview_rows(inputs: SnapshotInputs, tables: Tables) -> tuple[Row, ...]:
+    """grstats_channels: `grstats channels`' rows, from the channel tables built before it."""
+    return tuple(channel_overview(tables, inputs.now_us))

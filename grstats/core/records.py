@@ -27,7 +27,7 @@ from grstats.core.columns import (
 )
 
 # The lag figures of the member's group_replication_applier channel, as
-# replication_group_member_lag derives them (nullable doubles, seconds).
+# grstats_member_lag derives them (nullable doubles, seconds).
 LAG_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     str(c.history) for c in MEMBER_LAG.columns if c.history is not None
 )
@@ -67,6 +67,15 @@ COMMIT_PATH_HISTORY_COLUMNS: tuple[str, ...] = tuple(
     name for _, count, time_us in COMMIT_PATH_HISTORY for name in (count, time_us)
 )
 
+# The member's newest open channel error at recording time (core.channels.error_history):
+# which channel, which thread, which MySQL error number; NULL without one (and in files
+# written before them). The rollups make error episodes of them (first and last seen).
+CHANNEL_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("ch_error_channel", "string"),
+    ("ch_error_thread", "string"),
+    ("ch_error_number", "int32"),
+)
+
 # (column, arrow type name) in file order; history builds its Arrow schema from this.
 # The stats part is derived from the column registry (numbers, then GTID texts).
 HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -96,6 +105,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     *((name, "int64") for name in COMMIT_PATH_HISTORY_COLUMNS),
     # writers held by flow control (older files: NULL, not known)
     *FLOW_HELD_HISTORY_COLUMNS,
+    # the channel error: appended after the commit path, as one block (older files: NULL)
+    *CHANNEL_HISTORY_COLUMNS,
 )
 
 # The non-finite doubles a history column stores as they are (declared in the
@@ -189,3 +200,7 @@ class HistoryRow:
     cp_flow_control_us: int | None = None
     # 1 while a writer's commits reached the flow-control quota (None: no replay)
     fc_writers_held: int | None = None
+    # the member's newest open channel error (None: none, or unknown)
+    ch_error_channel: str | None = None
+    ch_error_thread: str | None = None
+    ch_error_number: int | None = None

@@ -303,7 +303,7 @@ class MemberRegistry:
             stats.transactions_committed_all_members,
             stats.transaction_last_conflict_free,
         )
-        gated = declared().gated  # what rides with the GTID sets only
+        gated = declared().with_gtids  # what rides with the GTID sets (always)
         fold(remote.sections, gated, msg.sections, stats)
         self.cadence.took(remote.heard, msg.envelope, msg.sections, msg.errors, received_at_us)
         errors = {s.counter: msg.errors[s.counter] for s in gated if s.counter in msg.errors}

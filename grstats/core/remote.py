@@ -25,6 +25,7 @@ from protocol import (
     GroupCommunication,
     GtidState,
     MemberStatsState,
+    MirroredTables,
     PipelineStats,
 )
 
@@ -78,6 +79,11 @@ class KeptSections:
     def communication(self) -> GroupCommunication | None:
         """The member's last ext.commit_path_comm."""
         return self.sections.get("commit_path_comm")
+
+    @property
+    def channels(self) -> MirroredTables | None:
+        """The member's last ext.channels: its server's rows of the WL#3656 channel tables."""
+        return self.sections.get("channels")
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,7 +156,7 @@ def remote_member_row(envelope: Envelope, *, unreachable: bool) -> Row:
 def lag_history(lag: MemberLag | None, offset_s: float | None) -> dict[str, float | None]:
     """The history's lag columns: the applier channel's figures of `lag`.
 
-    The same values replication_group_member_lag shows for the member (one
+    The same values grstats_member_lag shows for the member (one
     rule, `core.lagrows`), so the history and the live table never disagree.
 
     Args:

@@ -13,7 +13,13 @@ from typing import Any
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
-from protocol import CommitPathCounters, GroupCommunication, GtidState, PipelineStats
+from protocol import (
+    CommitPathCounters,
+    GroupCommunication,
+    GtidState,
+    MirroredTables,
+    PipelineStats,
+)
 
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 MEMBER_ROLES = ("PRIMARY", "SECONDARY", "")
@@ -110,6 +116,8 @@ class LocalSample:
     commit_path: CommitPathCounters | None = None
     # replication_group_communication_information (8.0.23+); None when not shown
     communication: GroupCommunication | None = None
+    # the server's rows of the six WL#3656 channel tables; None when the source has none
+    channels: MirroredTables | None = None
     # the MEMBER_IDs the local server's replication_group_members lists, itself included
     # (only itself while outside the group); None when the source cannot tell. Only these
     # members' word counts against another's (core.gtid_watch)

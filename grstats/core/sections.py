@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from grstats.core.applier import (
@@ -44,21 +43,33 @@ from grstats.core.applier import (
     decode_member_applier,
     encode_member_applier,
 )
-from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
+from grstats.core.channels import (
+    CHANNEL_HISTORY_NAMES,
+    channel_state,
+    channels_left_out,
+    encode_bounded_channels,
+    error_history,
+)
+from grstats.core.commitpath import CommunicationReader
+from grstats.core.commitpath_section import (
+    commit_path_history_of,
+    commit_path_out,
+    decode_commit_path_checked,
+    keep_commit_path,
+)
+from grstats.core.gtid_reader import GtidStateReader
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
     COMMIT_PATH_HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
 )
-from grstats.core.rows import applier_history, commit_path_due, commit_path_history, lag_history
+from grstats.core.rows import applier_history, lag_history
 from grstats.core.sample import LocalSample
 from protocol import (
-    CommitPathCounters,
-    CommitPathReport,
+    MirroredTables,
     PipelineStats,
-    ProtocolError,
-    decode_commit_path,
+    decode_channels,
     decode_gtid_state,
     encode_commit_path,
     encode_commit_path_comm,
@@ -87,6 +98,9 @@ class Cadence(enum.Enum):
     PERIOD = "period"  # with every stats envelope
     GTID_INTERVAL = "gtid_interval"  # with the GTID sets, every gtid_interval
     ON_CHANGE = "on_change"  # with every envelope, encoded again only when it changed
+    # when its `change_key` differs from the last one sent, and with the GTID sets (at
+    # least every gtid_interval); a receiver keeps the last one until the next
+    CHANGED_OR_GTID_INTERVAL = "changed_or_gtid_interval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +117,11 @@ class HistoryContext:
 def keep_last(_old: Any, new: Any, _stats: PipelineStats) -> Any:
     """The last envelope's value; one without it clears it (stale is worse than none)."""
     return new
+
+
+def keep_last_sent(old: Any, new: Any, _stats: PipelineStats) -> Any:
+    """The last value sent: an envelope without it means "unchanged" (CHANGED_OR_GTID_INTERVAL)."""
+    return old if new is None else new
 
 
 def keep_last_good(old: Any, new: Any, stats: PipelineStats) -> Any:
@@ -137,6 +156,8 @@ class Section:
         left_out_help: that metric's help.
         history_columns: its block of history columns (core.records.HISTORY_COLUMNS).
         history: `(kept, context) -> {column: value}` for that block (None: none).
+        change_key: for CHANGED_OR_GTID_INTERVAL, what must differ from the last
+            value sent for a value to go out between two GTID intervals.
     """
 
     name: str
@@ -156,6 +177,7 @@ class Section:
     left_out_help: str = ""
     history_columns: tuple[str, ...] = ()
     history: Callable[[Any, HistoryContext], Mapping[str, Any]] | None = None
+    change_key: Callable[[Any], object] | None = None
 
     def min_gap_s(self, period_s: float, gtid_interval_s: float) -> float | None:
         """The time a member's bucket takes to refill one copy (None: no bound; core.cadence).
@@ -167,63 +189,8 @@ class Section:
         return None
 
 
-_ALL_FIGURES = attrgetter(*(f.name for f in fields(CommitPathCounters)))
-# the cumulative ones (Gr_last_consensus_end_timestamp is a time, not a count)
-_COUNTS = attrgetter(
-    *(f.name for f in fields(CommitPathCounters) if f.name != "last_consensus_end_us")
-)
-
-
 def _lag_out(sample: LocalSample) -> MemberLag | None:
     return MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
-
-
-def _commit_path_out(sample: LocalSample) -> CommitPathReport | None:
-    counters = sample.commit_path
-    return None if counters is None else CommitPathReport(sample.sampled_at_us, counters)
-
-
-#: MySQL shows its Gr_* status variables as signed 64-bit integers (SHOW_LONGLONG): a
-#: larger counter on the wire came from no server (issue 39 row 9).
-MAX_SERVER_COUNTER: Final = 2**63 - 1
-
-
-def _decode_commit_path(value: object) -> CommitPathReport:
-    """`ext.commit_path`, its counters within what MySQL can hold (signed 64-bit).
-
-    Raises:
-        ProtocolError: malformed (protocol.commit_path), or a counter past 2^63 - 1.
-    """
-    report = decode_commit_path(value)
-    top = max((v for v in _ALL_FIGURES(report.counters) if v is not None), default=0)
-    if top > MAX_SERVER_COUNTER:
-        raise ProtocolError(f"ext.commit_path: a counter past {MAX_SERVER_COUNTER}: {top}")
-    return report
-
-
-def _went_back(before: CommitPathReport, after: CommitPathReport) -> bool:
-    """A counter lower than before: the member's Group Replication restarted (MySQL's
-    Gr_* counters start again from 0), so the period starts again."""
-    pairs = zip(_COUNTS(before.counters), _COUNTS(after.counters), strict=True)
-    return any(b is not None and a is not None and a < b for b, a in pairs)
-
-
-def _keep_commit_path(old: Any, new: Any, _stats: PipelineStats) -> Any:
-    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath);
-    a report whose counters went back is a reset: both start again from it."""
-    window, minute = old if old is not None else ((), ())
-    if new is not None and window and _went_back(window[-1], new):
-        return (new,), (new,)
-    window, minute = commit_path_window(window, new), commit_path_minute(minute, new)
-    return (window, minute) if window or minute else None
-
-
-def _commit_path_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
-    """Its newest report's counters, once per bucket of the member's clock (commit_path_due)."""
-    window = kept[0] if kept is not None else ()
-    if window and commit_path_due(window[-2].at_us if len(window) > 1 else None, window[-1].at_us):
-        return commit_path_history(window[-1].counters)
-    return _NULL
 
 
 _NULL: Final[Mapping[str, Any]] = {}  # no block: the row's defaults, NULL
@@ -243,6 +210,22 @@ def _lag_history(kept: Any, context: HistoryContext) -> Mapping[str, Any]:
 
 def _communication_reader() -> Callable[[MemberKey, object], Any]:
     return CommunicationReader().read
+
+
+def _gtid_state_reader() -> Callable[[MemberKey, object], Any]:
+    return GtidStateReader().read
+
+
+def _channels_out(sample: LocalSample) -> MirroredTables:
+    # an empty value when the server shows no channel: a receiver then drops the rows
+    # it kept (a member whose GR stopped), at the section's cadence
+    if sample.channels is not None:
+        return sample.channels
+    return MirroredTables(sample.sampled_at_us, ())
+
+
+def _channels_history(kept: Any, _context: HistoryContext) -> Mapping[str, Any]:
+    return error_history(kept)
 
 
 #: Every section, in the order the envelope's `ext` map is built.
@@ -289,25 +272,49 @@ SECTIONS: tuple[Section, ...] = (
         decode=decode_gtid_state,
         cadence=Cadence.GTID_INTERVAL,
         keep=keep_last_good,
+        reader=_gtid_state_reader,
         counter="gtids",
         malformed_help="Accepted envelopes whose ext.gtids section was refused "
         "(stats applied, GTID state not).",
     ),
     Section(
         "commit_path",
-        outgoing=_commit_path_out,
+        outgoing=commit_path_out,
         encode=encode_commit_path,
-        decode=_decode_commit_path,
-        keep=_keep_commit_path,
+        decode=decode_commit_path_checked,
+        keep=keep_commit_path,
         reset_on_restart=True,
         counter="commit_path",
         malformed_help="Accepted envelopes whose ext.commit_path or ext.commit_path_comm "
         "section was refused (stats applied, that section not).",
         history_columns=COMMIT_PATH_HISTORY_COLUMNS,
-        history=_commit_path_history,
+        history=commit_path_history_of,
     ),
     # replication_group_communication_information stands for days: encoded again, and
     # checked again by a receiver, only when it changed
+    # the six WL#3656 channel tables (issue 41): when a thread's state, error or the
+    # configuration changes (within a period), else with the GTID sets; the sender
+    # bounds them (core.channels.bounded) and the publisher leaves the configuration
+    # tables out with [publish] channel_configuration = false
+    Section(
+        "channels",
+        outgoing=_channels_out,
+        encode=encode_bounded_channels,
+        decode=decode_channels,
+        cadence=Cadence.CHANGED_OR_GTID_INTERVAL,
+        keep=keep_last_sent,
+        counter="channels",
+        malformed_help="Accepted envelopes whose ext.channels section was refused "
+        "(stats applied, channel tables not).",
+        left_out=channels_left_out,
+        left_out_item="values",
+        left_out_counter="channels_values_left_out",
+        left_out_help="Channel table values (texts over the wire's bound, rows past its size) "
+        "left out of published ext.channels sections, summed.",
+        history_columns=CHANNEL_HISTORY_NAMES,
+        history=_channels_history,
+        change_key=channel_state,
+    ),
     Section(
         "commit_path_comm",
         outgoing=lambda s: s.communication,
@@ -333,6 +340,9 @@ class Declared:
         left_out_counters: the counters of items left out of the wire.
         gated: the sections accepted at most at their cadence (core.cadence).
         gated_names: their names.
+        with_gtids: the sections a GTID-bearing envelope always carries (the gated
+            ones and CHANGED_OR_GTID_INTERVAL's): a receiver takes them from the
+            retained `gtids` copy too (a daemon that connects later).
         history: the sections with a history block.
         by_name: each declaration by its name.
     """
@@ -346,6 +356,7 @@ class Declared:
     left_out_counters: tuple[str, ...] = field(init=False)
     gated: tuple[Section, ...] = field(init=False)
     gated_names: frozenset[str] = field(init=False)
+    with_gtids: tuple[Section, ...] = field(init=False)
     history: tuple[Section, ...] = field(init=False)
     by_name: Mapping[str, Section] = field(init=False)
 
@@ -362,6 +373,14 @@ class Declared:
             ("left_out_counters", tuple(x.left_out_counter for x in s if x.left_out_counter)),
             ("gated", tuple(x for x in s if x.cadence is Cadence.GTID_INTERVAL)),
             ("gated_names", frozenset(x.name for x in s if x.cadence is Cadence.GTID_INTERVAL)),
+            (
+                "with_gtids",
+                tuple(
+                    x
+                    for x in s
+                    if x.cadence in (Cadence.GTID_INTERVAL, Cadence.CHANGED_OR_GTID_INTERVAL)
+                ),
+            ),
             ("history", tuple(x for x in s if x.history is not None)),
             ("by_name", {x.name: x for x in s}),
         ):

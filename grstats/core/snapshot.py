@@ -5,7 +5,7 @@ cares about and swaps the reference; the HTTP API, the Prometheus collector and
 the CLI only ever read a snapshot, so they never race the loop.
 
 Column names of the MySQL-shaped tables are exactly performance_schema's
-(declared in `grstats.core.columns`; replication_group_member_lag adds its
+(declared in `grstats.core.columns`; grstats_member_lag adds its
 derived figures). grstats' own facts about each member
 live in `grstats_member_status`.
 """

@@ -49,6 +49,9 @@ BUILDERS: dict[str, RowBuilder] = {
     col.APPLIER_PROGRESS_BY_WORKER.name: b.applier_worker_rows,
     col.MEMBER_GTIDS.name: b.member_gtids_rows,
     col.COMMIT_PATH.name: b.commit_path_rows,
+    **{t.name: b.channel_table_builder(t) for t in col.CHANNEL_TABLES},
+    col.CHANNEL_ERRORS.name: b.channel_errors_rows,
+    col.CHANNELS_OVERVIEW.name: b.channels_overview_rows,
 }
 
 

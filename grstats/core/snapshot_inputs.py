@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grstats.core.channel_errors import ChannelErrorWatch
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable
@@ -68,6 +69,8 @@ class SnapshotInputs:
         gtids: the GTID divergence table (a daemon's; None for a collector).
         disagreements: member id -> columns on which the server oracle disagreed (its count).
         commit_rows: the commit-path rows kept across snapshots (None: built afresh).
+        channel_errors: the channel error episodes kept across snapshots (None: this
+            snapshot's only).
     """
 
     now_us: int
@@ -79,6 +82,7 @@ class SnapshotInputs:
     gtids: GtidDivergenceTable | None = None
     disagreements: Mapping[str, int] = field(default_factory=dict)
     commit_rows: CommitPathRows | None = None
+    channel_errors: ChannelErrorWatch | None = None
 
     @property
     def sample(self) -> LocalSample | None:

@@ -26,7 +26,6 @@ member steps on its own timer; a group's replay goes with its last member.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from grstats.core.admission import (
@@ -38,6 +37,7 @@ from grstats.core.admission import (
     Status,
     admit,
 )
+from grstats.core.channel_errors import ChannelErrorWatch
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
@@ -133,6 +133,7 @@ class MemberTables:
         )
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
+        self.channel_errors = ChannelErrorWatch()  # episodes across snapshots
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
         # a section a member repeats (ext.commit_path_comm) checked once per member
         self._readers = {s.name: s.reader() for s in declared().sections if s.reader is not None}
@@ -283,12 +284,8 @@ class MemberTables:
         Returns:
             A new immutable DaemonSnapshot.
         """
-        return build_snapshot(
-            self._inputs(now_us),
-            counters=self._counters(own),
-            gauges=self._gauges(own.gauges),
-            health=self._health(own, now_us),
-        )
+        counters, gauges, health = self._figures(own, now_us)
+        return build_snapshot(self._inputs(now_us), counters=counters, gauges=gauges, health=health)
 
     def status_view(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonStatus:
         """What a snapshot taken now would show but its tables: no row is built.
@@ -297,33 +294,31 @@ class MemberTables:
         (`member_builders.members_count`), also its "members_known" gauge.
         """
         members = members_count(self._inputs(now_us))
+        counters, gauges, health = self._figures(own, now_us)
         return DaemonStatus(
             group_name=self.group or "",
             local_member_id=self.local_member_id or "",
             members=members,
-            counters=self._counters(own),
-            gauges={"members_known": float(members), **self._gauges(own.gauges)},
-            health=self._health(own, now_us),
+            counters=counters,
+            gauges={"members_known": float(members), **gauges},
+            health=health,
         )
 
-    def _counters(self, own: DaemonFigures) -> DaemonCounters:
-        return dataclasses.replace(
+    def _figures(
+        self, own: DaemonFigures, now_us: int
+    ) -> tuple[DaemonCounters, dict[str, float], Health]:
+        """The snapshot's counters, gauges and health: the tables' with the daemon's own."""
+        counters = dataclasses.replace(
             self.counters(),
             bus_reconnects=own.bus_reconnects,
             messages_published=own.messages_published,
             left_out=dict(own.left_out),
             sections_unsendable=dict(own.sections_unsendable),
         )
-
-    def _health(self, own: DaemonFigures, now_us: int) -> Health:
+        pending = self.registry.pending_gtids
+        gauges = {**own.gauges, "pending_gtids_bytes": float(pending.bytes)}
         over = over_cadence(self.registry, now_us)
-        return tables_health(own.health, self.registry.pending_gtids, self.oracle, over)
-
-    def _gauges(self, gauges: Mapping[str, float]) -> dict[str, float]:
-        return {
-            **gauges,
-            "pending_gtids_bytes": float(self.registry.pending_gtids.bytes),
-        }
+        return counters, gauges, tables_health(own.health, pending, self.oracle, over)
 
     def _inputs(self, now_us: int) -> SnapshotInputs:
         return SnapshotInputs(
@@ -336,4 +331,5 @@ class MemberTables:
             gtids=self.gtids,
             disagreements={} if self.oracle is None else dict(self.oracle.by_member),
             commit_rows=self._commit_rows,
+            channel_errors=self.channel_errors,
         )

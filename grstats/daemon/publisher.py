@@ -30,6 +30,7 @@ import structlog
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
+from grstats.core.channels import without_configuration
 from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -168,6 +169,13 @@ class Publisher:
             self.topic(topics.STATUS_KIND), topics.STATUS_OFFLINE, qos=1, retain=True, timeout=wait
         )
 
+    def _on_the_bus(self, sample: LocalSample) -> LocalSample:
+        """What of `sample` the other members may see: the channel configuration tables
+        only with [publish] channel_configuration (the local tables show them anyway)."""
+        if self.settings.publish.channel_configuration or sample.channels is None:
+            return sample
+        return dataclasses.replace(sample, channels=without_configuration(sample.channels))
+
     async def _publish(self, sample: LocalSample, bus: Bus) -> bool:
         """Publish one envelope; returns whether it carried the GTID sets."""
         gtids = self._send_gtids
@@ -182,7 +190,7 @@ class Publisher:
             ),
             sent_timestamp=now_us(),
         )
-        ext = self.sections.ext(sample, gtids=gtids)
+        ext = self.sections.ext(self._on_the_bus(sample), gtids=gtids)
         envelope = self.envelope(
             sample, sent_us=now_us(), stats=encode_pipeline_stats(stats), ext=ext
         )

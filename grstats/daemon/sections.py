@@ -7,7 +7,8 @@ still goes out and into the history. Each refusal is counted by section
 per section, whatever the period. The GTID state rides only with the stats'
 GTID sets; while it is over its bound, `gtids_unsendable` degrades /healthz.
 `ext.commit_path_comm` is encoded again only when the server's row changed
-(it stands for days): the last encoding is reused.
+(it stands for days): the last encoding is reused. `ext.channels` goes out
+when its state changed since it was last sent, else with the GTID sets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from grstats.core.sections import Cadence, Section, declared
 from protocol import ProtocolError
 
 log = structlog.get_logger("grstats.daemon")
+
+_NOT_DUE: object = object()  # a CHANGED_OR_GTID_INTERVAL section with nothing new
 
 
 class ExtSections:
@@ -45,6 +48,8 @@ class ExtSections:
         self.gtids_unsendable = False
         self._unsendable_log = RateLimit(60.0)  # by section
         self._last: dict[str, tuple[object, object]] = {}  # ON_CHANGE: value, its encoding
+        # CHANGED_OR_GTID_INTERVAL: the change key of the value last sent
+        self._sent_keys: dict[str, object] = {}
 
     @property
     def applier_workers_dropped(self) -> int:
@@ -61,6 +66,9 @@ class ExtSections:
             value = section.outgoing(sample)
             if value is None:
                 continue
+            key = self._due(section, value, gtids=gtids)
+            if key is _NOT_DUE:
+                continue  # unchanged since it was last sent, and no GTID sets this time
             if section.left_out is not None:
                 self._count_left_out(section, value)
             wire = self._wire(section, value)
@@ -68,7 +76,21 @@ class ExtSections:
                 self.gtids_unsendable = wire is None
             if wire is not None:
                 ext[section.name] = wire
+                if key is not None:
+                    self._sent_keys[section.name] = key
         return ext
+
+    def _due(self, section: Section, value: Any, *, gtids: bool) -> object:
+        """A CHANGED_OR_GTID_INTERVAL section's change key (`_NOT_DUE`: not to be sent now).
+
+        None for the other cadences (always due here).
+        """
+        if section.cadence is not Cadence.CHANGED_OR_GTID_INTERVAL:
+            return None
+        key = value if section.change_key is None else section.change_key(value)
+        if not gtids and self._sent_keys.get(section.name, _NOT_DUE) == key:
+            return _NOT_DUE
+        return key
 
     def _wire(self, section: Section, value: Any) -> object:
         """Its wire value; an ON_CHANGE section is encoded again only for a new value."""

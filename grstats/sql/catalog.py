@@ -47,6 +47,7 @@ ROLLUP_TABLES = (
     "gtid_member_day",
     "commit_member_hour",
     "commit_member_day",
+    "channel_error_episodes",
     "member_hosts",
 )
 # the hive partition columns of the history and rollup directories
@@ -144,6 +145,19 @@ def live_tables() -> tuple[LiveTable, ...]:
             name = name.removeprefix("grstats_")
         out.append(LiveTable(t.schema, name, t))
     return tuple(out)
+
+
+def deprecated_tables() -> tuple[LiveTable, ...]:
+    """The old names a query may still use for one release (columns.DEPRECATED_NAMES).
+
+    They answer the same rows as the table they now are, with a Note 1287
+    (session.GrstatsSession), and are listed nowhere (SHOW TABLES,
+    information_schema): MySQL has no such performance_schema table.
+    """
+    return tuple(
+        LiveTable(schema, old, columns.table(current))
+        for old, (schema, current) in columns.DEPRECATED_NAMES.items()
+    )
 
 
 def not_null_columns() -> frozenset[tuple[str, str, str]]:

@@ -35,10 +35,9 @@ from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from grstats.sql import catalog, functions, infoschema, values
+from grstats.sql import catalog, functions, infoschema
 from grstats.sql.errors import (
     BAD_FIELD,
     FUNCTION_NOT_EXISTS,
@@ -49,6 +48,7 @@ from grstats.sql.errors import (
     UNKNOWN,
     SqlError,
 )
+from grstats.sql.fetch import as_text, fetch
 from grstats.sql.segments import SegmentCheck
 
 
@@ -124,8 +124,6 @@ def _no_tail() -> pa.Table:
     return schema.append(pa.field(_NO_TAIL_SEGMENT, pa.string())).empty_table()
 
 
-_BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked in
-
 _HIVE = "hive_partitioning = true, hive_types = {'group': 'VARCHAR', 'date': 'DATE'}"
 
 
@@ -195,7 +193,7 @@ class Engine:
         self.max_result_bytes = max_result_bytes
         self.threads = threads
         self.memory_limit = memory_limit
-        self.live = catalog.live_tables()
+        self.live = catalog.live_tables() + catalog.deprecated_tables()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []
@@ -369,28 +367,32 @@ class Engine:
                 is past a limit.
         """
         con = self._connection()
-        # the statement's time starts now: reading the WAL tail and the catalog count too
+        # the statement's time starts now: reading the WAL tail counts too
         deadline = time.monotonic() + self.query_timeout
-        timer = threading.Timer(self.query_timeout, con.interrupt)
-        timer.daemon = True
-        timer.start()
+        timer: threading.Timer | None = None
         history = False
         try:
             history = self._refresh(con, snapshot, sql, deadline)
             if catalog.INFO_SCHEMA_INTERNAL in sql:
                 self._refresh_info_schema(con)
-            if time.monotonic() > deadline:  # an interrupt before DuckDB runs is lost
+            # a history statement has what its WAL tail read left of query_timeout
+            left = deadline - time.monotonic() if history else self.query_timeout
+            if left <= 0:  # (DuckDB's interrupt before a query starts would be lost)
                 raise TimeoutError
+            timer = threading.Timer(left, con.interrupt)
+            timer.daemon = True
+            timer.start()
             rel = con.sql(sql)
             names = tuple(rel.columns)
             types = tuple(str(t) for t in rel.dtypes)
-            rows = _fetch(_as_text(rel, types), self.max_rows + 1, self.max_result_bytes)
+            rows = fetch(as_text(rel, types), self.max_rows + 1, self.max_result_bytes)
         except duckdb.Error as exc:
             raise _error(exc) from None
         except TimeoutError:  # the WAL tail's read (kept: the next statement reads on)
             raise _timeout() from None
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             if history:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister("_history_tail")
@@ -407,71 +409,6 @@ class Engine:
         with self._lock:
             for con in self._all:
                 con.interrupt()
-
-
-_SCALAR = re.compile(
-    r"^(BOOLEAN|(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?)|FLOAT|DOUBLE|DECIMAL\(.*\)|DATE|TIME"
-    r"|TIMESTAMP.*|INTERVAL|VARCHAR|\"NULL\")$"
-)
-
-
-def _as_text(rel: duckdb.DuckDBPyRelation, types: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
-    """`rel` with every non-scalar column (LIST, STRUCT, BLOB, ...) as DuckDB's text of it.
-
-    MySQL sends such a value as text anyway; as text its size is known from
-    Arrow's buffers before any Python object is made (see `_fetch`).
-    """
-    if all(_SCALAR.match(t.upper()) for t in types):
-        return rel
-    return rel.project(
-        ", ".join(
-            f"#{i}" if _SCALAR.match(t.upper()) else f"CAST(#{i} AS VARCHAR)"
-            for i, t in enumerate(types, 1)
-        )
-    )
-
-
-def _fetch(rel: duckdb.DuckDBPyRelation, limit: int, max_bytes: int) -> list[tuple[Any, ...]]:
-    """Up to `limit` rows as MySQL's values, made batch by batch through Arrow
-    (timestamps with a zone become UTC wall time).
-
-    The result is refused as soon as its encoded bytes pass `max_bytes`: each
-    batch's text values are sized from Arrow's buffers before they become
-    Python objects, and every batch is counted as it is converted, so what is
-    held is at most `max_bytes` and one batch, whatever the result would be.
-
-    Raises:
-        SqlError: the encoded result is past `max_bytes`.
-    """
-    rows: list[tuple[Any, ...]] = []
-    text_bytes = 0
-    left = max_bytes
-    reader = rel.to_arrow_reader(min(limit, _BATCH_ROWS))
-    try:
-        for batch in reader or ():
-            for col in batch.columns:
-                if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                    text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
-            if text_bytes > max_bytes:
-                raise values.too_big(max_bytes)
-            cols = []
-            for col in batch.slice(0, limit - len(rows)).columns:
-                naive = col
-                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
-                    naive = col.cast(pa.timestamp(col.type.unit))
-                cols.append(naive.to_pylist())
-            try:
-                encoded, size = values.mysql_rows(list(zip(*cols, strict=True)), left)
-            except SqlError:  # past what was left of the bound: named by the whole bound
-                raise values.too_big(max_bytes) from None
-            left -= size
-            rows.extend(encoded)
-            if len(rows) >= limit:
-                break
-    finally:
-        if reader is not None:
-            reader.close()  # the rest of the result is never made
-    return rows
 
 
 def _mysql_type(arrow: str) -> str:

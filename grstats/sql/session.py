@@ -35,6 +35,7 @@ from mysql_mimic.variables import SessionVariables, Variables
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from grstats.core import columns
 from grstats.core.ratelimit import RateLimit
 from grstats.sql import catalog
 from grstats.sql.errors import BAD_DB, OUT_OF_MEMORY, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
@@ -127,6 +128,7 @@ class GrstatsSession(Session):
         self._offload = offload
         self._local_member = local_member
         self._user = user
+        self.notes: tuple[tuple[str, int, str], ...] = ()  # the last statement's (SHOW WARNINGS)
 
     def _set_server_uuid(self) -> None:
         member = perspective(self.username or "", self._user) if self._user else None
@@ -135,6 +137,22 @@ class GrstatsSession(Session):
     async def init(self, connection: Connection) -> None:
         await super().init(connection)
         self._set_server_uuid()
+        # a result's closing EOF / OK packet counts the statement's notes, as MySQL's
+        # does (mysql-mimic always sends 0): the client then knows to SHOW WARNINGS
+        closing = connection.ok_or_eof
+
+        def ok_or_eof(
+            affected_rows: int = 0, last_insert_id: int = 0, warnings: int = 0, flags: int = 0
+        ) -> bytes:
+            packet: bytes = closing(
+                affected_rows,
+                last_insert_id,
+                warnings or len(self.notes) + len(self.warnings),
+                flags,
+            )
+            return packet
+
+        connection.ok_or_eof = ok_or_eof  # per connection
 
     async def reset(self) -> None:
         await super().reset()
@@ -149,8 +167,11 @@ class GrstatsSession(Session):
         return rows, columns
 
     def _show_warnings(self, show: exp.Show) -> Any:
-        # MySQL's SHOW WARNINGS: the previous statement's (it does not clear them itself)
-        return [("Warning", UNKNOWN, text) for text in self.warnings], ["Level", "Code", "Message"]
+        # MySQL's SHOW WARNINGS: the previous statement's (it does not clear them itself):
+        # its notes (a deprecated table name), then the engine's warnings
+        shown = [list(n) for n in self.notes]
+        shown += [["Warning", UNKNOWN, text] for text in self.warnings]
+        return shown, ["Level", "Code", "Message"]
 
     async def use(self, database: str) -> None:
         if database.lower() not in catalog.DATABASES:
@@ -190,6 +211,8 @@ class GrstatsSession(Session):
         parse = functools.partial(self._parse_in_worker, sql, now)
         result = None
         for expression in await self._offload(parse):
+            if not isinstance(expression, exp.Show):  # SHOW WARNINGS reads the last ones
+                self.notes = deprecation_notes(expression)
             q = Query(expression, sql, attrs, _middlewares=self.middlewares, _query=self.query)
             result = await q.start()
         return result
@@ -264,6 +287,31 @@ class _OomLog:
 
 
 _OOM_LOG = _OomLog()
+
+
+# ER_WARN_DEPRECATED_SYNTAX (include/mysqld_error.h, share/messages_to_clients.txt):
+# "'%s' is deprecated and will be removed in a future release. Please use %s instead"
+WARN_DEPRECATED_SYNTAX = 1287
+
+
+def deprecation_notes(expression: exp.Expression) -> tuple[tuple[str, int, str], ...]:
+    """Note 1287 for each deprecated table name the statement reads (columns.DEPRECATED_NAMES)."""
+    notes = []
+    for table in expression.find_all(exp.Table):
+        old = columns.DEPRECATED_NAMES.get(table.name.lower())
+        if old is None:
+            continue
+        current = columns.table(old[1])
+        now = f"{current.schema}.{current.name.removeprefix('grstats_')}"
+        notes.append(
+            (
+                "Note",
+                WARN_DEPRECATED_SYNTAX,
+                f"'{old[0]}.{table.name.lower()}' is deprecated and will be removed in a "
+                f"future release. Please use {now} instead",
+            )
+        )
+    return tuple(dict.fromkeys(notes))
 
 
 def _mysql_names(expression: exp.Expression, now: dt.datetime) -> None:

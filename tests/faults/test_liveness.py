@@ -60,12 +60,16 @@ def test_an_sql_child_stopped_or_killed_is_not_ready_but_the_daemon_is_alive(
             int(e["sql_port"]) for e in daemon.events() if e.get("event") == "daemon.started"
         )
 
+        logged_in = []
+
         def serving_child() -> int | None:
-            with contextlib.suppress(pymysql.MySQLError, OSError):  # its first connection
-                pymysql.connect(
-                    host="127.0.0.1", port=port, user="grstats", password=PASSWORD,
-                    connect_timeout=5,
-                ).close()  # fmt: skip
+            if not logged_in:  # the first connection starts the child (it may start lazily)
+                with contextlib.suppress(pymysql.MySQLError, OSError):
+                    pymysql.connect(
+                        host="127.0.0.1", port=port, user="grstats", password=PASSWORD,
+                        connect_timeout=10, read_timeout=10, write_timeout=10,
+                    ).close()  # fmt: skip
+                    logged_in.append(True)
             sql = _get(daemon, "/healthz")[1].get("sql", {})
             return int(sql["pid"]) if sql.get("serving") and sql.get("pid") else None
 

@@ -124,7 +124,7 @@ status_command = _make_command(
 lag_command = _make_command(
     "lag",
     MEMBER_LAG_TABLE,
-    "Show replication_group_member_lag: per member and channel, the last queued, "
+    "Show grstats_member_lag: per member and channel, the last queued, "
     "processed and applied transactions with their timestamps (UTC), the one being "
     "applied, and the lags: REPLICATION_LAG as MySQL Shell's cluster.status() "
     "computes it, queue and apply lag, apply time, and each member's clock offset.",

@@ -50,26 +50,38 @@ from grstats.core import columns as col
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
 from grstats.core.sample import LocalMember, ServerFlowControl
-from grstats.sources.mysql import applier, commitstats, flowstats, lag
+from grstats.sources.mysql import applier, channels, commitstats, flowstats, lag
 from grstats.sources.mysql.cadence import Cadence
 from grstats.sources.mysql.connection import Connection
 from grstats.sources.mysql.values import PollFailed, Result, dict_rows
-from protocol import CommitPathCounters, GroupCommunication
+from protocol import CommitPathCounters, GroupCommunication, MirroredTables
 
 log = structlog.get_logger("grstats.sources.mysql")
 
 T = TypeVar("T")
 
 # Read every poll in one round trip (connection.Connection.batch), in this order:
-# the lag's four tables, then the Gr_* status variables.
+# the lag's four tables (every channel: they are also four of the six WL#3656 channel
+# tables, channels.py), the two channel configuration tables, then the Gr_* status
+# variables (last: gr_status reads it there).
 _EVERY_POLL = (
     ("lag_connection", lag.SQL_CONNECTION),
     ("lag_applier", lag.SQL_APPLIER),
     ("lag_coordinator", lag.SQL_COORDINATOR),
     ("lag_workers", lag.SQL_WORKERS),
+    *channels.SQL_CONFIGURATION,
     ("flow_stats", commitstats.SQL_GR_STATUS),
 )
 _LAG_RESULTS = 4
+# the channel tables in _EVERY_POLL's order, the lag's four then the configuration two
+_CHANNEL_TABLES = (
+    col.CONNECTION_STATUS,
+    col.APPLIER_STATUS,
+    col.APPLIER_STATUS_BY_COORDINATOR,
+    col.APPLIER_STATUS_BY_WORKER,
+    col.CONNECTION_CONFIGURATION,
+    col.APPLIER_CONFIGURATION,
+)
 # after them when the last read found replication_applier_metrics (9.x): its two reads
 _METRICS_READS = (
     ("applier_metrics", applier.SQL_METRICS),
@@ -152,7 +164,7 @@ class Extras:
         if len(got) < _LAG_RESULTS or not self._db.utc_session:
             return ()  # not read, or the time zone was refused (logged): wrong zone
         connection, applier_status, coordinator, workers = got[:_LAG_RESULTS]
-        self._workers = workers
+        self._workers = lag.gr_channels_only(workers)
         return lag.build_lag(
             state,
             dict_rows(connection),
@@ -160,6 +172,17 @@ class Extras:
             dict_rows(coordinator),
             dict_rows(workers),
         )
+
+    def channels(self, now_us: int) -> MirroredTables | None:
+        """The six channel tables from `every_poll`'s read; None when it was not read.
+
+        Not in a session whose time zone could not be set to UTC: the timestamps
+        would be in the server's zone (logged once, as for the lag).
+        """
+        got = self._polled
+        if len(got) < len(_CHANNEL_TABLES) or not self._db.utc_session:
+            return None
+        return channels.build_channels(now_us, list(zip(_CHANNEL_TABLES, got, strict=False)))
 
     async def applier(
         self, conn: asyncmy.Connection, now_us: int, member: LocalMember, applier_queue: int

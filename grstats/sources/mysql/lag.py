@@ -3,8 +3,9 @@
 Strategy / invariants
 ---------------------
 Pure: SQL texts and row -> `ChannelLag` conversion, no driver, no I/O (the
-queries run in mysql.py, the only asyncmy importer). Four tables are read for
-the channels group_replication_applier and group_replication_recovery
+queries run in mysql.py, the only asyncmy importer). Four tables are read
+whole (every channel: they are four of the WL#3656 channel tables, channels.py)
+and the rows of group_replication_applier and group_replication_recovery kept
 (``SELECT *``, columns matched by name, so a server without the WL#7374
 columns -- 5.7 -- yields None/"" for them, never an error):
 
@@ -45,6 +46,8 @@ from typing import Any
 from grstats.core import columns as col
 from grstats.core.columns import CHANNEL_NAME
 from grstats.core.lag import APPLIER_CHANNEL, RECOVERY_CHANNEL, ChannelLag, StageTrx
+from grstats.sources.mysql.channels import select_all
+from grstats.sources.mysql.values import Result
 
 __all__ = [
     "SQL_APPLIER",
@@ -58,23 +61,14 @@ __all__ = [
 
 Row = Mapping[str, Any]
 
-_CHANNELS = f"('{APPLIER_CHANNEL}', '{RECOVERY_CHANNEL}')"
+_GR_CHANNELS = (APPLIER_CHANNEL, RECOVERY_CHANNEL)
 SQL_UTC_SESSION = "SET @@session.time_zone = '+00:00'"
-SQL_CONNECTION = (
-    "SELECT * FROM performance_schema.replication_connection_status"
-    f" WHERE CHANNEL_NAME IN {_CHANNELS}"
-)
-SQL_APPLIER = (
-    f"SELECT * FROM performance_schema.replication_applier_status WHERE CHANNEL_NAME IN {_CHANNELS}"
-)
-SQL_COORDINATOR = (
-    "SELECT * FROM performance_schema.replication_applier_status_by_coordinator"
-    f" WHERE CHANNEL_NAME IN {_CHANNELS}"
-)
-SQL_WORKERS = (
-    "SELECT * FROM performance_schema.replication_applier_status_by_worker"
-    f" WHERE CHANNEL_NAME IN {_CHANNELS}"
-)
+# Every channel: these four are also four of the six WL#3656 channel tables
+# (channels.py); the lag keeps the GR channels' rows (build_lag, gr_channels_only).
+SQL_CONNECTION = select_all(col.CONNECTION_STATUS)
+SQL_APPLIER = select_all(col.APPLIER_STATUS)
+SQL_COORDINATOR = select_all(col.APPLIER_STATUS_BY_COORDINATOR)
+SQL_WORKERS = select_all(col.APPLIER_STATUS_BY_WORKER)
 
 _EPOCH = datetime(1970, 1, 1)
 _ONE_US = timedelta(microseconds=1)
@@ -200,6 +194,18 @@ def _channel(
         workers=len(workers),
         busy_workers=len(busy),
     )
+
+
+def gr_channels_only(result: Result | None) -> Result | None:
+    """`result` with only the GR channels' rows (group_replication_applier, _recovery)."""
+    if result is None:
+        return None
+    names, rows = result
+    upper = [str(n).upper() for n in names]
+    if CHANNEL_NAME not in upper:
+        return result
+    at = upper.index(CHANNEL_NAME)
+    return names, [r for r in rows if _gtid(r[at]) in _GR_CHANNELS]
 
 
 def build_lag(

@@ -200,6 +200,7 @@ class MySQLSource:
             view=listed,
             commit_path=commit_path,
             communication=await extras.communication(conn, now_us, member),
+            channels=extras.channels(now_us),
         )
 
     async def _variables(

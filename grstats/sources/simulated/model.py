@@ -39,6 +39,7 @@ from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.sample import LocalMember
 from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.certifier import Certification
+from grstats.sources.simulated.channels import MemberChannels
 from grstats.sources.simulated.counts import PipelineCounts
 from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
 from grstats.sources.simulated.gtids import GtidLedger
@@ -52,7 +53,7 @@ from grstats.sources.simulated.settings import (
 from grstats.sources.simulated.texts import MemberTexts
 from grstats.sources.simulated.workers import AppliersModel
 from grstats.sources.simulated.workload import HOUR, Workload
-from protocol import FLOW_CONTROL_QUOTA, GtidState, PipelineStats
+from protocol import FLOW_CONTROL_QUOTA, GtidState, MirroredTables, PipelineStats
 
 __all__ = ["GroupModel"]
 
@@ -112,6 +113,7 @@ class GroupModel:
         self._texts = MemberTexts(settings, self._membership, cert, self._ledger)
         self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
         self._appliers = AppliersModel(settings, self._workload, self._queues)
+        self._channels = MemberChannels(settings, self._membership)
         self._gtid_states = GtidStates(
             settings, self._workload, self._ledger, self._queues.queue_at
         )
@@ -133,6 +135,15 @@ class GroupModel:
             ValueError: member_id is not a member.
         """
         return self._gtid_states.state(self._member(member_id), t_us)
+
+    def channels_at(self, member_id: str, t_us: int) -> MirroredTables | None:
+        """The member's rows of the six WL#3656 channel tables at time t (channels.py).
+
+        Raises:
+            ValueError: member_id is not a member.
+        """
+        m = self._member(member_id)
+        return self._channels.at(m, t_us, self.lag_at(member_id, t_us))
 
     def _member(self, member_id: str) -> int:
         try:

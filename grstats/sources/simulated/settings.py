@@ -41,6 +41,9 @@ ACTIONS = (
     "provision_from",
     # the member's sessions' group_replication_consistency (commitpath.py)
     "consistency",
+    # the WL#3656 channel tables (channels.py): `count` is the MySQL error number
+    "recovery_error",
+    "applier_error",
 )
 CONSISTENCY_LEVELS = ("BEFORE", "AFTER", "BEFORE_AND_AFTER")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -77,7 +80,11 @@ class ScriptEvent:
     member UUID, as by a clone: its executed and purged sets become the
     donor's); "consistency" (the member's sessions run with
     group_replication_consistency `level` for `duration_s` if > 0, else from
-    then on: its consistency waits rise, commitpath.py).
+    then on: its consistency waits rise, commitpath.py); "recovery_error" (the
+    member's recovery channel cannot connect to its donor for `duration_s`:
+    error `count`, 2003 when left at 1) and "applier_error" (worker 1 of its
+    applier channel stops on error `count`, 1062 when left at 1, for
+    `duration_s` if > 0, else from then on), channels.py.
     """
 
     at_s: float

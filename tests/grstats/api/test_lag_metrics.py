@@ -1,4 +1,4 @@
-"""/metrics for replication_group_member_lag: stage gauge, mysqld_exporter timestamps, counter."""
+"""/metrics for grstats_member_lag: stage gauge, mysqld_exporter timestamps, counter."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _lag_snapshot() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     )
     snapshot = with_tables(
         dataclasses.replace(sample_snapshot(), counters=DaemonCounters(malformed={"lag": 3})),
-        {"replication_group_member_lag": rows},
+        {"grstats_member_lag": rows},
     )
     return metric_samples(snapshot)
 

@@ -29,6 +29,8 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     ),
     col.APPLIER_METRICS.name: ("replication_applier_metrics",),
     col.APPLIER_PROGRESS_BY_WORKER.name: ("replication_applier_progress_by_worker",),
+    # the six WL#3656 channel tables mirror their namesakes
+    **{t.name: (t.name,) for t in col.CHANNEL_TABLES},
 }
 
 _NO_APPLIER_TABLES = (
@@ -88,6 +90,20 @@ for _c in col.APPLIER_METRICS.columns + col.APPLIER_PROGRESS_BY_WORKER.columns:
         _declared = {c.name: c for c in defs.columns(_mysql, "9.x") or ()}
         if _c.name in _declared and not _declared[_c.name].nullable:
             DELIBERATE[(_table, _c.name, "9.x", "nullable")] = _APPLIER_NULL
+
+
+_MIRRORED_NULL = (
+    "a mirrored channel column is NULL where the member's server does not show it "
+    "(an older 8.0) or sent a value of the wrong kind (counted), never a dropped row"
+)
+for _t in col.CHANNEL_TABLES:
+    for _v in defs.VERSIONS:
+        DELIBERATE[(_t.name, col.MEMBER_ID, _v, "missing")] = _ALL_MEMBERS
+        for _theirs in defs.columns(_t.name, _v) or ():
+            if not _theirs.nullable and _theirs.name not in (col.CHANNEL_NAME,):
+                DELIBERATE[(_t.name, _theirs.name, _v, "nullable")] = _MIRRORED_NULL
+            if _theirs.family == "char" and _theirs.length == 57:  # 8.0's GTID width
+                DELIBERATE[(_t.name, _theirs.name, _v, "length")] = _GTID_90
 
 
 def _registry_column(c: col.Column) -> defs.MySQLColumn:

@@ -27,6 +27,7 @@ WRITTEN_BY_HAND = {
     "gtids",
     "commit_path",
     "commit_path_comm",
+    "channels",  # the six WL#3656 channel tables (issue 41)
 }
 
 

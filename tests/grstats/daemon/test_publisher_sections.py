@@ -40,6 +40,7 @@ def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: P
         "gtids": 0,
         "commit_path": 0,
         "commit_path_comm": 0,
+        "channels": 0,
     }
     assert [row.member_id for row in sink.rows] == [LOCAL] * 3  # the samples were not lost
     stats = [decode_envelope(p) for t, p in bus.sent if t.endswith("/stats")]

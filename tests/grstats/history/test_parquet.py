@@ -207,11 +207,17 @@ def test_flow_columns_are_one_block_right_after_the_applier_counters() -> None:
     assert names[first : first + len(FLOW)] == list(FLOW)
 
 
-def test_the_commit_path_is_followed_by_writers_held_alone() -> None:
+def test_the_commit_path_then_writers_held_then_the_channel_error_are_the_last_blocks() -> None:
     # appended after the GTID counts (issue 27): the commit path's counters, 14 int64; then
-    # (issue 38) whether flow control held the writers, one int8
-    assert HISTORY_COLUMNS[-1] == ("fc_writers_held", "int8")
-    tail = HISTORY_COLUMNS[-len(COMMIT_PATH_HISTORY_COLUMNS) - 1 : -1]
+    # (issue 38) whether flow control held the writers, one int8; then (issue 41) the
+    # member's newest open channel error
+    assert HISTORY_COLUMNS[-3:] == (
+        ("ch_error_channel", "string"),
+        ("ch_error_thread", "string"),
+        ("ch_error_number", "int32"),
+    )
+    assert HISTORY_COLUMNS[-4] == ("fc_writers_held", "int8")
+    tail = HISTORY_COLUMNS[-len(COMMIT_PATH_HISTORY_COLUMNS) - 4 : -4]
     assert [n for n, _ in tail] == list(COMMIT_PATH_HISTORY_COLUMNS)
     assert {kind for _, kind in tail} == {"int64"}
     assert dict(FLOW_HISTORY_COLUMNS) == {

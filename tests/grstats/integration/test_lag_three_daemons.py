@@ -1,4 +1,4 @@
-"""replication_group_member_lag across three `grstats run` daemons on a real Mosquitto."""
+"""grstats_member_lag across three `grstats run` daemons on a real Mosquitto."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.fixtures.daemons import (
 
 pytestmark = pytest.mark.slow
 PERIOD = 0.25
-LAG = "replication_group_member_lag"
+LAG = "grstats_member_lag"
 APPLIER = "group_replication_applier"
 
 

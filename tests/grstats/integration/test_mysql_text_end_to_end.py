@@ -116,9 +116,7 @@ def _run(broker: Broker, tmp_path: Path, server: FakeMySQL) -> None:
 
         def arrived() -> bool | None:
             stats = receiver.rows_by_member().get(M1)
-            lag = [
-                r for r in receiver.table("replication_group_member_lag") if r["MEMBER_ID"] == M1
-            ]
+            lag = [r for r in receiver.table("grstats_member_lag") if r["MEMBER_ID"] == M1]
             return (
                 stats is not None
                 and stats["TRANSACTIONS_COMMITTED_ALL_MEMBERS"] == GTID_SET
@@ -140,8 +138,8 @@ def _run(broker: Broker, tmp_path: Path, server: FakeMySQL) -> None:
 
             wait_for(
                 lambda: select(
-                    "SELECT LAST_APPLIED_TRANSACTION FROM performance_schema."
-                    "replication_group_member_lag WHERE MEMBER_ID = %s AND CHANNEL_NAME = %s",
+                    "SELECT LAST_APPLIED_TRANSACTION FROM grstats.member_lag"
+                    " WHERE MEMBER_ID = %s AND CHANNEL_NAME = %s",
                     (M1, APPLIER),
                     ((TAGGED_89,),),
                 ),

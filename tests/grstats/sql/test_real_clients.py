@@ -72,7 +72,7 @@ def test_mariadb_client_sees_every_member_and_wrong_password_gets_1045(
         # the lag table too (TIMESTAMP(6) columns; the model reports every member's lag)
         lag_query = (
             "SELECT MEMBER_ID, LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"
-            " FROM performance_schema.replication_group_member_lag"
+            " FROM grstats.member_lag"
             " WHERE CHANNEL_NAME = 'group_replication_applier'"
         )
 

@@ -154,7 +154,7 @@ def _lag_snapshot() -> DaemonSnapshot:
     lag = MemberLag(4_000_000, (ChannelLag("group_replication_applier", True, True,
                                            last_applied=applied),))  # fmt: skip
     rows = tuple(lag_rows(LOCAL, lag, offset_s=0.0, spread_s=0.0))
-    return with_tables(snapshot(), {"replication_group_member_lag": rows})
+    return with_tables(snapshot(), {"grstats_member_lag": rows})
 
 
 def test_the_zero_timestamp_comes_back_as_mysql_prints_it() -> None:
@@ -167,12 +167,11 @@ def test_the_zero_timestamp_comes_back_as_mysql_prints_it() -> None:
             cur.execute(
                 "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP IS NULL,"
                 " CAST(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP AS CHAR)"
-                " FROM performance_schema.replication_group_member_lag"
+                " FROM grstats.member_lag"
             )
             got = cur.fetchall()
             cur.execute(
-                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"
-                " FROM performance_schema.replication_group_member_lag"
+                "SELECT LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP FROM grstats.member_lag"
             )
             shown = cur.fetchall()  # PyMySQL gives an invalid date back as its text
     assert shown == (("0000-00-00 00:00:00.000000",),)

@@ -5,7 +5,8 @@ packets: one carries several statements) and its queries by table. What must
 be read every poll is read once, in one round trip: the two GR
 tables whole (the local rows and the server's view), the variables with the
 GTID sets in one SELECT, the four lag tables (whose workers rows also give
-8.x's derived applier figures) and the Gr_* status. What changes only with the
+8.x's derived applier figures; with the two channel configuration tables they
+are the six WL#3656 channel tables) and the Gr_* status. What changes only with the
 group or the server -- whether replication_applier_metrics exists, the
 communication information -- is read on the first poll and again on a view,
 state or role change, a new session, a failed read, a clock step back, or
@@ -36,8 +37,9 @@ from tests.fixtures.mysql_source import (
 POLLS = 5
 PERIOD_S = 30  # cadence.REREAD_S, written out
 COMM_TABLE = "replication_group_communication_information"
-# every poll: the stats and members tables, the variables, the 4 lag tables, global_status
-EVERY_POLL = 8
+# every poll: the stats and members tables, the variables, the 4 lag tables (every channel:
+# four of the six WL#3656 tables), the 2 channel configuration tables, global_status
+EVERY_POLL = 10
 # the first poll also: the driver's SET AUTOCOMMIT at connect (asyncmy, autocommit=True),
 # SET time_zone, the communication information, the metrics probe
 FIRST_POLL = EVERY_POLL + 4
@@ -78,6 +80,8 @@ async def test_n_polls_make_the_expected_reads(versioned: FakeMySQL, make_source
     assert fake.queries[MEMBERS_TABLE] == POLLS
     assert fake.queries[WORKER_TABLE] == POLLS  # the lag's read serves the applier
     assert fake.queries["global_status"] == POLLS
+    assert fake.queries["replication_connection_configuration"] == POLLS
+    assert fake.queries["replication_applier_configuration"] == POLLS
     assert fake.queries[METRICS_TABLE] == (POLLS if native else 1)
     assert fake.queries[COMM_TABLE] == 1
 

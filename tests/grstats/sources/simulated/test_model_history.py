@@ -12,6 +12,7 @@ import pytest
 
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
+    CHANNEL_HISTORY_COLUMNS,
     COMMIT_PATH_HISTORY_COLUMNS,
     FLOW_HELD_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
@@ -52,6 +53,7 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
         optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         optional |= {name for name, _ in GTID_HISTORY_COLUMNS}  # a daemon's verdict only
         optional |= set(COMMIT_PATH_HISTORY_COLUMNS)  # in bulk from simulated.commithistory
+        optional |= {name for name, _ in CHANNEL_HISTORY_COLUMNS}  # live daemons only
         assert expected_columns - optional <= set(cols) <= expected_columns
         assert all(len(values) == n for values in cols.values())
         for i in range(n):
@@ -169,6 +171,7 @@ async def test_source_samples_the_model() -> None:
             model.settings, B, T0, model.stats_at(B, T0 * US).transactions_local
         ),
         communication=communication_of(model.settings),
+        channels=model.channels_at(B, T0 * US + 5),
         view=frozenset(MEMBERS),  # every member in the group's view: nothing scripted
     )
     assert sample.gtid_state is not None and sample.gtid_state.executed
