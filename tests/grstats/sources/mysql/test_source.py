@@ -13,7 +13,7 @@ import pytest
 
 from grstats.core.sample import LocalMember, LocalSample
 from protocol import GtidSet, GtidState, PipelineStats
-from tests.fixtures.fake_mysql import GROUP, UUID, FakeMySQL
+from tests.fixtures.fake_mysql import GROUP, OTHER_UUID, UUID, FakeMySQL
 from tests.fixtures.mysql_source import (
     COMMITTED,
     LAST_FREE,
@@ -67,6 +67,7 @@ async def test_full_84_row_gives_exact_sample(fake: FakeMySQL, make_source: Any)
         ),
         sampled_at_us=T0,
         gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
+        view=frozenset({UUID, OTHER_UUID}),  # who replication_group_members lists
     )
 
 
@@ -146,6 +147,7 @@ async def test_gr_not_installed_gives_offline_member_with_empty_identifiers(
         stats=PipelineStats(),
         sampled_at_us=T0,
         gtid_state=GtidState(T0, GtidSet(), GtidSet()),  # a fresh server's empty sets
+        view=frozenset(),  # no member rows: the server lists nobody
     )
 
 
