@@ -4,11 +4,13 @@ Worked out by hand from each scenario's settings, on every member's daemon:
 
 - A writer proposes 20 tx/s x 3 in the hot hours 10 and 11 (x 0.85-1.15 a
   day, x 0.75-1.25 an hour): a member receives at most 2 x 60 x 1.44 = 172 tx/s
-  from its two peers. Members apply up to 400 tx/s (the healthy groups and the
-  lying member's: the model's 1.25 x 172 = 216 tx/s; the seconds' uneven
-  arrivals keep a few tens of transactions in flight -- a fraction of a
-  second to apply, though under the load a steady queue may "never" shrink),
-  the slow one (db3) 60 tx/s: every normal member is FAILOVER_READY. The primary of a
+  from its two peers. Members apply up to 400 tx/s (the healthy groups: the
+  model's 1.25 x the most its writing peers send in the busiest hour, 1.25 x
+  172 = 216 tx/s in multi-primary, 1.25 x 86 = 108 in single-primary, the
+  seconds' uneven arrivals keep a few tens of transactions in flight; the
+  lying member's group 150, a few hundred in flight -- seconds at most to
+  apply, though under the load a steady queue may "never" shrink), the slow
+  one (db3) 60 tx/s: every normal member is FAILOVER_READY. The primary of a
   single-primary group applies nothing (its queue is 0: 0 s).
 - The slow member receives 2 x 60 x 0.64 >= 76 tx/s in a hot hour, more than
   its 60: after the hot hours 10 and 11 its queue holds two hours' excess, 16
