@@ -14,7 +14,10 @@ difference of the reports' own `at_us`.
   proposal: Gr_all_consensus_* counts every round, the per-second stats
   messages included, so an idle member's "consensus" is the group's chatter.
   The member's own transactions are its data messages
-  (Gr_data_messages_sent_count, TRANSACTIONS_PER_SECOND); each one's
+  (Gr_data_messages_sent_count, TRANSACTIONS_PER_SECOND: plugin/group_replication/
+  src/plugin_handlers/metrics_handler.cc, add_message_sent, counts a
+  transaction's message as data and the stats messages, CT_PIPELINE_STATS_
+  MEMBER_MESSAGE, as control, and only messages this member sent); each one's
   overhead is its message's round trip (send to delivery on the sender, the
   consensus round included: Gr_data_messages_sent_roundtrip_time_sum), and
   the consistency waits and flow-control holds its sessions spent

@@ -17,7 +17,9 @@ against another member's (`core.gtid_divergence`: only witnesses testify):
   them) by more than the rule's slack -- the slack is what the rule allows
   between hosts' clocks, so a member further off compares reads it cannot;
 - counts: every transaction a member applies adds its GTID to
-  gtid_executed, so its COUNT_TRANSACTIONS_REMOTE_APPLIED never passes the
+  gtid_executed (GR runs with gtid_mode ON; an applied transaction's GTID is
+  added as it commits -- the view change events counted as applied carry one
+  too), so its COUNT_TRANSACTIONS_REMOTE_APPLIED never passes the
   size of its executed set, and between two of its states does not grow by
   more than the set did (plus what was queued when the first was read: the
   counts are read just before the sets). A member whose counts break that is

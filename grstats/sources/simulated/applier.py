@@ -29,7 +29,7 @@ from collections import OrderedDict
 import numpy as np
 
 from grstats.sources.simulated.hashing import I64
-from grstats.sources.simulated.workload import HOUR, Workload, event_second
+from grstats.sources.simulated.workload import BUSIEST_HOUR, HOUR, Workload, event_second
 
 __all__ = ["LOOKBACK_HOURS", "ApplierQueues"]
 
@@ -61,8 +61,9 @@ class ApplierQueues:
                 rate = s.applier_capacity
             elif s.scripted:
                 rate = _SCRIPTED_CAPACITY
-            else:
-                rate = max(1.0, 1.25 * s.hot_factor * s.write_rate * remote)
+            else:  # 1.25x the busiest hour the workload can draw: a normal member keeps up
+                busiest = BUSIEST_HOUR * max(1.0, s.hot_factor) * max(1.0, s.weekend_factor)
+                rate = max(1.0, 1.25 * busiest * s.write_rate * remote)
             caps.append(np.diff(np.floor(k * rate)).astype(np.int64))
         self._cap: I64 = np.stack(caps)  # (members, 3600) applier capacity per second
         self._cap_cum: I64 = np.concatenate(

@@ -1,11 +1,16 @@
 """Each simulated member's @@gtid_executed and @@gtid_purged, with scripted divergence.
 
-Strategy: a member has executed every transaction certified up to the second
-whose certified total is its applier queue short of now: the ledger's
-GTID-set text (`gtids.GtidLedger.set_text`) at that second. So sets only
-grow, a member with an empty queue has the group's whole certified set, and
+Strategy: a member has executed every transaction certified but the last
+ones its applier queue still holds: the ledger's GTID-set text
+(`gtids.GtidLedger.set_text`) of the group's certified transactions, short
+by exactly that many -- the last second before the cut whole, and of the
+cut's second the first transactions of each writer in member order. So sets
+only grow, a member with an empty queue has the group's whole certified set,
 a slow member's set is the group's set of some seconds ago -- never a GTID
-the others lack. The script adds what the group never certified:
+the others lack -- and, as on a server, every transaction a member has
+applied is in its set (COUNT_TRANSACTIONS_REMOTE_APPLIED never passes its
+size, and grows no faster: core.gtid_watch checks that of every member).
+The script adds what the group never certified:
 
 * "errant_write": `member` commits `count` transactions with sql_log_bin on
   and super_read_only off: GTIDs ``<member uuid>:n`` numbered on from its last;
@@ -69,15 +74,23 @@ class GtidStates:
         )
 
     def _certified(self, s: int, short_by: int = 0) -> GtidSet:
-        """The group's certified GTIDs at the latest second whose total is `short_by` fewer."""
+        """The group's certified GTIDs through second s but the last `short_by` of them."""
         w = self._w
         ok = w.ok_at(s)
         total = int(ok.sum())
         if short_by >= total:
             return _EMPTY
         if short_by > 0:
-            s = w.first_exceeding(np.ones_like(ok), total - short_by, s) - 1
-            ok = w.ok_at(s)
+            target = total - short_by
+            whole = w.first_exceeding(np.ones_like(ok), target, s) - 1  # total <= target
+            before = w.ok_at(whole)
+            added = w.ok_at(whole + 1) - before  # the cut second's, per writer
+            rest = target - int(before.sum())
+            part = np.zeros_like(added)
+            for x in range(len(added)):  # its first ones, writer by writer
+                part[x] = min(int(added[x]), rest)
+                rest -= int(part[x])
+            ok, s = before + part, whole + 1
         return GtidSet.parse(self._ledger.set_text(ok, s))
 
     def _errant(self, m: int, s: int) -> GtidSet:

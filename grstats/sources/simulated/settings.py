@@ -102,8 +102,10 @@ class SimulationSettings:
     """Every knob of the group model; daemons of one group must share them all.
 
     Capacities are transactions per second; None means automatic: normal
-    members keep up with 1.25x the hot-hour remote rate, the slow member with
-    1.5x the normal-hour remote rate (so its queue builds in hot hours).
+    members keep up with 1.25x the busiest hour's remote rate (the hot hours'
+    nominal rate times the workload's largest day factor and jitter,
+    `BUSIEST_HOUR`: a healthy group never lags), the slow member with 1.5x the
+    normal-hour remote rate (so its queue builds in hot hours).
     `flow_control` is the group's flow control (config [flow_control], as the
     daemons' replay uses it): in mode QUOTA the writers are throttled (flow.py).
     Errors raise ValueError("<field>: <reason>").

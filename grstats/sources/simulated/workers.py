@@ -15,7 +15,7 @@ sample costs O(1) at any second and every daemon computes the same figures:
 - of the busy time the coordinator spends the share `blocked` waiting on a
   bottleneck, split by the member's profile; the rest of the active time,
   less reading the relay log, it waits for work from the source. A normal
-  member (capacity 1.25x the hot-hour load) is mostly idle; the slow member
+  member (capacity 1.25x the busiest hour's load) is mostly idle; the slow member
   (capacity below the hot-hour load: its queue builds) is profiled as one
   whose workers wait for the commit order and for dependencies -- long
   transactions on slow storage. Dependency waits scale with the workload's

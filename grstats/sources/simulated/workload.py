@@ -25,9 +25,12 @@ import numpy as np
 from grstats.sources.simulated.hashing import I64, key, rand, uniform
 from grstats.sources.simulated.settings import SimulationSettings
 
-__all__ = ["HOUR", "Hour", "Workload", "event_second"]
+__all__ = ["BUSIEST_HOUR", "HOUR", "Hour", "Workload", "event_second"]
 
 HOUR = 3600
+# the most an hour's rate can exceed its nominal one: the largest day factor (1.15)
+# times the largest per-writer jitter (1.25), as `_hour_params` draws them
+BUSIEST_HOUR = 1.15 * 1.25
 _HOURS_CACHED = 4
 _EXTEND_HOURS = 24 * 31  # prefix sums grow by at least a month at a time
 
@@ -118,7 +121,7 @@ class Workload:
         day = hs // 24
         hot = np.where(np.isin(hs % 24, s.hot_hours), s.hot_factor, 1.0)
         weekend = np.where((day + 3) % 7 >= 5, s.weekend_factor, 1.0)
-        dayf = 0.85 + 0.3 * uniform(rand(self._keys["day"], day))
+        dayf = 0.85 + 0.3 * uniform(rand(self._keys["day"], day))  # at most 1.15: BUSIEST_HOUR
         jit = 0.75 + 0.5 * uniform(rand(self._keys["rate"], w[None, :], hs[:, None]))
         mean = (s.write_rate * 3600.0 * hot * weekend * dayf)[:, None] * jit
         nw = np.floor(mean + 0.5).astype(np.int64)

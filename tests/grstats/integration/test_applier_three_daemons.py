@@ -4,7 +4,7 @@ M3 is the slow member with an applier capacity of 5 tx/s, far below what the
 group writes (20 tx/s per writer, three writers): its applier never runs out
 of work, so waiting for work from the source is a small share of its active
 time and `grstats applier --explain` must not call it starved. M1 and M2 keep
-up (their capacity is 1.25x the hot-hour rate), so they mostly wait for work:
+up (their capacity is 1.25x the busiest hour's rate), so they mostly wait for work:
 starved. Each daemon's API must show replication_applier_metrics and
 replication_applier_progress_by_worker rows for all three members (its own
 from its source, the others from their ext.applier sections).

@@ -319,12 +319,13 @@ def test_long_applier_stop_queues_across_hours_and_drains_after() -> None:
     assert all(b > a for a, b in itertools.pairwise(queues))  # no reset at hour boundaries
     assert at(stepwise, A, late) == late_direct
     assert queues[-1] > 1_000_000
-    # after the stop the backlog is applied at the applier's capacity, 150 tx/s
-    # (1.25 x hot_factor 3 x 20 tx/s x 2 remote writers), until it is gone
+    # after the stop the backlog is applied at the applier's capacity, 215.625 tx/s
+    # (1.25 x the busiest hour: hot_factor 3 x day factor 1.15 x jitter 1.25 x 20 tx/s
+    # x 2 remote writers), 776,250 an hour, until it is gone
     end = T0 + 10 + 2 * 86400
     first, second = at(stepwise, A, end + 3600), at(stepwise, A, end + 7 * 3600)
     assert second.transactions_waiting_apply > 0
-    assert second.transactions_applied - first.transactions_applied == 150 * 6 * 3600
+    assert second.transactions_applied - first.transactions_applied == 776_250 * 6
     assert at(stepwise, A, end + 48 * 3600).transactions_waiting_apply < 1000
 
 
