@@ -19,7 +19,7 @@ SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
 SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-simulate clean
+.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo playground bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-simulate clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.  uv
@@ -124,6 +124,11 @@ soak: $(STAMP) sysdeps-test
 
 demo: $(STAMP) sysdeps
 	$(BIN)/grstats demo
+
+# A simulated group left running on loopback to try the commands on (README "Try it");
+# `.venv/bin/grstats demo --stop` ends it.
+playground: $(STAMP) sysdeps
+	$(BIN)/grstats demo --keep
 
 # Benchmarks print figures and ratios against a reference in the same run.
 bench: $(STAMP)

@@ -9,8 +9,11 @@ in the data that qualify everything above:
 
 0. GTID divergence: each member that had errant transactions, how many and
    from when to when, and what to do (gtidreport.py);
-1. flow control: the member that caused most of the throttled time, its
-   share, its longest sustained period (flowperiods.py) and what to change;
+1. flow control: the member that caused most of the time writers were held
+   (what MySQL counts as throttled), its share, its longest sustained period
+   (flowperiods.py) and what to change; and each member whose queue stayed
+   over its threshold while no writer was held -- flow control did not
+   contain it -- with the threshold that would (flowreport.py);
 1b. commit path: each member whose consensus rounds took most of the group's
    commit time in some hours, at a slower round than the others (a slow link);
 2. applier: each member whose applier is bound by one wait (or busy), the
@@ -33,9 +36,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from protocol.applier_verdict import BOTTLENECKS
+from protocol.humanize import duration
 from spark_rollups.applierreport import verdict
 from spark_rollups.commitreport import commit_findings
-from spark_rollups.flowreport import culprits
+from spark_rollups.flowreport import (
+    FlowWeek,
+    containing_threshold,
+    culprits,
+    floor_quota,
+    uncontained,
+)
 from spark_rollups.gtidreport import errant_findings
 from spark_rollups.render import Bullets, Item
 from spark_rollups.week import WeekData, member
@@ -92,23 +102,29 @@ def _days(indices: list[int]) -> str:
 
 def _flow(data: WeekData, labels: Mapping[str, str]) -> list[str]:
     flow = data.flow
-    if flow is None or not flow.totals or not flow.totals.get("throttled_seconds"):
+    if flow is None or not flow.totals:
         return []
-    throttled = flow.totals["throttled_seconds"]
+    sentences = _held_back(flow, labels) + _not_contained(data, labels)
+    return sentences
+
+
+def _held_back(flow: FlowWeek, labels: Mapping[str, str]) -> list[str]:
+    """The member that caused most of the time writers were held (MySQL's throttling)."""
+    held = flow.totals.get("throttled_seconds")
     top = next(iter(culprits(flow)), None)
-    if top is None:
+    if not held or top is None:
         return []
     who = top["member_id"]
     text = (
         f"**{member(labels, who)}** held the group back: it caused "
-        f"{top['throttled_seconds_caused'] / throttled:.0%} of the {throttled / 3600:,.1f} "
-        "throttled hours"
+        f"{top['throttled_seconds_caused'] / held:.0%} of the {duration(held)} writers were "
+        "held by flow control"
     )
     periods = [p for p in flow.periods if p["member_id"] == who]
     if periods:
         longest = max(periods, key=lambda p: (p["length_s"], -p["start_s"]))
         text += (
-            f", longest {longest['length_s'] / 3600:,.1f} h from "
+            f", longest {duration(longest['length_s'])} from "
             f"{_when(longest['start_s'], longest['end_s'])}"
         )
     certifier = (top.get("throttled_seconds_caused_certifier") or 0) > (
@@ -122,6 +138,40 @@ def _flow(data: WeekData, labels: Mapping[str, str]) -> list[str]:
         "group_replication_flow_control_applier_threshold"
     )
     return [f"{text}; {action}."]
+
+
+def _not_contained(data: WeekData, labels: Mapping[str, str]) -> list[str]:
+    """Members lagging over their threshold while flow control held no writer."""
+    assert data.flow is not None
+    lag: dict[str, float] = {}
+    for h in data.lag.hours if data.lag is not None else []:
+        lag[h["member_id"]] = max(lag.get(h["member_id"], 0.0), h["p95"] or 0.0)
+    sentences = []
+    for m in uncontained(data.flow):
+        who = m["member_id"]
+        text = (
+            f"Flow control did not contain **{member(labels, who)}**: its applier queue "
+            f"stayed over its threshold for {duration(m['uncontained_seconds'])} "
+            f"(up to {m['applier_queue_max']:,} transactions"
+        )
+        if lag.get(who, 0.0) >= LAG_FLOOR_S:
+            text += f", p95 apply lag up to {duration(lag[who])}"
+        text += ") and no writer was held"
+        threshold, capacity = m.get("applier_threshold"), m.get("apply_capacity")
+        if threshold is not None:
+            text += (
+                f": at a threshold of {int(threshold):,} a hold grants at least "
+                f"{floor_quota(int(threshold)):,} transactions per period, more than the "
+                "writers commit"
+            )
+        if capacity is not None:
+            text += (
+                f"; at its apply capacity of {capacity:,.1f} tx/s, "
+                "group_replication_flow_control_applier_threshold at most "
+                f"{containing_threshold(capacity):,} would hold the writers to what it applies"
+            )
+        sentences.append(text + " (or speed up its applier, its verdict below).")
+    return sentences
 
 
 def _applier(data: WeekData, labels: Mapping[str, str]) -> list[str]:

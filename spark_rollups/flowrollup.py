@@ -1,17 +1,23 @@
 """Flow-control rollups: throttled seconds per group-hour, who caused them, the episodes.
 
 Strategy: the history rows carry the daemon's flow-control replay
-(`fc_*`, DESIGN.md section 6): every member's row says whether the group
-was throttled at that moment (fc_throttling, group-wide) and whether the
-member itself was a bottleneck (fc_bottleneck).  Everything here is counted
-in *seconds*, not rows, so that the members' rows of the same second (each
-carrying the group's state) and duplicated rows count once:
+(`fc_*`, DESIGN.md section 6): every member's row says whether writers were
+held at that moment (fc_writers_held, group-wide: a writer's commits reached
+the quota, what MySQL's Gr_flow_control_throttle_count counts -- see
+core/flowreplay.py), whether the quota was merely active (fc_throttling) and
+whether the member itself was a bottleneck (fc_bottleneck).  Everything here
+is counted in *seconds*, not rows, so that the members' rows of the same
+second (each carrying the group's state) and duplicated rows count once:
 
 - member-second: (group, member, UTC second = floor(sampled_at)) over the
   rows with replay figures (fc_throttling not NULL; older files and
   collectors have none).  It is *throttled* if one of its rows has
-  fc_throttling = 1, a *bottleneck* second if one has a non-empty
-  fc_bottleneck, and *caused* if one row has both;
+  fc_writers_held = 1 (files from before that column: never), *quota
+  active* if one has fc_throttling = 1, a *bottleneck* second if one has a
+  non-empty fc_bottleneck, *caused* if one row is both throttled and a
+  bottleneck, and *uncontained* if it is a bottleneck second in which no
+  writer was held (its queue over the threshold, flow control not acting
+  on the writers);
 - group-second: a throttled group second is a second in which some
   member-second is throttled; it is *attributed* if some member-second of it
   is caused (a second can be caused by several members: each is charged the
@@ -23,7 +29,13 @@ carrying the group's state) and duplicated rows count once:
   seconds.  Episodes are cut at midnight (the report joins them again);
 - catch-up ETA per member-second: the largest of its rows; the distribution
   counts member-seconds per bucket and takes exact percentiles (linear
-  interpolation, as DuckDB's quantile_cont) over the finite ETAs.
+  interpolation, as DuckDB's quantile_cont) over the finite ETAs;
+- per member-hour, what the report's "flow control did not contain it"
+  finding rests on: the mean apply rate over the hour (increase of
+  COUNT_TRANSACTIONS_REMOTE_APPLIED over the seconds between its first and
+  last row; NULL across a counter reset) and the applier threshold the
+  replay judged by (applier queue - excess on its applier-bottleneck
+  seconds).
 
 Output tables (partitioned like the others by group and UTC date):
 flow_control_group_hour, flow_control_member_hour, flow_control_episodes.
@@ -75,20 +87,29 @@ def flow_seconds(history: DataFrame) -> DataFrame:
 
     Returns:
         group_name, member_id, day, second, throttled, bottleneck, caused,
-        kind, excess, certifier_queue, applier_queue, eta, unready.
+        quota_active, uncontained, applier_threshold, applied, kind, excess,
+        certifier_queue, applier_queue, eta, unready.
     """
     rows = history.where(F.col("fc_throttling").isNotNull())
-    throttling = F.col("fc_throttling") == 1
+    held = F.col("fc_writers_held") == 1
     bottleneck = F.coalesce(F.col("fc_bottleneck"), F.lit("")) != ""
+    applier_bound = F.col("fc_bottleneck") == "applier"
+    threshold = F.col("count_transactions_remote_in_applier_queue") - F.col(
+        "fc_excess_over_threshold"
+    )
     return rows.groupBy(
         GROUP_NAME,
         MEMBER_ID,
         F.to_date(SAMPLED_AT).alias(DAY),
         F.floor(F.unix_micros(SAMPLED_AT) / 1_000_000).alias(SECOND),
     ).agg(
-        _any(throttling).alias("throttled"),
+        _any(held).alias("throttled"),
+        _any(F.col("fc_throttling") == 1).alias("quota_active"),
         _any(bottleneck).alias("bottleneck"),
-        _any(throttling & bottleneck).alias("caused"),
+        _any(held & bottleneck).alias("caused"),
+        (_any(bottleneck) & ~_any(held)).alias("uncontained"),
+        F.max(F.when(applier_bound, threshold)).alias("applier_threshold"),
+        F.max("count_transactions_remote_applied").alias("applied"),
         F.max(F.when(bottleneck, F.col("fc_bottleneck"))).alias("kind"),
         F.max("fc_excess_over_threshold").alias("excess"),
         F.max("count_transactions_in_queue").alias("certifier_queue"),
@@ -104,6 +125,13 @@ def _hour(second: Column) -> Column:
 
 def _count(condition: Column) -> Column:
     return F.count(F.when(condition, True))
+
+
+def _apply_rate() -> Column:
+    """The hour's mean apply rate: the applied count's rise over the seconds it took."""
+    first, last = F.min_by("applied", SECOND), F.max_by("applied", SECOND)
+    span = F.max(SECOND) - F.min(SECOND)
+    return F.when((span > 0) & (last >= first), (last - first) / span)
 
 
 def _member_hour(seconds: DataFrame) -> DataFrame:
@@ -137,6 +165,9 @@ def _member_hour(seconds: DataFrame) -> DataFrame:
             F.percentile(finite, F.lit(0.95)).alias("catch_up_eta_p95"),
             F.max(finite).alias("catch_up_eta_max"),
             _count(F.col("unready")).alias("failover_unready_seconds"),
+            _count(F.col("uncontained")).alias("uncontained_seconds"),
+            _apply_rate().alias("apply_rate"),
+            F.max("applier_threshold").alias("applier_threshold"),
         )
         .select(
             GROUP_NAME,
@@ -155,6 +186,9 @@ def _member_hour(seconds: DataFrame) -> DataFrame:
             "catch_up_eta_p95",
             "catch_up_eta_max",
             "failover_unready_seconds",
+            "uncontained_seconds",
+            "apply_rate",
+            "applier_threshold",
             DAY,
         )
     )
@@ -163,6 +197,7 @@ def _member_hour(seconds: DataFrame) -> DataFrame:
 def _group_hour(seconds: DataFrame) -> DataFrame:
     group_seconds = seconds.groupBy(GROUP_NAME, DAY, SECOND).agg(
         _any(F.col("throttled")).alias("throttled"),
+        _any(F.col("quota_active")).alias("quota_active"),
         _any(F.col("caused")).alias("attributed"),
         _count(F.col("caused")).alias("causes"),
     )
@@ -174,6 +209,7 @@ def _group_hour(seconds: DataFrame) -> DataFrame:
             _count(F.col("attributed")).alias("attributed_seconds"),
             _count(F.col("throttled") & ~F.col("attributed")).alias("unattributed_seconds"),
             _count(F.col("causes") > 1).alias("shared_seconds"),
+            _count(F.col("quota_active")).alias("quota_active_seconds"),
         )
         .select(
             GROUP_NAME,
@@ -183,6 +219,7 @@ def _group_hour(seconds: DataFrame) -> DataFrame:
             "attributed_seconds",
             "unattributed_seconds",
             "shared_seconds",
+            "quota_active_seconds",
             DAY,
         )
     )

@@ -325,7 +325,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(prog="python -m spark_rollups rollup")
     parser.description = (
         "Roll grstats history up into member_minute, member_hour, member_day, "
-        "group_hour, group_day (DESIGN.md section 7), applier_member_hour and "
+        "group_hour, group_day (docs/report.md), applier_member_hour and "
         "applier_member_day, and the flow-control tables flow_control_group_hour, "
         "flow_control_member_hour and flow_control_episodes, the GTID divergence tables "
         "gtid_member_hour and gtid_member_day, the commit-path tables "

@@ -178,6 +178,8 @@ FLOW_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("fc_throttling", ByteType()),  # Parquet INT(8), as Spark reads it
     ("fc_catch_up_eta_seconds", DoubleType()),
     ("fc_failover_ready", ByteType()),
+    # appended after the commit path (issue 38): writers held by the quota, NULL before
+    ("fc_writers_held", ByteType()),
 )
 FLOW_INPUT_COLUMNS: tuple[str, ...] = (
     GROUP_NAME,
@@ -185,6 +187,7 @@ FLOW_INPUT_COLUMNS: tuple[str, ...] = (
     SAMPLED_AT,
     "count_transactions_in_queue",
     "count_transactions_remote_in_applier_queue",
+    "count_transactions_remote_applied",
     *(name for name, _ in FLOW_COLUMNS),
 )
 FLOW_SCHEMA = StructType(

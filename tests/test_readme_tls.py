@@ -1,4 +1,4 @@
-"""README's TLS recipe, run as written on loopback, makes a broker a client can verify.
+"""The operator guide's TLS recipe, run as written on loopback, makes a broker a client can verify.
 
 The block after `<!-- tls-recipe ... -->` is run by bash with only what a
 test must change: no `sudo`, the lab line's `BROKER_SAN` (the one the
@@ -28,9 +28,9 @@ GRSTATS = str(Path(sys.executable).parent / "grstats")
 
 
 def _recipe() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    text = (REPO_ROOT / "docs" / "operator-guide.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- tls-recipe[^>]*-->\n```sh\n(.*?)```", text, re.DOTALL)
-    assert match, "README.md has no tls-recipe block"
+    assert match, "docs/operator-guide.md has no tls-recipe block"
     return match.group(1)
 
 

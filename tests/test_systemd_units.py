@@ -1,6 +1,6 @@
 """systemd units in systemd/: required keys present, `systemd-analyze verify` clean.
 
-The units name the install prefix /opt/grstats (README "Installing on a node");
+The units name the install prefix /opt/grstats (docs/operator-guide.md);
 verify checks that executables exist, so the test points that prefix at this
 virtualenv in a temporary copy.
 """

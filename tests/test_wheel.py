@@ -1,6 +1,6 @@
 """The wheel stands alone: built from the checkout, installed into a fresh venv outside it.
 
-The venv gets the wheel with --no-deps, as README's node install. Its
+The venv gets the wheel with --no-deps, as the operator guide's node install. Its
 dependencies are not downloaded again (minutes of a shared CPU): a `.pth`
 line puts the test interpreter's own site-packages (installed from the same
 lock by `make install`) after the venv's. A `.pth` line adds the directory

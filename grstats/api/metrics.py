@@ -27,7 +27,7 @@ reported as 0; a row without MEMBER_ID is skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -39,6 +39,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from grstats.api.health import ApiStats
 from grstats.api.member_metrics import MEMBER_STATE_VALUES
+from grstats.api.section_metrics import counter_by, section_families
 from grstats.api.self_metrics import register_process_collectors
 from grstats.api.table_metrics import table_families
 from grstats.core import columns as col
@@ -73,16 +74,6 @@ class SnapshotCollector(Collector):
         for table in col.TABLES:
             yield from table_families(snapshot, groups, table)
         yield from _health_families(snapshot)
-
-
-def _counter_by(
-    name: str, help_text: str, label: str, counts: Mapping[str, int] | Mapping[int, int]
-) -> Metric:
-    """One counter family with a series per `label` value (sorted), from `counts`."""
-    family = CounterMetricFamily(name, help_text, labels=(label,))
-    for key, count in sorted(counts.items()):
-        family.add_metric([str(key)], count)
-    return family
 
 
 def _group_of(snapshot: DaemonSnapshot) -> dict[str, str]:
@@ -139,41 +130,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Accepted envelopes whose negative queue sizes were shown as 0.",
         value=counters.envelopes_clamped,
     )
-    yield CounterMetricFamily(
-        "grstats_envelopes_lag_malformed",
-        "Accepted envelopes whose ext.lag section was refused (stats applied, lag not).",
-        value=counters.envelopes_lag_malformed,
-    )
-    yield CounterMetricFamily(
-        "grstats_envelopes_applier_malformed",
-        "Accepted envelopes whose ext.applier section was refused (stats applied, applier not).",
-        value=counters.envelopes_applier_malformed,
-    )
-    yield CounterMetricFamily(
-        "grstats_envelopes_gtids_malformed",
-        "Accepted envelopes whose ext.gtids section was refused (stats applied, GTID state not).",
-        value=counters.envelopes_gtids_malformed,
-    )
-    yield CounterMetricFamily(
-        "grstats_applier_workers_dropped",
-        "Local applier workers left out of published ext.applier sections "
-        "(past the wire's bound of 256 workers), summed over envelopes.",
-        value=counters.applier_workers_dropped,
-    )
-    yield _counter_by(
-        "grstats_ext_sections_unsendable",
-        "Local samples published without their ext section because the wire refused "
-        "one of its figures, by section.",
-        "section",
-        counters.sections_unsendable,
-    )
-    yield _counter_by(
-        "grstats_ext_sections_dropped",
-        "Unknown ext sections of received envelopes skipped unread at admission "
-        "(never stored), by section name.",
-        "section",
-        counters.ext_dropped,
-    )
+    yield from section_families(counters)
     yield CounterMetricFamily(
         "grstats_pending_gtids_refused",
         "gtids envelopes refused because the pending table was at its byte bound.",
@@ -195,7 +152,7 @@ def _health_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "published (ranges of the last periods; GTID texts as sets).",
         value=counters.oracle_comparisons,
     )
-    yield _counter_by(
+    yield counter_by(
         "grstats_server_oracle_disagreements",
         "Those comparisons that disagreed, by column: the bus did not carry what MySQL received.",
         "column",
@@ -215,7 +172,7 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "History rows fsynced to the write-ahead log.",
         value=h.rows_written,
     )
-    yield _counter_by(
+    yield counter_by(
         "grstats_history_rows_dropped",
         "History rows that will never be stored, by reason.",
         "reason",
@@ -253,7 +210,7 @@ def _history_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Failed history write, segment or housekeeping attempts.",
         value=h.errors,
     )
-    yield _counter_by(
+    yield counter_by(
         "grstats_history_values_nulled",
         "History values stored as NULL because their column cannot hold them, by column.",
         "column",
@@ -312,7 +269,7 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Statements stopped at [sql] query_timeout (MySQL error 3024).",
         value=q.queries_interrupted,
     )
-    yield _counter_by(
+    yield counter_by(
         "grstats_sql_results_refused",
         "Results refused at a size limit ([sql] max_rows, max_result_bytes; MySQL error 1104).",
         "limit",
@@ -323,7 +280,7 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "Statements refused because the endpoint is read-only (MySQL error 1290).",
         value=q.writes_refused,
     )
-    yield _counter_by(
+    yield counter_by(
         "grstats_sql_errors",
         "Error packets the SQL endpoint sent, by MySQL error number.",
         "code",
@@ -338,6 +295,21 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
         "grstats_sql_logins_delayed",
         "SQL endpoint login attempts made to wait after failed logins from their address.",
         value=q.logins_delayed,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_connections_evicted",
+        "SQL endpoint connections still logging in, ended to give a new connection a slot.",
+        value=q.connections_evicted,
+    )
+    yield GaugeMetricFamily(
+        "grstats_sql_history_tail_files_left_out",
+        "Unflushed write-ahead log files left out of grstats.history now (past its bound).",
+        value=q.tail_skipped_files,
+    )
+    yield CounterMetricFamily(
+        "grstats_sql_history_tail_skipped_files",
+        "Unflushed write-ahead log files ever left out of grstats.history, each once.",
+        value=q.tail_skipped_total,
     )
     if q.process_state:  # the endpoint's own process (grstats run / collect)
         yield GaugeMetricFamily(
@@ -364,7 +336,7 @@ def _sql_families(snapshot: DaemonSnapshot) -> Iterator[Metric]:
             "Live-table snapshots written to the SQL endpoint's process.",
             value=q.snapshots_sent,
         )
-        yield _counter_by(
+        yield counter_by(
             "grstats_sql_snapshots_dropped",
             "Live-table snapshots not delivered, by reason (child_slow, too_large, ...).",
             "reason",

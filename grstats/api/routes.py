@@ -3,7 +3,10 @@
 Strategy: answers are built from one immutable `DaemonSnapshot` read per
 request (`get_snapshot`), never from live state, and know nothing of
 sockets: the server (`grstats.api.server`) frames and sends them within its
-bounds. /healthz reads only a `DaemonStatus` (`get_status`: the daemon's
+bounds. /livez is liveness (the daemon's own loop runs and ticks: what a
+restart policy and systemd's watchdog go by), /healthz readiness (every
+degraded part with its reason: what a person or a load balancer goes by).
+/healthz reads only a `DaemonStatus` (`get_status`: the daemon's
 counters and checks now, no table built, so polling it costs a busy
 collector nothing of its tables). The snapshot's part of /metrics is rendered once per snapshot and
 shared by every scraper of that snapshot; only the small process/API part
@@ -44,6 +47,7 @@ class Routes:
         api_stats: the server's own counters now (for /healthz and /metrics).
         get_status: returns /healthz's figures now; never blocks (default: those
             of the current snapshot).
+        get_liveness: "" while the daemon's own loop ticks, else why not (/livez).
     """
 
     def __init__(
@@ -51,8 +55,10 @@ class Routes:
         get_snapshot: Callable[[], DaemonSnapshot],
         api_stats: Callable[[], ApiStats],
         get_status: Callable[[], DaemonStatus] | None = None,
+        get_liveness: Callable[[], str] | None = None,
     ) -> None:
         self._get_snapshot = get_snapshot
+        self._get_liveness = get_liveness or (lambda: "")
         self._get_status = get_status or (lambda: status_of(get_snapshot()))
         self._api_stats = api_stats
         self._snapshot_registry = snapshot_registry(get_snapshot)
@@ -65,6 +71,11 @@ class Routes:
         """Answer one GET for `path` (its query string already removed)."""
         if path == "/metrics":
             return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics_body()
+        if path == "/livez":  # answered on the daemon's loop: an answer is itself a sign
+            stalled = self._get_liveness()
+            if stalled:
+                return json_response(503, {"status": "stalled", "reason": stalled})
+            return json_response(200, {"status": "alive"})
         if path in ("/healthz", "/health"):
             return self._health(self._get_status())
         if path.startswith("/v1/tables/"):

@@ -83,6 +83,7 @@ class ApiServer:
         get_snapshot: returns the current snapshot; never blocks.
         get_status: returns /healthz's figures now, no table built; never
             blocks (default: those of the current snapshot).
+        get_liveness: "" while the daemon's own loop ticks, else why not (/livez).
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class ApiServer:
         options: ApiOptions,
         get_snapshot: Callable[[], DaemonSnapshot],
         get_status: Callable[[], DaemonStatus] | None = None,
+        get_liveness: Callable[[], str] | None = None,
     ) -> None:
         self._host = options.host
         self._requested_port = port = options.port
@@ -98,7 +100,7 @@ class ApiServer:
         self._write_timeout_s = options.write_timeout
         self._max_request_bytes = options.max_request_bytes
         self._write_buffer_bytes = options.write_buffer_bytes
-        self._routes = Routes(get_snapshot, self.stats, get_status)
+        self._routes = Routes(get_snapshot, self.stats, get_status, get_liveness)
         self._server: asyncio.Server | None = None
         self._open = 0
         self._refusing = 0

@@ -24,11 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from grstats.core.columns import APPLIER_METRICS
+from grstats.core.explain.applier import WINDOW_CHANNEL
 
 __all__ = ["WINDOW_CHANNEL", "earlier_readings", "parse_since"]
 
-#: the channel whose counters the history keeps
-WINDOW_CHANNEL = "group_replication_applier"
 _SINCE = re.compile(r"^(\d+)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 #: history column -> the replication_applier_metrics column it records

@@ -73,7 +73,7 @@ def render_member_config(facts: ServerFacts, answers: NodeAnswers, source: str) 
     return f"""\
 # grstats.toml for this node, written by `grstats init` from {source}
 # (MySQL {facts.version}). Every other key keeps its default: see the example
-# config (`grstats init --print-example`). Check it with
+# config (`grstats init --print grstats.toml`). Check it with
 #   grstats check --config <this file>
 
 [member]

@@ -18,12 +18,11 @@ import secrets
 import shutil
 import socket
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from grstats.bus.probe import round_trip
-from grstats.config import ConfigError, Settings, load_config
+from grstats.config import ConfigError, Settings, load_config, read_toml
 from grstats.core import topics
 from grstats.sources.mysql import MySQLSettings
 from grstats.sources.mysql.preflight import OPTIONAL_TABLES, PreflightError, inspect_server
@@ -73,9 +72,8 @@ def run_checks(path: str) -> list[Check]:
 def _has_member(path: str) -> bool:
     """A member daemon's config (has [member]); else a collector's (no local source)."""
     try:
-        with open(path, "rb") as f:
-            return "member" in tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+        return "member" in read_toml(path)[1]  # bounded: a device or FIFO is refused unread
+    except ConfigError:
         return True  # load_config reports the file's problem
 
 

@@ -10,6 +10,8 @@ from typing import TypeVar
 
 import click
 
+from grstats.config import LocalInputError, read_local_file
+
 _HEX_NOISE = re.compile(r"[\s:]+")
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -44,23 +46,34 @@ def _preview(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def read_input(hex_args: tuple[str, ...], file: Path | None) -> bytes:
+def read_input(hex_args: tuple[str, ...], file: Path | None, max_bytes: int) -> bytes:
     """The bytes named by HEX arguments ('-': hex on stdin) or --file.
 
+    Args:
+        hex_args: the HEX arguments.
+        file: --file.
+        max_bytes: the most bytes decoded: a larger file (or a device, a FIFO:
+            not a regular file) is refused unread, hex on stdin is read only up
+            to what that many bytes take with separators.
+
     Raises:
-        InputError: both or neither given, unreadable file, bad hex.
+        InputError: both or neither given, unreadable or refused file, bad hex.
     """
     if file is not None:
         if hex_args:
             raise InputError("give either HEX or --file, not both")
         try:
-            return file.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
+            return read_local_file(file, max_bytes)
+        except LocalInputError as exc:
+            raise InputError(f"{file}: {exc}") from None
     if not hex_args:
         raise InputError("nothing to decode: give HEX, '-' for hex on stdin, or --file PATH")
     if hex_args == ("-",):
-        return parse_hex(sys.stdin.read())
+        cap = 4 * max_bytes + 64  # two digits a byte, a separator, a prefix
+        text = sys.stdin.read(cap + 1)
+        if len(text) > cap:
+            raise InputError(f"hex on stdin past {cap} characters: at most {max_bytes} bytes")
+        return parse_hex(text)
     return parse_hex("".join(hex_args))
 
 

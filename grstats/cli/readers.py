@@ -33,7 +33,7 @@ from grstats.cli.apiread import api_url, fetch_table, normalize_api_url
 from grstats.cli.errors import BadArgument, ReadError, user_error
 from grstats.config import DEFAULT_CONFIG_PATH, BusSettings, ConfigError, load_client_settings
 from grstats.core import columns as col
-from grstats.core.snapshot import MEMBER_STATUS_TABLE, Row
+from grstats.core.snapshot import MEMBER_STATUS_TABLE, DaemonCounters, Row
 
 __all__ = ["TableReader", "read_options"]
 
@@ -160,6 +160,7 @@ class TableReader:
                 snapshot = read_snapshot(
                     self.bus, prefix=self.prefix, group=self.group, deadline_s=self.timeout
                 )
+                _say_not_shown(snapshot.counters)
                 return {name: list(snapshot.table(name)) for name in tables}
             out = {name: fetch_table(self.api, name, timeout=self.timeout) for name in tables}
             if self.group is not None:
@@ -207,6 +208,21 @@ class TableReader:
             )
         except ReadError as exc:
             raise user_error(str(exc), exc.exit_code) from None
+
+
+def _say_not_shown(counters: DaemonCounters) -> None:
+    """One line on stderr when messages read from the bus were refused (never silent):
+    how many, of how many, by reason (a member cap, malformed or spoofed messages)."""
+    refused = {reason: n for reason, n in sorted(counters.rejected.items()) if n}
+    if not refused:
+        return
+    total = counters.envelopes_accepted + sum(refused.values())
+    reasons = ", ".join(f"{reason} {n}" for reason, n in refused.items())
+    click.echo(
+        f"grstats: {sum(refused.values())} of {total} messages on the bus not shown "
+        f"(refused: {reasons})",
+        err=True,
+    )
 
 
 _FILE = click.Path(dir_okay=False)

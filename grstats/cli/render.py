@@ -25,8 +25,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Collection, Mapping, Sequence
+
+from grstats.core.visible import visible
 
 __all__ = [
     "FORMATS",
@@ -42,28 +43,6 @@ __all__ = [
 FORMATS = ("table", "vertical", "json", "csv")
 
 _STARS = "*" * 27
-
-# C0 controls (ESC, CR, LF, BS, ...), DEL, C1 controls (CSI 0x9b, ...), and the
-# characters that reorder or break lines on a terminal: bidi marks, embeddings,
-# overrides and isolates, LINE and PARAGRAPH SEPARATOR.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """`text` with every control character shown as an escape (`\\x1b`, `\\u202e`).
-
-    Args:
-        text: untrusted text.
-
-    Returns:
-        Text that prints as itself: nothing in it acts on a terminal.
-    """
-    return _CONTROL.sub(_escape, text)
 
 
 def _lines(text: str) -> str:

@@ -16,6 +16,7 @@ remote text cannot move the cursor or recolour the operator's terminal.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from grstats.core.snapshot import (
     MEMBERS_TABLE,
     Row,
 )
+from protocol.humanize import duration
 
 __all__ = [
     "COLUMNS",
@@ -90,14 +92,15 @@ NARROW: tuple[tuple[str, str], ...] = (
     ("MEMBER", "MEMBER"),
     ("STATE", "STATE"),
     ("ROLE", "ROLE"),
-    ("LAG_S", "LAG_S"),
+    ("LAG", "LAG_S"),
     ("CERT_Q", "IN_QUEUE"),
     ("APPLY_Q", "APPLIER_QUEUE"),
     ("appl/s", "applied/s"),
     ("chk/s", "checked/s"),
     ("confl/s", "conflicts/s"),
-    ("SEEN_S", "LAST_SEEN_S"),
+    ("LAST_SEEN", "LAST_SEEN_S"),
 )
+_DURATION_HEADERS = frozenset({"LAG", "LAST_SEEN"})  # seconds read as `4 min 12 s`
 _NARROW_KEEP = 6
 _RIGHT = frozenset(COLUMNS) - {"MEMBER", col.MEMBER_ID, "STATE", "ROLE"}
 _NOT_HIGHLIGHTED = {"LAG_S", "LAST_SEEN_S", "checked/s", "conflicts/s", "applied/s"}
@@ -191,7 +194,9 @@ def build_view(
     return rows, changed, ViewState(at=at, counters=counters, shown=shown)
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: object, header: str = "") -> str:
+    if header in _DURATION_HEADERS and isinstance(value, float) and not math.isnan(value):
+        return duration(value)  # the default view: as a person reads it (not NaN)
     if value is None:
         return "" if column.endswith("/s") else "NULL"
     if column.endswith("/s") and isinstance(value, float):
@@ -232,7 +237,7 @@ def _needed(
     """Terminal cells of a table of `spec`'s (header, column) with the mysql box."""
     total = 1
     for header, column in spec:
-        cells = [_cell(column, row.get(column)) for row in rows]
+        cells = [_cell(column, row.get(column), header) for row in rows]
         if short and column == col.MEMBER_ID:
             cells = [c[:_SHORT_ID] for c in cells]
         total += max([len(header), *map(len, cells)]) + 3
@@ -328,13 +333,13 @@ def live_table(
         member_id = str(row[col.MEMBER_ID])
         unreachable = row.get("STATE") == "UNREACHABLE"
         cells: list[Text] = []
-        for _, column in spec:
+        for header, column in spec:
             style = ""
             if unreachable and column in ("STATE", "MEMBER", col.MEMBER_ID):
                 style = "bold red"
             elif (member_id, column) in changed:
                 style = "bold yellow"
-            text = _cell(column, row.get(column))
+            text = _cell(column, row.get(column), "" if wide else header)
             if short and column == col.MEMBER_ID:
                 text = text[:_SHORT_ID]
             cells.append(Text(text, style=style))
@@ -348,13 +353,14 @@ def plain_table(rows: Sequence[Mapping[str, object]], title: str, *, wide: bool 
     Args:
         rows: display rows from `build_view`.
         title: the line above the table.
-        wide: every column under its full name; else the view of an 80-column terminal.
+        wide: every column under its full name; else what fits
+            the terminal's width (COLUMNS, else 80).
 
     Returns:
         The text.
     """
-    spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.WIDTH)
-    texts = [{h: _cell(c, r.get(c)) for h, c in spec} for r in rows]
+    spec = tuple((c, c) for c in COLUMNS) if wide else fit_narrow(rows, narrow.terminal_width())
+    texts = [{h: _cell(c, r.get(c), "" if wide else h) for h, c in spec} for r in rows]
     right = {h for h, c in spec if c in _RIGHT}
     text = title + "\n" + render.table(texts, [h for h, _ in spec], right=right)
     return text if wide else text + _footer(spec) + "\n"
@@ -364,4 +370,4 @@ def _footer(spec: Sequence[tuple[str, str]]) -> str:
     """The narrow view's last line: the columns it left out and `--wide`."""
     shown = {column for _, column in spec}
     hidden = sum(1 for column in COLUMNS if column not in shown)
-    return narrow.footer(hidden, "every column and the member UUIDs: --wide")
+    return narrow.footer(hidden, len(COLUMNS), "all, and the member UUIDs: --wide")

@@ -18,6 +18,7 @@ faster cadence: values 0.1-29 are accepted only together with the explicit
 test-only key `allow_short_gtid_interval = true`.
 """
 
+from grstats.config._files import LocalInputError, read_local_file
 from grstats.config._load import ClientSettings, load_client_settings, load_config, parse_config
 from grstats.config._reader import ConfigError, read_toml
 from grstats.config._settings import (
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigError",
     "HistorySettings",
     "LimitSettings",
+    "LocalInputError",
     "LogSettings",
     "MemberSettings",
     "PublishSettings",
@@ -49,5 +51,6 @@ __all__ = [
     "load_client_settings",
     "load_config",
     "parse_config",
+    "read_local_file",
     "read_toml",
 ]

@@ -43,6 +43,7 @@ from grstats.config._settings import (
     PublishSettings,
     Settings,
     SqlSettings,
+    size_bytes,
 )
 from grstats.config._sources import (
     MYSQL_KEYS,
@@ -178,6 +179,10 @@ def _parse_sql(s: Section, history: HistorySettings) -> SqlSettings:
     from grstats.sql.options import native_password_hash  # noqa: PLC0415 - light module
 
     fields["history_dir"] = fields["history_dir"] or history.dir
+    per_worker = size_bytes(fields["memory_limit"]) or 0
+    space = fields["max_address_space"]
+    if space and per_worker > space:  # DuckDB would fail its first query, not the load
+        raise s.fail("memory_limit", f"over max_address_space ({space} bytes), the process's own")
     return SqlSettings(
         host=host.strip("[]"),
         port=int(port_text),

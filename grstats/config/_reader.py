@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grstats.config._files import LocalInputError, read_local_file
+
 __all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_NESTING",
+    "MAX_STRING_CHARS",
     "ConfigError",
     "Section",
     "Spec",
@@ -39,6 +44,12 @@ __all__ = [
     "table",
     "text",
 ]
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config file (the shipped one is ~15 KB)
+MAX_SECRET_BYTES = 64 << 10  # a password file
+MAX_NESTING = 16  # tables and arrays inside each other (a config needs 3)
+MAX_STRING_CHARS = 4096  # any string value (paths, names, DSNs): longer is a mistake
 
 
 class ConfigError(Exception):
@@ -101,6 +112,10 @@ class Section:
             return default
         if not isinstance(value, str):
             raise self.fail(key, f"expected a string, got {show(value)}")
+        if "\x00" in value:  # a path or name with a NUL crashes the OS call, not this check
+            raise self.fail(key, "contains a NUL character")
+        if len(value) > MAX_STRING_CHARS:
+            raise self.fail(key, f"{len(value)} characters: at most {MAX_STRING_CHARS}")
         if choices and value not in choices:
             allowed = ", ".join(f'"{c}"' for c in choices)
             raise self.fail(key, f"expected one of {allowed}, got {show(value)}")
@@ -267,9 +282,12 @@ def read_secret(section: Section, env_key: str, file_key: str) -> str | None:
         return value
     if file_name:
         try:
-            content = Path(file_name).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise section.fail(file_key, f"cannot read {file_name}: {exc.strerror}") from None
+            content = read_local_file(file_name, MAX_SECRET_BYTES).decode("utf-8")
+        except LocalInputError as exc:
+            reason = str(exc).removeprefix("cannot read: ")
+            raise section.fail(file_key, f"cannot read {file_name}: {reason}") from None
+        except UnicodeDecodeError:
+            raise section.fail(file_key, f"{file_name}: not UTF-8 text") from None
         return content.splitlines()[0] if content else ""
     return None
 
@@ -284,17 +302,37 @@ def read_toml(path: str | Path) -> tuple[str, dict[str, Any]]:
         (the file name used in messages, the parsed document).
 
     Raises:
-        ConfigError: the file cannot be read, is not UTF-8, or is not TOML.
+        ConfigError: the file cannot be read, is not a regular file, is over
+            `MAX_CONFIG_BYTES`, is not UTF-8, is not TOML or nests past `MAX_NESTING`.
     """
     file = Path(path)
     name = file.name
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+        raw = read_local_file(file, MAX_CONFIG_BYTES)
+    except LocalInputError as exc:
+        raise ConfigError(str(path), "", str(exc)) from None
     try:
-        return name, tomllib.loads(raw.decode("utf-8"))
+        doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(name, "", "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(name, "", f"invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per level: thousands deep end here
+        raise ConfigError(name, "", f"nested too deeply (at most {MAX_NESTING} levels)") from None
+    depth = _depth(doc)
+    if depth > MAX_NESTING:
+        raise ConfigError(name, "", f"nested {depth} levels deep (at most {MAX_NESTING})")
+    return name, doc
+
+
+def _depth(doc: Any) -> int:
+    # iterative: a document just under the recursion limit must not recurse here either
+    deepest, stack = 0, [(doc, 0)]
+    while stack:
+        value, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    return deepest

@@ -14,13 +14,24 @@ adds only the checks of the inherited keys (`*_SPECS`); [limits] and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grstats.api.options import ApiOptions
 from grstats.bus.options import BusOptions
-from grstats.config._reader import Spec, flag, integer, number, optional_text, setting, text
+from grstats.config._reader import (
+    Section,
+    Spec,
+    flag,
+    integer,
+    number,
+    optional_text,
+    setting,
+    show,
+    text,
+)
 from grstats.core.admission import Limits
 from grstats.core.flowcontrol import FLOW_CONTROL_BOUNDS, FLOW_CONTROL_MODES, FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
@@ -120,11 +131,43 @@ class HistorySettings:
     scope: str = setting("local", text(choices=("local", "all")))
     retention_days: int = setting(30, integer(1, 36500))
     flush_interval: float = setting(900.0, number(0.1, 86400.0))
+    # and as soon as the WAL holds this much: half the SQL view's 64 MiB read of it
+    flush_bytes: int = setting(32 << 20, integer(0, 1 << 40))
     fsync_interval: float = setting(1.0, number(0.01, 60.0))
     # ~490 bytes a row in memory: 200,000 rows ~ 100 MB, ~2.5 h of 9 members at 1 Hz
     max_buffer_rows: int = setting(200_000, integer(1_000, 50_000_000))
     retry_max: float = setting(30.0, number(0.05, 3600.0))
     log_interval: float = setting(60.0, number(1.0, 86400.0))
+
+
+_SIZE = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,3})?)\s?(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+_UNITS = {
+    "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+    "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}  # fmt: skip
+
+
+def size_bytes(text: str) -> int | None:
+    """The bytes of a DuckDB memory size ("256MB", "2GiB"), None when not one."""
+    m = _SIZE.match(text)
+    return None if m is None else int(float(m[1]) * _UNITS[m[2]])
+
+
+def memory_size(low: int, high: int) -> Spec:
+    """A DuckDB memory size of `low`-`high` bytes, kept as written (DuckDB reads it)."""
+
+    def read(section: Section, key: str, default: Any) -> Any:
+        value = section.string(key, default)
+        n = size_bytes(value)
+        if n is None or not low <= n <= high:
+            raise section.fail(
+                key,
+                f'expected a size of {low >> 20} MiB-{high >> 30} GiB such as "256MB" or '
+                f'"1GiB", got {show(value)}',
+            )
+        return value
+
+    return Spec(read)
 
 
 # The checks of the fields SqlSettings inherits from grstats.sql.options.SqlOptions
@@ -142,10 +185,11 @@ SQL_SPECS: dict[str, Spec] = {
     "tls_key_file": text(),
     "tls_required": flag(),
     "threads": integer(1, 256),
-    "memory_limit": text(nonempty=True),
+    "memory_limit": memory_size(16 << 20, 64 << 30),
     "handshake_timeout": number(0.1, 3600.0),
     "idle_timeout": number(1.0, 31536000.0),
     "max_statement_bytes": integer(256, 1 << 30),
+    "max_logins_per_address": integer(1, 1024),
 }
 
 

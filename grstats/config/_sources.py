@@ -147,6 +147,9 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
     return tuple(events)
 
 
+MAX_SIMULATED_MEMBERS = 64  # the registry's default max_members_per_group
+
+
 def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSettings:
     from grstats.sources.simulated.settings import SimulationSettings  # noqa: PLC0415 - numpy only when used
 
@@ -158,6 +161,11 @@ def _parse_simulated(section: _Section, member: MemberSettings) -> SimulationSet
     else:
         raise section.fail(
             "members", f"expected an array of UUID strings, got {_show(members_raw)}"
+        )
+    if len(members) > MAX_SIMULATED_MEMBERS:  # the model steps every one each tick
+        raise section.fail(
+            "members",
+            f"{len(members)} members: at most {MAX_SIMULATED_MEMBERS} (Group Replication allows 9)",
         )
     if member.id and member.id not in members:
         raise section.fail("members", f"must include member.id ({member.id})")

@@ -15,20 +15,17 @@ garbage costs as little as possible:
    `sent_us` not further ahead of our clock than `max_clock_skew_s`.
 
 The envelope is decoded keeping only the `ext` sections this version reads
-(`EXT_SECTIONS`); any other section is skipped unread -- never built in
-memory, never stored -- and its name is reported in `Admitted.dropped_ext`
-for the caller to count (a 64 KiB unknown section was kept at ~72x its wire
-size before).
+(the names of `core.sections.SECTIONS`); any other section is skipped unread
+-- never built in memory, never stored -- and its name is reported in
+`Admitted.dropped_ext` for the caller to count (a 64 KiB unknown section was
+kept at ~72x its wire size before).
 
-6. the optional `ext.lag` section (`protocol.lag`) is decoded last. A
-   malformed one does not reject the envelope: the statistics are good on
-   their own, so the envelope is admitted without lag and `lag_error` says
-   why (the caller counts it as `envelopes_lag_malformed`). `ext.applier`
-   (`protocol.applier`) likewise: `applier_error`, `envelopes_applier_malformed`;
-   and `ext.gtids` (`protocol.gtid_state`): `gtid_state_error`,
-   `envelopes_gtids_malformed`.
-   and `ext.commit_path` (`protocol.commit_path`): `commit_path_error`,
-   `envelopes_commit_path_malformed`.
+6. each kept `ext` section is decoded last, by its declaration
+   (`core.sections`). A malformed one does not reject the envelope: the
+   statistics are good on their own, so the envelope is admitted without that
+   section and `errors[counter]` says why (the caller counts it as
+   `envelopes_<counter>_malformed`; ext.commit_path and ext.commit_path_comm
+   share one counter, the first error of the two standing).
 
 Queue sizes (items 1 and 2, IN_QUEUE and REMOTE_IN_APPLIER_QUEUE) and
 ROWS_VALIDATING are sizes. MySQL's table setters take them as unsigned 64-bit,
@@ -47,13 +44,15 @@ negative counter is a legal value >= 2^63 and is left alone.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
-from grstats.core.applier import MemberApplier, decode_member_applier
-from grstats.core.commitpath import CommunicationReader
-from grstats.core.lag import MemberLag, decode_member_lag
+from grstats.core.applier import MemberApplier
+from grstats.core.lag import MemberLag
+from grstats.core.sections import declared
 from grstats.core.topics import (
     GTIDS_KIND,
     STATS_KIND,
@@ -71,10 +70,7 @@ from protocol import (
     GtidState,
     PipelineStats,
     ProtocolError,
-    decode_commit_path,
-    decode_commit_path_comm,
     decode_envelope_sections,
-    decode_gtid_state,
     decode_pipeline_stats,
 )
 
@@ -89,10 +85,9 @@ _SIZE_ITEMS = (
 )
 _sizes = attrgetter(*_SIZE_ITEMS)
 _NO_KEY: MemberKey = ("", "")
-#: The `ext` sections a receiver reads (core/rows.py, core/lag.py, core/applier.py).
-EXT_SECTIONS = frozenset(
-    {"communication_stack", "lag", "applier", "gtids", "commit_path", "commit_path_comm"}
-)
+_NOTHING: Mapping[str, Any] = MappingProxyType({})  # a default argument, never written
+#: A per-member decoder of one section (`Section.reader`): checks again only a new value.
+Reader = Callable[[MemberKey, object], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +115,9 @@ class Admitted:
         envelope: the decoded envelope.
         stats: its decoded message, negative sizes clamped to 0.
         clamped: the PipelineStats fields that were clamped.
-        lag: the decoded `ext.lag` section; None when absent or malformed.
-        lag_error: why `ext.lag` was refused ("" when absent or good).
-        applier: the decoded `ext.applier` section; None when absent or malformed.
-        applier_error: why `ext.applier` was refused ("" when absent or good).
         dropped_ext: the names of the unknown `ext` sections skipped unread.
-        gtid_state: the decoded `ext.gtids` section; None when absent or malformed.
-        gtid_state_error: why `ext.gtids` was refused ("" when absent or good).
-        commit_path: the decoded `ext.commit_path` section; None when absent or malformed.
-        commit_path_error: why `ext.commit_path` or `ext.commit_path_comm` was refused
-            ("" when absent or good); one counter for the two halves of the commit path.
-        communication: the decoded `ext.commit_path_comm`; None when absent or malformed.
+        sections: section name -> its decoded value (absent: not sent, or malformed).
+        errors: malformed counter (`Section.counter`) -> why its section was refused.
     """
 
     key: MemberKey
@@ -138,16 +125,54 @@ class Admitted:
     envelope: Envelope
     stats: PipelineStats
     clamped: tuple[str, ...] = ()
-    lag: MemberLag | None = None
-    lag_error: str = ""
-    applier: MemberApplier | None = None
-    applier_error: str = ""
     dropped_ext: tuple[str, ...] = ()
-    gtid_state: GtidState | None = None
-    gtid_state_error: str = ""
-    commit_path: CommitPathReport | None = None
-    commit_path_error: str = ""
-    communication: GroupCommunication | None = None
+    sections: Mapping[str, Any] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def lag(self) -> MemberLag | None:
+        """The decoded `ext.lag`; None when absent or malformed."""
+        return self.sections.get("lag")
+
+    @property
+    def lag_error(self) -> str:
+        """Why `ext.lag` was refused ("" when absent or good)."""
+        return self.errors.get("lag", "")
+
+    @property
+    def applier(self) -> MemberApplier | None:
+        """The decoded `ext.applier`; None when absent or malformed."""
+        return self.sections.get("applier")
+
+    @property
+    def applier_error(self) -> str:
+        """Why `ext.applier` was refused ("" when absent or good)."""
+        return self.errors.get("applier", "")
+
+    @property
+    def gtid_state(self) -> GtidState | None:
+        """The decoded `ext.gtids`; None when absent or malformed."""
+        return self.sections.get("gtids")
+
+    @property
+    def gtid_state_error(self) -> str:
+        """Why `ext.gtids` was refused ("" when absent or good)."""
+        return self.errors.get("gtids", "")
+
+    @property
+    def commit_path(self) -> CommitPathReport | None:
+        """The decoded `ext.commit_path`; None when absent or malformed."""
+        return self.sections.get("commit_path")
+
+    @property
+    def commit_path_error(self) -> str:
+        """Why `ext.commit_path` or `ext.commit_path_comm` was refused ("" when both good)."""
+        return self.errors.get("commit_path", "")
+
+    @property
+    def communication(self) -> GroupCommunication | None:
+        """The decoded `ext.commit_path_comm`; None when absent or malformed."""
+        return self.sections.get("commit_path_comm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +215,7 @@ def admit(
     group: str | None,
     local_member_id: str | None,
     limits: Limits,
-    comm_reader: CommunicationReader | None = None,
+    readers: Mapping[str, Reader] = _NOTHING,
 ) -> Admission:
     """Check one bus message; see the module docstring for the order of the checks.
 
@@ -201,8 +226,8 @@ def admit(
         group: our group; None for a collector (every group).
         local_member_id: our server UUID; None for a collector.
         limits: the bounds.
-        comm_reader: decodes `ext.commit_path_comm`, checking again only a
-            member's new value (None: every one is checked).
+        readers: section name -> its per-member decoder (`Section.reader`);
+            a section without one is decoded by its `Section.decode`.
 
     Returns:
         Admitted, Status, Rejected(reason) or Ignored(why).
@@ -228,7 +253,7 @@ def admit(
         return Rejected("other_group", key, "topic")
     try:
         envelope, dropped = decode_envelope_sections(
-            payload, keep=EXT_SECTIONS, max_size=limits.max_envelope_size
+            payload, keep=declared().names, max_size=limits.max_envelope_size
         )
         stats = decode_pipeline_stats(envelope.stats)
     except ProtocolError as exc:
@@ -248,76 +273,33 @@ def admit(
         clamped = tuple(f for f in _SIZE_ITEMS if getattr(stats, f) < 0)
         zeros: dict[str, Any] = dict.fromkeys(clamped, 0)
         stats = dataclasses.replace(stats, **zeros)
-    lag, lag_error = _lag(envelope)
-    applier, applier_error = _applier(envelope)
-    gtid_state, gtid_state_error = _gtid_state(envelope)
-    commit_path, commit_path_error = _commit_path(envelope)
-    communication, communication_error = _communication(envelope, key, comm_reader)
-    return Admitted(
-        key,
-        kind,
-        envelope,
-        stats,
-        clamped,
-        lag,
-        lag_error,
-        applier,
-        applier_error,
-        dropped,
-        gtid_state,
-        gtid_state_error,
-        commit_path,
-        commit_path_error or communication_error,
-        communication,
-    )
+    if not envelope.ext:  # the shared empty mappings: nothing allocated per message
+        return Admitted(key, kind, envelope, stats, clamped, dropped, _NOTHING, _NOTHING)
+    values, errors = _sections(envelope.ext, key, readers)
+    return Admitted(key, kind, envelope, stats, clamped, dropped, values, errors)
 
 
-def _lag(envelope: Envelope) -> tuple[MemberLag | None, str]:
-    if "lag" not in envelope.ext:
-        return None, ""
-    try:
-        return decode_member_lag(envelope.ext["lag"]), ""
-    except ProtocolError as exc:
-        return None, str(exc)
-
-
-def _applier(envelope: Envelope) -> tuple[MemberApplier | None, str]:
-    if "applier" not in envelope.ext:
-        return None, ""
-    try:
-        return decode_member_applier(envelope.ext["applier"]), ""
-    except ProtocolError as exc:
-        return None, str(exc)
-
-
-def _gtid_state(envelope: Envelope) -> tuple[GtidState | None, str]:
-    if "gtids" not in envelope.ext:
-        return None, ""
-    try:
-        return decode_gtid_state(envelope.ext["gtids"]), ""
-    except ProtocolError as exc:
-        return None, str(exc)
-
-
-def _commit_path(envelope: Envelope) -> tuple[CommitPathReport | None, str]:
-    if "commit_path" not in envelope.ext:
-        return None, ""
-    try:
-        return decode_commit_path(envelope.ext["commit_path"]), ""
-    except ProtocolError as exc:
-        return None, str(exc)
-
-
-def _communication(
-    envelope: Envelope, key: MemberKey, reader: CommunicationReader | None
-) -> tuple[GroupCommunication | None, str]:
-    if "commit_path_comm" not in envelope.ext:
-        return None, ""
-    value = envelope.ext["commit_path_comm"]
-    try:
-        return (decode_commit_path_comm(value) if reader is None else reader.read(key, value)), ""
-    except ProtocolError as exc:
-        return None, str(exc)
+def _sections(
+    ext: Mapping[str, Any], key: MemberKey, readers: Mapping[str, Reader]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each kept section decoded by its declaration; the first error per counter."""
+    by_name = declared().by_name
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name, raw in ext.items():
+        section = by_name[name]  # decode_envelope_sections kept only declared names
+        try:
+            reader = readers.get(name)
+            if reader is not None:
+                values[name] = reader(key, raw)
+            elif section.decode is not None:
+                values[name] = section.decode(raw)
+            else:
+                values[name] = raw
+        except ProtocolError as exc:
+            if section.counter not in errors:
+                errors[section.counter] = str(exc)
+    return values, errors
 
 
 def _status(key: MemberKey, payload: bytes, group: str | None, limits: Limits) -> Admission:

@@ -504,6 +504,7 @@ BOTTLENECK: Final = "BOTTLENECK"
 EXCESS_OVER_THRESHOLD: Final = "EXCESS_OVER_THRESHOLD"
 GROUP_QUOTA: Final = "GROUP_QUOTA"
 THROTTLING: Final = "THROTTLING"
+WRITERS_HELD: Final = "WRITERS_HELD"
 BOTTLENECK_SINCE: Final = "BOTTLENECK_SINCE"
 THROTTLED_SECONDS: Final = "THROTTLED_SECONDS"
 CERTIFIER_QUEUE: Final = "CERTIFIER_QUEUE"
@@ -512,6 +513,8 @@ INCOMING_RATE: Final = "INCOMING_RATE"
 APPLY_RATE: Final = "APPLY_RATE"
 CATCH_UP_ETA_SECONDS: Final = "CATCH_UP_ETA_SECONDS"
 CATCH_UP: Final = "CATCH_UP"
+APPLY_CAPACITY: Final = "APPLY_CAPACITY"
+FAILOVER_SECONDS: Final = "FAILOVER_SECONDS"
 FAILOVER_READY: Final = "FAILOVER_READY"
 SERVER_THROTTLE_COUNT: Final = "SERVER_THROTTLE_COUNT"
 SERVER_THROTTLE_TIME_SUM: Final = "SERVER_THROTTLE_TIME_SUM"
@@ -529,6 +532,9 @@ FLOW_HISTORY: Final = (
     CATCH_UP_ETA_SECONDS,
     FAILOVER_READY,
 )
+# Appended after the commit path's block (files before it read NULL): whether
+# writers were held, as Gr_flow_control_throttle_count counts a throttled commit.
+FLOW_HELD_HISTORY: Final = (WRITERS_HELD,)
 
 
 def _flow(
@@ -587,7 +593,16 @@ FLOW_CONTROL = TableDef(
             "tinyint",
             "gauge",
             "grstats_flow_control_throttling",
-            "1 while writers are throttled (quota > 0).",
+            "1 while the flow-control quota is active (quota > 0); writers are held only "
+            "when they reach it (grstats_flow_control_writers_held).",
+        ),
+        _flow(
+            WRITERS_HELD,
+            "tinyint",
+            "gauge",
+            "grstats_flow_control_writers_held",
+            "1 while a writer's commits reach the quota, so that its next commits wait "
+            "(what Gr_flow_control_throttle_count counts).",
         ),
         Column(BOTTLENECK_SINCE, "timestamp(6)", "timestamp", nullable=True),
         _flow(
@@ -595,7 +610,7 @@ FLOW_CONTROL = TableDef(
             "double",
             "counter",
             "grstats_flow_control_throttled_seconds_total",
-            "Seconds writers were throttled while this member was a bottleneck "
+            "Seconds writers were held by the quota while this member was a bottleneck "
             "(replayed by this daemon since it started).",
         ),
         _flow(CERTIFIER_QUEUE, "bigint unsigned", "gauge", None),
@@ -607,18 +622,28 @@ FLOW_CONTROL = TableDef(
             "double",
             "gauge",
             "grstats_member_catch_up_eta_seconds",
-            "Seconds until the member's applier queue is empty at the current rates "
-            "(+Inf: never at this rate).",
+            "Seconds until the member's applier queue is empty under the current load "
+            "(+Inf: never at this rate; not an alarm by itself).",
             keeps=(float("inf"),),  # "never" is a figure the rollup counts; NaN, -inf: NULL
         ),
         Column(CATCH_UP, "varchar(32)", nullable=True),
+        _flow(APPLY_CAPACITY, "double", "gauge", None),
+        _flow(
+            FAILOVER_SECONDS,
+            "double",
+            "gauge",
+            "grstats_member_failover_seconds",
+            "Seconds to apply the member's applier queue if the writes stopped now (as "
+            "after a failover to it): queue / its highest apply rate of the last minute "
+            "(+Inf: its applier applied nothing).",
+        ),
         _flow(
             FAILOVER_READY,
             "tinyint",
             "gauge",
             "grstats_member_failover_ready",
-            "0 when the member would take longer than failover_catch_up_limit to become "
-            "a usable primary.",
+            "0 when applying the member's backlog, writes stopped, would take longer than "
+            "failover_catch_up_limit.",
         ),
         _flow(SERVER_THROTTLE_COUNT, "bigint unsigned", "counter", None),
         _flow(SERVER_THROTTLE_TIME_SUM, "bigint unsigned", "counter", None),
@@ -823,7 +848,7 @@ MEMBER_GTIDS = TableDef(
         Column(GTID_EXECUTED, "longtext"),
         Column(GTID_PURGED, "longtext"),
         Column(GTIDS_READ_AT, "timestamp(6)", "timestamp"),
-        Column(ERRANT_TRANSACTIONS, "longtext"),
+        Column(ERRANT_TRANSACTIONS, "longtext", nullable=True),  # NULL: not judged yet
         Column(
             ERRANT_COUNT,
             "bigint unsigned",

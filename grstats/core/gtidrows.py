@@ -164,7 +164,7 @@ class GtidDivergenceTable:
             col.GTID_EXECUTED: str(m.executed),
             col.GTID_PURGED: str(m.purged),
             col.GTIDS_READ_AT: format_timestamp(m.read_us),
-            col.ERRANT_TRANSACTIONS: str(errant),
+            col.ERRANT_TRANSACTIONS: str(errant) if d.recovery is not None else None,
             col.ERRANT_COUNT: figures[col.ERRANT_COUNT],
             col.ERRANT_SINCE: figures[col.ERRANT_SINCE],
             col.MISSING_COUNT: figures[col.MISSING_COUNT],

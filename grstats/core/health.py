@@ -28,12 +28,13 @@ __all__ = [
     "SQL_DOWN",
     "SQL_LIMITS",
     "SQL_STALE",
+    "SQL_TAIL_SKIPPED",
     "UNCHECKED",
     "Health",
     "HealthReason",
 ]
 
-# The codes (README "Health"): /healthz "reasons", grstats_health_status{reason}.
+# The codes (docs/how-it-works.md): /healthz "reasons", grstats_health_status{reason}.
 BUS_DISCONNECTED = "bus_disconnected"  # not connected to the broker
 BUS_ECHO = "bus_echo"  # our own envelopes do not come back (broker ACL?)
 GTIDS_UNSENDABLE = "gtids_unsendable"  # local GTID state over the ext.gtids bound
@@ -45,6 +46,7 @@ SERVER_ORACLE = "server_oracle"  # the server's view of a member disagrees with 
 SQL_DOWN = "sql_down"  # the SQL endpoint is not serving
 SQL_STALE = "sql_stale"  # live tables the endpoint's process cannot be sent
 SQL_LIMITS = "sql_limits"  # the endpoint's process could not set its limits
+SQL_TAIL_SKIPPED = "sql_tail_skipped"  # unflushed history rows left out of the SQL view
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from grstats.core.admission import Admitted, Ignored, Rejected
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.registry import Applied
+from grstats.core.sections import declared
 from grstats.core.snapshot import DaemonCounters
 from grstats.core.topics import STATS_KIND
 
@@ -42,10 +43,8 @@ class ReceiveCounts:
         self.accepted = 0
         self.own = 0
         self.clamped = 0
-        self.lag_malformed = 0
-        self.applier_malformed = 0
-        self.gtids_malformed = 0
-        self.commit_path_malformed = 0
+        # by each section's counter (core.sections), every declared one from zero
+        self.malformed: dict[str, int] = dict.fromkeys(declared().counters, 0)
         self.rejected: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         self.ext_dropped: dict[str, int] = {}
 
@@ -61,14 +60,9 @@ class ReceiveCounts:
         if isinstance(result, Applied):
             if result.kind == STATS_KIND:
                 self.accepted += 1
-                if result.lag_error:
-                    self.lag_malformed += 1  # stats applied, lag refused
-                if result.applier_error:
-                    self.applier_malformed += 1  # stats applied, applier refused
-                if result.commit_path_error:
-                    self.commit_path_malformed += 1  # stats applied, section refused
-            if result.gtid_state_error:
-                self.gtids_malformed += 1  # stats (or GTID sets) applied, ext.gtids not
+            # stats (or a gtids envelope's GTID sets) applied, a section refused
+            for counter in result.errors:
+                self.malformed[counter] = self.malformed.get(counter, 0) + 1
         elif isinstance(result, Rejected):
             self.rejected[result.reason] += 1
         elif result.why == "own":
@@ -80,10 +74,7 @@ class ReceiveCounts:
             envelopes_accepted=self.accepted,
             envelopes_own=self.own,
             envelopes_clamped=self.clamped,
-            envelopes_lag_malformed=self.lag_malformed,
-            envelopes_applier_malformed=self.applier_malformed,
-            envelopes_gtids_malformed=self.gtids_malformed,
-            envelopes_commit_path_malformed=self.commit_path_malformed,
+            malformed=dict(self.malformed),
             rejected=dict(self.rejected),
             ext_dropped=dict(self.ext_dropped),
         )

@@ -5,7 +5,8 @@ the same rows offline) and history.py (which persists them).
 
 Columns are only ever appended (the lag figures came after
 flow_control_mode, the applier counters after the lag figures, then the
-flow-control figures, then the GTID divergence counts, then the commit path),
+flow-control figures, then the GTID divergence counts, then the commit path,
+then whether flow control held the writers),
 so the schema of an older file is a prefix of this one and its rows read with
 NULLs in the newer columns.
 """
@@ -18,6 +19,7 @@ from grstats.core.columns import (
     APPLIER_METRICS,
     COMMIT_PATH_HISTORY,
     FLOW_CONTROL,
+    FLOW_HELD_HISTORY,
     FLOW_HISTORY,
     MEMBER_GTIDS,
     MEMBER_LAG,
@@ -45,6 +47,12 @@ FLOW_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
     (str(c.history), _FLOW_ARROW[c.sql_type])
     for c in FLOW_CONTROL.columns
     if c.name in FLOW_HISTORY
+)
+# Whether writers were held (fc_writers_held), appended after the commit path.
+FLOW_HELD_HISTORY_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (str(c.history), _FLOW_ARROW[c.sql_type])
+    for c in FLOW_CONTROL.columns
+    if c.name in FLOW_HELD_HISTORY
 )
 # The daemon's GTID divergence verdict for the row's member at recording time
 # (core.gtidrows): counts and the recovery method, never the sets. NULL: no
@@ -86,6 +94,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     *GTID_HISTORY_COLUMNS,
     # the commit path: appended after the GTID counts, as one block (older files: NULL)
     *((name, "int64") for name in COMMIT_PATH_HISTORY_COLUMNS),
+    # writers held by flow control (older files: NULL, not known)
+    *FLOW_HELD_HISTORY_COLUMNS,
 )
 
 # The non-finite doubles a history column stores as they are (declared in the
@@ -177,3 +187,5 @@ class HistoryRow:
     cp_after_sync_us: int | None = None
     cp_flow_control_count: int | None = None
     cp_flow_control_us: int | None = None
+    # 1 while a writer's commits reached the flow-control quota (None: no replay)
+    fc_writers_held: int | None = None

@@ -36,7 +36,8 @@ Invariants:
   `OFFSET_WINDOW`; the largest is the estimate of its clock minus ours
   (each sample is that offset minus the one-way delay, so the largest is
   the closest, low by the smallest delay in the window);
-- the member's last `ext.lag` is kept as it came; an envelope without one
+- each `ext` section is kept by its declaration's `keep` (`core.sections`):
+  the member's last `ext.lag` is kept as it came; an envelope without one
   (or with a malformed one) clears it: stale lag is worse than none; the
   same for `ext.applier`. `ext.gtids` rides only on flag-'1' envelopes (every
   gtid_interval), so the last good one is kept until a newer one arrives
@@ -52,17 +53,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
 from grstats.core.applier import MemberApplier
 from grstats.core.columns import REJECT_REASONS
-from grstats.core.commitpath import commit_path_minute, commit_path_window
 from grstats.core.departures import Departures
 from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.replay_defence import ReplayDefence, Stale, retired_incarnations
+from grstats.core.sections import declared, fold
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
 from protocol import (
@@ -103,15 +105,38 @@ class RegistryLimits:
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """An envelope that changed the tables."""
+    """An envelope that changed the tables.
+
+    Attributes:
+        envelope, stats, kind: the envelope, its decoded stats, its topic's kind.
+        errors: malformed counter -> why its section was refused (the sections
+            this envelope applied: every one for stats, the GTID sets' for gtids).
+    """
 
     envelope: Envelope
     stats: PipelineStats
     kind: str
-    lag_error: str = ""  # why its ext.lag was refused ("" when absent or good)
-    applier_error: str = ""  # why its ext.applier was refused ("" when absent or good)
-    gtid_state_error: str = ""  # why its ext.gtids was refused ("" when absent or good)
-    commit_path_error: str = ""  # why its ext.commit_path was refused ("" when absent or good)
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def lag_error(self) -> str:
+        """Why its ext.lag was refused ("" when absent or good)."""
+        return self.errors.get("lag", "")
+
+    @property
+    def applier_error(self) -> str:
+        """Why its ext.applier was refused ("" when absent or good)."""
+        return self.errors.get("applier", "")
+
+    @property
+    def gtid_state_error(self) -> str:
+        """Why its ext.gtids was refused ("" when absent or good)."""
+        return self.errors.get("gtids", "")
+
+    @property
+    def commit_path_error(self) -> str:
+        """Why its ext.commit_path (or ext.commit_path_comm) was refused ("" when good)."""
+        return self.errors.get("commit_path", "")
 
 
 @dataclass(slots=True)
@@ -127,15 +152,8 @@ class Remote:
     retired: deque[tuple[int, int]] = field(
         default_factory=retired_incarnations
     )  # (incarnation, last seq)
-    lag: MemberLag | None = None  # its last ext.lag
-    applier: MemberApplier | None = None  # its last ext.applier
-    gtid_state: GtidState | None = None  # its last good ext.gtids
-    gtid_stats: PipelineStats | None = None  # the stats that rode with it (same sample)
-    # its last two ext.commit_path reports (older first): the rates of its last period
-    commit_path: tuple[CommitPathReport, ...] = ()
-    communication: GroupCommunication | None = None  # its last ext.commit_path_comm
-    # its ext.commit_path anchors of the last minute (core.commitpath), older first
-    commit_path_minute: tuple[CommitPathReport, ...] = ()
+    # section name -> what is kept of it (core.sections: each declaration's `keep`)
+    sections: dict[str, Any] = field(default_factory=dict)
     offsets: deque[int] = field(
         default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
     )  # sent_us - received_at_us of its last live envelopes
@@ -143,6 +161,45 @@ class Remote:
     def clock_offset_us(self) -> int | None:
         """Its clock minus ours, estimated (None before a live envelope)."""
         return max(self.offsets) if self.offsets else None
+
+    @property
+    def lag(self) -> MemberLag | None:
+        """Its last ext.lag."""
+        return self.sections.get("lag")
+
+    @property
+    def applier(self) -> MemberApplier | None:
+        """Its last ext.applier."""
+        return self.sections.get("applier")
+
+    @property
+    def gtid_state(self) -> GtidState | None:
+        """Its last good ext.gtids."""
+        kept = self.sections.get("gtids")
+        return None if kept is None else kept[0]
+
+    @property
+    def gtid_stats(self) -> PipelineStats | None:
+        """The stats that rode with its last good ext.gtids (same sample)."""
+        kept = self.sections.get("gtids")
+        return None if kept is None else kept[1]
+
+    @property
+    def commit_path(self) -> tuple[CommitPathReport, ...]:
+        """Its last two ext.commit_path reports (older first): the rates of its last period."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[0]
+
+    @property
+    def commit_path_minute(self) -> tuple[CommitPathReport, ...]:
+        """Its ext.commit_path anchors of the last minute (core.commitpath), older first."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[1]
+
+    @property
+    def communication(self) -> GroupCommunication | None:
+        """Its last ext.commit_path_comm."""
+        return self.sections.get("commit_path_comm")
 
 
 def zero_rejections() -> dict[str, int]:
@@ -254,8 +311,9 @@ class MemberRegistry:
             else:  # the member restarted: reset, as MySQL does for a new entry
                 remote.retired.append((remote.envelope.incarnation, remote.envelope.seq))
                 remote.gtid_seq = 0
-                remote.commit_path = ()
-                remote.commit_path_minute = ()
+                for section in declared().sections:
+                    if section.reset_on_restart:
+                        remote.sections.pop(section.name, None)
                 state = MemberStatsState().apply(stats)
             remote.envelope = envelope
         if stats.transaction_gtids_present:
@@ -263,13 +321,9 @@ class MemberRegistry:
         else:
             state = self._merge_pending_gtids(key, remote, state)
         remote.state = state
-        remote.lag = msg.lag
-        remote.applier = msg.applier
-        if msg.gtid_state is not None:
-            remote.gtid_state, remote.gtid_stats = msg.gtid_state, stats
-        remote.commit_path = commit_path_window(remote.commit_path, msg.commit_path)
-        remote.commit_path_minute = commit_path_minute(remote.commit_path_minute, msg.commit_path)
-        remote.communication = msg.communication
+        kept, values = remote.sections, msg.sections
+        if values or kept:  # nothing is kept of nothing (core.sections: keep)
+            fold(kept, declared().sections, values, stats)
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -278,15 +332,7 @@ class MemberRegistry:
         remote.accepted += 1
         self._departures.back(key)
         self.version += 1
-        return Applied(
-            envelope,
-            stats,
-            msg.kind,
-            msg.lag_error,
-            msg.applier_error,
-            msg.gtid_state_error,
-            msg.commit_path_error,
-        )
+        return Applied(envelope, stats, msg.kind, msg.errors)
 
     def _has_room(self, group: str) -> bool:
         members = self._groups.get(group)
@@ -331,10 +377,11 @@ class MemberRegistry:
             stats.transactions_committed_all_members,
             stats.transaction_last_conflict_free,
         )
-        if msg.gtid_state is not None:
-            remote.gtid_state, remote.gtid_stats = msg.gtid_state, stats
+        gated = declared().gated  # what rides with the GTID sets only
+        fold(remote.sections, gated, msg.sections, stats)
+        errors = {s.counter: msg.errors[s.counter] for s in gated if s.counter in msg.errors}
         self.version += 1
-        return Applied(envelope, stats, msg.kind, gtid_state_error=msg.gtid_state_error)
+        return Applied(envelope, stats, msg.kind, errors)
 
     def status(self, key: MemberKey, *, online: bool) -> None:
         """Apply a status announcement: `offline` removes the member and tombstones it."""

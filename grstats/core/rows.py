@@ -13,6 +13,7 @@ UNREACHABLE override of the state keeps the role of the state underneath.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -53,7 +54,9 @@ _HISTORY_APPLIER = tuple(
 )
 _INT64_MAX = (1 << 63) - 1
 _HISTORY_FLOW = tuple(
-    (c.name, str(c.history)) for c in col.FLOW_CONTROL.columns if c.name in col.FLOW_HISTORY
+    (c.name, str(c.history))
+    for c in col.FLOW_CONTROL.columns
+    if c.name in col.FLOW_HISTORY or c.name in col.FLOW_HELD_HISTORY
 )
 # every figure None, copied per row (no generator per envelope on the receive path)
 _NO_LAG: dict[str, float | None] = dict.fromkeys(h for _, h in _HISTORY_LAG)
@@ -264,12 +267,7 @@ def history_row(
     envelope: Envelope,
     stats: PipelineStats,
     sampled_at_us: int,
-    *,
-    lag: dict[str, float | None] | None = None,
-    applier: dict[str, int | None] | None = None,
-    flow: dict[str, Any] | None = None,
-    gtids: dict[str, Any] | None = None,
-    commit_path: dict[str, int | None] | None = None,
+    figures: Mapping[str, Any] | None = None,
 ) -> HistoryRow:
     """A history row for one accepted envelope (GTID columns None unless flag '1').
 
@@ -277,11 +275,9 @@ def history_row(
         envelope: the accepted envelope.
         stats: its decoded stats.
         sampled_at_us: when it was sampled (the sender's clock).
-        lag: its lag columns (`lag_history`); None: all NULL.
-        applier: its applier columns (`applier_history`); None: all NULL.
-        flow: its flow-control columns (`flow_history`); None: all NULL.
-        gtids: its GTID divergence columns (`MemberTables.gtid_history`); None: all NULL.
-        commit_path: its commit-path columns (`commit_path_history`); None: all NULL.
+        figures: history column -> value beyond the stats: every section's block
+            (`core.sections.history_figures`), the flow-control and GTID verdict
+            columns (`core.tables.MemberTables.history_row`); a column left out is NULL.
 
     Returns:
         The HistoryRow.
@@ -292,11 +288,6 @@ def history_row(
     if stats.transaction_gtids_present:
         gtid_texts = zip(_HISTORY_TEXT_NAMES, _history_texts(stats), strict=True)
         texts = {name: _text(value) for name, value in gtid_texts}
-    figures: dict[str, Any] = dict(lag or {})
-    figures.update(applier or {})
-    figures.update(flow or {})
-    figures.update(gtids or {})
-    figures.update(commit_path or {})
     return HistoryRow(
         group_name=envelope.group,
         member_id=m.id,
@@ -312,5 +303,5 @@ def history_row(
         flow_control_mode=stats.flow_control_mode,
         **numbers,
         **texts,
-        **figures,
+        **(figures or {}),
     )

@@ -7,7 +7,9 @@ texts (the publisher decides whether a message carries them, flag '1', or not);
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.applier import MemberApplier
 from grstats.core.lag import ChannelLag
@@ -108,3 +110,6 @@ class LocalSample:
     commit_path: CommitPathCounters | None = None
     # replication_group_communication_information (8.0.23+); None when not shown
     communication: GroupCommunication | None = None
+    # section name -> value, for an `ext` section declared without a field of its own
+    # (core.sections: its `outgoing` reads it here)
+    extra: Mapping[str, Any] = field(default_factory=dict)

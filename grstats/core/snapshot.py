@@ -58,19 +58,18 @@ class DaemonCounters:
         envelopes_accepted: stats envelopes applied to the tables.
         envelopes_own: our own envelopes heard back from the broker.
         envelopes_clamped: accepted envelopes whose negative sizes were shown as 0.
-        envelopes_lag_malformed: accepted envelopes whose `ext.lag` was refused
-            (their stats were applied, their lag was not).
-        envelopes_applier_malformed: the same for `ext.applier`.
-        envelopes_gtids_malformed: the same for `ext.gtids`.
-        envelopes_commit_path_malformed: the same for `ext.commit_path`.
+        malformed: accepted envelopes one of whose `ext` sections was refused (their
+            stats were applied, that section was not), by the section's counter
+            (`core.sections`: lag, applier, gtids, commit_path).
         rejected: refused messages by reason (every reason of REJECT_REASONS).
         bus_reconnects: broker connections after the first.
         messages_published: stats envelopes handed to the broker.
-        applier_workers_dropped: applier workers of the local member left out of
-            published `ext.applier` sections (past protocol.MAX_APPLIER_WORKERS;
-            summed over envelopes). The local tables still show them all.
+        left_out: items of the local member left out of published sections to fit
+            the wire, by counter (`applier_workers_dropped`: workers past
+            protocol.MAX_APPLIER_WORKERS, summed over envelopes; the local tables
+            still show them all).
         sections_unsendable: samples published without their `ext` section
-            because the wire refused a figure in it, by section (lag, applier).
+            because the wire refused a figure in it, by section.
         ext_dropped: unknown `ext` sections of received envelopes skipped unread,
             by section name (names bounded; see `core.receive_counts.count_dropped_ext`).
         pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
@@ -83,14 +82,11 @@ class DaemonCounters:
     envelopes_accepted: int = 0
     envelopes_own: int = 0
     envelopes_clamped: int = 0
-    envelopes_lag_malformed: int = 0
-    envelopes_applier_malformed: int = 0
-    envelopes_gtids_malformed: int = 0
-    envelopes_commit_path_malformed: int = 0
+    malformed: Mapping[str, int] = field(default_factory=dict)
     rejected: Mapping[str, int] = field(default_factory=_zero_rejections)
     bus_reconnects: int = 0
     messages_published: int = 0
-    applier_workers_dropped: int = 0
+    left_out: Mapping[str, int] = field(default_factory=dict)
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
     ext_dropped: Mapping[str, int] = field(default_factory=dict)
     pending_gtids_refused: int = 0
@@ -98,20 +94,43 @@ class DaemonCounters:
     oracle_comparisons: int = 0
     oracle_disagreements: Mapping[str, int] = field(default_factory=dict)
 
+    @property
+    def envelopes_lag_malformed(self) -> int:
+        """Accepted envelopes whose `ext.lag` was refused."""
+        return self.malformed.get("lag", 0)
+
+    @property
+    def envelopes_applier_malformed(self) -> int:
+        """The same for `ext.applier`."""
+        return self.malformed.get("applier", 0)
+
+    @property
+    def envelopes_gtids_malformed(self) -> int:
+        """The same for `ext.gtids`."""
+        return self.malformed.get("gtids", 0)
+
+    @property
+    def envelopes_commit_path_malformed(self) -> int:
+        """The same for `ext.commit_path` (and `ext.commit_path_comm`)."""
+        return self.malformed.get("commit_path", 0)
+
+    @property
+    def applier_workers_dropped(self) -> int:
+        """Applier workers of the local member left out of published `ext.applier`."""
+        return self.left_out.get("applier_workers_dropped", 0)
+
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
         out = {
             "envelopes_accepted": self.envelopes_accepted,
             "envelopes_own": self.envelopes_own,
             "envelopes_clamped": self.envelopes_clamped,
-            "envelopes_lag_malformed": self.envelopes_lag_malformed,
-            "envelopes_applier_malformed": self.envelopes_applier_malformed,
-            "envelopes_gtids_malformed": self.envelopes_gtids_malformed,
-            "envelopes_commit_path_malformed": self.envelopes_commit_path_malformed,
-            "bus_reconnects": self.bus_reconnects,
-            "messages_published": self.messages_published,
-            "applier_workers_dropped": self.applier_workers_dropped,
         }
+        for counter, count in self.malformed.items():
+            out[f"envelopes_{counter}_malformed"] = count
+        out["bus_reconnects"] = self.bus_reconnects
+        out["messages_published"] = self.messages_published
+        out.update(self.left_out)
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
         out["ext_sections_dropped"] = sum(self.ext_dropped.values())
@@ -152,6 +171,8 @@ class SqlFigures:
             child process, and those dropped by reason.
         snapshot_unsent: why the latest snapshot could not be encoded (over
             [sql] max_snapshot_bytes): the endpoint's live tables are stale.
+        tail_skipped_files, tail_skipped_total: write-ahead log files left out of
+            grstats.history (past the tail's byte bound): now, and ever (each once).
     """
 
     serving: bool = False
@@ -168,6 +189,9 @@ class SqlFigures:
     errors: Mapping[int, int] = field(default_factory=dict)
     handshake_timeouts: int = 0
     logins_delayed: int = 0
+    connections_evicted: int = 0  # connections logging in, ended for a new one's slot
+    tail_skipped_files: int = 0  # WAL files left out of grstats.history now (past its bound)
+    tail_skipped_total: int = 0  # WAL files ever left out, each once
     limits_unset: str = ""  # the child's limits it could not set, and why ("" when all are)
     # the endpoint's own process (`grstats run` / `collect`; "" when served in-process)
     # "idle" (no process: the next connection starts one), "starting", "up", "unresponsive",
@@ -267,7 +291,7 @@ class DaemonFigures:
 
     bus_reconnects: int = 0
     messages_published: int = 0
-    applier_workers_dropped: int = 0
+    left_out: Mapping[str, int] = field(default_factory=dict)  # by counter (core.sections)
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
     gauges: Mapping[str, float] = field(default_factory=dict)  # "members_known" is the tables'
     health: Health = UNCHECKED  # the daemon's checks (the tables add their own)

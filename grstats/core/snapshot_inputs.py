@@ -14,8 +14,9 @@ members a daemon speaks for in the order the registry keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowreplay import FlowReplay
@@ -37,10 +38,21 @@ class LocalView:
     sample: LocalSample | None = None
     incarnation: int | None = None
     seq: int | None = None
-    # the local member's last two commit-path reports (core.commitpath), older first
-    commit_path: tuple[CommitPathReport, ...] = ()
-    # its anchors of the last minute (core.commitpath), older first
-    commit_path_minute: tuple[CommitPathReport, ...] = ()
+    # section name -> what is kept of the local member, by the rule a receiver keeps
+    # a remote one (core.sections: each declaration's `keep`)
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def commit_path(self) -> tuple[CommitPathReport, ...]:
+        """The local member's last two commit-path reports (core.commitpath), older first."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[0]
+
+    @property
+    def commit_path_minute(self) -> tuple[CommitPathReport, ...]:
+        """Its anchors of the last minute (core.commitpath), older first."""
+        kept = self.sections.get("commit_path")
+        return () if kept is None else kept[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,21 @@ class SnapshotInputs:
     def sample(self) -> LocalSample | None:
         """The local member's latest sample (None for a collector or before the first)."""
         return None if self.local is None else self.local.sample
+
+    def kept(self, section: str) -> Iterator[tuple[str, Any]]:
+        """(member id, what is kept of its `ext` section) for the local member, then each
+        remote one in registry order, by the one rule (`core.sections`); the members
+        without it are left out. A table that shows a section builds its rows from this.
+        """
+        local = self.local
+        if local is not None and local.sample is not None and section in local.sections:
+            own = local.sample.member.member_id or self.local_member_id or ""
+            yield own, local.sections[section]
+        if self.alone:
+            return
+        for (_, member_id), remote in self.registry.items():
+            if section in remote.sections:
+                yield member_id, remote.sections[section]
 
     @property
     def alone(self) -> bool:

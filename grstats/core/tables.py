@@ -38,12 +38,7 @@ from grstats.core.admission import (
     Status,
     admit,
 )
-from grstats.core.commitpath import (
-    CommitPathRows,
-    CommunicationReader,
-    commit_path_minute,
-    commit_path_window,
-)
+from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
@@ -52,8 +47,11 @@ from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.member_builders import members_count
 from grstats.core.oracle import ServerOracle
 from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
+from grstats.core.records import HistoryRow
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
+from grstats.core.rows import flow_history, history_row
 from grstats.core.sample import LocalSample
+from grstats.core.sections import HistoryContext, declared, fold, history_figures
 from grstats.core.snapshot import (
     NO_FIGURES,
     DaemonCounters,
@@ -64,7 +62,7 @@ from grstats.core.snapshot import (
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
 from grstats.core.tables_health import tables_health
 from grstats.core.topics import STATS_KIND
-from protocol import CommitPathReport, MemberStatsState
+from protocol import Envelope, MemberStatsState, PipelineStats
 
 Accepted = Applied  # an envelope that changed the tables
 
@@ -126,7 +124,8 @@ class MemberTables:
         # the local server's view of each member against its daemon (daemon only)
         self.oracle: ServerOracle | None = None if group is None else ServerOracle()
         self._commit_rows = CommitPathRows()  # rebuilt per member when its reports change
-        self._comm_reader = CommunicationReader()  # a member's section checked once
+        # a section a member repeats (ext.commit_path_comm) checked once per member
+        self._readers = {s.name: s.reader() for s in declared().sections if s.reader is not None}
 
     @property
     def version(self) -> int:
@@ -141,20 +140,11 @@ class MemberTables:
             incarnation: our incarnation number.
             seq: the seq of the last envelope we published (0 before the first).
         """
-        before = () if self._local is None else self._local.commit_path
-        minute = () if self._local is None else self._local.commit_path_minute
-        report = (
-            None
-            if sample.commit_path is None
-            else CommitPathReport(sample.sampled_at_us, sample.commit_path)
-        )
-        self._local = LocalView(
-            sample,
-            incarnation,
-            seq,
-            commit_path_window(before, report),
-            commit_path_minute(minute, report),
-        )
+        kept = {} if self._local is None else dict(self._local.sections)
+        sections = declared().sections
+        values = {s.name: s.outgoing(sample) for s in sections}
+        fold(kept, sections, values, sample.stats)  # as a receiver keeps a remote member's
+        self._local = LocalView(sample, incarnation, seq, kept)
         self._local_version += 1
         own = sample.member.member_id or self.local_member_id or ""
         self.replays.local(sample, own)
@@ -185,7 +175,7 @@ class MemberTables:
             group=self.group,
             local_member_id=self.local_member_id,
             limits=self.limits,
-            comm_reader=self._comm_reader,
+            readers=self._readers,
         )
         if isinstance(msg, Admitted):
             self.received.admitted(msg)
@@ -243,6 +233,47 @@ class MemberTables:
         if self._gtid_watch is None:
             return None
         return self._gtid_watch.table.history(member_id)
+
+    def history_row(
+        self, envelope: Envelope, stats: PipelineStats, sampled_at_us: int, *, local: bool
+    ) -> HistoryRow:
+        """The history row of one member's envelope: the one builder, local and remote alike.
+
+        Every section's block comes from what is kept of the member (`core.sections`:
+        the local view's sections, by the rule a remote member's are kept), with its
+        clock offset (0 for the local member); the flow-control figures from its
+        group's replay, which has just taken this envelope (set_local / receive);
+        the GTID verdict as our snapshot would show it now.
+
+        Args:
+            envelope: the member's envelope (for the local member: as published).
+            stats: its stats.
+            sampled_at_us: when it was sampled.
+            local: the local member's row (else a remote member's, just received).
+
+        Returns:
+            The HistoryRow.
+        """
+        if local:
+            view = self._local
+            sample = None if view is None else view.sample
+            member = (sample.member.member_id if sample else "") or self.local_member_id or ""
+            kept: Mapping[str, Any] = {} if view is None else view.sections
+            offset_s: float | None = 0.0  # our own clock
+            replay = self.flow
+        else:
+            member = envelope.member.id
+            remote = self.registry.get((envelope.group, member))
+            kept = {} if remote is None else remote.sections
+            offset_us = None if remote is None else remote.clock_offset_us()
+            offset_s = None if offset_us is None else offset_us / 1e6
+            replay = self.replays.get(envelope.group)
+        figures = history_figures(kept, HistoryContext(offset_s)) if kept else {}
+        figures.update(flow_history(replay, member))
+        gtids = self.gtid_history(member)
+        if gtids is not None:
+            figures.update(gtids)
+        return history_row(envelope, stats, sampled_at_us, figures)
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""
@@ -302,7 +333,7 @@ class MemberTables:
             self.counters(),
             bus_reconnects=own.bus_reconnects,
             messages_published=own.messages_published,
-            applier_workers_dropped=own.applier_workers_dropped,
+            left_out=dict(own.left_out),
             sections_unsendable=dict(own.sections_unsendable),
         )
 

@@ -106,6 +106,14 @@ def daemon_health(
         )
     if sql is not None:
         health = health.check(h.SQL_DOWN, *_on(not sql.serving, f"sql: not serving ({sql.reason})"))
+        health = health.check(
+            h.SQL_TAIL_SKIPPED,
+            *_on(
+                bool(sql.tail_skipped_files),
+                f"sql: {sql.tail_skipped_files} unflushed write-ahead log files left out of "
+                "grstats.history (past its bound; [history] flush_bytes)",
+            ),
+        )
         if sql.process_state:
             health = health.check(
                 h.SQL_STALE, *_on(bool(sql.snapshot_unsent), f"sql: {sql.snapshot_unsent}")
@@ -165,7 +173,7 @@ def _daemon_figures(tables: MemberTables, parts: DaemonParts) -> DaemonFigures:
     return DaemonFigures(
         bus_reconnects=bus.reconnects if bus else 0,
         messages_published=publisher.published if publisher else 0,
-        applier_workers_dropped=publisher.applier_workers_dropped if publisher else 0,
+        left_out=dict(publisher.left_out) if publisher else {},
         sections_unsendable=dict(publisher.sections_unsendable) if publisher else {},
         gauges=gauges,
         health=health,
@@ -194,7 +202,7 @@ class Publishing(Protocol):
     def published(self) -> int: ...
 
     @property
-    def applier_workers_dropped(self) -> int: ...
+    def left_out(self) -> Mapping[str, int]: ...
 
     @property
     def sections_unsendable(self) -> Mapping[str, int]: ...

@@ -71,6 +71,8 @@ class StartupError(Exception):
 
 
 DRAIN_TIMEOUT_S = 4.0  # SIGTERM -> exit within 5 s, with margin
+# not alive past this without a tick (the shipped unit's WatchdogSec=30 then restarts it)
+LIVE_STALL_S = 20.0
 
 
 class Daemon:
@@ -99,7 +101,8 @@ class Daemon:
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
         # built here, bound at start: /healthz reads `get_status`, no table is built for it
-        self.api = ApiServer(settings.api, self.get_snapshot, self.get_status)
+        self.api = ApiServer(settings.api, self.get_snapshot, self.get_status, self.stalled)
+        self._last_tick = time.monotonic()  # liveness: the tick loop's last pass
         self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
         max_age = min(0.25, settings.publish.period / 2)  # the oldest a reader gets
         self._snapshots = SnapshotCache(self._build_snapshot, max_age)
@@ -179,6 +182,15 @@ class Daemon:
 
     # -- tick loop ------------------------------------------------------------
 
+    def stalled(self) -> str:
+        """Liveness (/livez, the watchdog): "" while the tick loop passes at least
+        every `LIVE_STALL_S` (or 5 periods), else how long it has not."""
+        bound = max(LIVE_STALL_S, 5 * self.settings.publish.period)
+        quiet = time.monotonic() - self._last_tick
+        return (
+            f"tick loop stalled for {quiet:.1f} s (at most {bound:.1f} s)" if quiet > bound else ""
+        )
+
     async def _tick_loop(self) -> None:
         loop = asyncio.get_running_loop()
         schedule = TickSchedule(loop.time(), self.settings.publish.period)
@@ -194,6 +206,7 @@ class Daemon:
             else:  # the next reader of the tables builds it (its own sample included)
                 self._snapshots.want_fresh()
             self._update_status()
+            self._last_tick = time.monotonic()
             now = loop.time()
             due = schedule.next_due(now)
             with contextlib.suppress(TimeoutError):
@@ -288,7 +301,8 @@ class Daemon:
         async with asyncio.TaskGroup() as tg:
             bus_task = tg.create_task(self.bus.run(), name="bus")
             tick_task = tg.create_task(self._tick_loop(), name="tick")
-            wd_task = tg.create_task(watchdog_loop(watchdog), name="wd") if watchdog else None
+            wd = watchdog_loop(watchdog, self.stalled) if watchdog else None
+            wd_task = tg.create_task(wd, name="wd") if wd else None
             if self.sql is not None:
                 tg.create_task(self.sql.run(self.stop_event), name="sql")
             await self.stop_event.wait()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Callable
 
 import structlog
 
@@ -62,8 +63,14 @@ def status_text(status: DaemonStatus) -> str:
     return text
 
 
-async def watchdog_loop(interval: float) -> None:
-    """Ping systemd's watchdog every `interval` seconds, forever."""
+async def watchdog_loop(interval: float, stalled: Callable[[], str] = lambda: "") -> None:
+    """Ping systemd's watchdog every `interval` seconds while `stalled()` is "" (alive).
+
+    The same test as /livez: a daemon whose tick loop stopped is not pinged
+    for, so systemd restarts it; an SQL child or a bus problem never stops
+    the pings (those are /healthz's, readiness).
+    """
     while True:
-        sd_notify("WATCHDOG=1")
+        if not stalled():
+            sd_notify("WATCHDOG=1")
         await asyncio.sleep(interval)

@@ -47,6 +47,7 @@ def _make_history(settings: Settings, *, collector: bool) -> HistorySink | None:
         scope="all" if collector else h.scope,
         retention_days=h.retention_days,
         flush_interval_s=h.flush_interval,
+        flush_bytes=h.flush_bytes,
         fsync_interval_s=h.fsync_interval,
         max_buffer_rows=h.max_buffer_rows,
         retry_max_s=h.retry_max,

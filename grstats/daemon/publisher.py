@@ -30,15 +30,6 @@ import structlog
 from grstats.bus.client import Bus, LastWill
 from grstats.config import Settings
 from grstats.core import topics
-from grstats.core.lag import MemberLag
-from grstats.core.rows import (
-    applier_history,
-    commit_path_due,
-    commit_path_history,
-    flow_history,
-    history_row,
-    lag_history,
-)
 from grstats.core.sample import LocalSample, in_group
 from grstats.core.tables import MemberTables
 from grstats.daemon.health import HistorySink, now_us
@@ -79,7 +70,6 @@ class Publisher:
         self._send_gtids = True
         self._gtid_every = max(1, round(settings.publish.gtid_interval / settings.publish.period))
         self._next_gtid_tick = 0  # robust to skipped ticks, unlike tick % gtid_every
-        self._history_previous_us: int | None = None  # the last history row's sample
         self._in_group: bool | None = None  # what we last announced on the status topic
 
     @property
@@ -88,9 +78,9 @@ class Publisher:
         return self.sections.sections_unsendable
 
     @property
-    def applier_workers_dropped(self) -> int:
-        """Applier workers past protocol.MAX_APPLIER_WORKERS left out, summed."""
-        return self.sections.applier_workers_dropped
+    def left_out(self) -> dict[str, int]:
+        """Items left out of sections to fit the wire, by counter (applier_workers_dropped)."""
+        return self.sections.left_out
 
     @property
     def gtids_unsendable(self) -> bool:
@@ -153,29 +143,9 @@ class Publisher:
         if self.history is not None:
             stats = dataclasses.replace(sample.stats, transaction_gtids_present=sent_gtids)
             envelope = self.envelope(sample, sent_us=sample.sampled_at_us, stats=b"")
-            # our own clock: offset 0, as the lag table shows the local member
-            lag = MemberLag(sample.sampled_at_us, sample.lag) if sample.lag else None
-            figures = lag_history(lag, 0.0)
-            applier = applier_history(sample.applier)
             # the replay has just stepped and taken our own message (set_local, same key)
-            own = sample.member.member_id or self.tables.local_member_id or ""
-            flow = flow_history(self.tables.flow, own)
-            at = sample.sampled_at_us
-            gtids = self.tables.gtid_history(own)
-            due = commit_path_due(self._history_previous_us, at)
-            self._history_previous_us = at
-            self.history.record(
-                history_row(
-                    envelope,
-                    stats,
-                    at,
-                    lag=figures,
-                    applier=applier,
-                    flow=flow,
-                    gtids=gtids,
-                    commit_path=commit_path_history(sample.commit_path) if due else None,
-                )
-            )
+            row = self.tables.history_row(envelope, stats, sample.sampled_at_us, local=True)
+            self.history.record(row)
 
     async def _announce(self, bus: Bus, *, in_group: bool) -> None:
         if in_group:

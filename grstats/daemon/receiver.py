@@ -15,14 +15,6 @@ import structlog
 
 from grstats.core.ratelimit import RateLimit
 from grstats.core.records import HistoryRow
-from grstats.core.rows import (
-    applier_history,
-    commit_path_due,
-    commit_path_history,
-    flow_history,
-    history_row,
-    lag_history,
-)
 from grstats.core.tables import Accepted, MemberTables, Rejected
 from grstats.core.topics import STATS_KIND
 from grstats.daemon.health import HistorySink, now_us
@@ -52,53 +44,18 @@ class Receiver:
         if isinstance(result, Accepted):
             if self.history is not None and result.kind == STATS_KIND:
                 self.history.record(self._history_row(result, received))
-            if result.lag_error:  # stats applied; only the lag section was refused
-                self._log_reject(topic, "lag_malformed", result.lag_error)
-            if result.applier_error:  # stats applied; only the applier section was refused
-                self._log_reject(topic, "applier_malformed", result.applier_error)
-            if result.commit_path_error:  # stats applied; only that section was refused
-                self._log_reject(topic, "commit_path_malformed", result.commit_path_error)
+            if result.errors:  # stats applied, a section refused
+                for counter, error in result.errors.items():
+                    self._log_reject(topic, f"{counter}_malformed", error)
         elif isinstance(result, Rejected):
             self._log_reject(topic, result.reason, result.detail)
 
     def _history_row(self, result: Accepted, received_us: int) -> HistoryRow:
-        """The remote member's row: this very envelope's lag and applier metrics, the replay's
-        flow-control figures, the GTID divergence verdict."""
+        """The remote member's row (`MemberTables.history_row`), sampled when it was sent,
+        or when we received it if its clock is ahead of ours."""
         env = result.envelope
-        remote = self.tables.registry.get((env.group, env.member.id))
-        figures = None
-        if remote is not None and remote.lag is not None:
-            offset_us = remote.clock_offset_us()
-            figures = lag_history(remote.lag, None if offset_us is None else offset_us / 1e6)
-        # no ext.applier: its columns NULL, as HistoryRow's defaults (no dict of Nones to build)
-        applier = (
-            applier_history(remote.applier)
-            if remote is not None and remote.applier is not None
-            else None
-        )
-        # the replay of its group has just taken this message (MemberTables.receive)
-        flow = flow_history(self.tables.replay(env.group), env.member.id)
         sampled_at = min(env.sent_us, received_us)
-        # its ext.commit_path is the newest of its window (none in this envelope: no
-        # window), kept once per bucket of the sender's clock (commit_path_due)
-        reports = remote.commit_path if remote is not None else ()
-        commit = None
-        if reports and commit_path_due(
-            reports[-2].at_us if len(reports) > 1 else None, reports[-1].at_us
-        ):
-            commit = commit_path_history(reports[-1].counters)
-        # the GTID verdict of the member as our snapshot would show it then
-        gtids = self.tables.gtid_history(env.member.id)
-        return history_row(
-            env,
-            result.stats,
-            sampled_at,
-            lag=figures,
-            applier=applier,
-            flow=flow,
-            gtids=gtids,
-            commit_path=commit,
-        )
+        return self.tables.history_row(env, result.stats, sampled_at, local=False)
 
     def _log_reject(self, topic: str, reason: str, detail: str) -> None:
         suppressed = self._reject_log.admit(time.monotonic())

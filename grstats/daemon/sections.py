@@ -13,111 +13,106 @@ GTID sets; while it is over its bound, `gtids_unsendable` degrades /healthz.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import structlog
 
-from grstats.core.applier import bounded, encode_member_applier
-from grstats.core.lag import MemberLag, encode_member_lag
 from grstats.core.ratelimit import RateLimit
 from grstats.core.sample import LocalSample
-from protocol import (
-    MAX_APPLIER_WORKERS,
-    CommitPathReport,
-    GroupCommunication,
-    ProtocolError,
-    encode_commit_path,
-    encode_commit_path_comm,
-    encode_gtid_state,
-)
-
-T = TypeVar("T")
+from grstats.core.sections import Cadence, Section, declared
+from protocol import ProtocolError
 
 log = structlog.get_logger("grstats.daemon")
 
 
 class ExtSections:
-    """Builds an envelope's `ext` map from a sample; counts what the wire refused.
+    """Builds an envelope's `ext` map from a sample (`core.sections`); counts what the wire
+    refused.
 
     Attributes:
         sections_unsendable: samples sent without a section the wire refused, by
-            section (ext.gtids: also its sets over protocol.MAX_GTID_STATE_TEXT).
-        applier_workers_dropped: workers past protocol.MAX_APPLIER_WORKERS left
-            out of ext.applier, summed.
+            section (every section with an encoder; ext.gtids: also its sets over
+            protocol.MAX_GTID_STATE_TEXT).
+        left_out: items left out of a section to fit the wire, by counter
+            (`Section.left_out_counter`), summed.
         gtids_unsendable: the last ext.gtids was refused (/healthz says so).
     """
 
     def __init__(self) -> None:
-        self.sections_unsendable: dict[str, int] = {"lag": 0, "applier": 0, "gtids": 0}
-        self.applier_workers_dropped = 0
+        decl = declared()
+        self.sections_unsendable: dict[str, int] = dict.fromkeys(decl.encoded, 0)
+        self.left_out: dict[str, int] = dict.fromkeys(decl.left_out_counters, 0)
         self.gtids_unsendable = False
         self._unsendable_log = RateLimit(60.0)  # by section
-        self._comm: tuple[GroupCommunication, object] | None = None  # the last one sent
+        self._last: dict[str, tuple[object, object]] = {}  # ON_CHANGE: value, its encoding
+
+    @property
+    def applier_workers_dropped(self) -> int:
+        """Workers past protocol.MAX_APPLIER_WORKERS left out of ext.applier, summed."""
+        return self.left_out.get("applier_workers_dropped", 0)
 
     def ext(self, sample: LocalSample, *, gtids: bool) -> dict[str, object]:
         """The `ext` map for `sample`; `gtids`: this envelope carries the GTID sets."""
-        ext: dict[str, object] = {"communication_stack": sample.member.communication_stack}
-        if sample.lag:
-            figures = MemberLag(sample.sampled_at_us, sample.lag)
-            lag = self._encoded("lag", encode_member_lag, figures)
-            if lag is not None:
-                ext["lag"] = lag
-        applier = self._applier(sample)
-        if applier is not None:
-            ext["applier"] = applier
-        if gtids and sample.gtid_state is not None:
-            # @@gtid_executed / @@gtid_purged ride with the stats' GTID sets only
-            gtid_state = self._encoded("gtids", encode_gtid_state, sample.gtid_state)
-            self.gtids_unsendable = gtid_state is None
-            if gtid_state is not None:
-                ext["gtids"] = gtid_state
-        if sample.commit_path is not None:
-            report = CommitPathReport(sample.sampled_at_us, sample.commit_path)
-            commit_path = self._encoded("commit_path", encode_commit_path, report)
-            if commit_path is not None:
-                ext["commit_path"] = commit_path
-        if sample.communication is not None:
-            comm = self._communication(sample.communication)
-            if comm is not None:
-                ext["commit_path_comm"] = comm
+        ext: dict[str, object] = {}
+        for section in declared().sections:
+            gated = section.cadence is Cadence.GTID_INTERVAL
+            if gated and not gtids:
+                continue  # @@gtid_executed / @@gtid_purged ride with the stats' GTID sets only
+            value = section.outgoing(sample)
+            if value is None:
+                continue
+            if section.left_out is not None:
+                self._count_left_out(section, value)
+            wire = self._wire(section, value)
+            if gated:
+                self.gtids_unsendable = wire is None
+            if wire is not None:
+                ext[section.name] = wire
         return ext
 
-    def _communication(self, communication: GroupCommunication) -> object:
-        """`ext.commit_path_comm`, encoded again only for a new row (a refusal is not kept)."""
-        last = self._comm
-        if last is not None and (last[0] is communication or last[0] == communication):
+    def _wire(self, section: Section, value: Any) -> object:
+        """Its wire value; an ON_CHANGE section is encoded again only for a new value."""
+        if section.encode is None:
+            return value
+        if section.cadence is not Cadence.ON_CHANGE:
+            return self._encoded(section, value)
+        last = self._last.get(section.name)
+        if last is not None and (last[0] is value or last[0] == value):
             return last[1]
-        comm = self._encoded("commit_path_comm", encode_commit_path_comm, communication)
-        self._comm = None if comm is None else (communication, comm)
-        return comm
+        wire = self._encoded(section, value)
+        if wire is None:  # a refusal is not kept
+            self._last.pop(section.name, None)
+        else:
+            self._last[section.name] = (value, wire)
+        return wire
 
-    def _applier(self, sample: LocalSample) -> object:
-        """`ext.applier`, its workers cut to the wire's bound (counted, logged once)."""
-        if sample.applier is None:
-            return None
-        applier, dropped = bounded(sample.applier)
+    def _count_left_out(self, section: Section, value: Any) -> None:
+        """Items cut to the wire's bound: counted, logged once (a lasting shape of the server)."""
+        assert section.left_out is not None
+        items, dropped = section.left_out(value)
         if dropped:
-            if self.applier_workers_dropped == 0:  # a lasting shape of the server: once
+            counter = section.left_out_counter
+            if self.left_out.get(counter, 0) == 0:
                 log.warning(
-                    "applier.workers_dropped",
-                    workers=len(sample.applier.workers),
+                    f"{section.name}.{counter.removeprefix(section.name + '_')}",
+                    **{section.left_out_item: items},
                     dropped=dropped,
-                    bound=MAX_APPLIER_WORKERS,
+                    bound=items - dropped,  # what the wire keeps of them
                 )
-            self.applier_workers_dropped += dropped
-        return self._encoded("applier", encode_member_applier, applier)
+            self.left_out[counter] = self.left_out.get(counter, 0) + dropped
 
-    def _encoded(self, section: str, encode: Callable[[T], object], value: T) -> object:
+    def _encoded(self, section: Section, value: Any) -> object:
         """`encode(value)`, or None (counted, logged once a minute) when the wire refuses it."""
+        assert section.encode is not None
+        name = section.name
         try:
-            return encode(value)
+            return section.encode(value)
         except ProtocolError as exc:
-            count = self.sections_unsendable[section] = self.sections_unsendable.get(section, 0) + 1
-            suppressed = self._unsendable_log.admit(time.monotonic(), section)
+            count = self.sections_unsendable[name] = self.sections_unsendable.get(name, 0) + 1
+            suppressed = self._unsendable_log.admit(time.monotonic(), name)
             if suppressed is not None:  # a lasting fault: once a minute, whatever the period
                 log.warning(
-                    f"{section}.unsendable",
+                    f"{name}.unsendable",
                     error=str(exc)[:200],
                     count=count,
                     suppressed=suppressed,

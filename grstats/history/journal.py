@@ -34,6 +34,7 @@ from grstats.core.records import HistoryRow
 from grstats.history.datafaults import DataFaults
 from grstats.history.dedupe import SeenIndex
 from grstats.history.fileops import FileOps
+from grstats.history.modes import make_dirs
 from grstats.history.rowcheck import remove_temporaries, storable_row
 from grstats.history.segmenter import ClosedWals
 from grstats.history.stats import Counters, RateLimitedLog
@@ -94,7 +95,7 @@ class Journal:
             LockedError: another process holds the lock.
             OSError: the directory or the lock file could not be made.
         """
-        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.wal_dir)
         self._lock = WriterLock.take(self.wal_dir, self.writer, self.directory)
 
     def unlock(self) -> None:
@@ -110,7 +111,7 @@ class Journal:
             OSError: the directory is unusable, or segments could not be written
                 (the WAL files are kept, their rows marked, and retried at rotation).
         """
-        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.wal_dir)
         remove_temporaries(self.directory, self.writer)
         self._next = max(self._next, self._closed.load())
         try:
@@ -145,7 +146,7 @@ class Journal:
             self._wal.close()
             self._wal = None
         gone = self._closed.forget_missing()
-        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.wal_dir)
         if carried:
             self._wal = WalFile(new_wal_path(self.wal_dir, self.writer, self._next), self._ops)
             self._next += 1

@@ -51,6 +51,7 @@ import structlog
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.cadence import one_value, thin_counters
+from grstats.history.modes import make_dirs, private
 from grstats.history.rowcheck import (
     fsync_path,
     invalid_column,
@@ -230,7 +231,7 @@ def conform(table: pa.Table) -> pa.Table:
 def _ensure_dir(directory: Path, path: Path) -> None:
     if path.is_dir():
         return
-    path.mkdir(parents=True, exist_ok=True)
+    make_dirs(path)
     # make the new directory entries durable up to the history root
     for parent in (path.parent, path.parent.parent, directory):
         fsync_path(parent)
@@ -259,6 +260,7 @@ def write_file(
             parquet.write_table(table, row_group_size=ROW_GROUP_SIZE)
             # footer only: schema metadata would be stored twice (also in ARROW:schema)
             parquet.add_key_value_metadata(metadata)
+        private(tmp)  # before the rename makes it visible
         fsync_path(tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)  # a full disk must not keep half a file

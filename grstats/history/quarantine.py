@@ -24,6 +24,7 @@ from pathlib import Path
 
 import structlog
 
+from grstats.history.modes import make_dirs, private
 from grstats.history.rowcheck import fsync_path
 
 __all__ = ["QUARANTINE_DIR", "quarantine_file"]
@@ -64,7 +65,7 @@ def quarantine_file(directory: Path, path: Path, reason: str, *, copy: bool = Fa
     """
     qdir = directory / QUARANTINE_DIR
     if not qdir.is_dir():
-        qdir.mkdir(parents=True, exist_ok=True)
+        make_dirs(qdir)
         fsync_path(directory)
     *taken, target = _names(directory, path)
     if copy:
@@ -73,9 +74,11 @@ def quarantine_file(directory: Path, path: Path, reason: str, *, copy: bool = Fa
             return None
         tmp = target.with_name(f".{target.name}.tmp")
         tmp.write_bytes(data)
+        private(tmp)
         fsync_path(tmp)
         os.replace(tmp, target)
     else:
+        private(path)  # a file dropped in by someone else is kept private too
         os.replace(path, target)
         fsync_path(path.parent)
     fsync_path(qdir)

@@ -45,6 +45,7 @@ import structlog
 
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.fileops import FileOps
+from grstats.history.modes import FILE_MODE, private
 from grstats.history.rowcheck import fsync_path, row_values
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "WalFile",
     "WalScan",
     "encode_record",
+    "ends_torn",
     "new_wal_path",
     "repair_wal",
     "scan_wal",
@@ -136,6 +138,12 @@ def _is_torn(data: bytes, offset: int) -> bool:
         return True
     length: int = _RECORD_HEADER.unpack_from(data, offset)[0]
     return length <= _MAX_RECORD and offset + _RECORD_HEADER.size + length > len(data)
+
+
+def ends_torn(data: bytes, offset: int) -> bool:
+    """Whether the bytes of a WAL file from `offset` on are an append cut short (a record's
+    prefix), not damage: what a reader of part of a file left for its next read."""
+    return _is_torn(data, offset)
 
 
 def scan_wal(data: bytes) -> WalScan:
@@ -291,8 +299,9 @@ class WalFile:
         self._ops = ops
         self.last_fsync_s = 0.0
         # read-write: if the directory is deleted under us, `read_back` still has the rows
-        fd = ops.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        fd = ops.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
         try:
+            private(fd)  # the umask may have left it more open
             self._write_all(fd, WAL_MAGIC)
             ops.fsync(fd)
             fsync_path(path.parent)  # the new name must survive a crash too
@@ -380,8 +389,9 @@ class WriterLock:
         """
         path = wal_dir / f".lock-{writer_id}"
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
             try:
+                private(fd)
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)

@@ -107,6 +107,8 @@ class HistoryWriter:
         scope: "local" or "all"; stored for the daemon, the writer accepts any row.
         retention_days: date partitions older than this many days are deleted.
         flush_interval_s: how often the WAL is turned into Parquet segments.
+        flush_bytes: also as soon as the WAL holds this many bytes (0: by time only),
+            so that the SQL endpoint's read of the unflushed rows stays within its bound.
         fsync_interval_s: how often buffered rows are appended and fsynced (<= 1 s).
         max_buffer_rows: bound of the in-memory buffer (oldest dropped beyond).
         retry_max_s: cap of the backoff between retries on a failing disk.
@@ -129,6 +131,7 @@ class HistoryWriter:
         scope: str = "local",
         retention_days: int = 30,
         flush_interval_s: float = 60.0,
+        flush_bytes: int = 0,
         fsync_interval_s: float = 1.0,
         max_buffer_rows: int = DEFAULT_MAX_BUFFER_ROWS,
         retry_max_s: float = 30.0,
@@ -141,6 +144,7 @@ class HistoryWriter:
         self.directory = Path(directory)
         self.scope = scope
         self.flush_interval_s = flush_interval_s
+        self.flush_bytes = flush_bytes
         self.fsync_interval_s = fsync_interval_s
         self.retry_max_s = retry_max_s
         self.writer_id = writer_id(instance)
@@ -306,7 +310,9 @@ class HistoryWriter:
             failure: BaseException | None = None
             if forced or now >= wal.retry_at:
                 failure = wal.attempt(self._sync, self._buffer.waiting)
-            if failure is None and (forced or now >= max(next_flush, segments.retry_at)):
+            full = 0 < self.flush_bytes <= self._counters.wal_bytes  # updated by each sync
+            due = now >= next_flush or full
+            if failure is None and (forced or (due and now >= segments.retry_at)):
                 next_flush = now + self.flush_interval_s
                 failure = segments.attempt(self._journal.rotate, self._buffer.waiting)
             # the wall clock through time.time(), as every sample's timestamp

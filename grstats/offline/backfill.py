@@ -121,6 +121,7 @@ def _build_model(
     slow_link: bool = False,
     version: str | None = None,
     hours_cached: int | None = None,
+    epoch_s: int | None = None,
 ) -> Any:
     from grstats.sources.simulated import GroupModel, SimulationSettings  # noqa: PLC0415
 
@@ -135,6 +136,8 @@ def _build_model(
     )
     if version is not None:
         settings = dataclasses.replace(settings, version=version)
+    if epoch_s is not None:
+        settings = dataclasses.replace(settings, epoch_s=epoch_s)
     return GroupModel(settings, hours_cached=hours_cached)
 
 
@@ -367,6 +370,7 @@ class SimulatePlan:
     flow_control: FlowControlSettings
     slow_link_hours: tuple[int, int] | None
     version: str | None
+    epoch_s: int | None = None  # the group's start ([simulated] epoch); None: the model's
 
     def model(self) -> Any:
         """The group model, keeping a day of workload hours (see GroupModel)."""
@@ -379,6 +383,7 @@ class SimulatePlan:
             slow_link=self.slow_link_hours is not None,
             version=self.version,
             hours_cached=_DAY_HOURS,
+            epoch_s=self.epoch_s,
         )
 
     def day_start_s(self, day_index: int) -> int:
@@ -405,6 +410,8 @@ class SimulatePlan:
             segment += f"|slow-link={self.slow_link_hours[0]}-{self.slow_link_hours[1]}"
         if self.version is not None:
             segment += f"|version={self.version}"
+        if self.epoch_s is not None:
+            segment += f"|epoch={self.epoch_s}"
         return segment
 
 
@@ -481,6 +488,7 @@ def simulate_history(
     slow_link_hours: tuple[int, int] | None = None,
     version: str | None = None,
     workers: int | None = None,
+    epoch_s: int | None = None,
 ) -> SimulateResult:
     """Write `days` whole UTC days of every member's 1 Hz history under `out`.
 
@@ -505,6 +513,9 @@ def simulate_history(
         workers: worker processes for the days' second passes (daypool.py); 1: all
             in this process; None: `daypool.default_workers` (1 for a small run or a
             busy machine). The files are the same whatever the number.
+        epoch_s: the group's start, Unix seconds (`[simulated] epoch` of the live
+            daemons that continue this history): the counters and GTIDs count from
+            it; None: the model's default (2026-01-01).
 
     Returns:
         Rows and files written, their size on disk and the elapsed time.
@@ -525,8 +536,11 @@ def simulate_history(
         flow_control=flow_control or FlowControlSettings(),
         slow_link_hours=slow_link_hours,
         version=version,
+        epoch_s=epoch_s,
     )
-    out.mkdir(parents=True, exist_ok=True)
+    from grstats.history.modes import make_dirs  # noqa: PLC0415 - stdlib only, but history
+
+    make_dirs(out)  # 0750 like a daemon's history
     if workers is None:
         workers = daypool.default_workers(len(members) * days)
     jobs = min(days, max(1, workers))

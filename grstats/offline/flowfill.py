@@ -4,9 +4,10 @@ Strategy: `grstats simulate` writes every member's rows offline; the fc_*
 columns must be what a daemon's replay (`core.flowreplay.FlowReplay`) records
 for those rows if it received every member's row as one stats message per
 second.  The replay's per-member figures (bottleneck, excess, catch-up ETA,
-failover readiness) depend only on the member's own consecutive messages, so
-they are computed column-wise with numpy by the replay's rules; the group
-quota is sequential, so it runs MySQL's algorithm itself
+failover readiness from the backlog over the apply capacity of the last
+minute) depend only on the member's own consecutive messages, so they are
+computed column-wise with numpy by the replay's rules; the group quota is
+sequential, so it runs MySQL's algorithm itself
 (`core.flowcontrol.FlowControl`) second by second.  A second whose step can
 only yield quota 0 (no hold counted, quota already 0, no max_quota) just
 advances the step number -- exactly what `FlowControl.step` does then -- and
@@ -17,9 +18,11 @@ right before it, as the continuous replay would have them.
 Invariants (as in the replay): the step of second t counts the messages of
 second t-1 (a daemon steps on its own sample, before the others' messages of
 that second arrive); row t shows the quota after that step and the member's
-figures from its message at t; the first message of a member has no rates
-(ETA NULL unless its queue is empty).  State carries over from one day to the
-next.
+figures from its message at t; writers are held at step t when a member's
+delta local at row t-1 reached the larger of the quotas after steps t-2 and
+t-1, both limited; the first message of a member has no rates (ETA and
+failover time NULL unless its queue is empty).  State carries over from one
+day to the next (the last messages, two quotas, a minute of apply rates).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from grstats.core.flowcontrol import (
     holds,
     needs_flow_control,
 )
-from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
+from grstats.core.flowreplay import CAPACITY_WINDOW_US, DEFAULT_CATCH_UP_LIMIT_S
 
 __all__ = ["FLOW_INPUTS", "FlowFill"]
 
@@ -53,6 +56,9 @@ AT = "sampled_at"
 FLOW_INPUTS = (CERT, APPLY, CERTIFIED, APPLIED, LOCAL, MODE, AT)
 
 _I64 = np.int64
+# apply rates a row's capacity is the highest of: its own and those of the minute before
+# (rows are a second apart; the replay keeps spans ending less than the window ago)
+_CAPACITY_ROWS = CAPACITY_WINDOW_US // 1_000_000
 _BOTTLENECKS = pa.array(["", "certifier", "applier"], pa.string())  # fc_bottleneck's texts
 
 
@@ -62,6 +68,7 @@ class _Last:
 
     values: dict[str, int]
     entry: FlowEntry
+    rates: Any  # the apply rates of its last _CAPACITY_ROWS - 1 rows (NaN: none)
 
 
 @dataclass(slots=True)
@@ -77,6 +84,7 @@ class FlowFill:
     catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S
     _fc: FlowControl = field(init=False)
     _last: dict[str, _Last] = field(default_factory=dict, init=False)
+    _quotas_before: tuple[int, int] = field(default=(0, 0), init=False)  # after steps -2, -1
 
     def __post_init__(self) -> None:
         self._fc = FlowControl(self.settings)
@@ -99,16 +107,21 @@ class FlowFill:
         needs = {m: self._needs(cols[m]) for m in members}
         quota = self._quotas(members, cols, needs, n)
         throttling = (quota > 0).astype(np.int8)
+        held = self._held(members, cols, quota, n).astype(np.int8)
         out: dict[str, dict[str, pa.Array]] = {}
+        rates: dict[str, Any] = {}
         for m in members:
             c = cols[m]
             cert_ex = c[CERT] - s.certifier_threshold
             apply_ex = c[APPLY] - s.applier_threshold
             # _BOTTLENECKS' index per row: no Python text per row
             kind = np.where(needs[m], np.where(certifier_bound(cert_ex, apply_ex), 1, 2), 0)
-            eta = self._eta(m, c, n)
-            known = ~np.isnan(eta)
-            ready = pa.array((eta <= self.catch_up_limit_s).astype(np.int8), pa.int8(), mask=~known)
+            eta, rates[m] = self._eta(m, c, n)
+            failover = self._failover(m, c[APPLY], rates[m])
+            known = ~np.isnan(failover)
+            ready = pa.array(
+                (failover <= self.catch_up_limit_s).astype(np.int8), pa.int8(), mask=~known
+            )
             out[m] = {
                 "fc_bottleneck": _BOTTLENECKS.take(pa.array(kind.astype(np.int8))),
                 "fc_excess_over_threshold": pa.array(
@@ -116,13 +129,55 @@ class FlowFill:
                 ),
                 "fc_group_quota": pa.array(quota, pa.int64()),
                 "fc_throttling": pa.array(throttling, pa.int8()),
-                "fc_catch_up_eta_seconds": pa.array(eta, pa.float64(), mask=~known),
+                "fc_catch_up_eta_seconds": pa.array(eta, pa.float64(), mask=np.isnan(eta)),
                 "fc_failover_ready": ready,
+                "fc_writers_held": pa.array(held, pa.int8()),
             }
+        for m in members:  # after every member's figures: _held reads their last rows
+            c = cols[m]
             if n:
                 last = {k: int(v[-1]) for k, v in c.items()}
-                self._last[m] = _Last(last, self._entry(m, c, n - 1))
+                tail = self._rates_before(m)
+                kept = np.concatenate([tail, rates[m]])[-(_CAPACITY_ROWS - 1) :]
+                self._last[m] = _Last(last, self._entry(m, c, n - 1), kept)
+        if n:
+            before = self._quotas_before
+            self._quotas_before = (
+                (before[1], int(quota[0])) if n == 1 else (int(quota[-2]), int(quota[-1]))
+            )
         return out
+
+    def _held(self, members: list[str], cols: dict[str, dict[str, Any]], quota: Any, n: int) -> Any:
+        """Whether writers were held at each row's step (see the module)."""
+        q2 = np.concatenate([np.array(self._quotas_before, dtype=_I64), quota])  # q[t-2], q[t-1]
+        before, last = q2[:n], q2[1 : n + 1]
+        limit = np.where((before > 0) & (last > 0), np.maximum(before, last), 0)
+        held = np.zeros(n, dtype=bool)
+        for m in members:
+            local = cols[m][LOCAL] - self._previous(m, cols[m], LOCAL)  # delta local per row
+            # the message of row t-1 (the previous day's last for row 0, none for a newcomer)
+            carried = self._last.get(m)
+            first = -1 if carried is None else carried.entry.delta_local
+            read = np.concatenate([np.array([first], dtype=_I64), local[:-1]])
+            held |= (limit > 0) & (read >= limit)
+        return held
+
+    def _rates_before(self, m: str) -> Any:
+        last = self._last.get(m)
+        return np.full(0, np.nan) if last is None else last.rates
+
+    def _failover(self, m: str, queue: Any, rates: Any) -> Any:
+        """FAILOVER_SECONDS per row (NaN: unknown): queue / highest rate of the window."""
+        before = self._rates_before(m)
+        padded = np.concatenate([np.full(_CAPACITY_ROWS - 1 - len(before), np.nan), before, rates])
+        windows = np.lib.stride_tricks.sliding_window_view(padded, _CAPACITY_ROWS)
+        known = ~np.all(np.isnan(windows), axis=1)
+        capacity = np.where(known, np.nanmax(np.where(np.isnan(windows), -1.0, windows), axis=1), 0)
+        q = queue.astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            failover = np.where(capacity > 0, q / np.where(capacity > 0, capacity, 1.0), np.inf)
+        failover = np.where(known, failover, np.nan)
+        return np.where(q <= 0, 0.0, failover)
 
     def _needs(self, c: dict[str, Any]) -> Any:
         return holds(c[MODE], c[CERT], c[APPLY], self.settings)
@@ -204,8 +259,9 @@ class FlowFill:
             c[MODE][rows].tolist(),
         ]
 
-    def _eta(self, m: str, c: dict[str, Any], n: int) -> Any:
-        """CATCH_UP_ETA_SECONDS per row (NaN: unknown), by `FlowReplay`'s rules."""
+    def _eta(self, m: str, c: dict[str, Any], n: int) -> tuple[Any, Any]:
+        """CATCH_UP_ETA_SECONDS per row (NaN: unknown), by `FlowReplay`'s rules, and the
+        apply rate per row (NaN: none yet)."""
         queue = c[APPLY].astype(np.float64)
         prev_queue = self._previous(m, c, APPLY).astype(np.float64)
         prev_at = self._previous(m, c, AT)
@@ -222,4 +278,4 @@ class FlowFill:
         with np.errstate(divide="ignore", invalid="ignore"):
             eta = np.where(net > 0, queue / np.where(net > 0, net, 1.0), np.inf)
         eta = np.where(has_rate, eta, np.nan)
-        return np.where(queue <= 0, 0.0, eta)
+        return np.where(queue <= 0, 0.0, eta), np.where(has_rate, apply_rate, np.nan)

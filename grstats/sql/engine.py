@@ -24,9 +24,11 @@ would send, before it becomes a Python object). Every failure leaves as a `SqlEr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,15 +49,18 @@ from grstats.sql.errors import (
     UNKNOWN,
     SqlError,
 )
+from grstats.sql.segments import SegmentCheck
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A statement's result: column names, DuckDB type names, rows."""
+    """A statement's result: column names, DuckDB type names, rows of MySQL's values,
+    and the warnings MySQL's SHOW WARNINGS gives for it."""
 
     names: tuple[str, ...]
     types: tuple[str, ...]
     rows: list[tuple[Any, ...]]
+    warnings: tuple[str, ...] = ()
 
 
 def _sql_string(value: str) -> str:
@@ -79,8 +84,32 @@ class HistoryTail(Protocol):
         """The column with the id of the segment file a row will be written to."""
         ...
 
-    def table(self) -> pa.Table:
-        """The rows now: the history's columns, `date` and `segment_column`."""
+    @property
+    def max_bytes(self) -> int:
+        """The most WAL bytes read."""
+        ...
+
+    @property
+    def skipped(self) -> int:
+        """Files left out now (past `max_bytes`, or unreadable)."""
+        ...
+
+    @property
+    def skipped_bytes(self) -> int:
+        """Their bytes."""
+        ...
+
+    @property
+    def skipped_total(self) -> int:
+        """Files ever left out, each once."""
+        ...
+
+    def table(self, deadline: float | None = None) -> pa.Table:
+        """The rows now: the history's columns, `date` and `segment_column`.
+
+        Raises:
+            TimeoutError: `deadline` (monotonic) passed first; the next call reads on.
+        """
         ...
 
 
@@ -100,18 +129,30 @@ _BATCH_ROWS = 2048  # rows per Arrow batch: the unit a result's size is checked 
 _HIVE = "hive_partitioning = true, hive_types = {'group': 'VARCHAR', 'date': 'DATE'}"
 
 
+# DuckDB's category in front of its message ("Out of Memory Error: ", "Binder Error: ")
+_CATEGORY = re.compile(r"^[A-Z][A-Za-z ]{0,40}? Error:\s*")
+
+
+def _text(exc: BaseException) -> str:
+    # the library's first line without its category: its advice ("Possible solutions:
+    # ... SET memory_limit") follows on later lines and is for its own users, not ours
+    return _CATEGORY.sub("", str(exc).split("\n", 1)[0], count=1)
+
+
+def _timeout() -> SqlError:
+    return SqlError(
+        QUERY_TIMEOUT,
+        "Query execution was interrupted, maximum statement execution time exceeded",
+        limit="query_timeout",
+    )
+
+
 def _error(exc: duckdb.Error) -> SqlError:
-    text = str(exc).split("\n", 1)[0]
-    for prefix in ("Catalog Error: ", "Binder Error: ", "Parser Error: ", "Conversion Error: "):
-        text = text.removeprefix(prefix)
+    text = _text(exc)
     if isinstance(exc, duckdb.InterruptException):
-        return SqlError(
-            QUERY_TIMEOUT,
-            "Query execution was interrupted, maximum statement execution time exceeded",
-            limit="query_timeout",
-        )
+        return _timeout()
     if isinstance(exc, duckdb.OutOfMemoryException):
-        return SqlError(OUT_OF_MEMORY, f"Out of memory: {text}")
+        return SqlError(OUT_OF_MEMORY, f"Out of memory (memory_limit): {text}")
     if isinstance(exc, duckdb.ParserException):
         return SqlError(PARSE, f"You have an error in your SQL syntax: {text}")
     if isinstance(exc, duckdb.BinderException) and "column" in text.lower():
@@ -159,6 +200,8 @@ class Engine:
         self._lock = threading.Lock()
         self._all: list[duckdb.DuckDBPyConnection] = []
         self._tail = tail if history_dir else None
+        self._segments = SegmentCheck(Path(history_dir).resolve()) if history_dir else None
+        self._unreadable: tuple[str, ...] = ()  # the history's files left out of the view now
 
     # -- catalog -----------------------------------------------------------
 
@@ -211,9 +254,8 @@ class Engine:
         self._local.con = con
         self._local.snapshot = None
         self._local.info_mapping = None
-        self._local.history_files = False
+        self._local.history_files = None
         self._local.history_view = False
-        self._local.tail = None
         with self._lock:
             self._all.append(con)
         return con
@@ -239,13 +281,38 @@ class Engine:
                 )
         self._local.info_mapping = mapping
 
-    def _refresh(self, con: duckdb.DuckDBPyConnection, snapshot: object, sql: str) -> None:
+    def tail_figures(self) -> tuple[int, int]:
+        """(WAL files left out of grstats.history now, files ever left out)."""
+        return (self._tail.skipped, self._tail.skipped_total) if self._tail else (0, 0)
+
+    def _tail_warnings(self) -> tuple[str, ...]:
+        out: list[str] = []
+        if self._unreadable:
+            names = ", ".join(Path(p).name for p in self._unreadable[:3])
+            more = f" and {len(self._unreadable) - 3} more" if len(self._unreadable) > 3 else ""
+            out.append(
+                f"grstats.history: {len(self._unreadable)} Parquet files unreadable, left out "
+                f"(the writer's housekeeping quarantines them): {names}{more}"
+            )
+        t = self._tail
+        if t is not None and t.skipped:
+            out.append(
+                f"grstats.history: {t.skipped} write-ahead log files ({t.skipped_bytes} bytes) "
+                f"not read, past the tail's bound of {t.max_bytes} bytes: their rows are "
+                "missing until the daemon flushes them to Parquet"
+            )
+        return tuple(out)
+
+    def _refresh(
+        self, con: duckdb.DuckDBPyConnection, snapshot: object, sql: str, deadline: float
+    ) -> bool:
         if self._local.snapshot is not snapshot:
             for t in self.live:
                 con.register(f"_live_{t.schema}_{t.name}", t.to_arrow(snapshot))  # type: ignore[arg-type]
             self._local.snapshot = snapshot
-        if self.history_dir and catalog.HISTORY in sql.lower():  # reads the WAL: only if named
-            self._refresh_history(con)
+        history = bool(self.history_dir) and catalog.HISTORY in sql.lower()
+        if history:  # reads the WAL: only if named
+            self._refresh_history(con, deadline)
         for name, root in catalog.rollup_dirs(self.rollups_dir):
             if catalog.has_parquet(root.resolve()):
                 con.execute(  # the files' own columns: nothing to bind that could be missing
@@ -253,17 +320,19 @@ class Engine:
                     f"FROM read_parquet({_parquet_glob(root.resolve())}, {_HIVE}, "
                     "union_by_name = true)"
                 )
+        return history
 
-    def _refresh_history(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _refresh_history(self, con: duckdb.DuckDBPyConnection, deadline: float) -> None:
         # Parquet UNION ALL the WAL tail; a tail part whose segment file exists is left
-        # out by the query itself (the file is durable before its WAL file goes)
+        # out by the query itself (the file is durable before its WAL file goes). The
+        # tail is registered for this statement only (`run` unregisters it): an idle
+        # worker holds no old tail, so its memory goes back when its files go
         root = Path(self.history_dir).resolve()
-        tail = self._tail.table() if self._tail is not None else _no_tail()
+        tail = self._tail.table(deadline) if self._tail is not None else _no_tail()
         segment = self._tail.segment_column if self._tail is not None else _NO_TAIL_SEGMENT
-        if tail is not self._local.tail:
-            con.register("_history_tail", tail)
-            self._local.tail = tail
-        files = catalog.has_parquet(root)
+        con.register("_history_tail", tail)
+        assert self._segments is not None
+        files, self._unreadable = self._segments.files(deadline)
         if self._local.history_files == files and self._local.history_view:
             return
         names = list(catalog.history_sql_types())
@@ -271,7 +340,8 @@ class Engine:
         stored = f"SELECT {plain} FROM _history_tail WHERE false"
         if files:
             cols = plain.replace('"group_name"', '"group" AS group_name', 1)
-            scan = f"read_parquet({_parquet_glob(root)}, {_HIVE}, union_by_name = true)"
+            listed = ", ".join(map(_sql_string, files))  # the readable ones (`segments`)
+            scan = f"read_parquet([{listed}], {_HIVE}, union_by_name = true)"
             stored = f"SELECT {cols} FROM {scan}"
         recent = (
             f'SELECT {plain} FROM _history_tail WHERE "{segment}" NOT IN '
@@ -280,7 +350,7 @@ class Engine:
         try:
             con.execute(f"CREATE OR REPLACE VIEW grstats.history AS {stored} UNION ALL {recent}")
         except duckdb.Error as exc:  # not a grstats history: only its queries fail
-            raise SqlError(UNKNOWN, f"history_dir is not a grstats history: {exc}") from None
+            raise SqlError(UNKNOWN, f"history_dir is not a grstats history: {_text(exc)}") from None
         self._local.history_files = files
         self._local.history_view = True
 
@@ -299,28 +369,36 @@ class Engine:
                 is past a limit.
         """
         con = self._connection()
+        # the statement's time starts now: reading the WAL tail and the catalog count too
+        deadline = time.monotonic() + self.query_timeout
         timer = threading.Timer(self.query_timeout, con.interrupt)
         timer.daemon = True
+        timer.start()
+        history = False
         try:
-            self._refresh(con, snapshot, sql)
+            history = self._refresh(con, snapshot, sql, deadline)
             if catalog.INFO_SCHEMA_INTERNAL in sql:
                 self._refresh_info_schema(con)
-            timer.start()
             rel = con.sql(sql)
             names = tuple(rel.columns)
             types = tuple(str(t) for t in rel.dtypes)
             rows = _fetch(_as_text(rel, types), self.max_rows + 1, self.max_result_bytes)
         except duckdb.Error as exc:
             raise _error(exc) from None
+        except TimeoutError:  # the WAL tail's read (kept: the next statement reads on)
+            raise _timeout() from None
         finally:
             timer.cancel()
+            if history:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister("_history_tail")
         if len(rows) > self.max_rows:
             raise SqlError(
                 TOO_BIG_SELECT,
                 f"The result has more than max_rows={self.max_rows} rows; add a LIMIT or aggregate",
                 limit="max_rows",
             )
-        return Result(names, types, rows)
+        return Result(names, types, rows, self._tail_warnings() if history else ())
 
     def interrupt_all(self) -> None:
         """Interrupt every running statement (shutdown)."""
@@ -352,36 +430,46 @@ def _as_text(rel: duckdb.DuckDBPyRelation, types: tuple[str, ...]) -> duckdb.Duc
 
 
 def _fetch(rel: duckdb.DuckDBPyRelation, limit: int, max_bytes: int) -> list[tuple[Any, ...]]:
-    """Up to `limit` rows through Arrow (timestamps with a zone become UTC wall time).
+    """Up to `limit` rows as MySQL's values, made batch by batch through Arrow
+    (timestamps with a zone become UTC wall time).
+
+    The result is refused as soon as its encoded bytes pass `max_bytes`: each
+    batch's text values are sized from Arrow's buffers before they become
+    Python objects, and every batch is counted as it is converted, so what is
+    held is at most `max_bytes` and one batch, whatever the result would be.
 
     Raises:
-        SqlError: the text values alone are past `max_bytes` (checked per batch,
-            before the batch becomes Python objects).
+        SqlError: the encoded result is past `max_bytes`.
     """
-    batches: list[pa.RecordBatch] = []
-    count = 0
+    rows: list[tuple[Any, ...]] = []
     text_bytes = 0
+    left = max_bytes
     reader = rel.to_arrow_reader(min(limit, _BATCH_ROWS))
-    for batch in reader or ():
-        for col in batch.columns:
-            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-                text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
-        if text_bytes > max_bytes:
-            raise values.too_big(max_bytes)
-        batches.append(batch)
-        count += batch.num_rows
-        if count >= limit:
-            break
-    if not batches:
-        return []
-    table = pa.Table.from_batches(batches).slice(0, limit)
-    cols = []
-    for col in table.columns:
-        naive = col
-        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
-            naive = col.cast(pa.timestamp(col.type.unit))
-        cols.append(naive.to_pylist())
-    return list(zip(*cols, strict=True))
+    try:
+        for batch in reader or ():
+            for col in batch.columns:
+                if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                    text_bytes += pc.sum(pc.binary_length(col)).as_py() or 0
+            if text_bytes > max_bytes:
+                raise values.too_big(max_bytes)
+            cols = []
+            for col in batch.slice(0, limit - len(rows)).columns:
+                naive = col
+                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+                    naive = col.cast(pa.timestamp(col.type.unit))
+                cols.append(naive.to_pylist())
+            try:
+                encoded, size = values.mysql_rows(list(zip(*cols, strict=True)), left)
+            except SqlError:  # past what was left of the bound: named by the whole bound
+                raise values.too_big(max_bytes) from None
+            left -= size
+            rows.extend(encoded)
+            if len(rows) >= limit:
+                break
+    finally:
+        if reader is not None:
+            reader.close()  # the rest of the result is never made
+    return rows
 
 
 def _mysql_type(arrow: str) -> str:

@@ -60,6 +60,9 @@ class SqlOptions:
         handshake_timeout: seconds from connect to a finished login (then 1043).
         idle_timeout: seconds a logged-in client may stay silent (then 4031).
         max_statement_bytes: the longest statement (longer: 1153, before parsing).
+        max_logins_per_address: connections one client address may have logging in
+            at once (more: 1040); when every slot is taken, the one logging in for
+            the longest is ended for a new connection.
     """
 
     host: str = "127.0.0.1"
@@ -80,3 +83,4 @@ class SqlOptions:
     handshake_timeout: float = 10.0
     idle_timeout: float = 600.0
     max_statement_bytes: int = 64 << 10
+    max_logins_per_address: int = 4

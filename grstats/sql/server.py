@@ -43,7 +43,7 @@ from grstats.sql.listener import Acceptor, bind, port_of
 from grstats.sql.options import SqlOptions, perspective
 from grstats.sql.session import GrstatsSession
 from grstats.sql.statements import prepare
-from grstats.sql.values import column_kind, is_unsigned, mysql_rows
+from grstats.sql.values import column_kind, is_unsigned
 from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
 
 log = structlog.get_logger("grstats.sql")
@@ -80,6 +80,10 @@ class _BoundedControl(LocalControl):
             raise TooManyConnections()
         connection_id: int = await super().add(connection)
         return connection_id
+
+    def connections(self) -> list[Any]:
+        """The connections holding a slot now."""
+        return list(self._connections.values())
 
     def kill_all(self) -> None:
         for conn in list(self._connections.values()):
@@ -171,6 +175,7 @@ class SqlServer:
         serving = self.serving
         reason = "" if serving else (self.failure or "not listening")
         errors = dict(sorted(self.wire.errors.items()))
+        skipped, skipped_total = self.engine.tail_figures()
         return SqlFigures(
             serving=serving,
             reason=reason,
@@ -189,6 +194,9 @@ class SqlServer:
             errors=errors,
             handshake_timeouts=self.wire.handshake_timeouts,
             logins_delayed=self.wire.logins_delayed,
+            connections_evicted=self.wire.evicted,
+            tail_skipped_files=skipped,
+            tail_skipped_total=skipped_total,
         )
 
     def _local_member(self) -> str:
@@ -238,6 +246,7 @@ class SqlServer:
                 handshake_timeout=self.options.handshake_timeout,
                 idle_timeout=self.options.idle_timeout,
                 max_packet=self.options.max_statement_bytes + (16 << 10),
+                max_logins_per_address=self.options.max_logins_per_address,
             ),
             identity_provider=_Accounts(self.options.user, self.options.password_hash),
             control=self._control,
@@ -281,7 +290,7 @@ class SqlServer:
 
     def _work(
         self, expression: exp.Expression, database: str | None, snapshot: DaemonSnapshot | None
-    ) -> tuple[list[tuple[Any, ...]], list[ResultColumn]]:
+    ) -> tuple[list[tuple[Any, ...]], list[ResultColumn], tuple[str, ...]]:
         # worker thread: translate, run, convert (the loop only writes the packets)
         sql = prepare(expression, database, self.engine.known_tables())
         result = self.engine.run(sql, snapshot)
@@ -289,8 +298,7 @@ class SqlServer:
             column(name, ColumnType[column_kind(t)], unsigned=is_unsigned(t))
             for name, t in zip(result.names, result.types, strict=True)
         ]
-        rows = mysql_rows(result.rows, self.engine.max_result_bytes)
-        return rows, cols
+        return result.rows, cols, result.warnings  # MySQL's values already (`engine._fetch`)
 
     async def close(self) -> None:
         """Stop listening, interrupt running statements and end every connection."""

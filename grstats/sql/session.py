@@ -35,8 +35,9 @@ from mysql_mimic.variables import SessionVariables, Variables
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from grstats.core.ratelimit import RateLimit
 from grstats.sql import catalog
-from grstats.sql.errors import BAD_DB, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
+from grstats.sql.errors import BAD_DB, OUT_OF_MEMORY, PACKET_TOO_LARGE, PARSE, UNKNOWN, SqlError
 from grstats.sql.options import perspective
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ class GrstatsSession(Session):
         max_statement_bytes: int = 64 << 10,
     ) -> None:
         super().__init__(SessionVariables(global_variables))
+        self.warnings: tuple[str, ...] = ()  # the last statement's, for SHOW WARNINGS
         self._max_statement_bytes = max_statement_bytes
         self._execute = execute
         self._offload = offload
@@ -139,7 +141,16 @@ class GrstatsSession(Session):
         self._set_server_uuid()  # COM_CHANGE_USER may have changed the login
 
     async def query(self, expression: exp.Expression, sql: str, attrs: dict[str, str]) -> Any:
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
+
+    async def _answer(self, expression: exp.Expression) -> Any:
+        self.warnings = ()
+        rows, columns, self.warnings = await self._execute(expression, self.database)
+        return rows, columns
+
+    def _show_warnings(self, show: exp.Show) -> Any:
+        # MySQL's SHOW WARNINGS: the previous statement's (it does not clear them itself)
+        return [("Warning", UNKNOWN, text) for text in self.warnings], ["Level", "Code", "Message"]
 
     async def use(self, database: str) -> None:
         if database.lower() not in catalog.DATABASES:
@@ -149,7 +160,7 @@ class GrstatsSession(Session):
 
     async def _query_info_schema(self, expression: exp.Expression) -> Any:
         # DuckDB in a worker, under the limits, not mysql-mimic's sqlglot executor on the loop
-        return await self._execute(expression, self.database)
+        return await self._answer(expression)
 
     async def _static_query_middleware(self, q: Query) -> Any:
         # mysql-mimic evaluates FROM-less SELECTs with sqlglot's executor, which lacks
@@ -197,6 +208,24 @@ class GrstatsSession(Session):
             )
         try:
             return await self._run(sql, attrs)
+        except RecursionError:  # a statement nested past the parser's depth: MySQL says 1064
+            log.debug("sql.refused", code=PARSE, reason="nested too deeply")
+            raise _mysql_error(
+                SqlError(
+                    PARSE,
+                    "You have an error in your SQL syntax: the statement is nested too "
+                    f"deeply near '{sql.strip()[:80]}' at line 1",
+                )
+            ) from None
+        except MemoryError:  # Python's or Arrow's (a subclass): a limit, not a bug
+            _OOM_LOG.emit()
+            raise _mysql_error(
+                SqlError(
+                    OUT_OF_MEMORY,
+                    "Out of memory: the statement needs more memory than the endpoint has; "
+                    "add a LIMIT, aggregate or select fewer columns",
+                )
+            ) from None
         except (ParseError, TokenError) as exc:
             near = sql.strip()[:80]
             raise _mysql_error(
@@ -212,9 +241,29 @@ class GrstatsSession(Session):
             raise _mysql_error(exc) from None
         except MysqlError:
             raise
-        except Exception as exc:  # a client must get an error packet, never a dropped connection
-            log.exception("sql.statement_failed")
-            raise _mysql_error(SqlError(UNKNOWN, f"{type(exc).__name__}: {exc}")) from None
+        except Exception:  # a client must get an error packet, never a dropped connection
+            log.exception("sql.statement_failed")  # a bug: its traceback is for us, not the client
+            raise _mysql_error(
+                SqlError(
+                    UNKNOWN, "Internal error in the SQL endpoint (logged as sql.statement_failed)"
+                )
+            ) from None
+
+
+class _OomLog:
+    """`sql.out_of_memory` at most once per interval (a line, no traceback; each is
+    counted as error 1041 in the endpoint's figures)."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self._limit = RateLimit(interval_s)
+
+    def emit(self) -> None:
+        held = self._limit.admit(time.monotonic())
+        if held is not None:
+            log.warning("sql.out_of_memory", suppressed=held)
+
+
+_OOM_LOG = _OomLog()
 
 
 def _mysql_names(expression: exp.Expression, now: dt.datetime) -> None:

@@ -97,7 +97,7 @@ MYSQL_FUNCTIONS = _words(
     # JSON values (MySQL's -> and ->> too)
     "JSON_EXTRACT JSON_UNQUOTE",
 )
-# DuckDB's analytic functions the endpoint documents (README: quantiles, buckets): scalar
+# DuckDB's analytic functions the endpoint documents (docs/sql.md: quantiles, buckets): scalar
 # or aggregate only -- never a table function or one that reads a file
 DUCKDB_FUNCTIONS = _words(
     "DATE_TRUNC DATE_PART TIME_BUCKET EPOCH EPOCH_MS STRFTIME QUANTILE_CONT QUANTILE_DISC "

@@ -94,15 +94,18 @@ def _prefix(n: int) -> int:
     return 1 if n < 251 else 3 if n < 1 << 16 else 4 if n < 1 << 24 else 9
 
 
-def mysql_rows(rows: list[tuple[Any, ...]], max_result_bytes: int) -> list[tuple[Any, ...]]:
+def mysql_rows(
+    rows: list[tuple[Any, ...]], max_result_bytes: int
+) -> tuple[list[tuple[Any, ...]], int]:
     """Rows as MySQL text values, refused past `max_result_bytes` of encoded bytes.
 
     Args:
-        rows: DuckDB's values.
+        rows: DuckDB's values (one batch of a result: the caller passes what is left).
         max_result_bytes: the most bytes the encoded rows may take.
 
     Returns:
-        The rows of `mysql_value`s; a row near 16 MiB or past it is a `LargeRow`.
+        The rows of `mysql_value`s (a row near 16 MiB or past it is a `LargeRow`),
+        and their encoded bytes.
 
     Raises:
         SqlError: the encoded result is larger than `max_result_bytes` (1104).
@@ -128,7 +131,7 @@ def mysql_rows(rows: list[tuple[Any, ...]], max_result_bytes: int) -> list[tuple
         if total > max_result_bytes:
             raise too_big(max_result_bytes)
         out.append(LargeRow(values) if size >= LARGE_ROW_BYTES else values)
-    return out
+    return out, total
 
 
 def too_big(max_result_bytes: int) -> SqlError:

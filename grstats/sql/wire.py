@@ -81,6 +81,7 @@ class WireStats:
     tls_failures: int = 0
     handshake_timeouts: int = 0
     logins_delayed: int = 0
+    evicted: int = 0  # connections still logging in, ended to give a new one their slot
     errors: Counter[int] = field(default_factory=Counter)
 
 
@@ -115,12 +116,15 @@ class WireLimits:
         idle_timeout: seconds a logged-in client may stay silent.
         max_packet: the largest client packet after login (bytes).
         max_prepared: prepared statements a connection may hold.
+        max_logins_per_address: connections one client address may have logging in
+            at once (more: 1040 at once).
     """
 
     handshake_timeout: float = 10.0
     idle_timeout: float = 600.0
     max_packet: int = (64 << 10) + (16 << 10)
     max_prepared: int = 64
+    max_logins_per_address: int = 4
 
 
 class _LoginRefused(ConnectionClosed):
@@ -163,6 +167,17 @@ class GrstatsConnection(Connection):
         self._throttle = throttle
         self._failures = failures
         self._address = address
+        self.since = time.monotonic()
+        self.logged_in = False  # past its login: never ended for a new connection's slot
+
+    @property
+    def address(self) -> str:
+        """The client's address."""
+        return self._address
+
+    def evict(self) -> None:
+        """End this connection while it is logging in (its slot is given to a new one)."""
+        cast(GuardedStream, self.stream).close()
 
     def error(self, **kwargs: Any) -> bytes:
         msg = kwargs.get("msg")
@@ -192,6 +207,7 @@ class GrstatsConnection(Connection):
         except Exception as e:
             await self.stream.write(self.error(msg=e, code=ErrorCode.HANDSHAKE_ERROR))
             raise
+        self.logged_in = True
         stream.max_packet = self._limits.max_packet
         stream.read_timeout = self._limits.idle_timeout
         try:
@@ -301,7 +317,8 @@ class GrstatsConnection(Connection):
             async for row in cooperative_iterate(aiterate(result_set.rows)):
                 count += 1
                 await stream.write_row(packets.make_text_resultset_row(row, cols))
-        await self.stream.write(self.ok_or_eof(affected_rows=count), drain=False)
+        warnings = len(getattr(self.session, "warnings", ()))  # SHOW WARNINGS lists them
+        await self.stream.write(self.ok_or_eof(affected_rows=count, warnings=warnings), drain=False)
         await self.stream.drain()
 
     async def handle_stmt_execute(self, data: bytes) -> None:
@@ -362,6 +379,34 @@ class GrstatsMysqlServer(MysqlServer):
         """Serve one accepted connection (`listener.Acceptor`'s handler) until it ends."""
         await self._client_connected_cb(reader, writer)
 
+    async def _admit(self, connection: GrstatsConnection) -> int:
+        """A slot for `connection`, or TooManyConnections.
+
+        A client address may have `max_logins_per_address` connections logging in
+        at once; when every slot is taken, the connection logging in for the
+        longest is ended for the new one (a slow or silent login gives way; a
+        logged-in session never does), so sockets that never log in cannot keep
+        logins out, from one address or many.
+        """
+        logging_in = [
+            c
+            for c in cast(Any, self.control).connections()
+            if isinstance(c, GrstatsConnection) and not c.logged_in
+        ]
+        mine = sum(c.address == connection.address for c in logging_in)
+        if mine >= self.limits.max_logins_per_address:
+            raise TooManyConnections()
+        try:
+            return cast(int, await self.control.add(connection))
+        except TooManyConnections:
+            if not logging_in:
+                raise
+        oldest = min(logging_in, key=lambda c: c.since)
+        oldest.evict()
+        await self.control.remove(oldest.connection_id)
+        self.stats.evicted += 1
+        return cast(int, await self.control.add(connection))
+
     async def _client_connected_cb(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
@@ -386,7 +431,7 @@ class GrstatsMysqlServer(MysqlServer):
             address=str(peer[0]) if isinstance(peer, tuple) and peer else "",
         )
         try:
-            connection.connection_id = await self.control.add(connection)
+            connection.connection_id = await self._admit(connection)
         except TooManyConnections:
             self.stats.refused += 1
             await _quietly(

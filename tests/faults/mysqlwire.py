@@ -104,8 +104,11 @@ class Raw:
         self.sock.close()
 
 
-def connect(port: int, timeout: float = 10.0) -> Raw:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+def connect(port: int, timeout: float = 10.0, source: str = "127.0.0.1") -> Raw:
+    # `source`: the client's own loopback address (the endpoint caps logins per address)
+    sock = socket.create_connection(
+        ("127.0.0.1", port), timeout=timeout, source_address=(source, 0)
+    )
     return Raw(sock)
 
 

@@ -26,6 +26,8 @@ MiB = 1 << 20
 TOO_MANY_CONNECTIONS = 1040
 MEMBERS = "performance_schema.replication_group_members"
 GUESSER = "127.0.0.2"  # its own loopback address: the throttle is per client address
+IDLER = "127.0.0.3"  # the idle sockets' (logins are capped per client address)
+PACKER = "127.0.0.4"  # the big packets'
 
 
 @dataclass
@@ -171,7 +173,7 @@ def password_guessing(t: Target, until: float) -> None:
 def big_packets_before_login(t: Target, until: float) -> None:
     """16 MiB packets (length 0xFFFFFF: "more follows") instead of a login, 32 MiB a socket."""
     while time.monotonic() < until:
-        raw = mysqlwire.connect(t.port, timeout=5)
+        raw = mysqlwire.connect(t.port, timeout=5, source=PACKER)
         try:
             first = raw.read_packet()
             if mysqlwire.error_code(first) == TOO_MANY_CONNECTIONS:
@@ -201,7 +203,7 @@ def idle_sockets(t: Target, until: float) -> None:
     socks = []
     for _ in range(16):
         with contextlib.suppress(OSError):
-            socks.append(mysqlwire.connect(t.port, timeout=5))
+            socks.append(mysqlwire.connect(t.port, timeout=5, source=IDLER))
     try:
         closed = [mysqlwire.wait_closed(r, max(0.1, until - time.monotonic())) for r in socks]
         t.record("idle_sockets", (len(socks), sum(closed)))

@@ -53,8 +53,9 @@ def test_continuation_packets_before_login_are_capped(running: Running) -> None:
     before = mysqlwire.rss()
     results: list[tuple[int | None, bool]] = []
 
-    def attack() -> None:
-        raw = mysqlwire.connect(running.port)
+    def attack(n: int) -> None:
+        # each on its own address: logins are capped per client address (issue 39 row 4)
+        raw = mysqlwire.connect(running.port, source=f"127.0.0.{10 + n}")
         raw.handshake()
         try:
             raw.sock.sendall(struct.pack("<I", 0xFFFFFF | (1 << 24)))
@@ -70,7 +71,7 @@ def test_continuation_packets_before_login_are_capped(running: Running) -> None:
         results.append((code, mysqlwire.wait_closed(raw, 5.0)))
         raw.close()
 
-    threads = [threading.Thread(target=attack) for _ in range(16)]
+    threads = [threading.Thread(target=attack, args=(n,)) for n in range(16)]
     for t in threads:
         t.start()
     for t in threads:

@@ -1,8 +1,8 @@
 """findings.py on hand-made weeks of rollups (no Spark): the sentences, their order, a quiet week.
 
 The busy week, by hand: member C (db3:3306) caused 186,624 of the group's
-291,600 throttled seconds (64 %, 81.0 h), in one sustained period on
-Tuesday 2026-11-17 from 10:00:00 to 22:59:59 UTC (46,800 s = 13.0 h); its
+291,600 seconds with writers held (64 %; 81 h = 3 d 9 h), in one sustained
+period on Tuesday 2026-11-17 from 10:00:00 to 22:59:59 UTC (46,800 s = 13 h); its
 applier waited for the commit order 1.5e12 ns of 1e12 ns active (150 %) and
 for work only 10 %; its p95 apply lag is 20 s from 10:00 to 22:59 on Monday
 to Friday, 0.5 s otherwise; the conflict rate went from 100 / 100,000 (0.10 %)
@@ -104,9 +104,10 @@ def _busy_week() -> WeekData:
 
 def test_a_busy_week_gives_five_ranked_sentences_from_the_sections_verdicts() -> None:
     assert findings(_busy_week(), LABELS) == [
-        "**db3:3306** held the group back: it caused 64% of the 81.0 throttled hours, "
-        "longest 13.0 h from Tue 11-17 10:00 to 22:59 UTC; make its applier keep up (its "
-        "verdict below) before raising group_replication_flow_control_applier_threshold.",
+        "**db3:3306** held the group back: it caused 64% of the 3 d 9 h writers were held by "
+        "flow control, longest 13 h from Tue 11-17 10:00 to 22:59 UTC; make its applier keep "
+        "up (its verdict below) before raising "
+        "group_replication_flow_control_applier_threshold.",
         "**db3:3306**'s applier is commit order bound: those waits take 150% of its active "
         "time this week; break up its large transactions and have the sources track "
         "dependencies by WRITESET (keep replica_preserve_commit_order=ON, which GR requires).",
@@ -139,3 +140,37 @@ def test_findings_are_a_numbered_list_when_there_are_some() -> None:
     _, items = findings_section(_busy_week(), LABELS)
     assert len(items) == 1 and isinstance(items[0], Bullets) and items[0].ordered
     assert len(items[0].items) == 5
+
+
+def test_a_queue_flow_control_never_contained_is_a_finding_with_the_threshold_that_would() -> None:
+    # the issue's week at MySQL's default thresholds: db3's applier queue over 25,000 for
+    # 80 h (288,000 s) up to 1,900,000, its p95 apply lag 4 h 23 min (15,780 s), and not
+    # one held writer; the hold's least quota is int(int(0.05 x 25,000) x 0.9) = 1,125.
+    # Its capacity, 47.6 tx/s: int(0.05 x T) <= 47 for T <= 20 x 47 + 19 = 959.
+    week = _quiet_week()
+    week.flow = FlowWeek(
+        totals={"seconds": 604_800, "throttled_seconds": 0, "quota_active_seconds": 303_120},
+        members=[
+            {**_flow_member(A, 0), "uncontained_seconds": 0},
+            {
+                **_flow_member(C, 0),
+                "uncontained_seconds": 288_000,
+                "applier_queue_max": 1_900_000,
+                "applier_threshold": 25_000,
+                "apply_capacity": 47.6,
+            },
+        ],
+    )
+    week.lag = LagWeek(
+        hours=[{"member_id": C, "date": "2026-11-18", "hour_of_day": 20, "p95": 15_780.0}]
+    )
+    found = findings(week, LABELS)
+    assert found[0] == (
+        "Flow control did not contain **db3:3306**: its applier queue stayed over its "
+        "threshold for 3 d 8 h (up to 1,900,000 transactions, p95 apply lag up to 4 h 23 min) "
+        "and no writer was held: at a threshold of 25,000 a hold grants at least 1,125 "
+        "transactions per period, more than the writers commit; at its apply capacity of "
+        "47.6 tx/s, group_replication_flow_control_applier_threshold at most 959 would hold "
+        "the writers to what it applies (or speed up its applier, its verdict below)."
+    )
+    assert not any("held the group back" in f for f in found)

@@ -1,12 +1,14 @@
 """Flow-control rollups equal DuckDB over the same history; the report names the slow member.
 
 The history is scripted by hand (three members, ISO week 2026-W47): member c
-is the slow one -- an applier bottleneck from 10:01:40 to 10:04:59 while the
-group is throttled from 10:01:41 to 10:05:40, with one missing sample
-(10:03:20), then a bottleneck again at 10:06:40-49 without throttling, and an
-episode across midnight; member b is a certifier bottleneck for 11 of those
-seconds (sampled 0.4 s after the second); member a's rows are partly written
-twice, and it alone says "throttled" at 10:08:20; a file from before the
+is the slow one -- an applier bottleneck from 10:01:40 to 10:04:59 (its queue
+25,000 over its excess: the applier threshold; it applies 50 tx/s) while the
+quota is active from 10:01:41 to 10:05:40 and holds writers until 10:04:59
+(the rest is its release: active, nobody held), with one missing sample
+(10:03:20), then a bottleneck again at 10:06:40-49 with no writer held, and
+an episode across midnight; member b is a certifier bottleneck for 11 of
+those seconds (sampled 0.4 s after the second); member a's rows are partly
+written twice, and it alone says "held" at 10:08:20; a file from before the
 flow-control columns has none.  The rollup runs as production runs it
 (`run_rollup`); the expected tables are DuckDB SQL written from the
 definitions in spark_rollups/flowrollup.py's docstring
@@ -28,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grstats.core.records import FLOW_HISTORY_COLUMNS
+from grstats.core.records import FLOW_HELD_HISTORY_COLUMNS, FLOW_HISTORY_COLUMNS
 from spark_rollups.report import report
 from spark_rollups.rollup import FLOW_TABLES, run_rollup
 from tests.fixtures.rollup_oracle import flow_sql
@@ -46,17 +48,23 @@ def _throttled(s: int) -> int:
     return int(101 <= s <= 340)
 
 
-def _c(s: int, at: dt.datetime, *, throttled: int, bottleneck: bool) -> dict[str, Any]:
+def _held(s: int) -> int:
+    return int(101 <= s <= 299)
+
+
+def _c(s: int, at: dt.datetime, *, throttled: int, bottleneck: bool, held: int) -> dict[str, Any]:
     eta = (INF if s % 3 == 0 else float(s)) if bottleneck else 0.0
     return row(
         "c",
         at,
         applier_queue=26_000 + s if bottleneck else 10,
         queue=3,
+        applied=50 * s,
         fc_bottleneck="applier" if bottleneck else "",
         fc_excess_over_threshold=1_000 + s if bottleneck else 0,
         fc_group_quota=500 if throttled else 0,
         fc_throttling=throttled,
+        fc_writers_held=held,
         fc_catch_up_eta_seconds=eta,
         fc_failover_ready=int(eta <= 60),
     )
@@ -66,7 +74,7 @@ def _history() -> dict[str, list[dict[str, Any]]]:
     a, b, c = [], [], []
     for s in range(600):
         at = TEN + dt.timedelta(seconds=s)
-        throttled = _throttled(s)
+        throttled, held = _throttled(s), _held(s)
         a.append(
             row(
                 "a",
@@ -75,6 +83,7 @@ def _history() -> dict[str, list[dict[str, Any]]]:
                 fc_excess_over_threshold=0,
                 fc_group_quota=0,
                 fc_throttling=1 if s == 500 else throttled,  # only a saw the quota at 500
+                fc_writers_held=1 if s == 500 else held,  # and a writer held by it
                 fc_catch_up_eta_seconds=0.0,
                 fc_failover_ready=1,
             )
@@ -89,17 +98,28 @@ def _history() -> dict[str, list[dict[str, Any]]]:
                 fc_excess_over_threshold=5_000 if certifier else 0,
                 fc_group_quota=500 if throttled else 0,
                 fc_throttling=throttled,
+                fc_writers_held=held,
                 fc_catch_up_eta_seconds=None if s < 5 else 0.5 * (s % 4),
                 fc_failover_ready=None if s < 5 else 1,
             )
         )
         if s != 200:  # one missing sample inside the episode
-            c.append(_c(s, at, throttled=throttled, bottleneck=100 <= s <= 299 or 400 <= s <= 409))
+            bottleneck = 100 <= s <= 299 or 400 <= s <= 409
+            c.append(_c(s, at, throttled=throttled, bottleneck=bottleneck, held=held))
     across = []  # 23:59:50 .. 00:00:09: an episode cut by midnight
     for k in range(-10, 10):
         at = MIDNIGHT + dt.timedelta(seconds=k)
-        across.append(_c(10_000 + k, at, throttled=1, bottleneck=True))
-        across.append(row("a", at, fc_bottleneck="", fc_throttling=1, fc_catch_up_eta_seconds=0.0))
+        across.append(_c(10_000 + k, at, throttled=1, bottleneck=True, held=1))
+        across.append(
+            row(
+                "a",
+                at,
+                fc_bottleneck="",
+                fc_throttling=1,
+                fc_writers_held=1,
+                fc_catch_up_eta_seconds=0.0,
+            )
+        )
     old = [row("a", MIDNIGHT + dt.timedelta(hours=10, seconds=s)) for s in range(60)]
     return {"a": a, "a-dup": a[:100], "b": b, "c": c, "across": across, "old": old}
 
@@ -113,7 +133,8 @@ def _write(root: Path, name: str, rows: list[dict[str, Any]]) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pylist(items, schema=SCHEMA)
         if name == "old":  # before issue 13: no fc_* columns at all
-            table = table.drop_columns([n for n, _ in FLOW_HISTORY_COLUMNS])
+            flow = [*FLOW_HISTORY_COLUMNS, *FLOW_HELD_HISTORY_COLUMNS]
+            table = table.drop_columns([n for n, _ in flow])
         pq.write_table(table, directory / f"part-{name}.parquet")
 
 
@@ -159,7 +180,10 @@ def _assert_equal(
                 assert got == value, (key, column)
 
 
-GROUP_HOUR = "seconds, throttled_seconds, attributed_seconds, unattributed_seconds, shared_seconds"
+GROUP_HOUR = (
+    "seconds, throttled_seconds, attributed_seconds, unattributed_seconds, shared_seconds, "
+    "quota_active_seconds"
+)
 
 
 def test_group_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
@@ -169,11 +193,13 @@ def test_group_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
         out, "flow_control_group_hour", f"group_name, epoch(bucket_start) AS hour, {GROUP_HOUR}"
     )
     _assert_equal(_keyed(actual, "group_name", "hour"), _keyed(expected, "group_name", "hour"))
-    # by hand: 10:00 throttled 101..340 and 500 = 241 s; c caused 101..299 without 200
-    # = 198 s (b's 250..260 inside them: shared 11); unattributed 200, 300..340, 500 = 43
+    # by hand: 10:00 held 101..299 and 500 = 200 s; c caused 101..299 without 200 = 198 s
+    # (b's 250..260 inside them: shared 11); unattributed 200 and 500 = 2; the quota was
+    # active 101..340 and 500 = 241 s
     hour = {r["hour"]: r for r in expected}[int(TEN.timestamp())]
-    assert (hour["throttled_seconds"], hour["attributed_seconds"]) == (241, 198)
-    assert (hour["unattributed_seconds"], hour["shared_seconds"]) == (43, 11)
+    assert (hour["throttled_seconds"], hour["attributed_seconds"]) == (200, 198)
+    assert (hour["unattributed_seconds"], hour["shared_seconds"]) == (2, 11)
+    assert hour["quota_active_seconds"] == 241
 
 
 MEMBER_HOUR = (
@@ -181,7 +207,7 @@ MEMBER_HOUR = (
     "throttled_seconds_caused_applier, excess_max, certifier_queue_max, applier_queue_max, "
     "catch_up_0s, catch_up_under_10s, catch_up_10_60s, catch_up_over_60s, catch_up_never, "
     "catch_up_unknown, catch_up_eta_p50, catch_up_eta_p95, catch_up_eta_max, "
-    "failover_unready_seconds"
+    "failover_unready_seconds, uncontained_seconds, apply_rate, applier_threshold"
 )
 
 
@@ -198,6 +224,10 @@ def test_member_hour_equals_duckdb(flow_rollup: tuple[Path, Path]) -> None:
     c_ten = {(r["member_id"], r["hour"]): r for r in expected}[("c", int(TEN.timestamp()))]
     assert c_ten["throttled_seconds_caused"] == 198  # by hand, see the group test
     assert c_ten["bottleneck_seconds"] == 199 + 10  # 100..299 without 200, and 400..409
+    # a bottleneck with no writer held: 100 (before the first hold) and 400..409
+    assert c_ten["uncontained_seconds"] == 11
+    # applied 50 x s: 0 at 10:00:00, 29,950 at 10:09:59, over 599 s; queue - excess
+    assert c_ten["apply_rate"] == 50.0 and c_ten["applier_threshold"] == 25_000
 
 
 def test_episodes_equal_duckdb(flow_rollup: tuple[Path, Path]) -> None:
@@ -228,15 +258,17 @@ def test_report_attributes_the_throttled_time_to_the_slow_member(
     directory = tmp_path / "g1"
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "## Who held the group back" in markdown
-    # by hand: throttled 241 + 10 + 10 = 261 s (0.07 h); c caused 198 + 10 + 10 = 218 s
-    # (0.06 h, 83.5 %)
-    assert "Writers were throttled for 0.1 hours" in markdown
-    assert "Most of it was caused by member **host-c:3306**: 0.1 hours (83.5% of the " in (markdown)
+    # by hand: held 200 + 10 + 10 = 220 s (3 min 40 s); c caused 198 + 10 + 10 = 218 s
+    # (3 min 38 s, 99.1 %); the quota active 241 + 20 = 261 s (4 min 21 s)
+    assert "Writers were held by flow control for 3 min 40 s this week" in markdown
+    assert "the quota was active for 4 min 21 s" in markdown
+    assert "caused by member **host-c:3306**: 3 min 38 s (99.1% of the held time)" in markdown
     with (directory / "flow_by_member.csv").open(encoding="utf-8") as handle:
         members = list(csv.DictReader(handle))
-    assert [m["member"] for m in members] == ["host-c:3306", "host-b:3306", "host-a:3306"]
-    assert float(members[0]["share"]) == pytest.approx(218 / 261)
-    assert float(members[1]["share"]) == pytest.approx(11 / 261)
+    # host:port order
+    assert [m["member"] for m in members] == ["host-a:3306", "host-b:3306", "host-c:3306"]
+    assert float(members[2]["share"]) == pytest.approx(218 / 220)
+    assert float(members[1]["share"]) == pytest.approx(11 / 220)
     with (directory / "flow_sustained_periods.csv").open(encoding="utf-8") as handle:
         episodes = list(csv.DictReader(handle))
     # the midnight pieces joined (1 s apart); c's two periods are 14 h apart; longest first
@@ -245,8 +277,8 @@ def test_report_attributes_the_throttled_time_to_the_slow_member(
         ("host-c:3306", "2026-11-17 23:59:50", "2026-11-18 00:00:09"),
         ("host-b:3306", "2026-11-17 10:04:10", "2026-11-17 10:04:20"),
     ]
-    assert float(episodes[0]["length (h)"]) == pytest.approx(199 / 3600)
-    assert float(episodes[0]["throttled share"]) == pytest.approx(198 / 199)
+    assert episodes[0]["length"] == "3 min 19 s"  # 199 s
+    assert float(episodes[0]["held share"]) == pytest.approx(198 / 199)
     assert episodes[0]["max applier queue"] == str(26_000 + 299)
     with (directory / "flow_catch_up.csv").open(encoding="utf-8") as handle:
         catch_up = {r["member"]: r for r in csv.DictReader(handle)}

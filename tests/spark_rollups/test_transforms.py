@@ -22,6 +22,7 @@ import pytest
 
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
+    FLOW_HELD_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
     LAG_HISTORY_COLUMNS,
@@ -132,7 +133,8 @@ def test_history_schema_copy_equals_grstats_records() -> None:
     flow_types = {"string": "string", "int64": "bigint", "int8": "tinyint", "double": "double"}
     for field in FLOW_SCHEMA.fields:
         assert field.dataType.simpleString() == {**spark_types, **flow_types}[kinds[field.name]]
-    assert [n for n, _ in FLOW_COLUMNS] == [n for n, _ in FLOW_HISTORY_COLUMNS]
+    flow_history = [*FLOW_HISTORY_COLUMNS, *FLOW_HELD_HISTORY_COLUMNS]
+    assert [n for n, _ in FLOW_COLUMNS] == [n for n, _ in flow_history]
 
 
 ONE_SAMPLE = case("one-sample", [row("a", 0)])

@@ -4,8 +4,8 @@ Strategy: like the other table commands (`grstats.cli.commands.tables`):
 replication_applier_metrics by default, replication_applier_progress_by_worker
 with `--workers`, from the local daemon's API or the broker (`--bus`), as a
 table, `--vertical`, json or csv. `--explain` turns each member's wait
-breakdown into a verdict (`grstats.core.applier_verdict`) with the shares
-behind it and what an operator would change.
+breakdown into a verdict with the shares behind it and what an operator
+would change (the text: `grstats.core.explain`, shared with the live page).
 
 Invariants: a failure the user can cause prints one line on stderr and exits
 non-zero -- never a traceback.
@@ -21,67 +21,16 @@ from pathlib import Path
 import click
 
 from grstats.cli import narrow
-from grstats.cli.applierwindow import WINDOW_CHANNEL, earlier_readings, parse_since
+from grstats.cli.applierwindow import earlier_readings, parse_since
 from grstats.cli.commands.tables import show_table, wide_option
 from grstats.cli.errors import BadArgument
 from grstats.cli.readers import TableReader, output_options, read_options
 from grstats.core import columns as col
-from grstats.core.applier_verdict import explain
+from grstats.core.explain import applier_text, applier_verdicts
 from grstats.core.labels import member_labels
 from grstats.core.snapshot import APPLIER_METRICS_TABLE, APPLIER_WORKERS_TABLE, MEMBERS_TABLE
 
-__all__ = ["applier_command", "explain_text"]
-
-
-def explain_text(
-    rows: Sequence[Mapping[str, object]],
-    earlier: Mapping[str, Mapping[str, object]] | None = None,
-) -> str:
-    """The verdict of every member and channel, with its numbers and advice.
-
-    Args:
-        rows: replication_applier_metrics rows.
-        earlier: member id -> an earlier reading of its group_replication_applier
-            channel (applierwindow.earlier_readings); None or absent: judged on
-            the totals since the applier started.
-
-    Returns:
-        The text, one block per row.
-    """
-    out: list[str] = []
-    for row in rows:
-        previous = _earlier(row, earlier)
-        verdict = explain(row, previous)
-        out.append(f"{row.get(col.MEMBER_ID)} {row.get(col.CHANNEL_NAME)}: {verdict.kind}")
-        if previous is not None:
-            since = previous["sampled_at"]
-            shown = since.strftime("%Y-%m-%d %H:%M:%S") if isinstance(since, dt.datetime) else since
-            out.append(f"  window: since {shown} UTC (the history's reading)")
-        elif earlier is not None:
-            out.append("  window: since the applier started (no history reading that old)")
-        if verdict.active_s is not None:
-            out.append(f"  active {verdict.active_s:.0f} s; share of active time:")
-        for name, share in verdict.shares.items():
-            out.append(f"    {name:<18} {100 * share:6.1f} %")
-        pending = row.get(col.TRANSACTIONS_PENDING_COUNT)
-        ongoing = row.get(col.TRANSACTIONS_ONGOING_COUNT)
-        out.append(f"  transactions pending {_shown(pending)}, ongoing {_shown(ongoing)}")
-        out.append(f"  advice: {verdict.advice}")
-    if not out:
-        out.append("no applier metrics from any member")
-    return "\n".join(out) + "\n"
-
-
-def _earlier(
-    row: Mapping[str, object], earlier: Mapping[str, Mapping[str, object]] | None
-) -> Mapping[str, object] | None:
-    if earlier is None or row.get(col.CHANNEL_NAME) != WINDOW_CHANNEL:
-        return None
-    return earlier.get(str(row.get(col.MEMBER_ID)))
-
-
-def _shown(value: object) -> str:
-    return "NULL" if value is None else str(value)
+__all__ = ["applier_command", "reader_rows"]
 
 
 @click.command(
@@ -90,7 +39,7 @@ def _shown(value: object) -> str:
     "active time, transactions committed / ongoing / pending, sizes, events, and "
     "each wait's count and time (ns, as MySQL reports them).\n\n"
     "\b\nExamples:\n"
-    "  grstats applier                         # what fits 80 columns, members as host:port\n"
+    "  grstats applier                         # what fits the terminal, members as host:port\n"
     "  grstats applier --wide                  # every column under MySQL's names\n"
     "  grstats applier --vertical              # one member and channel per block\n"
     "  grstats applier --workers               # replication_applier_progress_by_worker\n"
@@ -147,28 +96,19 @@ def applier_command(
         labels = member_labels(both[MEMBERS_TABLE])
         click.echo(narrow.narrow_table(table, reader_rows(both[table]), labels), nl=False)
         return
-    rows = reader.read([table])[table]
     if explain_:
-        earlier = None
+        both = reader.read([table, MEMBERS_TABLE])
+        labels = member_labels(both[MEMBERS_TABLE])
+        earlier, at = None, None
         if history is not None and window is not None:
             at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=window)
             earlier = earlier_readings(history, at)
         if fmt == "json":
-            verdicts = [
-                {
-                    col.MEMBER_ID: r.get(col.MEMBER_ID),
-                    col.CHANNEL_NAME: r.get(col.CHANNEL_NAME),
-                    "verdict": (v := explain(r, _earlier(r, earlier))).kind,
-                    "shares": dict(v.shares),
-                    "active_seconds": v.active_s,
-                    "advice": v.advice,
-                }
-                for r in reader_rows(rows)
-            ]
-            click.echo(json.dumps(verdicts, indent=2))
+            click.echo(json.dumps(applier_verdicts(both[table], labels, earlier), indent=2))
         else:
-            click.echo(explain_text(reader_rows(rows), earlier), nl=False)
+            click.echo(applier_text(both[table], labels, earlier, at), nl=False)
         return
+    rows = reader.read([table])[table]
     show_table(reader, table, fmt=fmt, vertical=vertical, wide=wide, rows=rows)
 
 

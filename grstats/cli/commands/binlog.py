@@ -49,6 +49,9 @@ from protocol import (
     decode_event,
 )
 
+# one event; a Gtid_log_event is ~100 bytes, but a whole row event pasted by mistake
+# may be large: refused past this, never read without end
+MAX_EVENT_BYTES = 64 << 20
 _BODY_TYPES = {
     "gtid": GTID_LOG_EVENT,
     "anonymous_gtid": ANONYMOUS_GTID_LOG_EVENT,
@@ -139,7 +142,7 @@ def decode_command(
 ) -> None:
     """Decode one binlog event: a whole event (common header first), or a body with --body-of."""
     try:
-        data = read_input(hex_text, file)
+        data = read_input(hex_text, file, MAX_EVENT_BYTES)
         event_type = _body_type(body_of) if body_of is not None else None
     except InputError as exc:
         click.echo(f"grstats binlog decode: {exc}", err=True)

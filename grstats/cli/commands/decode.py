@@ -36,6 +36,8 @@ from protocol import (
 
 _STRING_FIELDS = ("transactions_committed_all_members", "transaction_last_conflict_free")
 _CARGO_NAMES = {6: "pipeline stats"}
+# a stats message with GTID sets of hundreds of thousands of intervals is a few MB
+MAX_MESSAGE_BYTES = 16 << 20
 
 
 def _string_value(raw: bytes) -> str:
@@ -166,7 +168,7 @@ def command(hex_text: tuple[str, ...], file: Path | None, output_format: str) ->
     MySQL's reason and the byte offset where decoding stopped.
     """
     try:
-        data = read_input(hex_text, file)
+        data = read_input(hex_text, file, MAX_MESSAGE_BYTES)
     except InputError as exc:
         click.echo(f"grstats decode: {exc}", err=True)
         sys.exit(2)

@@ -19,6 +19,7 @@ import click
 
 from grstats.cli.initconfig import NodeAnswers, render_member_config
 from grstats.cli.shipped import SHIPPED, shipped_text
+from grstats.config import LocalInputError, read_local_file
 from grstats.sources.mysql.preflight import PreflightError, inspect_server
 from grstats.sources.mysql.settings import MySQLSettings, parse_dsn
 
@@ -34,9 +35,9 @@ def _secret(env: str | None, file: str | None, what: str) -> str | None:
             raise click.UsageError(f"{what}: environment variable {env} is not set")
         return os.environ[env]
     if file:
-        try:
-            return Path(file).read_text(encoding="utf-8").splitlines()[0]
-        except (OSError, IndexError) as exc:
+        try:  # bounded like the daemon's own read of it: a device or FIFO is refused
+            return read_local_file(file, 64 << 10).decode("utf-8").splitlines()[0]
+        except (LocalInputError, UnicodeDecodeError, IndexError) as exc:
             raise click.UsageError(f"{what}: cannot read {file}: {exc}") from None
     return None
 
@@ -146,7 +147,8 @@ def command(
     Examples:
       GRSTATS_MYSQL_PASSWORD=... grstats init --mysql-password-env GRSTATS_MYSQL_PASSWORD \\
           --bus mqtt.example:8883 --bus-ca-file /etc/grstats/ca.crt --out /etc/grstats/grstats.toml
-      grstats init --print grstats-systemd.service > /etc/systemd/system/grstats.service
+      grstats init --print grstats.service > /etc/systemd/system/grstats.service
+      grstats init --print grstats.toml      # the example config: every key, commented
     """
     interactive = not no_input and sys.stdin.isatty()
     try:

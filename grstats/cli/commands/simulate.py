@@ -25,6 +25,7 @@ from grstats.offline.backfill import (
     member_ids,
     simulate_history,
 )
+from protocol.humanize import duration
 
 __all__ = ["command"]
 
@@ -52,6 +53,13 @@ __all__ = ["command"]
     default=None,
     help="First UTC day. Default: the Monday of the last whole ISO week (of the last "
     "whole weeks holding DAYS days), so the default run is exactly last week.",
+)
+@click.option(
+    "--epoch",
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
+    default=None,
+    help="The group's start (UTC; [simulated] epoch of the live daemons that continue "
+    "this history): counters and GTIDs count from it. Default: the model's, 2026-01-01.",
 )
 @click.option("--slow-member", is_flag=True, help="Give the last member a slow applier.")
 @click.option(
@@ -101,6 +109,7 @@ def command(
     days: int,
     seed: int,
     start: dt.datetime | None,
+    epoch: dt.datetime | None,
     slow_member: bool,
     slow_link: str | None,
     certifier_threshold: int,
@@ -136,6 +145,7 @@ def command(
             flow_control=flow_control,
             slow_link_hours=slow_link_hours,
             workers=workers,
+            epoch_s=None if epoch is None else int(epoch.replace(tzinfo=dt.UTC).timestamp()),
         )
 
     from grstats.offline.daypool import WorkerFailed  # noqa: PLC0415
@@ -152,7 +162,7 @@ def command(
     click.echo(
         f"wrote {result.rows} rows ({members} members x {days} days from {first_day.isoformat()}, "
         f"group {group_name}) to {out}: {result.files} files, {result.bytes_on_disk} bytes, "
-        f"{result.bytes_per_sample:.2f} bytes/sample, {result.seconds:.1f} s, "
+        f"{result.bytes_per_sample:.2f} bytes/sample, {duration(result.seconds)}, "
         f"{result.rows_per_second:,.0f} rows/s"
     )
 

@@ -41,12 +41,12 @@ __all__ = [
 
 
 def wide_option(func: Callable[..., None]) -> Callable[..., None]:
-    """`--wide`: every column under MySQL's names instead of the 80-column view."""
+    """`--wide`: every column under MySQL's names instead of the view that fits the terminal."""
     return click.option(
         "--wide",
         is_flag=True,
-        help=f"Every column under MySQL's names (default: what fits {narrow.WIDTH} columns, "
-        "members as host:port).",
+        help="Every column under MySQL's names, members by UUID (default: what fits the "
+        "terminal's width -- COLUMNS, else 80 -- members as host:port).",
     )(func)
 
 

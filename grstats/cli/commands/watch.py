@@ -60,7 +60,7 @@ def command(
 
     Checked/s, conflicts/s and applied/s are computed since the previous
     refresh; changed cells are highlighted and UNREACHABLE members shown in
-    red. By default what fits 80 columns (members as host:port, short
+    red. By default what fits the terminal (members as host:port, short
     headers); --wide shows every column and the member UUIDs. Ctrl-C quits.
 
     \b

@@ -107,6 +107,7 @@ class Processes:
         env: Mapping[str, str] | None = None,
         own_group: bool = True,
         pipe: bool = False,
+        detach: bool = False,
     ) -> subprocess.Popen[bytes]:
         """Start one child; its output goes to `log`, a pipe, or the terminal.
 
@@ -117,6 +118,9 @@ class Processes:
             env: the environment (None: ours).
             own_group: start it in a new process group (stopped as a group).
             pipe: give the caller stdout+stderr as one pipe.
+            detach: outlive this process (`grstats demo --keep`): a session of its
+                own, no SIGTERM from the kernel when we exit; stopped later by the
+                pid it was recorded with.
 
         Returns:
             The process.
@@ -135,13 +139,14 @@ class Processes:
                 stdout=stdout,
                 stderr=subprocess.STDOUT if stdout is not None else None,
                 env=dict(env) if env is not None else None,
-                process_group=0 if own_group else None,
-                preexec_fn=_set_pdeathsig,  # noqa: PLW1509 - only prctl, no locks taken
+                process_group=0 if own_group and not detach else None,
+                start_new_session=detach,
+                preexec_fn=None if detach else _set_pdeathsig,  # noqa: PLW1509 - only prctl
             )
         finally:
             if handle is not None:
                 handle.close()
-        self.children.append(_Child(name, process, own_group, log))
+        self.children.append(_Child(name, process, own_group or detach, log))
         with self.pid_file.open("a", encoding="utf-8") as file:
             file.write(f"{process.pid} {name}\n")
         return process

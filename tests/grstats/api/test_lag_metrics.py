@@ -26,7 +26,7 @@ def _lag_snapshot() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         *lag_rows(M2, MemberLag(T + 2_000_000, (OFF,)), offset_s=-0.25, spread_s=0.25),
     )
     snapshot = with_tables(
-        dataclasses.replace(sample_snapshot(), counters=DaemonCounters(envelopes_lag_malformed=3)),
+        dataclasses.replace(sample_snapshot(), counters=DaemonCounters(malformed={"lag": 3})),
         {"replication_group_member_lag": rows},
     )
     return metric_samples(snapshot)

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from grstats.cli.applierwindow import earlier_readings, parse_since
-from grstats.cli.commands.applier import explain_text
 from grstats.core import columns as col
+from grstats.core.explain import applier_text
 from grstats.core.records import HISTORY_COLUMNS, HistoryRow
 from grstats.history.parquet import history_schema, partition_dir
 from grstats.history.wal import WAL_MAGIC, encode_record
@@ -102,23 +102,30 @@ def test_the_earlier_reading_is_the_last_sample_at_or_before_the_window(tmp_path
 
 
 def test_the_window_can_turn_a_starved_total_into_a_commit_order_verdict(tmp_path: Path) -> None:
-    since_start = explain_text([_now_row()])
+    since_start = applier_text([_now_row()])
     assert since_start.splitlines()[0].endswith(": starved")
-    assert "active 1000 s" in since_start
-    window = explain_text([_now_row()], earlier_readings(_history(tmp_path), AT))
+    assert "active 16 min 40 s" in since_start
+    window = applier_text([_now_row()], earlier=earlier_readings(_history(tmp_path), AT))
     lines = window.splitlines()
     assert lines[0] == f"{MEMBER} group_replication_applier: commit_order"
     assert lines[1] == "  window: since 2026-11-25 10:59:50 UTC (the history's reading)"
-    assert lines[2] == "  active 600 s; share of active time:"
+    assert lines[2] == "  active 10 min; share of active time:"
     assert "    work_from_source     35.0 %" in lines
     assert "    commit_order         40.0 %" in lines
 
 
 def test_a_member_without_a_reading_that_old_is_judged_since_start(tmp_path: Path) -> None:
     early = AT - dt.timedelta(hours=1)  # before every sample of the history
-    text = explain_text([_now_row()], earlier_readings(_history(tmp_path), early))
-    assert "window: since the applier started (no history reading that old)" in text
-    assert "active 1000 s" in text
+    text = applier_text(
+        [_now_row()], earlier=earlier_readings(_history(tmp_path), early), window_start=early
+    )
+    # why not the window asked for, said for this member (not "no reading that old"
+    # where there may be no reading of it at all)
+    assert (
+        "window: since the applier started (the history holds no reading of this member "
+        f"at or before {early:%Y-%m-%d %H:%M:%S} UTC)"
+    ) in text
+    assert "active 16 min 40 s" in text
 
 
 def test_the_earlier_reading_skips_samples_whose_counters_the_history_did_not_keep(

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from grstats.cli.commands.simulate import command
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import FlowReplay
-from grstats.core.records import FLOW_HISTORY_COLUMNS
+from grstats.core.records import FLOW_HELD_HISTORY_COLUMNS, FLOW_HISTORY_COLUMNS
 from grstats.core.rows import flow_history
 from grstats.history.writer import read_history
 from grstats.offline.backfill import member_ids, simulate_history
@@ -30,7 +30,7 @@ from protocol import MemberStatsState
 # two simulated days and their replay, ~45 s of CPU: not in make test-fast
 pytestmark = pytest.mark.slow
 
-FLOW = [name for name, _ in FLOW_HISTORY_COLUMNS]
+FLOW = [name for name, _ in (*FLOW_HISTORY_COLUMNS, *FLOW_HELD_HISTORY_COLUMNS)]
 SEED = 5
 # thresholds low enough that the slow member's applier queue crosses them in and out,
 # and that every member's certifier queue (at most ~80 here) sometimes does

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from grstats.core import columns
 from protocol import Envelope, MemberInfo, PipelineStats, encode_envelope, encode_pipeline_stats
 from tests.fixtures.broker import Broker, find_mosquitto, free_port
 from tests.fixtures.bus_helpers import publish_retained
@@ -360,14 +361,56 @@ def _in_pty(argv: list[str], columns: int = 80) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-def test_every_table_command_fits_80_columns_with_members_as_host_port(cluster: Cluster) -> None:
-    for command in ("members", "stats", "status", "lag", "flow"):
-        out = _in_pty([*GRSTATS, command, "--api", cluster.apis[0]])
-        lines = out.splitlines()
-        assert max(len(line) for line in lines) <= 80, (command, out)
-        assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, (command, out)
-        assert M1 not in out and M2 not in out, (command, out)
-        assert "--wide" in lines[-1], (command, out)
+_TABLE_COMMANDS = (
+    ["members"],
+    ["stats"],
+    ["status"],
+    ["lag"],
+    ["flow"],
+    ["applier"],
+    ["applier", "--workers"],
+    ["gtids"],
+    ["commit-path"],
+    *(["table", name] for name in columns.table_names()),
+)
+
+
+def _shown_headers(out: str) -> list[str]:
+    header = next(line for line in out.splitlines() if line.startswith("| "))
+    return [cell.strip() for cell in header.strip("|").split("|")]
+
+
+def _hidden(out: str) -> tuple[int, int]:
+    """(hidden, total) from the footer "(H of T columns hidden; ...)"."""
+    footer = out.rstrip("\n").rsplit("\n(", 1)[-1]
+    words = footer.split()
+    if footer.startswith("all "):
+        return 0, int(words[1])
+    return int(words[0]), int(words[2])
+
+
+def test_every_table_command_fits_the_terminal_with_members_as_host_port(
+    cluster: Cluster,
+) -> None:
+    """At COLUMNS=80 no line is wider than 80 and no member UUID shows; at 160 more columns
+    show; the footer counts the table's hidden columns (its columns less those shown)."""
+    for command in _TABLE_COMMANDS:
+        widths = {}
+        for width in (80, 160):
+            out = _in_pty([*GRSTATS, *command, "--api", cluster.apis[0]], width)
+            lines = out.splitlines()
+            assert max(len(line) for line in lines) <= width, (command, width, out)
+            assert M1 not in out and M2 not in out, (command, width, out)
+            assert "--wide" in out.rsplit("(", 1)[-1], (command, out)
+            if "Empty set" in out:
+                continue
+            assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, (command, out)
+            hidden, total = _hidden(out)
+            shown = _shown_headers(out)
+            assert hidden == total - len(shown), (command, width, out)
+            widths[width] = (len(shown), hidden)
+        if widths and widths[80][1]:
+            assert widths[160][0] > widths[80][0], (command, widths)
 
 
 def test_wide_shows_every_column_under_mysqls_names(cluster: Cluster) -> None:
@@ -387,17 +430,17 @@ def test_watch_fits_80_columns_with_members_as_host_port_role_and_lag(
     assert "127.0.0.1:3306" in out and "127.0.0.1:3307" in out, out
     assert M1 not in out and M2 not in out, out
     header = next(line for line in lines if "MEMBER" in line and line.startswith("|"))
-    assert {"ROLE", "LAG_S", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
-    assert "column(s) left out" in lines[-1] and "--wide" in lines[-1], out
+    assert {"ROLE", "LAG", "STATE"} <= {cell.strip() for cell in header.split("|")}, out
+    assert "columns hidden" in lines[-1] and "--wide" in lines[-1], out
 
 
 def test_watch_off_a_terminal_names_what_it_left_out(cluster: Cluster) -> None:
     plain = grstats("watch", "--api", cluster.apis[0], "--count", "1")
     assert plain.returncode == 0, plain.stderr
     last = [line for line in plain.stdout.splitlines() if line.strip()][-1]
-    assert "column(s) left out" in last and "--wide" in last, plain.stdout
+    assert "columns hidden" in last and "--wide" in last, plain.stdout
     wide = grstats("watch", "--api", cluster.apis[0], "--count", "1", "--wide")
-    assert "left out" not in wide.stdout, wide.stdout
+    assert "hidden" not in wide.stdout, wide.stdout
 
 
 def test_watch_wide_shows_the_member_uuids(cluster: Cluster) -> None:

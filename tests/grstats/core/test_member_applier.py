@@ -10,10 +10,10 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.api.metrics import build_registry
-from grstats.cli.commands.applier import explain_text
 from grstats.core import columns as col
 from grstats.core.applier import ApplierChannel, MemberApplier, encode_member_applier
 from grstats.core.applierrows import metrics_rows
+from grstats.core.explain import applier_text
 from grstats.core.lagrows import parse_timestamp
 from grstats.core.tables import Accepted
 from grstats.sources.simulated import GroupModel, SimulationSettings
@@ -132,7 +132,7 @@ def test_metrics_are_counters_in_seconds_with_member_and_channel_labels() -> Non
 
 def test_explain_gives_the_slow_member_a_different_verdict() -> None:
     _, snapshot, _ = _three_members()
-    text = explain_text(
+    text = applier_text(
         sorted(snapshot.table("replication_applier_metrics"), key=lambda r: str(r[col.MEMBER_ID]))
     )
     lines = [line for line in text.splitlines() if line.endswith(("starved", "commit_order"))]

@@ -92,3 +92,20 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     assert t.counters().envelopes_accepted == 1
     assert REMOTE not in rows(t, T0)  # no GTID state: no row, not compared with
     assert rows(t, T0)[LOCAL]["RECOVERY_METHOD"] is None
+
+
+def test_not_judged_is_null_and_an_empty_set_is_empty_text() -> None:
+    """A member with no ONLINE peer to compare with: what is errant is not known (NULL,
+    like the counts beside it); its own purged set is known and empty ("", as MySQL's
+    @@gtid_purged shows it). Once a peer is there, no errant GTID is the empty set."""
+    t = tables()
+    local(t, T0, f"{GROUP}:1-100")
+    alone = rows(t, T0)[LOCAL]
+    assert alone["RECOVERY_METHOD"] is None and alone["ERRANT_COUNT"] is None
+    assert alone["ERRANT_TRANSACTIONS"] is None
+    assert alone["GTID_PURGED"] == ""
+    send(t, REMOTE, 1, "", ext=[1, T0, f"{GROUP}:1-100", ""])
+    local(t, T0 + S, f"{GROUP}:1-100")
+    judged = rows(t, T0 + S)[LOCAL]
+    assert judged["RECOVERY_METHOD"] is not None, judged
+    assert judged["ERRANT_TRANSACTIONS"] == "" and judged["ERRANT_COUNT"] == 0, judged

@@ -48,7 +48,13 @@ def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: P
             await publisher.tick(tick, bus)  # type: ignore[arg-type]
 
     asyncio.run(three_ticks())
-    assert publisher.sections_unsendable == {"lag": 3, "applier": 0, "gtids": 0}
+    assert publisher.sections_unsendable == {
+        "lag": 3,
+        "applier": 0,
+        "gtids": 0,
+        "commit_path": 0,
+        "commit_path_comm": 0,
+    }
     assert [row.member_id for row in sink.rows] == [LOCAL] * 3  # the samples were not lost
     stats = [decode_envelope(p) for t, p in bus.sent if t.endswith("/stats")]
     assert len(stats) == 3  # published, without the refused section

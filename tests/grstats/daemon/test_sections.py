@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from grstats.daemon import sections
+from grstats.core import sections
 from grstats.daemon.sections import ExtSections
 from protocol import GroupCommunication, decode_commit_path_comm
 from tests.fixtures.member_tables import local_sample
@@ -17,14 +17,19 @@ OTHER = "dddddddd-dddd-dddd-dddd-dddddddddddd"
 
 @pytest.fixture
 def encodes(monkeypatch: pytest.MonkeyPatch) -> list[GroupCommunication]:
+    """The section's declared encoder, counting its calls."""
     done: list[GroupCommunication] = []
-    real = sections.encode_commit_path_comm
+    declared = sections.declared().by_name["commit_path_comm"]
+    real = declared.encode
+    assert real is not None
 
     def counted(comm: GroupCommunication) -> object:
         done.append(comm)
         return real(comm)
 
-    monkeypatch.setattr(sections, "encode_commit_path_comm", counted)
+    patched = dataclasses.replace(declared, encode=counted)
+    swapped = tuple(patched if s is declared else s for s in sections.SECTIONS)
+    monkeypatch.setattr(sections, "SECTIONS", swapped)
     return done
 
 

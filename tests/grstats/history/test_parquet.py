@@ -207,9 +207,11 @@ def test_flow_columns_are_one_block_right_after_the_applier_counters() -> None:
     assert names[first : first + len(FLOW)] == list(FLOW)
 
 
-def test_the_commit_path_is_the_last_block() -> None:
-    # appended last (issue 27, after the GTID counts): the commit path's counters, 14 int64
-    tail = HISTORY_COLUMNS[-len(COMMIT_PATH_HISTORY_COLUMNS) :]
+def test_the_commit_path_is_followed_by_writers_held_alone() -> None:
+    # appended after the GTID counts (issue 27): the commit path's counters, 14 int64; then
+    # (issue 38) whether flow control held the writers, one int8
+    assert HISTORY_COLUMNS[-1] == ("fc_writers_held", "int8")
+    tail = HISTORY_COLUMNS[-len(COMMIT_PATH_HISTORY_COLUMNS) - 1 : -1]
     assert [n for n, _ in tail] == list(COMMIT_PATH_HISTORY_COLUMNS)
     assert {kind for _, kind in tail} == {"int64"}
     assert dict(FLOW_HISTORY_COLUMNS) == {

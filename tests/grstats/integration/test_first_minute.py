@@ -52,7 +52,7 @@ pytestmark = pytest.mark.slow
 PASSWORD = "first-minute"
 PERIOD = 0.25
 GRSTATS = str(Path(sys.executable).parent / "grstats")
-# The tables README's "SQL endpoint" section documents (schema, table).
+# The tables docs/sql.md documents (schema, table).
 DOCUMENTED = {
     ("performance_schema", "replication_group_member_stats"),
     ("performance_schema", "replication_group_members"),

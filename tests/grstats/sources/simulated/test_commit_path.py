@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from grstats.cli.commands.commit_path import explain_rows
+from grstats.core.explain import commit_path_verdicts
 from grstats.sources.simulated import GroupModel, SimulatedSource
 from grstats.sources.simulated.commitpath import (
     commit_path_at,
@@ -119,7 +119,7 @@ async def test_the_simulated_source_and_core_name_the_consistency_wait_and_level
     # each BEFORE wait: two of M1's rounds, 2 x (5 + 5) ms x 2 = 40 ms
     assert row["BEFORE_BEGIN_MEAN_SECONDS"] == pytest.approx(0.040)
     assert row["DOMINANT"] == "before_begin"
-    (verdict,) = explain_rows([row])
+    (verdict,) = commit_path_verdicts([row])
     assert verdict["dominant"] == "before_begin"
     assert str(verdict["check"]).endswith("group_replication_consistency = BEFORE")
 

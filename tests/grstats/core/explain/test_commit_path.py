@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grstats.cli.commands.commit_path import explain_rows, explain_text
 from grstats.core import columns as col
+from grstats.core.explain import commit_path_text, commit_path_verdicts
 from grstats.core.snapshot import with_tables
 from tests.fixtures.metrics_snapshot import (
     GROUP,
@@ -45,7 +45,7 @@ ROWS = [
 
 
 def test_explain_names_the_dominant_cost_and_the_slow_link_member() -> None:
-    got = {v[col.MEMBER_ID]: v for v in explain_rows(ROWS)}
+    got = {v[col.MEMBER_ID]: v for v in commit_path_verdicts(ROWS)}
     assert got[M1]["dominant"] == "consensus"
     assert got[M1]["shares"] == {"consensus": 0.8, "flow_control": 0.2}
     # the slowest rounds are M3's: 50.0 ms, round trips 62.5 ms
@@ -54,7 +54,7 @@ def test_explain_names_the_dominant_cost_and_the_slow_link_member() -> None:
 
 
 def test_explain_text_lists_shares_largest_first() -> None:
-    text = explain_text(ROWS)
+    text = commit_path_text(ROWS)
     block = text.split(f"{M2}: ")[1]
     assert block.startswith("certification_gc\n")
     assert block.index("certification_gc    ") < block.index("consensus   ")
@@ -62,11 +62,11 @@ def test_explain_text_lists_shares_largest_first() -> None:
 
 
 def test_explain_without_rows_says_so() -> None:
-    assert "8.1.0+" in explain_text([])
+    assert "8.1.0+" in commit_path_text([])
 
 
 def test_a_member_id_with_control_characters_is_escaped() -> None:
-    text = explain_text([_row("\x1b[2J", "")])
+    text = commit_path_text([_row("\x1b[2J", "")])
     assert "\x1b" not in text
     assert "\\x1b[2J: unknown" in text
 
@@ -88,14 +88,14 @@ def _leading(single: int, actual: str) -> list[dict[str, object]]:
 
 
 def test_explain_names_the_single_consensus_leader_for_consensus() -> None:
-    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(1, M3))}
+    got = {v[col.MEMBER_ID]: v for v in commit_path_verdicts(_leading(1, M3))}
     assert f"single consensus leader {M3} proposes every round" in str(got[M1]["check"])
     # the leaders matter only where consensus dominates
     assert "leader" not in str(got[M2]["check"])
 
 
 def test_explain_says_every_member_proposes_without_a_single_leader() -> None:
-    got = {v[col.MEMBER_ID]: v for v in explain_rows(_leading(0, f"{M1},{M2},{M3}"))}
+    got = {v[col.MEMBER_ID]: v for v in commit_path_verdicts(_leading(0, f"{M1},{M2},{M3}"))}
     assert "every member proposes its own rounds (3 consensus leaders)" in str(got[M1]["check"])
 
 
@@ -113,7 +113,19 @@ def test_explain_names_the_consistency_level_from_the_members_waits() -> None:
     both = _row(M1, "after_termination", AFTER_TERMINATION_SHARE=0.5, BEFORE_BEGIN_SHARE=0.3)
     after = _row(M2, "after_termination", AFTER_TERMINATION_SHARE=0.7, BEFORE_BEGIN_SHARE=0.0)
     sync = _row(M3, "after_sync", AFTER_SYNC_SHARE=0.9)
-    got = {v[col.MEMBER_ID]: str(v["check"]) for v in explain_rows([both, after, sync])}
+    got = {v[col.MEMBER_ID]: str(v["check"]) for v in commit_path_verdicts([both, after, sync])}
     assert got[M1].endswith("group_replication_consistency = BEFORE_AND_AFTER")
     assert got[M2].endswith("group_replication_consistency = AFTER")
     assert "sessions wait as" not in got[M3]  # the AFTER transactions are another member's
+
+
+def test_explain_names_members_host_port_in_that_order() -> None:
+    labels = {M1: "db3:3306", M2: "db2:3306", M3: "db1:3306"}
+    text = commit_path_text(ROWS, labels)
+    assert [line.split(": ")[0] for line in text.splitlines() if not line.startswith(" ")] == [
+        "db1:3306",
+        "db2:3306",
+        "db3:3306",
+    ]
+    assert "(db1:3306: rounds 50.0 ms, round trips 62.5 ms)" in text
+    assert M3 not in text

@@ -1,9 +1,9 @@
-"""`grstats gtids --explain`: the text and the SQL, from hand-built rows."""
+"""The gtids explain text (`grstats gtids --explain`, the live page): text and SQL, by hand."""
 
 from __future__ import annotations
 
-from grstats.cli.commands.gtids import explain_text, inject_statements
 from grstats.core import columns as col
+from grstats.core.explain import gtids_text, inject_statements
 from protocol import GtidSet
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -60,7 +60,7 @@ def test_explain_names_the_errant_gtid_since_when_and_what_to_do() -> None:
             },
         ),
     ]
-    text = explain_text(rows)
+    text = gtids_text(rows)
     assert f"{M1}: 1 errant, 0 missing" in text
     assert "errant since 2026-11-25 20:00:00.000000" in text
     assert f"SET GTID_NEXT='{M1}:5'; BEGIN; COMMIT;" in text
@@ -70,5 +70,34 @@ def test_explain_names_the_errant_gtid_since_when_and_what_to_do() -> None:
 
 
 def test_explain_escapes_control_characters_from_rows() -> None:
-    text = explain_text([row(M1 + "\x1b[2J", **{col.RECOVERY_METHOD: None})])
+    text = gtids_text([row(M1 + "\x1b[2J", **{col.RECOVERY_METHOD: None})])
     assert "\x1b" not in text and "\\x1b" in text
+
+
+def test_explain_names_members_and_donors_host_port_in_that_order() -> None:
+    labels = {M1: "db2:3306", M2: "db1:3306"}
+    rows = [
+        row(
+            M1,
+            **{
+                col.ERRANT_COUNT: 0,
+                col.MISSING_COUNT: 0,
+                col.RECOVERY_METHOD: "INCREMENTAL",
+                col.DONORS: M2,
+            },
+        ),
+        row(
+            M2,
+            **{
+                col.ERRANT_COUNT: 0,
+                col.MISSING_COUNT: 0,
+                col.RECOVERY_METHOD: "INCREMENTAL",
+                col.DONORS: M1,
+            },
+        ),
+    ]
+    text = gtids_text(rows, labels)
+    # db1 (M2) before db2 (M1): host:port order, not UUID order
+    assert text.index("db1:3306: 0 errant") < text.index("db2:3306: 0 errant")
+    assert "recovery: INCREMENTAL from db2:3306" in text
+    assert M1 not in text and M2 not in text
