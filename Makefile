@@ -16,10 +16,10 @@ export PYSPARK_PYTHON ?= $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON ?= $(abspath $(BIN)/python)
 
 SYS_RUNTIME := mosquitto:mosquitto java:default-jre-headless
-SYS_TEST := $(SYS_RUNTIME) chromium:chromium promtool:prometheus openssl:openssl \
+SYS_TEST := $(SYS_RUNTIME) chromium:chromium chromedriver:chromium-driver promtool:prometheus openssl:openssl \
 	mariadb:mariadb-client prometheus-mysqld-exporter:prometheus-mysqld-exporter
 
-.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo playground bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-simulate clean
+.PHONY: install deps-upgrade test-latest test-spark-min dist sysdeps sysdeps-test test test-fast lint typecheck pytest soak demo playground bench bench-daemon bench-rollup bench-sql bench-binlog bench-history bench-page bench-simulate clean
 
 # The dependencies come from the lock (pip-tools, every artifact's sha256), then
 # grstats itself without resolving anything: nothing unpinned is installed.  uv
@@ -125,9 +125,11 @@ soak: $(STAMP) sysdeps-test
 demo: $(STAMP) sysdeps
 	$(BIN)/grstats demo
 
-# A simulated group left running on loopback to try the commands on (README "Try it");
+# A simulated group left running on loopback to try the commands on (README "Try it",
+# whose last command is the mariadb client on the SQL endpoint);
 # `.venv/bin/grstats demo --stop` ends it.
-playground: $(STAMP) sysdeps
+playground: $(STAMP)
+	@tools/sysdeps.sh $(SYS_RUNTIME) mariadb:mariadb-client
 	$(BIN)/grstats demo --keep
 
 # Benchmarks print figures and ratios against a reference in the same run.
@@ -148,6 +150,9 @@ bench-binlog: $(STAMP)
 
 bench-history: $(STAMP)
 	$(BIN)/python benchmarks/bench_history.py
+
+bench-page: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/bench_page.py
 
 bench-simulate: $(STAMP)
 	$(BIN)/python benchmarks/bench_simulate.py

@@ -132,7 +132,8 @@ def applier_section(
         "(commit-order waits are summed over workers, so that share can pass 100 %)."
     ]
     rows = []
-    for m in members:
+    # in host:port order
+    for m in sorted(members, key=lambda m: (str(member(names, m["member_id"])), m["member_id"])):
         kind, shares = verdict(m)
         items.append(
             f"**{member(names, m['member_id'])}: {kind}** -- {behind(kind, shares)}; "

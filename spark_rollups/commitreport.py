@@ -14,6 +14,14 @@ is more than `GROUP_SHARE` of the whole group's commit-path time, and its mean
 round at least `SLOWER` times the other members' -- the second condition keeps
 a single primary (which simply proposes the most) from being named.
 
+A member's week names a dominant cost, and what to check, only when that cost
+is abnormal for this group: per consensus round, at least `SLOWER` times and
+`FLOOR_US` above the other members' median (`abnormal_costs`) -- on a healthy
+group every member spends its time in rounds of the same length, and being
+told to "check the network" there is noise. An idle member (its rounds are
+the group's stats messages) is then no different from the others. The
+certification GC runs in the background: charted, never named.
+
 Invariants: rollups written before the commit-path tables have none (the
 section says so in one line); an operation without figures counts 0 in a
 chart and is "n/a" in the tables.
@@ -23,7 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -32,13 +39,15 @@ from pyspark.sql import functions as F
 from spark_rollups import frames
 from spark_rollups.render import Item, Table, stacked_chart
 from spark_rollups.schema import COMMIT_SHARED
-from spark_rollups.week import WeekData, member
+from spark_rollups.week import CommitWeek, WeekData, member
 
 __all__ = [
+    "FLOOR_US",
     "GROUP_SHARE",
     "HEADING",
     "SLOWER",
     "CommitWeek",
+    "abnormal_costs",
     "collect_commit",
     "commit_findings",
     "commit_section",
@@ -48,6 +57,8 @@ __all__ = [
 HEADING = "Where commit time went"
 GROUP_SHARE = 0.5
 SLOWER = 2.0
+FLOOR_US = 1000.0  # per round: a cost this close to the others' is noise
+_JUDGED = tuple(op for op in COMMIT_SHARED if op != "certification_gc")
 _SHOWN = {
     "consensus": "consensus rounds",
     "certification_gc": "certification GC",
@@ -64,13 +75,6 @@ _CHECK = {
     "after_sync": "the primary's AFTER transactions this member waits for",
     "flow_control": "the bottleneck member in the flow-control section",
 }
-
-
-@dataclass
-class CommitWeek:
-    """Collected commit-path rows of one group and week."""
-
-    hours: list[dict[str, Any]] = field(default_factory=list)  # commit_member_hour rows
 
 
 def collect_commit(week: DataFrame) -> dict[str, CommitWeek]:
@@ -146,6 +150,32 @@ def _week_totals(week: CommitWeek) -> dict[str, dict[str, int]]:
     return totals
 
 
+def abnormal_costs(totals: Mapping[str, Mapping[str, int]], m: str) -> list[str]:
+    """The member's costs abnormal for the group over the week, largest first.
+
+    A cost per consensus round (its seconds over the member's rounds) is abnormal
+    at `SLOWER` times and `FLOOR_US` above the other members' median; two within
+    5 % of each other are a tie and name nothing.
+    """
+    mine = totals[m]
+    if not mine["rounds"]:
+        return []
+    found = []
+    for op in _JUDGED:
+        cost = mine[op] / mine["rounds"]
+        theirs = sorted(t[op] / t["rounds"] for o, t in totals.items() if o != m and t["rounds"])
+        if not theirs:
+            continue
+        mid = len(theirs) // 2
+        ref = theirs[mid] if len(theirs) % 2 else (theirs[mid - 1] + theirs[mid]) / 2
+        if cost > SLOWER * ref and cost - ref >= FLOOR_US:
+            found.append((cost, op))
+    found.sort(reverse=True)
+    if len(found) > 1 and found[1][0] >= 0.95 * found[0][0]:
+        return []
+    return [op for _, op in found]
+
+
 def commit_findings(data: WeekData, labels: Mapping[str, str]) -> list[str]:
     """One finding per member whose consensus rounds dominated the group in some hours."""
     if data.commit is None:
@@ -199,7 +229,9 @@ def commit_section(
         "message round trip contains the consensus round, so it is not stacked). A member's "
         "consensus rounds dominate the group in an hour when they take more than "
         f"{GROUP_SHARE:.0%} of the whole group's commit time at a mean round at least "
-        f"{SLOWER:g} times the other members' -- a slow link."
+        f"{SLOWER:g} times the other members' -- a slow link. A member's dominant cost is "
+        f"named only when, per round, it is at least {SLOWER:g} times the other members' "
+        "(and 1 ms above): on a healthy group the rounds take the time, as they should."
     ]
     table_rows = []
     for index, m in enumerate(members, start=1):
@@ -211,11 +243,14 @@ def commit_section(
                     series[_SHOWN[op]][slots[row["hour"]]] = _us(row, op) / 1e6
         mine = totals[m]
         whole = sum(mine[op] for op in COMMIT_SHARED)
-        top = max(COMMIT_SHARED, key=lambda op: mine[op]) if whole else None
+        largest = max(COMMIT_SHARED, key=lambda op: mine[op]) if whole else None
+        abnormal = abnormal_costs(totals, m)
+        top = abnormal[0] if abnormal else None
         items.append(
             stacked_chart(
                 f"commit_path_{index}",
-                f"Commit time by hour (s), {label}: mostly {_SHOWN[top] if top else 'nothing'}",
+                f"Commit time by hour (s), {label}: mostly "
+                f"{_SHOWN[largest] if largest else 'nothing'}",
                 series,
                 ticks=ticks,
                 ylabel="seconds",
@@ -224,19 +259,19 @@ def commit_section(
         table_rows.append(
             [
                 member(names, m),
-                _SHOWN[top] if top else None,
+                _SHOWN[top] if top else "none abnormal",
                 mine[top] / whole if top else None,
                 mine["consensus"] / mine["rounds"] / 1000 if mine["rounds"] else None,
                 *(mine[op] / 1e6 for op in COMMIT_SHARED),
                 _spans(dominating[m]) if m in dominating else "",
-                _CHECK[top] if top else "",
+                _CHECK[top] if top else "nothing: as the other members'",
             ]
         )
     items.append(
         Table(
             "commit_path_members",
-            "Each member's dominant cost over the week, and the hours its consensus "
-            "rounds dominated the group",
+            "Each member's dominant cost over the week (named only when abnormal against "
+            "the other members), and the hours its consensus rounds dominated the group",
             [
                 "member",
                 "dominant cost",
@@ -254,7 +289,7 @@ def commit_section(
         Table(
             "commit_path_hours",
             "Seconds per operation by member and hour (UTC)",
-            ["member", "hour (UTC)", *(op for op in COMMIT_SHARED), "dominant"],
+            ["member", "hour (UTC)", *(op for op in COMMIT_SHARED), "largest"],
             [
                 [member(names, r["member_id"]), r["hour"]]
                 + [_us(r, op) / 1e6 for op in COMMIT_SHARED]

@@ -18,9 +18,10 @@ in the data that qualify everything above:
    commit time in some hours, at a slower round than the others (a slow link);
 2. applier: each member whose applier is bound by one wait (or busy), the
    share behind the verdict and the advice for it (one GR allows);
-3. lag: the member with the highest p95 apply lag, and the hours of the day
-   in which it recurs (hot = p95 >= half the member's weekly maximum and at
-   least `LAG_FLOOR_S`, in the same hour on at least `RECURRING_DAYS` days);
+3. lag: the member with the highest p95 apply lag (at least `LAG_FLOOR_S`),
+   when it peaked, and the hours the load that builds it arrives in -- the
+   group's busy hours of the day (lagreport.py `busy_hours`), not the hours
+   the backlog peaks in, which come after them;
 4. conflicts: the conflict rate's change from the previous week when it
    moved by at least `RATE_CHANGE` (both weeks with figures);
 5. data gaps: days without rollups, members under `COVERAGE_FLOOR`.
@@ -47,6 +48,7 @@ from spark_rollups.flowreport import (
     uncontained,
 )
 from spark_rollups.gtidreport import errant_findings
+from spark_rollups.lagreport import busy_hours, writes_by_hour
 from spark_rollups.render import Bullets, Item
 from spark_rollups.week import WeekData, member
 
@@ -57,20 +59,20 @@ __all__ = [
     "MAX_FINDINGS",
     "QUIET",
     "RATE_CHANGE",
-    "RECURRING_DAYS",
     "findings",
     "findings_section",
 ]
 
 HEADING = "Findings"
 MAX_FINDINGS = 5
-LAG_FLOOR_S = 1.0
-RECURRING_DAYS = 3
+# a p95 apply lag under a minute is a healthy group's hot hour (seconds of queue), not a
+# finding; the alert (GrstatsReplicationLagHigh) speaks from 30 s held for 2 minutes
+LAG_FLOOR_S = 60.0
 RATE_CHANGE = 0.25
 COVERAGE_FLOOR = 0.95
 QUIET = (
     "A quiet week: no member held the group back, every applier kept up, no apply lag "
-    f"of {LAG_FLOOR_S:g} s or more, a steady conflict rate and complete data."
+    f"of {duration(LAG_FLOOR_S)} or more, a steady conflict rate and complete data."
 )
 _ACTION = {
     "commit_order": "break up its large transactions and have the sources track dependencies "
@@ -203,34 +205,33 @@ def _lag(data: WeekData, labels: Mapping[str, str]) -> list[str]:
     peak = peaks[who]
     if peak < LAG_FLOOR_S:
         return []
+    worst = min(  # the first time it peaked
+        (h for h in data.lag.hours if h["member_id"] == who),
+        key=lambda h: (-h["p95"], h["date"], h["hour_of_day"]),
+    )
     dates = data.dates()
-    hot = [
-        h
-        for h in data.lag.hours
-        if h["member_id"] == who and h["p95"] >= max(LAG_FLOOR_S, peak / 2) and h["date"] in dates
-    ]
-    by_hour: dict[int, set[int]] = {}
-    for h in hot:
-        by_hour.setdefault(h["hour_of_day"], set()).add(dates.index(h["date"]))
-    recurring = sorted(hour for hour, days in by_hour.items() if len(days) >= RECURRING_DAYS)
-    name = member(labels, who)
-    if recurring:
-        runs: list[list[int]] = []
-        for hour in recurring:
-            if runs and hour == runs[-1][-1] + 1:
-                runs[-1].append(hour)
-            else:
-                runs.append([hour])
-        run = max(runs, key=len)
-        days = sorted(set().union(*(by_hour[hour] for hour in run)))
-        when = f"{run[0]:02d}:00 to {run[-1] + 1:02d}:00 UTC on {_days(days)}"
-    else:
-        worst = max(hot, key=lambda h: (h["p95"], h["date"]))
-        weekday = _WEEKDAYS[dates.index(worst["date"])]
-        when = f"on {weekday} {worst['date'][5:]} {worst['hour_of_day']:02d}:00 UTC"
+    weekday = _WEEKDAYS[dates.index(worst["date"])] if worst["date"] in dates else ""
+    text = (
+        f"**{member(labels, who)}** lags: its p95 apply lag reaches {duration(peak)} "
+        f"({weekday} {worst['date'][5:]} {worst['hour_of_day']:02d}:00 UTC)"
+    )
+    busy, ratio = busy_hours(writes_by_hour(data.hours))
+    if not busy:
+        return [
+            f"{text}; the group's writes are spread evenly over the day: speed up its "
+            "applier (its verdict below)."
+        ]
+    runs: list[list[int]] = []
+    for hour in busy:
+        if runs and hour == runs[-1][-1] + 1:
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    when = " and ".join(f"{r[0]:02d}:00 to {r[-1] + 1:02d}:00" for r in runs)
     return [
-        f"**{name}** lags: its p95 apply lag reaches {peak:,.1f} s, {when}; move batch "
-        "writes out of that window or speed up its applier."
+        f"{text}; the load that builds it arrives {when} UTC, when the group writes up to "
+        f"{ratio:.1f} times its median hour: move batch writes out of those hours or speed up "
+        "its applier."
     ]
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
@@ -35,7 +34,7 @@ from spark_rollups import frames
 from spark_rollups.flowperiods import SUSTAINED_GAP_S, sustained_periods
 from spark_rollups.flowrollup import CATCH_UP_BUCKETS
 from spark_rollups.render import Item, Table, bar_chart
-from spark_rollups.week import member
+from spark_rollups.week import FlowWeek, member
 
 __all__ = [
     "HEADING",
@@ -77,15 +76,6 @@ def floor_quota(threshold: int) -> int:
 def _column(frame: DataFrame, name: str) -> Any:
     """A column, or NULL for rollups written before it existed."""
     return F.col(name) if name in frame.columns else F.lit(None)
-
-
-@dataclass
-class FlowWeek:
-    """Collected flow-control rows of one group and week."""
-
-    totals: dict[str, Any] = field(default_factory=dict)  # the group's seconds
-    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
-    periods: list[dict[str, Any]] = field(default_factory=list)  # the longest, longest first
 
 
 def collect_flow(

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from protocol.humanize import duration
 from spark_rollups import frames
 from spark_rollups.render import Item, Table
-from spark_rollups.week import member
+from spark_rollups.week import GtidWeek, member
 
 __all__ = ["HEADING", "GtidWeek", "collect_gtids", "errant_findings", "gtid_section"]
 
@@ -38,13 +38,6 @@ _ADVICE = (
     "holding the GTIDs it lacks: keep binary logs longer (binlog_expire_logs_seconds) "
     "or plan for a clone-based rejoin."
 )
-
-
-@dataclass
-class GtidWeek:
-    """Collected GTID divergence rows of one group and week."""
-
-    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
 
 
 def collect_gtids(hours: DataFrame) -> dict[str, GtidWeek]:
@@ -83,6 +76,10 @@ def _clone(gtids: GtidWeek) -> list[dict[str, Any]]:
     return sorted(found, key=lambda m: (-(m["clone_minutes"] or 0), m["member_id"]))
 
 
+def _by_label(members: list[dict[str, Any]], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    return sorted(members, key=lambda m: (str(member(names, m["member_id"])), m["member_id"]))
+
+
 def errant_findings(gtids: GtidWeek | None, labels: Mapping[str, str]) -> list[str]:
     """One finding per member that had errant transactions, the earliest first.
 
@@ -100,12 +97,12 @@ def errant_findings(gtids: GtidWeek | None, labels: Mapping[str, str]) -> list[s
         until = last.strftime("%H:%M" if last.date() == first.date() else "%a %m-%d %H:%M")
         sentences.append(
             f"**{member(labels, m['member_id'])}** had errant transactions (up to "
-            f"{m['errant_max']:,} GTID{'' if m['errant_max'] == 1 else 's'} no other member "
-            "executed) from "
-            f"{first.strftime('%a %m-%d %H:%M')} to {until} UTC, {m['errant_minutes']:,} "
-            "minutes in all; inject empty transactions for them on the primary "
-            "(`grstats gtids --explain`) or rebuild it with clone before it is promoted "
-            "or rejoins."
+            f"{m['errant_max']:,} GTID{'' if m['errant_max'] == 1 else 's'} a member that had "
+            "applied past them lacked) from "
+            f"{first.strftime('%a %m-%d %H:%M')} to {until} UTC, "
+            f"{duration(60 * (m['errant_minutes'] or 0))} in all; inject empty transactions "
+            "for them on the primary (`grstats gtids --explain`) or re-provision it before it "
+            "is promoted or rejoins (Group Replication refuses it as it is)."
         )
     return sentences
 
@@ -139,7 +136,7 @@ def gtid_section(
         ]
     items: list[Item] = [
         f"{len(errant)} of {judged} members had errant transactions (GTIDs executed there "
-        "and on no other ONLINE member, though a peer had applied past them); "
+        "that a member the servers' view listed lacked, though it had applied past them); "
         f"{len(clone)} would have needed clone to rejoin at some point. {_ADVICE}"
     ]
     if errant:
@@ -162,7 +159,7 @@ def gtid_section(
                         m["errant_minutes"],
                         m["errant_max"],
                     ]
-                    for m in errant
+                    for m in _by_label(errant, names)
                 ],
             )
         )
@@ -179,10 +176,12 @@ def gtid_section(
                         m["clone_minutes"] / m["minutes"] if m["minutes"] else None,
                         m["missing_max"],
                     ]
-                    for m in clone
+                    for m in _by_label(clone, names)
                 ],
                 note="A member needs clone when no ONLINE donor still holds every GTID it "
-                "lacks (they were purged), or when it has errant GTIDs of its own.",
+                "lacks (they were purged), or when it lacks group_replication_clone_threshold "
+                "of them or more. A member with errant GTIDs is refused whatever the method "
+                "(re-provision it): it is counted with the errant ones above.",
                 percent=frozenset({"share of its minutes"}),
             )
         )

@@ -258,12 +258,14 @@ def _members_appendix(data: WeekData, labels: Mapping[str, str]) -> tuple[str, l
             h["last_seen"],
             h["samples"],
         ]
-        for h in data.hosts
+        for h in sorted(
+            data.hosts, key=lambda h: (str(member(labels, h["member_id"])), h["member_id"])
+        )
     ]
     known = {h["member_id"] for h in data.hosts}
     rows += [
         [member(labels, m), m, None, None, None, None, None, None]
-        for m in sorted(labels)
+        for m in sorted(labels, key=lambda m: (str(member(labels, m)), m))
         if m not in known
     ]
     table = Table(
@@ -314,7 +316,7 @@ def build_report(data: WeekData) -> Report:
         C.top_hours_section(data),
         C.members_section(data, labels),
         C.queue_section(data),
-        lag_section(data.lag, data.start, labels),
+        lag_section(data.lag, data.start, labels, data.hours),
         applier_section(data.applier, labels),
         flow_section(data.flow, labels),
         gtid_section(data.gtids, labels),
@@ -335,7 +337,9 @@ def build_report(data: WeekData) -> Report:
                 m["resets"],
                 m["restarts"],
             ]
-            for m in sorted(data.members, key=lambda m: m["member_id"])
+            for m in sorted(
+                data.members, key=lambda m: (str(member(labels, m["member_id"])), m["member_id"])
+            )
         ],
         note=(
             "coverage = samples / samples expected in the week; counter resets are "

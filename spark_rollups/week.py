@@ -17,18 +17,21 @@ import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_rollups.memberdim import member_labels, short_id
 from spark_rollups.render import Member
 
-if TYPE_CHECKING:  # the section modules import this one
-    from spark_rollups.commitreport import CommitWeek
-    from spark_rollups.flowreport import FlowWeek
-    from spark_rollups.gtidreport import GtidWeek
-    from spark_rollups.lagreport import LagWeek
-
-__all__ = ["ReportError", "WeekData", "iso_week", "member"]
+__all__ = [
+    "CommitWeek",
+    "FlowWeek",
+    "GtidWeek",
+    "LagWeek",
+    "ReportError",
+    "WeekData",
+    "iso_week",
+    "member",
+]
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 
@@ -57,6 +60,41 @@ def iso_week(text: str) -> tuple[dt.date, dt.date]:
     except ValueError:
         raise ReportError(f"no such ISO week: {text}") from None
     return monday, monday + dt.timedelta(days=7)
+
+
+# The sections' shapes of a week: here, not in the section modules that fill them, so
+# that `WeekData` needs no import of the modules that import it.
+
+
+@dataclass
+class LagWeek:
+    """Collected lag rows of one group and week."""
+
+    hours: list[dict[str, Any]] = field(default_factory=list)  # member, date, hour, p95 apply
+    worst: list[dict[str, Any]] = field(default_factory=list)  # the worst periods, worst first
+
+
+@dataclass
+class FlowWeek:
+    """Collected flow-control rows of one group and week."""
+
+    totals: dict[str, Any] = field(default_factory=dict)  # the group's seconds
+    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
+    periods: list[dict[str, Any]] = field(default_factory=list)  # the longest, longest first
+
+
+@dataclass
+class GtidWeek:
+    """Collected GTID divergence rows of one group and week."""
+
+    members: list[dict[str, Any]] = field(default_factory=list)  # per member, week sums
+
+
+@dataclass
+class CommitWeek:
+    """Collected commit-path rows of one group and week."""
+
+    hours: list[dict[str, Any]] = field(default_factory=list)  # commit_member_hour rows
 
 
 @dataclass

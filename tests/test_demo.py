@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -91,6 +92,9 @@ def test_demo_end_to_end_writes_the_report_and_leaves_nothing_running(tmp_path: 
     suffixes = {p.suffix for p in report.rglob("*") if p.is_file()}
     assert {".md", ".html", ".png", ".csv"} <= suffixes, sorted(suffixes)
     assert str(report) in result.stdout
+    assert re.search(
+        r"the group's live page, in a browser: http://127\.0\.0\.1:\d+/\n", result.stdout
+    )
     # the report's findings, printed: the slow member, by host:port, held the group back
     assert "Findings (" in result.stdout
     assert "1. 127.0.0.1:3308 held the group back: it caused" in result.stdout

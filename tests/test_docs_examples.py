@@ -66,3 +66,17 @@ def test_every_file_a_help_text_cites_is_in_the_repository() -> None:
     for name, text in _help_texts():
         for path in cited.findall(text):
             assert (REPO_ROOT / path).is_file(), f"{name} --help cites {path}"
+
+
+def test_every_link_between_the_documents_leads_somewhere() -> None:
+    link = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+    for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for target in link.findall(path.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            assert (path.parent / target).exists(), f"{path.name} links to {target}"
+
+
+def test_the_readme_stays_short() -> None:
+    lines = (REPO_ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 250, f"README.md has {lines} lines: move the detail to docs/"

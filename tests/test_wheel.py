@@ -134,6 +134,11 @@ def test_the_wheel_runs_init_check_and_run(installed: Path, broker: Broker, tmp_
 
         port = wait_for(api_port, 60, "the daemon to start")
         wait_for(lambda: http_get(port, "/healthz")[0] == 200, 30, "/healthz ok")
+        # the live page and the files it loads, from the wheel's package data
+        status, page = http_get(port, "/")
+        assert status == 200 and b"127.0.0.1:3306" in page
+        for name in ("page.css", "page.js", "icon.svg"):
+            assert http_get(port, f"/static/{name}")[0] == 200, name
     finally:
         daemon.terminate()
         assert daemon.wait(timeout=30) == 0

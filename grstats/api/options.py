@@ -22,6 +22,8 @@ class ApiOptions:
         write_timeout: seconds a client has to take the whole answer.
         max_request_bytes: bound on the request head (request line + headers).
         write_buffer_bytes: user-space and kernel send buffer per connection.
+        page_series_bytes: bound on the live page's last 15 minutes of every
+            member (`core.recent`); members past it get no sparkline, counted.
     """
 
     host: str = "127.0.0.1"
@@ -31,6 +33,7 @@ class ApiOptions:
     write_timeout: float = 10.0
     max_request_bytes: int = 8192
     write_buffer_bytes: int = 65536
+    page_series_bytes: int = 4 << 20
 
     @property
     def listen(self) -> str:

@@ -24,8 +24,9 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from grstats.api.health import ApiStats
+from grstats.api.live import LivePage, PageOptions
 from grstats.api.metrics import snapshot_registry
-from grstats.api.self_metrics import process_registry
+from grstats.api.self_metrics import PageCollector, process_registry
 from grstats.core.columns import table_names
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus, status_of
 
@@ -48,6 +49,7 @@ class Routes:
         get_status: returns /healthz's figures now; never blocks (default: those
             of the current snapshot).
         get_liveness: "" while the daemon's own loop ticks, else why not (/livez).
+        page: what the live page needs of the daemon (`grstats.api.live`).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class Routes:
         api_stats: Callable[[], ApiStats],
         get_status: Callable[[], DaemonStatus] | None = None,
         get_liveness: Callable[[], str] | None = None,
+        page: PageOptions | None = None,
     ) -> None:
         self._get_snapshot = get_snapshot
         self._get_liveness = get_liveness or (lambda: "")
@@ -65,6 +68,10 @@ class Routes:
         self._process_registry = process_registry(api_stats)
         # (snapshot, its rendering): see "rendered once per snapshot".
         self._metrics_cache: tuple[DaemonSnapshot, bytes] | None = None
+        # (snapshot, table name -> its JSON): the page's script polls every table each period
+        self._tables_cache: tuple[DaemonSnapshot | None, dict[str, bytes]] = (None, {})
+        self.page = LivePage(get_snapshot, page or PageOptions())
+        self._process_registry.register(PageCollector(self.page))
         self.started = time.monotonic()  # /healthz uptime_s counts from here
 
     def answer(self, path: str) -> Response:
@@ -85,10 +92,26 @@ class Routes:
                 return json_response(
                     404, {"error": "unknown table", "table": name, "tables": names}
                 )
-            return json_response(200, [dict(row) for row in self._get_snapshot().table(name)])
+            return 200, "application/json", (self._table_body(name),)
         if path == "/v1/tables":
             return json_response(200, list(table_names()))
+        page = self.page.answer(path)
+        if page is not None:
+            return page
         return json_response(404, {"error": "not found", "path": path})
+
+    def _table_body(self, name: str) -> bytes:
+        """A table's JSON, made once per snapshot (see `_metrics_body`)."""
+        snapshot = self._get_snapshot()
+        held, bodies = self._tables_cache
+        if held is not snapshot:
+            bodies = {}
+            self._tables_cache = (snapshot, bodies)
+        body = bodies.get(name)
+        if body is None:
+            rows = [dict(row) for row in snapshot.table(name)]
+            body = bodies[name] = json.dumps(rows, separators=(",", ":")).encode()
+        return body
 
     def _health(self, status: DaemonStatus) -> Response:
         reasons = status.health.codes()

@@ -55,15 +55,25 @@ def section_families(counters: DaemonCounters) -> Iterator[Metric]:
                 section.left_out_help,
                 value=counters.left_out.get(section.left_out_counter, 0),
             )
-    unsendable = dict.fromkeys(decl.encoded, 0)
-    unsendable.update(counters.sections_unsendable)
-    yield counter_by(
-        "grstats_ext_sections_unsendable",
-        "Local samples published without their ext section because the wire refused "
-        "one of its figures, by section.",
-        "section",
-        unsendable,
+    # by section, every declared one from zero: (metric, help, sections, counts)
+    by_section = (
+        (
+            "grstats_ext_sections_unsendable",
+            "Local samples published without their ext section because the wire refused "
+            "one of its figures, by section.",
+            decl.encoded,
+            counters.sections_unsendable,
+        ),
+        (
+            "grstats_ext_sections_over_cadence",
+            "Sections of received envelopes dropped unread because their member sent them "
+            "sooner than their cadence allows (ext.gtids: once per gtid_interval), by section.",
+            tuple(sorted(decl.gated_names)),
+            counters.over_cadence,
+        ),
     )
+    for name, help_text, sections, counts in by_section:
+        yield counter_by(name, help_text, "section", {**dict.fromkeys(sections, 0), **counts})
     yield counter_by(
         "grstats_ext_sections_dropped",
         "Unknown ext sections of received envelopes skipped unread at admission "

@@ -19,11 +19,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
+from grstats.api.live import LivePage
 
 __all__ = [
     "ApiCollector",
     "BoottimeProcessCollector",
     "BuildInfoCollector",
+    "PageCollector",
     "process_registry",
     "register_process_collectors",
 ]
@@ -110,6 +112,34 @@ class ApiCollector(Collector):
         for phase in API_TIMEOUT_PHASES:
             timed_out.add_metric([phase], stats.timed_out.get(phase, 0))
         yield timed_out
+
+
+class PageCollector(Collector):
+    """The live page's figures: its recent series' bytes and refusals, pages made."""
+
+    def __init__(self, page: LivePage) -> None:
+        self._page = page
+
+    def collect(self) -> Iterator[Metric]:
+        recent = self._page.recent
+        yield CounterMetricFamily(
+            "grstats_page_renders",
+            "Live pages and /v1/live bodies made (each shared by every reader of its snapshot).",
+            value=self._page.renders,
+        )
+        if recent is None:
+            return
+        yield GaugeMetricFamily(
+            "grstats_page_series_bytes",
+            "Bytes the live page's last 15 minutes of every member take, as counted "
+            "against [api] page_series_bytes.",
+            value=recent.bytes,
+        )
+        yield CounterMetricFamily(
+            "grstats_page_series_refused",
+            "Member points refused at [api] page_series_bytes (those members get no sparkline).",
+            value=recent.refused,
+        )
 
 
 def register_process_collectors(

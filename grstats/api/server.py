@@ -33,6 +33,11 @@ Routes (GET; HEAD answers the same head without the body):
   (each reason's text), bus_connected, members, uptime_s, counters and the
   API's own counters.
 - `/metrics`: Prometheus text exposition (`grstats.api.metrics`).
+- `/`: the live page of the daemon's group (a collector's: its groups, each
+  linking to `/group/<name>`), `/v1/live/<name>` what its script adds to the
+  tables, `/static/...` its CSS and script (`grstats.api.live`). Every answer
+  carries a strict Content-Security-Policy and `X-Content-Type-Options:
+  nosniff`; nothing anywhere changes state (GET and HEAD only).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from collections.abc import Callable
 import structlog
 
 from grstats.api.health import API_REFUSE_REASONS, API_TIMEOUT_PHASES, ApiStats
+from grstats.api.live import LivePage, PageOptions
 from grstats.api.options import ApiOptions
 from grstats.api.routes import Response, Routes, json_response
 from grstats.core.ratelimit import RateLimit
@@ -84,6 +90,7 @@ class ApiServer:
         get_status: returns /healthz's figures now, no table built; never
             blocks (default: those of the current snapshot).
         get_liveness: "" while the daemon's own loop ticks, else why not (/livez).
+        page: what the live page needs of the daemon (`grstats.api.live`).
     """
 
     def __init__(
@@ -92,6 +99,7 @@ class ApiServer:
         get_snapshot: Callable[[], DaemonSnapshot],
         get_status: Callable[[], DaemonStatus] | None = None,
         get_liveness: Callable[[], str] | None = None,
+        page: PageOptions | None = None,
     ) -> None:
         self._host = options.host
         self._requested_port = port = options.port
@@ -100,7 +108,7 @@ class ApiServer:
         self._write_timeout_s = options.write_timeout
         self._max_request_bytes = options.max_request_bytes
         self._write_buffer_bytes = options.write_buffer_bytes
-        self._routes = Routes(get_snapshot, self.stats, get_status, get_liveness)
+        self._routes = Routes(get_snapshot, self.stats, get_status, get_liveness, page)
         self._server: asyncio.Server | None = None
         self._open = 0
         self._refusing = 0
@@ -110,6 +118,11 @@ class ApiServer:
         self._refused = dict.fromkeys(API_REFUSE_REASONS, 0)
         self._timed_out = dict.fromkeys(API_TIMEOUT_PHASES, 0)
         self.port = port
+
+    @property
+    def page(self) -> LivePage:
+        """The live page's routes (their `renders`, the recent series they draw)."""
+        return self._routes.page
 
     def stats(self) -> ApiStats:
         """The API's own counters now (a frozen copy)."""
@@ -287,12 +300,30 @@ class ApiServer:
         return self._routes.answer(path)
 
 
+# Every answer: what a browser may do with it. The page loads only its own
+# script, style and JSON (no inline script or style, no other origin), is
+# framed by no one, sends no Referer, and no body is sniffed as another type.
+_SECURITY = (
+    "Content-Security-Policy: default-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'\r\n"
+    "X-Content-Type-Options: nosniff\r\n"
+    "X-Frame-Options: DENY\r\n"
+    "Referrer-Policy: no-referrer\r\n"
+)
+# The static files' URLs carry a hash of their bytes (grstats.api.live): cached
+# for good; everything else is live.
+_STATIC_TYPES = ("text/css", "text/javascript", "image/svg+xml")
+
+
 def _encode(response: Response, *, allow: bool = False) -> tuple[bytes, tuple[bytes, ...]]:
     status, ctype, body = response
+    cache = "max-age=31536000, immutable" if ctype.startswith(_STATIC_TYPES) else "no-store"
     head = (
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
         f"Content-Type: {ctype}\r\n"
         f"Content-Length: {sum(len(part) for part in body)}\r\n"
+        f"Cache-Control: {cache}\r\n"
+        + _SECURITY
         + ("Allow: GET, HEAD\r\n" if allow else "")
         + "Connection: close\r\n\r\n"
     ).encode("ascii")

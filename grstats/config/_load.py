@@ -41,6 +41,7 @@ from grstats.config._settings import (
     LogSettings,
     MemberSettings,
     PublishSettings,
+    RecoverySettings,
     Settings,
     SqlSettings,
     size_bytes,
@@ -72,6 +73,7 @@ _SECTIONS = (
     "sql",
     "log",
     "flow_control",
+    "recovery",
 )
 _SOURCE_KINDS = ("simulated", "mysql")
 _TLS_FILES = ("ca_file", "cert_file", "key_file")
@@ -228,6 +230,7 @@ def parse_config(doc: Mapping[str, Any], *, file: str, require_member: bool = Tr
         ("limits", lambda s: LimitSettings(**read_fields(s, LimitSettings))),
         ("log", lambda s: LogSettings(**read_fields(s, LogSettings))),
         ("flow_control", _parse_flow_control),
+        ("recovery", lambda s: RecoverySettings(**read_fields(s, RecoverySettings))),
     ):
         s = table(file, doc, name)
         parsed[name] = parse(s)

@@ -35,6 +35,7 @@ from grstats.config._reader import (
 from grstats.core.admission import Limits
 from grstats.core.flowcontrol import FLOW_CONTROL_BOUNDS, FLOW_CONTROL_MODES, FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S
+from grstats.core.gtid_divergence import DEFAULT_CLONE_THRESHOLD
 from grstats.core.registry import RegistryLimits
 from grstats.sql.options import SqlOptions
 
@@ -117,6 +118,7 @@ API_SPECS: dict[str, Spec] = {
     "write_timeout": number(0.1, 600.0),
     "max_request_bytes": integer(1024, 1 << 20),
     "write_buffer_bytes": integer(4096, 1 << 24),
+    "page_series_bytes": integer(0, 1 << 30),
 }
 
 
@@ -260,6 +262,15 @@ class FlowControlConfig(FlowControlSettings):
 
 
 @dataclass(frozen=True, slots=True)
+class RecoverySettings:
+    """[recovery]: how grstats_member_gtids judges a member's way back into the group,
+    with MySQL's default: group_replication_clone_threshold (a member lacking this many
+    GTIDs or more rejoins by clone whatever the donors hold)."""
+
+    clone_threshold: int = setting(DEFAULT_CLONE_THRESHOLD, integer(1, DEFAULT_CLONE_THRESHOLD))
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     level: str = setting("info", text(choices=LOG_LEVELS))
     format: str = setting("auto", text(choices=LOG_FORMATS))
@@ -285,3 +296,4 @@ class Settings:
     sql: SqlSettings = field(default_factory=SqlSettings)
     log: LogSettings = field(default_factory=LogSettings)
     flow_control: FlowControlConfig = field(default_factory=FlowControlConfig)
+    recovery: RecoverySettings = field(default_factory=RecoverySettings)

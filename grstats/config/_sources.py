@@ -141,6 +141,7 @@ def _parse_script(section: _Section) -> tuple[Any, ...]:
                 duration_s=item.number("duration", 0.0, 0.0, 86400.0 * 365),
                 state=item.string("state", "ONLINE"),
                 level=item.string("level", "").upper(),
+                donor=item.string("donor", "").lower(),
             )
         )
         item.check_unknown()

@@ -20,7 +20,10 @@ The envelope is decoded keeping only the `ext` sections this version reads
 `Admitted.dropped_ext` for the caller to count (a 64 KiB unknown section was
 kept at ~72x its wire size before).
 
-6. each kept `ext` section is decoded last, by its declaration
+6. a section with a cadence (ext.gtids) is decoded only when it is due
+   (`core.cadence`, asked through `gate`): an extra is dropped unread and
+   named in `over_cadence` for the caller to count;
+7. each kept `ext` section is decoded last, by its declaration
    (`core.sections`). A malformed one does not reject the envelope: the
    statistics are good on their own, so the envelope is admitted without that
    section and `errors[counter]` says why (the caller counts it as
@@ -50,8 +53,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from grstats.core.applier import MemberApplier
-from grstats.core.lag import MemberLag
+from grstats.core.cadence import Due
 from grstats.core.sections import declared
 from grstats.core.topics import (
     GTIDS_KIND,
@@ -64,10 +66,7 @@ from grstats.core.topics import (
 )
 from protocol import (
     DEFAULT_MAX_ENVELOPE_SIZE,
-    CommitPathReport,
     Envelope,
-    GroupCommunication,
-    GtidState,
     PipelineStats,
     ProtocolError,
     decode_envelope_sections,
@@ -88,6 +87,8 @@ _NO_KEY: MemberKey = ("", "")
 _NOTHING: Mapping[str, Any] = MappingProxyType({})  # a default argument, never written
 #: A per-member decoder of one section (`Section.reader`): checks again only a new value.
 Reader = Callable[[MemberKey, object], Any]
+#: (member, envelope, section name, received_at_us) -> is that section due (`core.cadence`)
+Gate = Callable[[MemberKey, Envelope, str, int], Due]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,7 @@ class Admitted:
         dropped_ext: the names of the unknown `ext` sections skipped unread.
         sections: section name -> its decoded value (absent: not sent, or malformed).
         errors: malformed counter (`Section.counter`) -> why its section was refused.
+        over_cadence: sections dropped unread, sent sooner than their cadence allows.
     """
 
     key: MemberKey
@@ -128,51 +130,7 @@ class Admitted:
     dropped_ext: tuple[str, ...] = ()
     sections: Mapping[str, Any] = field(default_factory=dict)
     errors: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def lag(self) -> MemberLag | None:
-        """The decoded `ext.lag`; None when absent or malformed."""
-        return self.sections.get("lag")
-
-    @property
-    def lag_error(self) -> str:
-        """Why `ext.lag` was refused ("" when absent or good)."""
-        return self.errors.get("lag", "")
-
-    @property
-    def applier(self) -> MemberApplier | None:
-        """The decoded `ext.applier`; None when absent or malformed."""
-        return self.sections.get("applier")
-
-    @property
-    def applier_error(self) -> str:
-        """Why `ext.applier` was refused ("" when absent or good)."""
-        return self.errors.get("applier", "")
-
-    @property
-    def gtid_state(self) -> GtidState | None:
-        """The decoded `ext.gtids`; None when absent or malformed."""
-        return self.sections.get("gtids")
-
-    @property
-    def gtid_state_error(self) -> str:
-        """Why `ext.gtids` was refused ("" when absent or good)."""
-        return self.errors.get("gtids", "")
-
-    @property
-    def commit_path(self) -> CommitPathReport | None:
-        """The decoded `ext.commit_path`; None when absent or malformed."""
-        return self.sections.get("commit_path")
-
-    @property
-    def commit_path_error(self) -> str:
-        """Why `ext.commit_path` or `ext.commit_path_comm` was refused ("" when both good)."""
-        return self.errors.get("commit_path", "")
-
-    @property
-    def communication(self) -> GroupCommunication | None:
-        """The decoded `ext.commit_path_comm`; None when absent or malformed."""
-        return self.sections.get("commit_path_comm")
+    over_cadence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +174,7 @@ def admit(
     local_member_id: str | None,
     limits: Limits,
     readers: Mapping[str, Reader] = _NOTHING,
+    gate: Gate | None = None,
 ) -> Admission:
     """Check one bus message; see the module docstring for the order of the checks.
 
@@ -228,6 +187,9 @@ def admit(
         limits: the bounds.
         readers: section name -> its per-member decoder (`Section.reader`);
             a section without one is decoded by its `Section.decode`.
+        gate: asked before a section with a cadence is decoded (None: every
+            one is); one not due is skipped unread (`Admitted.over_cadence`
+            names the extras).
 
     Returns:
         Admitted, Status, Rejected(reason) or Ignored(why).
@@ -275,8 +237,27 @@ def admit(
         stats = dataclasses.replace(stats, **zeros)
     if not envelope.ext:  # the shared empty mappings: nothing allocated per message
         return Admitted(key, kind, envelope, stats, clamped, dropped, _NOTHING, _NOTHING)
-    values, errors = _sections(envelope.ext, key, readers)
-    return Admitted(key, kind, envelope, stats, clamped, dropped, values, errors)
+    ext = envelope.ext
+    over: tuple[str, ...] = ()
+    if gate is not None and not declared().gated_names.isdisjoint(ext):
+        ext, over = _due(ext, key, envelope, received_at_us, gate)
+    values, errors = _sections(ext, key, readers)
+    return Admitted(key, kind, envelope, stats, clamped, dropped, values, errors, over)
+
+
+def _due(
+    ext: Mapping[str, Any], key: MemberKey, envelope: Envelope, at_us: int, gate: Gate
+) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+    """`ext` without the sections that are not due (core.cadence), and the extras among them."""
+    kept = dict(ext)
+    over: list[str] = []
+    for name in declared().gated_names.intersection(ext):
+        due = gate(key, envelope, name, at_us)
+        if due is not Due.YES:
+            del kept[name]
+            if due is Due.EARLY:
+                over.append(name)
+    return kept, tuple(sorted(over))
 
 
 def _sections(

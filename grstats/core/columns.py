@@ -822,10 +822,13 @@ NANOSECOND_COLUMNS: Final = frozenset(
 
 # -- grstats_member_gtids (issue 26) ---------------------------------------------
 # Each member's @@gtid_executed / @@gtid_purged (ext.gtids) and the divergence
-# rule of `core.gtid_divergence`: errant GTIDs (executed there and on no other
-# ONLINE member, though a peer has applied past them since), missing ones, and whether it
-# could rejoin by incremental recovery today (and from which donors) or needs
-# clone. A member whose daemon sends no ext.gtids has no row. The history keeps
+# rules of `core.gtid_divergence`: errant GTIDs (executed there and lacking on a
+# witness that has applied past them since -- a witness: an ONLINE member the local
+# server's view lists, with a sane clock), missing ones, and how it would rejoin today:
+# INCREMENTAL (and from which donors), CLONE (no donor holds what it lacks, or it lacks
+# group_replication_clone_threshold or more), REPROVISION (it has errant GTIDs: GR
+# refuses it). TESTIMONY says why its own sets do not count against the others' (NULL
+# when they do). A member whose daemon sends no ext.gtids has no row. The history keeps
 # the counts and the method (`gtid_<name>`, appended last), never the sets.
 GTID_EXECUTED: Final = "GTID_EXECUTED"
 GTID_PURGED: Final = "GTID_PURGED"
@@ -837,7 +840,8 @@ MISSING_COUNT: Final = "MISSING_COUNT"
 MISSING_FIRST_UUID: Final = "MISSING_FIRST_UUID"
 RECOVERY_METHOD: Final = "RECOVERY_METHOD"
 DONORS: Final = "DONORS"
-RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE")
+TESTIMONY: Final = "TESTIMONY"
+RECOVERY_METHODS: Final = ("INCREMENTAL", "CLONE", "REPROVISION")
 
 MEMBER_GTIDS = TableDef(
     name="grstats_member_gtids",
@@ -855,8 +859,8 @@ MEMBER_GTIDS = TableDef(
             "gauge",
             history="gtid_errant_count",
             metric="grstats_member_errant_transactions",
-            help="GTIDs the member executed that no other ONLINE member has, though one "
-            "has applied past them since (errant transactions).",
+            help="GTIDs the member executed that a witness (an ONLINE member the server's "
+            "view lists) lacks though it has applied past them since (errant transactions).",
             nullable=True,
         ),
         Column(ERRANT_SINCE, "timestamp(6)", "timestamp", nullable=True),
@@ -876,12 +880,14 @@ MEMBER_GTIDS = TableDef(
             history="gtid_recovery_method",
             metric="grstats_member_recovery_method",
             help="1 for the method the member would rejoin with today (INCREMENTAL: a "
-            "donor still holds every GTID it lacks; CLONE: none does, or it has errant "
-            "transactions).",
+            "donor still holds every GTID it lacks; CLONE: none does, or it lacks "
+            "group_replication_clone_threshold or more; REPROVISION: it has errant "
+            "transactions, which Group Replication refuses).",
             nullable=True,
             metric_enum=("method", RECOVERY_METHODS),
         ),
         Column(DONORS, "text", nullable=True),
+        Column(TESTIMONY, "varchar(64)", nullable=True),
     ),
 )
 
@@ -906,9 +912,16 @@ COMMIT_PATH_OPS: Final = (
     ("AFTER_SYNC", "waits on AFTER transactions of the primary (..._after_sync_*)"),
     ("FLOW_CONTROL", "transactions held by flow control (Gr_flow_control_throttle_*)"),
 )
-COMMIT_PATH_SHARED: Final = tuple(op for op, _ in COMMIT_PATH_OPS if op != "ROUND_TRIP")
+# the costs on one transaction's path (consensus: its message's round trip); the
+# certification GC runs in the background and the round trip of every message contains
+# the round: shown, not shared out (core.commitpath)
+COMMIT_PATH_SHARED: Final = tuple(
+    op for op, _ in COMMIT_PATH_OPS if op not in ("ROUND_TRIP", "CERTIFICATION_GC")
+)
 COMMIT_PATH_PERIOD: Final = "PERIOD_SECONDS"
 COMMIT_PATH_DOMINANT: Final = "DOMINANT"
+COMMIT_PATH_TRANSACTIONS: Final = "TRANSACTIONS_PER_SECOND"
+COMMIT_PATH_OVERHEAD: Final = "COMMIT_OVERHEAD_SECONDS"
 
 
 def _commit_path_columns() -> tuple[Column, ...]:
@@ -916,6 +929,25 @@ def _commit_path_columns() -> tuple[Column, ...]:
         Column(MEMBER_ID, "char(36)", "id"),
         Column(COMMIT_PATH_PERIOD, "double", "gauge", nullable=True),
         Column(COMMIT_PATH_DOMINANT, "varchar(32)", nullable=True),
+        Column(
+            COMMIT_PATH_TRANSACTIONS,
+            "double",
+            "gauge",
+            metric="grstats_commit_path_transactions_per_second",
+            help="The member's own transactions (data messages sent) per second over the "
+            "last period; 0: idle, its rounds are the group's stats messages.",
+            nullable=True,
+        ),
+        Column(
+            COMMIT_PATH_OVERHEAD,
+            "double",
+            "gauge",
+            metric="grstats_commit_path_overhead_seconds",
+            help="Mean commit overhead of one of the member's transactions over the last "
+            "period: its message's round trip (the consensus round), consistency waits and "
+            "flow-control holds.",
+            nullable=True,
+        ),
     ]
     for op, what in COMMIT_PATH_OPS:
         lower = op.lower()
@@ -946,7 +978,8 @@ def _commit_path_columns() -> tuple[Column, ...]:
                     "double",
                     "gauge",
                     metric=f"grstats_commit_path_{lower}_share",
-                    help=f"{what}: share (0-1) of the member's commit path over the last period.",
+                    help=f"{what}: share (0-1) of one transaction's commit overhead over the "
+                    "last period.",
                     nullable=True,
                 )
             )
@@ -976,8 +1009,25 @@ COMMIT_PATH_MINUTE_SUFFIX: Final = "_1M"
 
 
 def _minute_columns() -> list[Column]:
+    minute = COMMIT_PATH_MINUTE_SUFFIX
     out = [
-        Column(COMMIT_PATH_PERIOD + COMMIT_PATH_MINUTE_SUFFIX, "double", "number", nullable=True)
+        Column(COMMIT_PATH_PERIOD + minute, "double", "number", nullable=True),
+        Column(
+            COMMIT_PATH_TRANSACTIONS + minute,
+            "double",
+            "gauge",
+            metric="grstats_commit_path_last_minute_transactions_per_second",
+            help="The member's own transactions per second over the last minute (60-65 s).",
+            nullable=True,
+        ),
+        Column(
+            COMMIT_PATH_OVERHEAD + minute,
+            "double",
+            "gauge",
+            metric="grstats_commit_path_last_minute_overhead_seconds",
+            help="Mean commit overhead of one of its transactions over the last minute.",
+            nullable=True,
+        ),
     ]
     for op, what in COMMIT_PATH_OPS:
         figures = [
@@ -985,7 +1035,7 @@ def _minute_columns() -> list[Column]:
             ("MEAN_SECONDS", "mean_seconds", "mean time of one"),
         ]
         if op in COMMIT_PATH_SHARED:
-            figures.append(("SHARE", "share", "share (0-1) of the member's commit path"))
+            figures.append(("SHARE", "share", "share (0-1) of a transaction's commit overhead"))
         out.extend(
             Column(
                 f"{op}_{name}{COMMIT_PATH_MINUTE_SUFFIX}",

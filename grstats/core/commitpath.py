@@ -8,12 +8,26 @@ difference of the reports' own `at_us`.
 
 - Per operation (columns.COMMIT_PATH_OPS) the row shows the count per second
   over the period, the mean time of one (the summed time's growth over the
-  count's growth), its share of the commit path and the running total in
-  seconds. Every server time sum is in microseconds.
-- The share of an operation is its time's growth over the growth of the time
-  of all operations in COMMIT_PATH_SHARED (the message round trip contains the
-  consensus round, so it is not shared out). DOMINANT names the largest share
-  ("" when the period spent no time; NULL before two reports).
+  count's growth) and the running total in seconds. Every server time sum is
+  in microseconds.
+- The shares are those of one transaction's commit overhead, not of every
+  proposal: Gr_all_consensus_* counts every round, the per-second stats
+  messages included, so an idle member's "consensus" is the group's chatter.
+  The member's own transactions are its data messages
+  (Gr_data_messages_sent_count, TRANSACTIONS_PER_SECOND); each one's
+  overhead is its message's round trip (send to delivery on the sender, the
+  consensus round included: Gr_data_messages_sent_roundtrip_time_sum), and
+  the consistency waits and flow-control holds its sessions spent
+  (COMMIT_PATH_SHARED), one after the other on the commit's path.
+  COMMIT_OVERHEAD_SECONDS is their sum over the period per transaction; a
+  share is one part of it. The certification garbage collector runs in the
+  background, on no transaction's path: shown (per second, mean), not shared
+  out. A member with no transaction of its own in the period is idle: no
+  shares, DOMINANT "".
+- DOMINANT names a cost only when it is abnormal for this group, against the
+  other members' and the member's own baseline (`core.commitjudge`, applied by
+  `CommitPathRows` over every member's row): never on a tie, never on an idle
+  member; "" when nothing is abnormal; NULL before two reports.
 - The communication columns are the member's own
   replication_group_communication_information (ext.commit_path_comm), the
   leaders' UUIDs joined by ",", as MySQL shows them; NULL when not shown.
@@ -39,6 +53,7 @@ from collections.abc import Iterable, Mapping
 from operator import attrgetter, itemgetter
 
 from grstats.core import columns as col
+from grstats.core.commitjudge import Baselines, costs_of, dominant
 from protocol import (
     CommitPathCounters,
     CommitPathReport,
@@ -75,6 +90,12 @@ OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "AFTER_SYNC": (("after_sync",), ("after_sync_us",)),
     "FLOW_CONTROL": (("throttled",), ("throttled_us",)),
 }
+# the member's own transactions: its data messages and their round trips (the shares')
+_SUM_OPS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **OP_FIELDS,
+    "TRANSACTIONS": (("data_messages",), ("data_rtt_us",)),
+}
+_TX = 2 * len(OP_FIELDS)  # its count's position in `_Sums`; the round trips' is next
 
 
 def commit_path_window(
@@ -168,12 +189,46 @@ class CommitPathRows:
 
     def __init__(self) -> None:
         self._last: dict[str, _Entry] = {}
+        self._baselines = Baselines()
+        self._judged: dict[str, tuple[dict[str, Cell], dict[str, Cell]]] = {}
 
     def rows(self, members: Iterable[_MemberInputs]) -> list[dict[str, Cell]]:
-        """One row per (member_id, window, communication, minute), as `commit_path_row`.
+        """One row per (member_id, window, communication, minute), as `commit_path_row`,
+        DOMINANT judged against the other members and the member's own baseline.
 
         The rows are shared with earlier snapshots: readers never change them.
         """
+        built = self._built(members)
+        costs = {m: costs_of(row) for m, row, _ in built}
+        out = []
+        judged = {}
+        for member_id, row, latest in built:
+            others = [c for m, c in costs.items() if m != member_id and c]
+            verdict = row
+            if row[col.COMMIT_PATH_DOMINANT] is not None:
+                name = dominant(costs[member_id], others, self._baselines.of(member_id))
+                before = self._judged.get(member_id)
+                if (
+                    before is not None
+                    and before[0] is row
+                    and before[1][col.COMMIT_PATH_DOMINANT] == name
+                ):
+                    verdict = before[1]  # the same row as before: readers compare identities
+                elif name != row[col.COMMIT_PATH_DOMINANT]:
+                    verdict = {**row, col.COMMIT_PATH_DOMINANT: name}
+                if latest is not None:
+                    self._baselines.take(member_id, costs[member_id], latest)
+            judged[member_id] = (row, verdict)
+            out.append(verdict)
+        self._judged = judged
+        self._baselines.keep(set(judged))
+        return out
+
+    def _built(
+        self, members: Iterable[_MemberInputs]
+    ) -> list[tuple[str, dict[str, Cell], int | None]]:
+        """Each member's row as its reports make it (rebuilt only when they change), with
+        its latest report's time."""
         last, kept = self._last, {}
         out = []
         for member_id, window, communication, minute in members:
@@ -194,7 +249,7 @@ class CommitPathRows:
                 row = _row(member_id, window, communication, minute, sums)
                 entry = (first, latest, anchor, communication, sums, row)
             kept[member_id] = entry
-            out.append(entry[5])
+            out.append((member_id, entry[5], None if latest is None else latest.at_us))
         self._last = kept
         return out
 
@@ -281,8 +336,7 @@ def _row(
         _figures(row, (minute[0].at_us, _sums_of(minute[0], known)), end, _MINUTE)
     spent = _figures(row, (window[0].at_us, _sums_of(window[0], known)), end, _PERIOD)
     if spent is not None:
-        whole = sum(spent.values())
-        row[col.COMMIT_PATH_DOMINANT] = max(spent, key=spent.__getitem__) if whole else ""
+        row[col.COMMIT_PATH_DOMINANT] = ""  # judged against the group (`CommitPathRows`)
     return row
 
 
@@ -311,10 +365,11 @@ def _figures(
     start: tuple[int, _Sums],
     end: tuple[int, _Sums],
     names: _Names,
-) -> dict[str, int] | None:
-    """Rates, means and shares from `start` to `end` ((at_us, its sums) each) into
-    the columns `names` gives; the time each shared operation spent (µs) by
-    lower-case name, None when the span is under a second.
+) -> dict[str, float] | None:
+    """Rates, means, the overhead per transaction and its shares from `start` to `end`
+    ((at_us, its sums) each) into the columns `names` gives; each shared cost per
+    transaction (seconds) by lower-case name ({} for an idle member), None when the
+    span is under a second.
 
     A count or time that is None at either end, or went backwards (Group
     Replication restarted), leaves that operation's columns NULL.
@@ -323,40 +378,59 @@ def _figures(
     if new_us - old_us < MIN_PERIOD_US:
         return None
     period_s = (new_us - old_us) / 1e6
-    period_name, per_op, share_of = names
+    period_name, per_op, share_of, tx_names = names
     row[period_name] = period_s
-    spent: dict[str, int] = {}
+    times: dict[str, int] = {}
     for per_second, mean, op, c, t in per_op:
-        old_count, new_count, old_time, new_time = old[c], new[c], old[t], new[t]
-        if (
-            old_count is None
-            or new_count is None
-            or old_time is None
-            or new_time is None
-            or new_count < old_count
-            or new_time < old_time
-        ):
+        grown = _grown(old, new, c, t)
+        if grown is None:
             continue
-        count, time_us = new_count - old_count, new_time - old_time
+        count, time_us = grown
         row[per_second] = count / period_s
         row[mean] = time_us / count / 1e6 if count else None
         if op in share_of:
-            spent[op] = time_us
-    whole = sum(spent.values())
-    for op, time_us in spent.items():
+            times[op] = time_us
+    transactions = _grown(old, new, _TX, _TX + 1)
+    if transactions is None:
+        return {}
+    tx, tx_rtt_us = transactions
+    per_second_name, overhead_name = tx_names
+    row[per_second_name] = tx / period_s
+    if not tx:
+        return {}  # idle: no transaction of its own, nothing to share out
+    times["consensus"] = tx_rtt_us  # its transactions' rounds, not every proposal's
+    whole = sum(times.values())
+    row[overhead_name] = whole / tx / 1e6
+    for op, time_us in times.items():
         row[share_of[op]] = time_us / whole if whole else None
-    return spent
+    return {op: time_us / tx / 1e6 for op, time_us in times.items()}
+
+
+def _grown(old: _Sums, new: _Sums, c: int, t: int) -> tuple[int, int] | None:
+    """The growth of a count and a time between two sums; None when not both known and
+    growing (a restart)."""
+    old_count, new_count, old_time, new_time = old[c], new[c], old[t], new[t]
+    if (
+        old_count is None
+        or new_count is None
+        or old_time is None
+        or new_time is None
+        or new_count < old_count
+        or new_time < old_time
+    ):
+        return None
+    return new_count - old_count, new_time - old_time
 
 
 # Column names and field positions by operation, built once (a row is built per
 # member whenever its reports change).
 _EMPTY: dict[str, Cell] = dict.fromkeys(col.COMMIT_PATH.names)
 _SHARED = frozenset(col.COMMIT_PATH_SHARED)
-_FIELDS = tuple(f for counts, times in OP_FIELDS.values() for f in (*counts, *times))
+_FIELDS = tuple(f for counts, times in _SUM_OPS.values() for f in (*counts, *times))
 _GET = attrgetter(*_FIELDS)
 _PARTS = tuple(
     tuple(_FIELDS.index(f) for f in names)
-    for counts, times in OP_FIELDS.values()
+    for counts, times in _SUM_OPS.values()
     for names in (counts, times)
 )
 _FIRST = itemgetter(*(indexes[0] for indexes in _PARTS))
@@ -366,8 +440,9 @@ _TOTAL = tuple((f"{op}_SECONDS_TOTAL", 2 * i + 1) for i, op in enumerate(OP_FIEL
 
 
 #: a span's columns: its period column; per operation (per-second column, mean
-#: column, lower-case name, count and time positions in `_Sums`); shared operation -> share column
-_Names = tuple[str, tuple[tuple[str, str, str, int, int], ...], Mapping[str, str]]
+#: column, lower-case name, count and time positions in `_Sums`); shared operation -> share
+#: column; the transactions' per-second and overhead columns
+_Names = tuple[str, tuple[tuple[str, str, str, int, int], ...], Mapping[str, str], tuple[str, str]]
 
 
 def _names(suffix: str) -> _Names:
@@ -376,7 +451,8 @@ def _names(suffix: str) -> _Names:
         for i, op in enumerate(OP_FIELDS)
     )
     shares = {op.lower(): f"{op}_SHARE{suffix}" for op in OP_FIELDS if op in _SHARED}
-    return col.COMMIT_PATH_PERIOD + suffix, per_op, shares
+    tx = (col.COMMIT_PATH_TRANSACTIONS + suffix, col.COMMIT_PATH_OVERHEAD + suffix)
+    return col.COMMIT_PATH_PERIOD + suffix, per_op, shares, tx
 
 
 _PERIOD = _names("")

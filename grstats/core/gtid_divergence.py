@@ -1,68 +1,60 @@
-"""Errant, missing and recoverable GTIDs of each member: the divergence rule.
+"""Errant, missing and recoverable GTIDs of each member: the divergence rules.
 
-Definitions (one member X against the other ONLINE members O1..On, from each
-member's ``@@gtid_executed`` E and ``@@gtid_purged`` P as the server prints
-them; MySQL reference manual, "Replication with Global Transaction
-Identifiers" and Group Replication "Distributed Recovery"):
+The sets are each member's ``@@gtid_executed`` E and ``@@gtid_purged`` P as
+the server prints them. Only *witnesses* speak about another member: ONLINE
+members that the local server's view lists (its replication_group_members)
+and whose GTID sets are not dated ahead of our clock by more than the rule's
+slack (`core.gtid_watch` decides). A bus member no server lists, or with a
+clock off, proves nothing about anyone: "only members the servers' view
+confirms may testify" -- as MySQL Shell takes its reference from the
+cluster's own members and GR from the members of its view.
 
-* *errant candidates* of X: ``E(X) - (E(O1) | ... | E(On))`` -- executed on X
-  and on no other ONLINE member. A transaction the group certified reaches
-  every member's relay log before its origin commits (WL#6833 consensus), so
-  a GTID X has and nobody else has executed is either in flight (still in
-  the others' applier queues, or their sets are older than X's on the bus)
-  or was never certified: a local write with super_read_only off, a fix-up
-  with sql_log_bin on, a restore from another group's backup.
-* *errant*: a candidate that an ONLINE peer shows was never certified. A
-  certified transaction is in every member's pipeline (certifier queue, then
-  applier queue, applied in order) soon after any member executed it, so for
-  each of X's candidate chunks we follow each peer O from the first set of O
-  read at least `read_slack_us` after X's set that first had the chunk (host
-  clocks and consensus delivery differ by less): its
-  ``COUNT_TRANSACTIONS_REMOTE_APPLIED`` then plus its two queues then is the
-  count by which O has applied the chunk if the group certified it. Once an
-  O set read with that count reached still lacks the chunk, and O's next set
-  does too (a parallel applier without replica_preserve_commit_order may
-  commit a few out of order), the chunk is errant. The counts ride in the
-  same sample as the sets (read just before them), so no clock is compared
-  but for the slack. A slow member lagging by thousands never raises a flag
-  (it simply takes long to reach its count), and any one peer that keeps up
-  suffices. A member whose peers are all stalled is flagged only when one
-  moves again: an estimate from queue and rate (the old rule: 2 intervals +
-  queue / rate of the fastest peer) flagged thousands of in-flight GTIDs when
-  the fastest peer's queue grew faster than it drained. Once flagged, a GTID
-  stays errant for as long as it stays a candidate.
-* *missing* of X: ``(E(O1) & ... & E(On)) - E(X)`` -- what every other ONLINE
-  member has and X does not: X is behind (count, and the first UUID in MySQL's
-  print order).
-* *recovery*: X can rejoin by incremental (binary log) recovery from donor D
-  when D has purged nothing X lacks: ``P(D) - E(X)`` is empty. X needs clone
-  when no ONLINE donor qualifies, or when X has errant transactions (a member
-  with extra GTIDs is refused by distributed recovery: ER_GRP_RPL_
-  SERVER_HAS_EXTRA_TRX / "This member has more executed transactions than
-  those present in the group").
-
-How it relates to MySQL Shell (mysql/mysql-shell,
-mysqlshdk/libs/mysql/replication.cc ``check_replica_gtid_state`` and
-modules/adminapi/common/gtid_validations.cc
-``check_gtid_consistency_and_recoverability``, commit fdfa99079fe5): Shell
-compares the target with *one* donor (the primary) when an operator runs
-addInstance / rejoinInstance: DIVERGED when the target has GTIDs the donor
-has not (our errant, but against one member and with no grace -- Shell runs
-when the target is out of the group, so nothing is in flight), IRRECOVERABLE
-when ``GTID_SUBTRACT(donor_purged, target_executed)`` is not empty (our
-per-donor test), then it tries other members as donors (``check_recoverable``)
-before it asks for clone. We run the same two tests continuously, on every
-member, against every ONLINE member, and keep the list of donors that still
-qualify.
+* *errant* (MySQL Shell, mysqlshdk/libs/mysql/replication.cc
+  ``check_replica_gtid_state``: DIVERGED when ``GTID_SUBTRACT(replica, source)``
+  is not empty; GR, plugin/group_replication/src/gcs_event_handlers.cc
+  ``compare_member_transaction_sets``: a joiner whose executed set is not a
+  subset of the group's is refused, "This member has more executed
+  transactions than those present in the group"): a GTID of X that a
+  witness O lacks although O has applied past it. A transaction the group
+  certified reaches every member's relay log before its origin commits
+  (WL#6833), so once O has applied every transaction it had queued when X's
+  set was read (its ``COUNT_TRANSACTIONS_REMOTE_APPLIED`` then plus its two
+  queues then; `ErrantTracker`), a GTID of X that O's next set still lacks
+  was never certified: a local write with super_read_only off, a fix-up with
+  sql_log_bin on, a restore from another group's backup -- or a copy of such
+  a GTID: a member provisioned (cloned, recovered) from an errant member has
+  it too, and one witness that lacks it convicts both. The *candidates* of X
+  are its GTIDs some witness lacks: ``E(X) - (E(W1) & ... & E(Wn))`` (the
+  union of the pairwise differences, by De Morgan); a slow witness makes
+  many candidates and delays no proof (any one witness that keeps up
+  suffices). A witness proves only with sane counts
+  (`MemberGtids.consistent`): every transaction applied adds its GTID to
+  gtid_executed, so a member whose applied count passes its set's size, or
+  grows faster than its set, is not describing a real server (a lie, or a
+  member restored behind the group's back).
+* *missing* of X: ``(E(W1) & ... & E(Wn)) - E(X)`` over the witnesses other
+  than X -- what every one of them has and X has not (count, and the first
+  UUID in MySQL's print order).
+* *recovery*, as GR decides it when X (re)joins
+  (plugin/group_replication/src/plugin_handlers/remote_clone_handler.cc,
+  ``extract_donor_info`` / ``check_clone_preconditions``): the GTIDs X lacks
+  are those of the ONLINE members (the union) it has not; a donor qualifies
+  for incremental (binary log) recovery when it purged none of them:
+  ``P(D) - E(X)`` is empty. CLONE when they number at least
+  ``group_replication_clone_threshold`` (whatever the donors), or when no
+  donor qualifies; INCREMENTAL otherwise. A member with errant GTIDs is
+  refused by the join check above whatever the method: REPROVISION (rebuild
+  it from a donor, or inject its errant GTIDs on the primary first), its
+  own value, never reported as CLONE.
 
 Tagged GTIDs (8.4: ``uuid:tag:n``) and the view-change UUID
-(group_replication_view_change_uuid) are GTIDs like any other here: the
-view-change events are logged by every member alike, so they diverge only
-when a member missed or invented a view change.
+(group_replication_view_change_uuid) are GTIDs like any other here.
 
 Invariants: pure (time is an argument); the sets are `protocol.gtid.GtidSet`;
-`ErrantTracker` holds at most `MAX_CHUNKS` first-seen chunks per member, each
-following at most one count per peer.
+`ErrantTracker` holds at most `MAX_CHUNKS` chunks per member, each following at
+most one count per peer; a chunk's GTIDs are checked against a witness's set
+once, when that witness has passed its count (a set difference per chunk and
+witness, not per sample).
 """
 
 from __future__ import annotations
@@ -75,18 +67,24 @@ from protocol.gtid import GtidSet
 
 __all__ = [
     "CLONE",
+    "DEFAULT_CLONE_THRESHOLD",
     "INCREMENTAL",
     "MAX_CHUNKS",
+    "RECOVERY_METHODS",
+    "REPROVISION",
     "Divergence",
     "ErrantTracker",
     "MemberGtids",
-    "candidates",
-    "divergence",
+    "recovery_method",
 ]
 
 INCREMENTAL: Final = "INCREMENTAL"
 CLONE: Final = "CLONE"
+REPROVISION: Final = "REPROVISION"
+RECOVERY_METHODS: Final = (INCREMENTAL, CLONE, REPROVISION)
 ONLINE: Final = "ONLINE"
+#: group_replication_clone_threshold's default (and maximum): clone only when no donor can
+DEFAULT_CLONE_THRESHOLD: Final = (1 << 63) - 1
 #: first-seen chunks kept per member (each a GtidSet with its first-seen time)
 MAX_CHUNKS: Final = 32
 _EMPTY: Final = GtidSet()
@@ -107,6 +105,9 @@ class MemberGtids:
             nothing errant on another).
         queued: COUNT_TRANSACTIONS_IN_QUEUE + COUNT_TRANSACTIONS_REMOTE_IN_
             APPLIER_QUEUE of that sample.
+        listed: the local server's view lists it (or the source cannot tell).
+        clock_ok: its sets are not dated ahead of the receiver's clock.
+        consistent: its counts are possible for its sets (see the module).
     """
 
     member_id: str
@@ -116,88 +117,81 @@ class MemberGtids:
     read_us: int = 0
     applied: int | None = None
     queued: int | None = None
+    listed: bool = True
+    clock_ok: bool = True
+    consistent: bool = True
+
+    @property
+    def witness(self) -> bool:
+        """Whether its sets count against the others' (ONLINE, listed, sane clock)."""
+        return self.state == ONLINE and self.listed and self.clock_ok
+
+    @property
+    def prover(self) -> bool:
+        """Whether it may prove another member's GTIDs errant (a witness with sane counts)."""
+        return self.witness and self.consistent
 
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """The rule's answer for one member at one instant.
+    """The rules' answer for one member at one instant.
 
     Attributes:
         member_id: the member judged.
-        candidates: executed here and on no other ONLINE member (not yet errant).
-        missing: executed on every other ONLINE member and not here.
+        missing: what every other witness executed and it has not.
         missing_uuid: first UUID of `missing` in print order, "" when none.
-        recovery: INCREMENTAL, CLONE, or None when there is no other ONLINE
-            member to compare with.
-        donors: the ONLINE members that could serve incremental recovery, sorted.
+        recovery: INCREMENTAL, CLONE, REPROVISION, or None when no witness
+            other than itself speaks (nothing to compare with).
+        donors: the witnesses that could serve incremental recovery, sorted.
+        lacking: how many GTIDs it lacks of the witnesses' union (GR's count
+            against group_replication_clone_threshold).
     """
 
     member_id: str
-    candidates: GtidSet
     missing: GtidSet
     missing_uuid: str
     recovery: str | None
     donors: tuple[str, ...] = ()
+    lacking: int = 0
 
 
-def _others(member_id: str, members: Iterable[MemberGtids]) -> list[MemberGtids]:
-    return [m for m in members if m.member_id != member_id and m.state == ONLINE]
-
-
-def candidates(member: MemberGtids, members: Iterable[MemberGtids]) -> GtidSet:
-    """Executed on `member` and on no other ONLINE member of `members`."""
-    seen = _EMPTY
-    for other in _others(member.member_id, members):
-        seen = seen | other.executed
-    return member.executed - seen
-
-
-def divergence(
-    member: MemberGtids, members: Iterable[MemberGtids], *, errant: GtidSet = _EMPTY
-) -> Divergence:
-    """Judge `member` against the other ONLINE members of `members`.
+def recovery_method(
+    *, errant: bool, donors: int, lacking: int, clone_threshold: int = DEFAULT_CLONE_THRESHOLD
+) -> str:
+    """How the member would rejoin (remote_clone_handler.cc check_clone_preconditions).
 
     Args:
-        member: the member judged (it may itself be in `members`; it is skipped).
-        members: every member known, any state.
-        errant: the member's errant GTIDs (from `ErrantTracker`); any makes
-            the recovery CLONE, as distributed recovery refuses extra GTIDs.
+        errant: it has errant GTIDs (the join check refuses it).
+        donors: witnesses that purged none of what it lacks.
+        lacking: GTIDs it lacks of the witnesses' union.
+        clone_threshold: group_replication_clone_threshold.
 
     Returns:
-        The member's candidates, missing GTIDs and recovery method.
+        REPROVISION, CLONE or INCREMENTAL.
     """
-    others = _others(member.member_id, members)
-    if not others:
-        return Divergence(member.member_id, _EMPTY, _EMPTY, "", None)
-    seen = others[0].executed
-    common = others[0].executed
-    for other in others[1:]:
-        seen = seen | other.executed
-        common = common & other.executed
-    missing = common - member.executed
-    missing_uuid = next((uuid for uuid, _tag, _f, _l in missing.intervals()), "")
-    donors = tuple(sorted(o.member_id for o in others if (o.purged - member.executed).is_empty()))
-    recovery = INCREMENTAL if donors and errant.is_empty() else CLONE
-    return Divergence(
-        member.member_id, member.executed - seen, missing, missing_uuid, recovery, donors
-    )
+    if errant:
+        return REPROVISION
+    if lacking >= clone_threshold or donors == 0:
+        return CLONE
+    return INCREMENTAL
 
 
 @dataclass(slots=True)
 class _Chunk:
-    """GTIDs first seen together as candidates, and what the peers showed of them since."""
+    """GTIDs first seen together as candidates, and what the witnesses proved of them."""
 
     gtids: GtidSet
     first_us: int  # when first seen (our clock)
     read_us: int  # when the member's set that first had them was read (its clock)
-    flagged: bool = False  # errant: stays so while the GTIDs stay candidates
+    proved: GtidSet = _EMPTY  # the ones proven errant (stay so while candidates)
     # peer -> (its applied count when followed, the count by which it has applied these)
     targets: dict[str, tuple[int, int]] = field(default_factory=dict)
     # peer -> read time of its first set with the target count reached
     reached: dict[str, int] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)  # peers whose proof is taken
 
     def follow(self, peer: MemberGtids, slack_us: int) -> bool:
-        """Take one peer's sample; True when it proves these GTIDs were never certified."""
+        """Take one peer's sample; True once it has applied everything these could be."""
         if peer.applied is None or peer.queued is None:
             return False
         key = peer.member_id
@@ -205,6 +199,7 @@ class _Chunk:
         if target is not None and peer.applied < target[0]:  # its counters restarted
             del self.targets[key]
             self.reached.pop(key, None)
+            self.done.discard(key)
             target = None
         if target is None:
             if peer.read_us < self.read_us + slack_us:
@@ -214,6 +209,8 @@ class _Chunk:
             if peer.applied >= target[1]:
                 self.reached[key] = peer.read_us
             return False
+        # one more set: a parallel applier without preserve_commit_order may commit a
+        # few out of order
         return peer.read_us > self.reached[key]
 
 
@@ -223,16 +220,17 @@ class _Chunks:
 
 
 class ErrantTracker:
-    """Each member's candidate chunks and what its peers showed of them.
+    """Each member's candidate chunks and what the witnesses proved of them.
 
-    Each member keeps chunks (GTIDs, first seen, the member's read time, a
-    flag, and per peer the count it must reach). On every `update`, a chunk
-    keeps only the GTIDs that are still candidates (with everything it
+    Each member keeps chunks (GTIDs, first seen, the member's read time, the
+    GTIDs proven, and per peer the count it must reach). On every `update`, a
+    chunk keeps only the GTIDs that are still candidates (with everything it
     followed); new candidates form a new chunk. Past `MAX_CHUNKS` the two
-    newest chunks merge into the newer one's stamps and counts, flagged only
-    if both were (which can only delay a flag, never raise a false one: the
-    newer chunk's counts cover the older GTIDs too). `errant` follows the peers
-    and flags the chunks they prove; a flag stays while its GTIDs do.
+    newest chunks merge into the newer one's stamps and counts, with the proofs
+    of both (a proof is a fact about GTIDs; the newer counts cover the older
+    GTIDs too, so a proof still to come can only be delayed). `errant` follows
+    the provers; once a prover has applied past a chunk, what of the chunk its
+    next set lacks is proven errant.
     """
 
     def __init__(self) -> None:
@@ -248,7 +246,9 @@ class ErrantTracker:
         for chunk in chunks.items:
             still = chunk.gtids & current
             if still:
-                chunk.gtids = still
+                if still != chunk.gtids:
+                    chunk.gtids = still
+                    chunk.proved = chunk.proved & still
                 kept.append(chunk)
                 known = known | still
         fresh = current - known
@@ -257,7 +257,8 @@ class ErrantTracker:
         while len(kept) > MAX_CHUNKS:
             a, b = kept[-2], kept[-1]
             b.gtids = a.gtids | b.gtids
-            b.flagged = a.flagged and b.flagged
+            b.proved = a.proved | b.proved
+            b.done = a.done & b.done
             kept[-2:] = [b]
         chunks.items = kept
         if not kept:
@@ -272,11 +273,11 @@ class ErrantTracker:
     def errant(
         self, member_id: str, peers: Iterable[MemberGtids], slack_us: int
     ) -> tuple[GtidSet, int | None]:
-        """The member's errant GTIDs and since when (None: none), given its peers now.
+        """The member's errant GTIDs and since when (None: none), given the provers now.
 
         Args:
             member_id: the member judged.
-            peers: the other ONLINE members' current samples (sets and counts).
+            peers: the other provers' current samples (sets and counts).
             slack_us: how much later than the member's a peer's set must be
                 read to be followed (clock skew and delivery between hosts).
         """
@@ -286,11 +287,12 @@ class ErrantTracker:
             return out, since
         followed = tuple(peers)
         for chunk in chunks.items:
-            if not chunk.flagged:
-                proofs = [chunk.follow(p, slack_us) for p in followed]  # every peer: no short cut
-                chunk.flagged = any(proofs)
-            if chunk.flagged:
-                out = out | chunk.gtids
+            for peer in followed:  # every peer: no short cut (each keeps its target)
+                if chunk.follow(peer, slack_us) and peer.member_id not in chunk.done:
+                    chunk.done.add(peer.member_id)
+                    chunk.proved = chunk.proved | (chunk.gtids - peer.executed)
+            if chunk.proved:
+                out = out | chunk.proved
                 since = chunk.first_us if since is None else min(since, chunk.first_us)
         return out, since
 

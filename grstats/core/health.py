@@ -23,6 +23,7 @@ __all__ = [
     "HISTORY_DATA",
     "HISTORY_DEGRADED",
     "PENDING_GTIDS_FULL",
+    "SECTIONS_OVER_CADENCE",
     "SERVER_ORACLE",
     "SOURCE_DOWN",
     "SQL_DOWN",
@@ -39,6 +40,7 @@ BUS_DISCONNECTED = "bus_disconnected"  # not connected to the broker
 BUS_ECHO = "bus_echo"  # our own envelopes do not come back (broker ACL?)
 GTIDS_UNSENDABLE = "gtids_unsendable"  # local GTID state over the ext.gtids bound
 PENDING_GTIDS_FULL = "pending_gtids_full"  # pending GTID sets at their byte bound
+SECTIONS_OVER_CADENCE = "sections_over_cadence"  # a member sends ext.gtids too often
 SOURCE_DOWN = "source_down"  # the source does not reach its server
 HISTORY_DEGRADED = "history_degraded"  # the history writer does not write
 HISTORY_DATA = "history_data"  # it writes, but not everything it was given

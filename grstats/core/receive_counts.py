@@ -45,15 +45,20 @@ class ReceiveCounts:
         self.clamped = 0
         # by each section's counter (core.sections), every declared one from zero
         self.malformed: dict[str, int] = dict.fromkeys(declared().counters, 0)
+        # sections dropped unread past their cadence, by section (core.cadence)
+        self.over_cadence: dict[str, int] = dict.fromkeys(declared().gated_names, 0)
         self.rejected: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
         self.ext_dropped: dict[str, int] = {}
 
     def admitted(self, msg: Admitted) -> None:
-        """Count what admission reported of a well-formed message: skipped sections, clamps."""
+        """Count what admission reported of a well-formed message: skipped sections (unknown,
+        or past their cadence), clamps."""
         for name in msg.dropped_ext:
             count_dropped_ext(self.ext_dropped, name)
         if msg.clamped:
             self.clamped += 1
+        for name in msg.over_cadence:
+            self.over_cadence[name] = self.over_cadence.get(name, 0) + 1
 
     def outcome(self, result: ReceiveResult) -> None:
         """Count the outcome of one message (a section refused on an applied envelope too)."""
@@ -75,6 +80,7 @@ class ReceiveCounts:
             envelopes_own=self.own,
             envelopes_clamped=self.clamped,
             malformed=dict(self.malformed),
+            over_cadence=dict(self.over_cadence),
             rejected=dict(self.rejected),
             ext_dropped=dict(self.ext_dropped),
         )

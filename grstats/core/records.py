@@ -171,7 +171,7 @@ class HistoryRow:
     # the daemon's GTID divergence verdict for this member (None: no verdict)
     gtid_errant_count: int | None = None  # errant GTIDs (core.gtid_divergence)
     gtid_missing_count: int | None = None  # GTIDs every other ONLINE member has
-    gtid_recovery_method: str | None = None  # "INCREMENTAL" or "CLONE"
+    gtid_recovery_method: str | None = None  # "INCREMENTAL", "CLONE" or "REPROVISION"
     # the commit path's counters as the member's server showed them (None: unknown)
     cp_consensus_count: int | None = None
     cp_consensus_us: int | None = None

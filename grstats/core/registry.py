@@ -52,33 +52,32 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from grstats.core.admission import Admitted, Ignored, MemberKey, Rejected
-from grstats.core.applier import MemberApplier
+from grstats.core.cadence import Due, SectionCadence
 from grstats.core.columns import REJECT_REASONS
 from grstats.core.departures import Departures
-from grstats.core.lag import MemberLag
 from grstats.core.pending_gtids import PendingGtidsTable
-from grstats.core.replay_defence import ReplayDefence, Stale, retired_incarnations
+from grstats.core.remote import OFFSET_WINDOW, Applied, Remote
+from grstats.core.replay_defence import ReplayDefence, Stale
 from grstats.core.sections import declared, fold
 from grstats.core.snapshot import Departed
 from grstats.core.topics import GTIDS_KIND
-from protocol import (
-    CommitPathReport,
-    Envelope,
-    GroupCommunication,
-    GtidState,
-    MemberStatsState,
-    PipelineStats,
-)
+from protocol import Envelope, MemberStatsState
+
+__all__ = [
+    "OFFSET_WINDOW",
+    "Applied",
+    "MemberRegistry",
+    "RegistryLimits",
+    "Remote",
+    "zero_rejections",
+]
 
 _MAX_UNKNOWN = 4096  # bound on tombstones, pending GTIDs, counters of never-accepted members
 _DEPARTED_STATES = ("OFFLINE", "ERROR")
-OFFSET_WINDOW = 60  # envelopes per member the clock offset is estimated over
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +92,7 @@ class RegistryLimits:
         max_groups: groups kept (a collector sees many).
         max_pending_gtids_bytes: bytes of GTID sets waiting for their member's
             first stats message (each entry charged `PENDING_ENTRY_BYTES` more).
+        gtid_interval_s: seconds between a member's GTID sets (core.cadence).
     """
 
     period_s: float = 1.0
@@ -101,105 +101,7 @@ class RegistryLimits:
     max_members_per_group: int = 64
     max_groups: int = 1024
     max_pending_gtids_bytes: int = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """An envelope that changed the tables.
-
-    Attributes:
-        envelope, stats, kind: the envelope, its decoded stats, its topic's kind.
-        errors: malformed counter -> why its section was refused (the sections
-            this envelope applied: every one for stats, the GTID sets' for gtids).
-    """
-
-    envelope: Envelope
-    stats: PipelineStats
-    kind: str
-    errors: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def lag_error(self) -> str:
-        """Why its ext.lag was refused ("" when absent or good)."""
-        return self.errors.get("lag", "")
-
-    @property
-    def applier_error(self) -> str:
-        """Why its ext.applier was refused ("" when absent or good)."""
-        return self.errors.get("applier", "")
-
-    @property
-    def gtid_state_error(self) -> str:
-        """Why its ext.gtids was refused ("" when absent or good)."""
-        return self.errors.get("gtids", "")
-
-    @property
-    def commit_path_error(self) -> str:
-        """Why its ext.commit_path (or ext.commit_path_comm) was refused ("" when good)."""
-        return self.errors.get("commit_path", "")
-
-
-@dataclass(slots=True)
-class Remote:
-    """What we keep about one remote member."""
-
-    envelope: Envelope
-    state: MemberStatsState
-    last_seen_us: int  # when it was last known alive (a retained copy: when it was sent)
-    last_received_us: int  # when its last accepted message reached us
-    gtid_seq: int = 0
-    accepted: int = 0
-    retired: deque[tuple[int, int]] = field(
-        default_factory=retired_incarnations
-    )  # (incarnation, last seq)
-    # section name -> what is kept of it (core.sections: each declaration's `keep`)
-    sections: dict[str, Any] = field(default_factory=dict)
-    offsets: deque[int] = field(
-        default_factory=lambda: deque(maxlen=OFFSET_WINDOW)
-    )  # sent_us - received_at_us of its last live envelopes
-
-    def clock_offset_us(self) -> int | None:
-        """Its clock minus ours, estimated (None before a live envelope)."""
-        return max(self.offsets) if self.offsets else None
-
-    @property
-    def lag(self) -> MemberLag | None:
-        """Its last ext.lag."""
-        return self.sections.get("lag")
-
-    @property
-    def applier(self) -> MemberApplier | None:
-        """Its last ext.applier."""
-        return self.sections.get("applier")
-
-    @property
-    def gtid_state(self) -> GtidState | None:
-        """Its last good ext.gtids."""
-        kept = self.sections.get("gtids")
-        return None if kept is None else kept[0]
-
-    @property
-    def gtid_stats(self) -> PipelineStats | None:
-        """The stats that rode with its last good ext.gtids (same sample)."""
-        kept = self.sections.get("gtids")
-        return None if kept is None else kept[1]
-
-    @property
-    def commit_path(self) -> tuple[CommitPathReport, ...]:
-        """Its last two ext.commit_path reports (older first): the rates of its last period."""
-        kept = self.sections.get("commit_path")
-        return () if kept is None else kept[0]
-
-    @property
-    def commit_path_minute(self) -> tuple[CommitPathReport, ...]:
-        """Its ext.commit_path anchors of the last minute (core.commitpath), older first."""
-        kept = self.sections.get("commit_path")
-        return () if kept is None else kept[1]
-
-    @property
-    def communication(self) -> GroupCommunication | None:
-        """Its last ext.commit_path_comm."""
-        return self.sections.get("commit_path_comm")
+    gtid_interval_s: float = 30.0
 
 
 def zero_rejections() -> dict[str, int]:
@@ -215,6 +117,7 @@ class MemberRegistry:
         self._local_group = local_group  # the group whose one seat the local member takes
         self._unreachable_us = int(limits.unreachable_after * limits.period_s * 1_000_000)
         self._forget_us = int(limits.forget_after_s * 1_000_000)
+        self.cadence = SectionCadence(limits.period_s, limits.gtid_interval_s)
         self._defence = ReplayDefence(int(limits.period_s * 1_000_000), self._unreachable_us)
         self._remotes: dict[MemberKey, Remote] = {}
         self._groups: dict[str, int] = {}  # group -> members kept
@@ -253,6 +156,26 @@ class MemberRegistry:
         """Members that departed and have not come back, in key order."""
         return self._departures.departed()
 
+    def section_due(self, key: MemberKey, envelope: Envelope, name: str, at_us: int) -> Due:
+        """Whether the section `name` of a member's envelope is to be decoded (core.cadence).
+
+        Args:
+            key: the member.
+            envelope: its envelope (incarnation, seq).
+            name: a section with a cadence (`core.sections`: `Section.min_gap_s`).
+            at_us: when the envelope was received (our clock).
+        """
+        remote = self._remotes.get(key)
+        if remote is None:
+            return Due.YES  # its first: held or applied with its stats
+        return self.cadence.due(remote.heard, envelope, name, at_us)
+
+    def note_extras(self, key: MemberKey, names: tuple[str, ...], at_us: int) -> None:
+        """Count sections of a member dropped past their cadence (for /healthz's details)."""
+        remote = self._remotes.get(key)
+        if remote is not None:
+            self.cadence.extras(remote.extras, names, at_us)
+
     def rejections(self, key: MemberKey) -> dict[str, int]:
         """Reject counts of one member (zeros when none)."""
         return self._rejections.get(key) or zero_rejections()
@@ -272,6 +195,8 @@ class MemberRegistry:
         Returns:
             Applied, Rejected("stale" | "over_limit") or Ignored(why).
         """
+        if msg.over_cadence:  # dropped unread at admission: counted for /healthz
+            self.note_extras(msg.key, msg.over_cadence, received_at_us)
         if msg.kind == GTIDS_KIND:
             return self._gtids(msg, received_at_us)
         if retained and self._departures.tombstoned(msg.key):
@@ -324,6 +249,7 @@ class MemberRegistry:
         kept, values = remote.sections, msg.sections
         if values or kept:  # nothing is kept of nothing (core.sections: keep)
             fold(kept, declared().sections, values, stats)
+        self.cadence.took(remote.heard, msg.envelope, msg.sections, msg.errors, received_at_us)
         if not retained:  # a retained copy's send time says nothing about the clock
             remote.offsets.append(envelope.sent_us - received_at_us)
         # A retained message says when it was sent, not that the member is alive now.
@@ -379,6 +305,7 @@ class MemberRegistry:
         )
         gated = declared().gated  # what rides with the GTID sets only
         fold(remote.sections, gated, msg.sections, stats)
+        self.cadence.took(remote.heard, msg.envelope, msg.sections, msg.errors, received_at_us)
         errors = {s.counter: msg.errors[s.counter] for s in gated if s.counter in msg.errors}
         self.version += 1
         return Applied(envelope, stats, msg.kind, errors)

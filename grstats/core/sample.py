@@ -110,6 +110,10 @@ class LocalSample:
     commit_path: CommitPathCounters | None = None
     # replication_group_communication_information (8.0.23+); None when not shown
     communication: GroupCommunication | None = None
+    # the MEMBER_IDs the local server's replication_group_members lists, itself included
+    # (only itself while outside the group); None when the source cannot tell. Only these
+    # members' word counts against another's (core.gtid_watch)
+    view: frozenset[str] | None = None
     # section name -> value, for an `ext` section declared without a field of its own
     # (core.sections: its `outgoing` reads it here)
     extra: Mapping[str, Any] = field(default_factory=dict)

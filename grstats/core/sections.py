@@ -25,19 +25,25 @@ Invariants:
   envelope carrying `new` (None: absent, malformed or over its cadence);
   nothing is kept of nothing (`keep(None, None, stats)` is None), so a member
   that sends no section costs no fold;
-- a section with a `min_gap` (cadence GTID_INTERVAL) is accepted at most once
-  per half that gap per member (a reconnect resends it early once); extras
-  are dropped before they are decoded and counted (`over_cadence`).
+- a section with a cadence (GTID_INTERVAL) is accepted from a member at most
+  in a burst of `core.cadence.BURST`, then once per `min_gap_s` (half its
+  interval); extras are dropped before they are decoded and counted
+  (`over_cadence`).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Final
 
-from grstats.core.applier import bounded, decode_member_applier, encode_member_applier
+from grstats.core.applier import (
+    bounded,
+    decode_member_applier,
+    encode_member_applier,
+)
 from grstats.core.commitpath import CommunicationReader, commit_path_minute, commit_path_window
 from grstats.core.lag import MemberLag, decode_member_lag, encode_member_lag
 from grstats.core.records import (
@@ -48,8 +54,10 @@ from grstats.core.records import (
 from grstats.core.rows import applier_history, commit_path_due, commit_path_history, lag_history
 from grstats.core.sample import LocalSample
 from protocol import (
+    CommitPathCounters,
     CommitPathReport,
     PipelineStats,
+    ProtocolError,
     decode_commit_path,
     decode_gtid_state,
     encode_commit_path,
@@ -150,14 +158,20 @@ class Section:
     history: Callable[[Any, HistoryContext], Mapping[str, Any]] | None = None
 
     def min_gap_s(self, period_s: float, gtid_interval_s: float) -> float | None:
-        """The least time between two accepted copies from one member (None: no bound).
+        """The time a member's bucket takes to refill one copy (None: no bound; core.cadence).
 
-        Half the cadence: a reconnect resends the GTID sets at once, and a
-        broker's delay may bunch two; anything closer is an extra.
+        Half the cadence, so that a broker's delay bunching two copies is no extra.
         """
         if self.cadence is Cadence.GTID_INTERVAL:
             return max(period_s, gtid_interval_s) / 2
         return None
+
+
+_ALL_FIGURES = attrgetter(*(f.name for f in fields(CommitPathCounters)))
+# the cumulative ones (Gr_last_consensus_end_timestamp is a time, not a count)
+_COUNTS = attrgetter(
+    *(f.name for f in fields(CommitPathCounters) if f.name != "last_consensus_end_us")
+)
 
 
 def _lag_out(sample: LocalSample) -> MemberLag | None:
@@ -169,9 +183,37 @@ def _commit_path_out(sample: LocalSample) -> CommitPathReport | None:
     return None if counters is None else CommitPathReport(sample.sampled_at_us, counters)
 
 
+#: MySQL shows its Gr_* status variables as signed 64-bit integers (SHOW_LONGLONG): a
+#: larger counter on the wire came from no server (issue 39 row 9).
+MAX_SERVER_COUNTER: Final = 2**63 - 1
+
+
+def _decode_commit_path(value: object) -> CommitPathReport:
+    """`ext.commit_path`, its counters within what MySQL can hold (signed 64-bit).
+
+    Raises:
+        ProtocolError: malformed (protocol.commit_path), or a counter past 2^63 - 1.
+    """
+    report = decode_commit_path(value)
+    top = max((v for v in _ALL_FIGURES(report.counters) if v is not None), default=0)
+    if top > MAX_SERVER_COUNTER:
+        raise ProtocolError(f"ext.commit_path: a counter past {MAX_SERVER_COUNTER}: {top}")
+    return report
+
+
+def _went_back(before: CommitPathReport, after: CommitPathReport) -> bool:
+    """A counter lower than before: the member's Group Replication restarted (MySQL's
+    Gr_* counters start again from 0), so the period starts again."""
+    pairs = zip(_COUNTS(before.counters), _COUNTS(after.counters), strict=True)
+    return any(b is not None and a is not None and a < b for b, a in pairs)
+
+
 def _keep_commit_path(old: Any, new: Any, _stats: PipelineStats) -> Any:
-    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath)."""
+    """Its last two reports (the period's rates) and the minute's anchors (core.commitpath);
+    a report whose counters went back is a reset: both start again from it."""
     window, minute = old if old is not None else ((), ())
+    if new is not None and window and _went_back(window[-1], new):
+        return (new,), (new,)
     window, minute = commit_path_window(window, new), commit_path_minute(minute, new)
     return (window, minute) if window or minute else None
 
@@ -255,7 +297,7 @@ SECTIONS: tuple[Section, ...] = (
         "commit_path",
         outgoing=_commit_path_out,
         encode=encode_commit_path,
-        decode=decode_commit_path,
+        decode=_decode_commit_path,
         keep=_keep_commit_path,
         reset_on_restart=True,
         counter="commit_path",
@@ -289,7 +331,8 @@ class Declared:
         help: each malformed counter's /metrics help.
         encoded: the sections with an encoder (each may be unsendable).
         left_out_counters: the counters of items left out of the wire.
-        gated: the sections accepted at most at their cadence.
+        gated: the sections accepted at most at their cadence (core.cadence).
+        gated_names: their names.
         history: the sections with a history block.
         by_name: each declaration by its name.
     """
@@ -302,6 +345,7 @@ class Declared:
     encoded: tuple[str, ...] = field(init=False)
     left_out_counters: tuple[str, ...] = field(init=False)
     gated: tuple[Section, ...] = field(init=False)
+    gated_names: frozenset[str] = field(init=False)
     history: tuple[Section, ...] = field(init=False)
     by_name: Mapping[str, Section] = field(init=False)
 
@@ -317,6 +361,7 @@ class Declared:
             ("encoded", tuple(x.name for x in s if x.encode is not None)),
             ("left_out_counters", tuple(x.left_out_counter for x in s if x.left_out_counter)),
             ("gated", tuple(x for x in s if x.cadence is Cadence.GTID_INTERVAL)),
+            ("gated_names", frozenset(x.name for x in s if x.cadence is Cadence.GTID_INTERVAL)),
             ("history", tuple(x for x in s if x.history is not None)),
             ("by_name", {x.name: x for x in s}),
         ):

@@ -70,6 +70,8 @@ class DaemonCounters:
             still show them all).
         sections_unsendable: samples published without their `ext` section
             because the wire refused a figure in it, by section.
+        over_cadence: sections of received envelopes dropped unread because their
+            member sent them sooner than their cadence allows, by section (core.cadence).
         ext_dropped: unknown `ext` sections of received envelopes skipped unread,
             by section name (names bounded; see `core.receive_counts.count_dropped_ext`).
         pending_gtids_refused: gtids envelopes refused at the pending table's byte bound.
@@ -88,36 +90,12 @@ class DaemonCounters:
     messages_published: int = 0
     left_out: Mapping[str, int] = field(default_factory=dict)
     sections_unsendable: Mapping[str, int] = field(default_factory=dict)
+    over_cadence: Mapping[str, int] = field(default_factory=dict)
     ext_dropped: Mapping[str, int] = field(default_factory=dict)
     pending_gtids_refused: int = 0
     pending_gtids_expired: int = 0
     oracle_comparisons: int = 0
     oracle_disagreements: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def envelopes_lag_malformed(self) -> int:
-        """Accepted envelopes whose `ext.lag` was refused."""
-        return self.malformed.get("lag", 0)
-
-    @property
-    def envelopes_applier_malformed(self) -> int:
-        """The same for `ext.applier`."""
-        return self.malformed.get("applier", 0)
-
-    @property
-    def envelopes_gtids_malformed(self) -> int:
-        """The same for `ext.gtids`."""
-        return self.malformed.get("gtids", 0)
-
-    @property
-    def envelopes_commit_path_malformed(self) -> int:
-        """The same for `ext.commit_path` (and `ext.commit_path_comm`)."""
-        return self.malformed.get("commit_path", 0)
-
-    @property
-    def applier_workers_dropped(self) -> int:
-        """Applier workers of the local member left out of published `ext.applier`."""
-        return self.left_out.get("applier_workers_dropped", 0)
 
     def as_dict(self) -> dict[str, int]:
         """Flat names for JSON (`/healthz`): `envelopes_rejected_<reason>` per reason."""
@@ -133,6 +111,8 @@ class DaemonCounters:
         out.update(self.left_out)
         for section, count in sorted(self.sections_unsendable.items()):
             out[f"ext_{section}_unsendable"] = count
+        for section, count in sorted(self.over_cadence.items()):
+            out[f"ext_{section}_over_cadence"] = count
         out["ext_sections_dropped"] = sum(self.ext_dropped.values())
         out["pending_gtids_refused"] = self.pending_gtids_refused
         out["pending_gtids_expired"] = self.pending_gtids_expired

@@ -22,9 +22,10 @@ from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowreplay import FlowReplay
 from grstats.core.gtidrows import GtidDivergenceTable
 from grstats.core.registry import MemberRegistry
+from grstats.core.remote import KeptSections
 from grstats.core.sample import LocalSample
+from grstats.core.sections import declared, fold
 from grstats.core.snapshot import Row
-from protocol import CommitPathReport
 
 __all__ = ["ALONE_STATES", "LocalView", "RowBuilder", "SnapshotInputs", "Tables"]
 
@@ -32,8 +33,9 @@ ALONE_STATES = ("OFFLINE", "ERROR")  # the local member is not in a group
 
 
 @dataclass(frozen=True, slots=True)
-class LocalView:
-    """The local member as the daemon last saw and published it."""
+class LocalView(KeptSections):
+    """The local member as the daemon last saw and published it (its sections read as
+    `KeptSections`)."""
 
     sample: LocalSample | None = None
     incarnation: int | None = None
@@ -42,17 +44,14 @@ class LocalView:
     # a remote one (core.sections: each declaration's `keep`)
     sections: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def commit_path(self) -> tuple[CommitPathReport, ...]:
-        """The local member's last two commit-path reports (core.commitpath), older first."""
-        kept = self.sections.get("commit_path")
-        return () if kept is None else kept[0]
-
-    @property
-    def commit_path_minute(self) -> tuple[CommitPathReport, ...]:
-        """Its anchors of the last minute (core.commitpath), older first."""
-        kept = self.sections.get("commit_path")
-        return () if kept is None else kept[1]
+    def after(self, sample: LocalSample, incarnation: int, seq: int) -> LocalView:
+        """The view after `sample`: its sections kept by the rule a receiver keeps a remote
+        member's (`core.sections.fold`), from what this view kept."""
+        kept = dict(self.sections)
+        sections = declared().sections
+        values = {s.name: s.outgoing(sample) for s in sections}
+        fold(kept, sections, values, sample.stats)
+        return LocalView(sample, incarnation, seq, kept)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,16 +42,19 @@ from grstats.core.commitpath import CommitPathRows
 from grstats.core.flowcontrol import FlowControlSettings
 from grstats.core.flowreplay import DEFAULT_CATCH_UP_LIMIT_S, FlowReplay
 from grstats.core.group_replays import GroupReplays
+from grstats.core.gtid_divergence import DEFAULT_CLONE_THRESHOLD
 from grstats.core.gtid_watch import GtidWatch
 from grstats.core.gtidrows import GtidDivergenceTable
+from grstats.core.health import Health
+from grstats.core.history_rows import MemberFigures, member_history_row
 from grstats.core.member_builders import members_count
 from grstats.core.oracle import ServerOracle
 from grstats.core.receive_counts import ReceiveCounts, ReceiveResult
 from grstats.core.records import HistoryRow
 from grstats.core.registry import Applied, MemberRegistry, RegistryLimits
-from grstats.core.rows import flow_history, history_row
+from grstats.core.rows import flow_history
 from grstats.core.sample import LocalSample
-from grstats.core.sections import HistoryContext, declared, fold, history_figures
+from grstats.core.sections import declared
 from grstats.core.snapshot import (
     NO_FIGURES,
     DaemonCounters,
@@ -60,7 +63,7 @@ from grstats.core.snapshot import (
     DaemonStatus,
 )
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
-from grstats.core.tables_health import tables_health
+from grstats.core.tables_health import over_cadence, tables_health
 from grstats.core.topics import STATS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
 
@@ -91,6 +94,7 @@ class MemberTables:
             failover-ready.
         gtid_interval_s: seconds between GTID sets on the bus (a peer's set
             is followed for errant transactions when read one interval later).
+        clone_threshold: group_replication_clone_threshold (RECOVERY_METHOD).
     """
 
     def __init__(
@@ -103,11 +107,15 @@ class MemberTables:
         flow_control: FlowControlSettings | None = None,
         catch_up_limit_s: float = DEFAULT_CATCH_UP_LIMIT_S,
         gtid_interval_s: float = 30.0,
+        clone_threshold: int = DEFAULT_CLONE_THRESHOLD,
     ) -> None:
         self.group = group
         self.local_member_id = local_member_id
         self.limits = limits or Limits()
-        self.registry = MemberRegistry(registry_limits or RegistryLimits(), local_group=group)
+        registry_limits = dataclasses.replace(
+            registry_limits or RegistryLimits(), gtid_interval_s=gtid_interval_s
+        )
+        self.registry = MemberRegistry(registry_limits, local_group=group)
         self._local: LocalView | None = None if group is None else LocalView()
         self._local_version = 0
         self.received = ReceiveCounts()  # accepted, own and refused envelopes, by reason
@@ -117,7 +125,9 @@ class MemberTables:
         )
         self.flow: FlowReplay | None = self.replays.own
         # grstats_member_gtids: daemon only, like the flow replay (one group)
-        self._gtid_watch = None if group is None else GtidWatch(self.registry, gtid_interval_s)
+        self._gtid_watch = (
+            None if group is None else GtidWatch(self.registry, gtid_interval_s, clone_threshold)
+        )
         self.gtids: GtidDivergenceTable | None = (
             None if self._gtid_watch is None else self._gtid_watch.table
         )
@@ -140,11 +150,7 @@ class MemberTables:
             incarnation: our incarnation number.
             seq: the seq of the last envelope we published (0 before the first).
         """
-        kept = {} if self._local is None else dict(self._local.sections)
-        sections = declared().sections
-        values = {s.name: s.outgoing(sample) for s in sections}
-        fold(kept, sections, values, sample.stats)  # as a receiver keeps a remote member's
-        self._local = LocalView(sample, incarnation, seq, kept)
+        self._local = (self._local or LocalView()).after(sample, incarnation, seq)
         self._local_version += 1
         own = sample.member.member_id or self.local_member_id or ""
         self.replays.local(sample, own)
@@ -176,6 +182,7 @@ class MemberTables:
             local_member_id=self.local_member_id,
             limits=self.limits,
             readers=self._readers,
+            gate=self.registry.section_due,
         )
         if isinstance(msg, Admitted):
             self.received.admitted(msg)
@@ -197,17 +204,6 @@ class MemberTables:
                 if self.oracle is not None:
                     self.oracle.bus(msg.key[1], remote.state)
         return result
-
-    def status(self, member_id: str, status: str, *, group: str | None = None) -> None:
-        """Apply a status message: `offline` removes the member (and tombstones it).
-
-        Args:
-            member_id: the member's server UUID.
-            status: "online" or "offline".
-            group: the member's group (required in collector mode; ours by default).
-        """
-        key: MemberKey = (group if group is not None else (self.group or ""), member_id)
-        self.registry.status(key, online=status == "online")
 
     def expire(self, now_us: int) -> list[MemberKey]:
         """Forget members silent longer than forget_after; returns the keys removed."""
@@ -237,43 +233,25 @@ class MemberTables:
     def history_row(
         self, envelope: Envelope, stats: PipelineStats, sampled_at_us: int, *, local: bool
     ) -> HistoryRow:
-        """The history row of one member's envelope: the one builder, local and remote alike.
-
-        Every section's block comes from what is kept of the member (`core.sections`:
-        the local view's sections, by the rule a remote member's are kept), with its
-        clock offset (0 for the local member); the flow-control figures from its
-        group's replay, which has just taken this envelope (set_local / receive);
-        the GTID verdict as our snapshot would show it now.
-
-        Args:
-            envelope: the member's envelope (for the local member: as published).
-            stats: its stats.
-            sampled_at_us: when it was sampled.
-            local: the local member's row (else a remote member's, just received).
-
-        Returns:
-            The HistoryRow.
-        """
+        """The history row of a member's envelope (`core.history_rows`): the local member's
+        from its view (our clock), a remote one's from what the registry keeps of it; its
+        group's replay has just taken the envelope (set_local / receive)."""
         if local:
-            view = self._local
-            sample = None if view is None else view.sample
+            view = self._local or LocalView()
+            sample = view.sample
             member = (sample.member.member_id if sample else "") or self.local_member_id or ""
-            kept: Mapping[str, Any] = {} if view is None else view.sections
+            kept, replay = view.sections, self.flow
             offset_s: float | None = 0.0  # our own clock
-            replay = self.flow
         else:
             member = envelope.member.id
             remote = self.registry.get((envelope.group, member))
-            kept = {} if remote is None else remote.sections
             offset_us = None if remote is None else remote.clock_offset_us()
+            kept = {} if remote is None else remote.sections
             offset_s = None if offset_us is None else offset_us / 1e6
             replay = self.replays.get(envelope.group)
-        figures = history_figures(kept, HistoryContext(offset_s)) if kept else {}
-        figures.update(flow_history(replay, member))
-        gtids = self.gtid_history(member)
-        if gtids is not None:
-            figures.update(gtids)
-        return history_row(envelope, stats, sampled_at_us, figures)
+        flow, gtids = flow_history(replay, member), self.gtid_history(member)
+        figures = MemberFigures(kept, offset_s, flow, gtids)
+        return member_history_row(envelope, stats, sampled_at_us, figures)
 
     def replay(self, group: str) -> FlowReplay | None:
         """The flow-control replay of `group` (None: none yet, or not ours)."""
@@ -309,7 +287,7 @@ class MemberTables:
             self._inputs(now_us),
             counters=self._counters(own),
             gauges=self._gauges(own.gauges),
-            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
+            health=self._health(own, now_us),
         )
 
     def status_view(self, now_us: int, own: DaemonFigures = NO_FIGURES) -> DaemonStatus:
@@ -325,7 +303,7 @@ class MemberTables:
             members=members,
             counters=self._counters(own),
             gauges={"members_known": float(members), **self._gauges(own.gauges)},
-            health=tables_health(own.health, self.registry.pending_gtids, self.oracle),
+            health=self._health(own, now_us),
         )
 
     def _counters(self, own: DaemonFigures) -> DaemonCounters:
@@ -336,6 +314,10 @@ class MemberTables:
             left_out=dict(own.left_out),
             sections_unsendable=dict(own.sections_unsendable),
         )
+
+    def _health(self, own: DaemonFigures, now_us: int) -> Health:
+        over = over_cadence(self.registry, now_us)
+        return tables_health(own.health, self.registry.pending_gtids, self.oracle, over)
 
     def _gauges(self, gauges: Mapping[str, float]) -> dict[str, float]:
         return {

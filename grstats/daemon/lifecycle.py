@@ -1,11 +1,13 @@
 """Lifecycle of the member daemon and of the collector.
 
-Strategy: phases as in uvicorn's server.py — start (source, history, API),
-serve (a TaskGroup owning the bus loop, the tick loop and the watchdog until
-the stop event is set), drain (withdraw from the bus, disconnect, flush
-history — all under one deadline) and stop. Signals only set the stop event;
-a second SIGINT exits at once (`stopping`). Readers share one snapshot,
-rebuilt only when it must be (`snapcache`).
+Strategy: phases as in uvicorn's server.py, and `run` reads as them —
+`start` (source, history, API, the SQL endpoint's process, the bus), `serve`
+(a TaskGroup owning the bus loop, the tick loop, the watchdog and the SQL
+endpoint's supervisor until the stop event is set), `drain` (withdraw from
+the bus and disconnect, under one deadline) and `stop` (the SQL endpoint,
+history, source, API). Signals only set the stop event; a second SIGINT exits
+at once (`stopping`). Readers share one snapshot, rebuilt only when it must
+be (`views`: the snapshot, /healthz's status, STATUS=).
 
 The tick loop runs on the loop clock: tick k is due at start + k x period, a
 late tick is not caught up (missed ticks are skipped), so timing never drifts
@@ -38,26 +40,21 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from grstats.api.live import PageOptions
 from grstats.api.server import ApiServer
 from grstats.bus.client import Bus
 from grstats.config import Settings
+from grstats.core.recent import RecentSeries, points_of
 from grstats.core.snapshot import DaemonSnapshot, DaemonStatus
 from grstats.core.tables import MemberTables
-from grstats.daemon.health import (
-    DaemonParts,
-    EchoWatch,
-    HistorySink,
-    assemble_snapshot,
-    assemble_status,
-    now_us,
-)
-from grstats.daemon.notify import sd_notify, status_text, watchdog_interval_s, watchdog_loop
+from grstats.daemon.health import DaemonParts, EchoWatch, HistorySink, now_us
+from grstats.daemon.notify import sd_notify, watchdog_interval_s, watchdog_loop
 from grstats.daemon.publisher import Publisher
 from grstats.daemon.receiver import Receiver
-from grstats.daemon.snapcache import SnapshotCache
 from grstats.daemon.stopping import StopRequest
 from grstats.daemon.ticks import TickSchedule
-from grstats.daemon.wiring import make_bus, make_tables
+from grstats.daemon.views import DaemonView
+from grstats.daemon.wiring import make_bus, make_sql, make_tables
 from grstats.sources.base import Source
 
 if TYPE_CHECKING:
@@ -100,14 +97,20 @@ class Daemon:
         record_remote = source is None or settings.history.scope == "all"
         self.receiver = Receiver(self.tables, history if record_remote else None)
         self.bus: Bus | None = None
+        # the live page's last 15 minutes: a point a step from a snapshot (`_tick_loop`)
+        self.recent = RecentSeries(
+            step_s=max(5.0, settings.publish.period), max_bytes=settings.api.page_series_bytes
+        )
+        page = PageOptions(period_s=settings.publish.period, recent=self.recent)
         # built here, bound at start: /healthz reads `get_status`, no table is built for it
-        self.api = ApiServer(settings.api, self.get_snapshot, self.get_status, self.stalled)
+        self.api = ApiServer(
+            settings.api, self.get_snapshot, self.get_status, self.stalled, page=page
+        )
         self._last_tick = time.monotonic()  # liveness: the tick loop's last pass
         self.sql: SqlChild | None = None  # [sql]: the MySQL-protocol endpoint's process
-        max_age = min(0.25, settings.publish.period / 2)  # the oldest a reader gets
-        self._snapshots = SnapshotCache(self._build_snapshot, max_age)
-        self._status_text = ""
         self._echo = EchoWatch()
+        max_age = min(0.25, settings.publish.period / 2)  # the oldest a reader gets
+        self.view = DaemonView(lambda: self.tables, self._parts, self._connected, max_age)
 
     @property
     def collector(self) -> bool:
@@ -136,49 +139,27 @@ class Daemon:
                 member=self.tables.local_member_id,
             )
 
-    # -- snapshot and health ----------------------------------------------------
+    # -- what readers see (views.DaemonView) -----------------------------------
 
     def get_snapshot(self, *, fresh: bool = False) -> DaemonSnapshot:
-        """The current snapshot, at most `min(0.25, period / 2)` s old (`SnapshotCache`).
+        """The current snapshot (`DaemonView.snapshot`)."""
+        return self.view.snapshot(fresh=fresh)
 
-        The tick asks for a `fresh` one (its own sample included) whenever the
-        tables changed; other readers share the last one.
-        """
-        connected = self.bus is not None and self.bus.connected.is_set()
-        return self._snapshots.get(
-            version=self.tables.version, connected=connected, fresh=fresh, now=time.monotonic()
-        )
+    def get_status(self) -> DaemonStatus:
+        """What /healthz and STATUS= show, now (`DaemonView.status`)."""
+        return self.view.status()
 
     @property
     def snapshots_built(self) -> int:
         """Snapshots built since start (each builds every table of every member)."""
-        return self._snapshots.builds
-
-    def get_status(self) -> DaemonStatus:
-        """What /healthz and STATUS= show, now: the counters and checks, no table built.
-
-        Counters or a health other than the current snapshot's make the next
-        reader's snapshot fresh (built then: none is built here), so /metrics and
-        /v1/tables say at least what /healthz has just said.
-        """
-        status = assemble_status(self.tables, self._parts())
-        shown = self._snapshots.current
-        if shown is not None and (shown.health, shown.counters) != (status.health, status.counters):
-            self._snapshots.invalidate()
-        return status
-
-    def _build_snapshot(self) -> DaemonSnapshot:
-        return assemble_snapshot(self.tables, self._parts())
+        return self.view.builds
 
     def _parts(self) -> DaemonParts:
         sql = self.sql.figures() if self.sql is not None else None
         return DaemonParts(self.bus, self.source, self.history, self.publisher, self._echo, sql)
 
-    def _update_status(self) -> None:
-        text = status_text(self.get_status())
-        if text != self._status_text:
-            self._status_text = text
-            sd_notify(f"STATUS={text}")
+    def _connected(self) -> bool:
+        return self.bus is not None and self.bus.connected.is_set()
 
     # -- tick loop ------------------------------------------------------------
 
@@ -201,11 +182,10 @@ class Daemon:
                 self.tables.tick(now_us())
             except Exception:  # a bug in one tick must not stop the member's broadcast
                 log.exception("daemon.tick_failed")
-            if self.sql is not None and self.sql.running:
-                self.sql.offer(self.get_snapshot(fresh=True))
-            else:  # the next reader of the tables builds it (its own sample included)
-                self._snapshots.want_fresh()
-            self._update_status()
+            wall = time.time()
+            if self.recent.due(wall):  # after publishing; one snapshot a step at most
+                self.recent.observe(wall, points_of(self.get_snapshot(fresh=True)))
+            self.view.refreshed(self.sql)
             self._last_tick = time.monotonic()
             now = loop.time()
             due = schedule.next_due(now)
@@ -224,14 +204,19 @@ class Daemon:
         Returns:
             The process exit status (0 after a clean stop).
         """
-        await self._startup()
+        await self.start()
         try:
-            await self._serve()
+            await self.serve()
         finally:
-            await self._shutdown()
+            await self.stop()
         return 0
 
-    async def _startup(self) -> None:
+    async def start(self) -> None:
+        """Start the source, the history, the API, the SQL endpoint and (not yet run) the bus.
+
+        Raises:
+            StartupError: the API cannot listen, or the history cannot start.
+        """
         if self.source is not None:
             await self.source.start()
         if self.history is not None:
@@ -248,7 +233,11 @@ class Daemon:
             raise StartupError(
                 f"api: cannot listen on {api.host}:{api.port}: {exc.strerror or exc}"
             ) from exc
-        await self._start_sql()
+        # not fatal: /healthz says "sql_down" meanwhile; its process starts on the
+        # first connection
+        self.sql = make_sql(self.settings, lambda: self.get_snapshot(fresh=True))
+        if self.sql is not None:
+            await self.sql.start()
         pub = self.publisher
         if pub is not None and not (pub.group and pub.member_id):
             await self._wait_for_identity(pub)
@@ -264,23 +253,6 @@ class Daemon:
             sql_port=self.sql.port if self.sql else None,
         )
 
-    async def _start_sql(self) -> None:
-        sql = self.settings.sql
-        if not sql.enabled:
-            return
-        from grstats.daemon.sqlchild import SqlChild, child_config  # noqa: PLC0415 - with [sql]
-
-        # its own process (DESIGN.md: nothing a client does reaches the loop), started
-        # by the first connection. Not fatal: the daemon serves its other duties and
-        # /healthz says "sql_down" while the address cannot be bound (tried again) or
-        # the child is restarted.
-        self.sql = SqlChild(
-            child_config(self.settings),
-            lambda: self.get_snapshot(fresh=True),
-            child_timeout=self.settings.sql.child_timeout,
-        )
-        await self.sql.start()
-
     async def _wait_for_identity(self, pub: Publisher) -> None:
         """The mysql source may leave [member] group/id to the server: learn them first."""
         assert self.source is not None
@@ -295,7 +267,9 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_event.wait(), self.settings.publish.period)
 
-    async def _serve(self) -> None:
+    async def serve(self) -> None:
+        """Run the bus, the ticks, the watchdog and the SQL endpoint until asked to stop;
+        then drain, within `DRAIN_TIMEOUT_S`."""
         assert self.bus is not None
         watchdog = watchdog_interval_s()
         async with asyncio.TaskGroup() as tg:
@@ -309,11 +283,12 @@ class Daemon:
             sd_notify("STOPPING=1")
             deadline = asyncio.get_running_loop().time() + DRAIN_TIMEOUT_S
             await tick_task
-            await self._drain_bus(bus_task, deadline)
+            await self.drain(bus_task, deadline)
             if wd_task is not None:
                 wd_task.cancel()
 
-    async def _drain_bus(self, bus_task: asyncio.Task[None], deadline: float) -> None:
+    async def drain(self, bus_task: asyncio.Task[None], deadline: float) -> None:
+        """Withdraw our retained messages and disconnect, by `deadline` (loop time)."""
         assert self.bus is not None
         loop = asyncio.get_running_loop()
         if self.publisher is not None and self.bus.connected.is_set():
@@ -329,7 +304,8 @@ class Daemon:
         except TimeoutError:
             bus_task.cancel()
 
-    async def _shutdown(self) -> None:
+    async def stop(self) -> None:
+        """Stop the SQL endpoint, flush the history, close the source and the API."""
         # the SQL child stops (<= sqlchild.STOP_WAIT_S) while the history flushes
         sql_closed = asyncio.create_task(self.sql.close()) if self.sql is not None else None
         if self.history is not None:

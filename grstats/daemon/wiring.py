@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from grstats.bus.client import Bus, MessageHandler
 from grstats.bus.options import max_packet_size_for
 from grstats.config import Settings
 from grstats.core import topics
+from grstats.core.snapshot import DaemonSnapshot
 from grstats.core.tables import Limits, MemberTables, RegistryLimits
 from grstats.daemon.publisher import Publisher
+
+if TYPE_CHECKING:  # imported with [sql] only
+    from grstats.daemon.sqlchild import SqlChild
 
 # A shared collector sees about 1/N of each member's stats (N collectors, the
 # broker's pick per message): a gap of a few periods is normal, not silence.
@@ -52,6 +57,7 @@ def make_tables(settings: Settings, *, group: str | None, member_id: str | None)
         flow_control=settings.flow_control.core(),
         catch_up_limit_s=settings.flow_control.failover_catch_up_limit,
         gtid_interval_s=p.gtid_interval,
+        clone_threshold=settings.recovery.clone_threshold,
     )
 
 
@@ -102,3 +108,21 @@ def make_bus(
         will=publisher.will(),
         on_connect=on_connect,
     )
+
+
+def make_sql(settings: Settings, snapshot: Callable[[], DaemonSnapshot]) -> SqlChild | None:
+    """The supervisor of the SQL endpoint's process ([sql]), not started; None without [sql].
+
+    `snapshot` gives a child that has just started the live tables (it starts on
+    the first connection).
+
+    Its own process (DESIGN.md: nothing a client does reaches the loop). Not fatal:
+    the daemon serves its other duties and /healthz says "sql_down" while the child
+    cannot listen (it tries again) or is restarted.
+    """
+    if not settings.sql.enabled:
+        return None
+    # deferred: a daemon without [sql] never loads the endpoint's side (no cycle)
+    from grstats.daemon.sqlchild import SqlChild, child_config  # noqa: PLC0415
+
+    return SqlChild(child_config(settings), snapshot, child_timeout=settings.sql.child_timeout)

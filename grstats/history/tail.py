@@ -28,7 +28,7 @@ Invariants:
   the files beyond are counted (`skipped` now, `skipped_total` once each) and
   logged, and the endpoint warns in the query's answer.
 - Memory goes back: the parts of a file that is gone are dropped on the next
-  call, and Arrow's pool returns what it held.
+  call, and Arrow's pool and the C heap return what they held (`_give_back`).
 - The WAL is appended concurrently: an incomplete last record is the end of
   what is read (no error).  Damage inside a file is the writer's to
   quarantine; here it is counted and logged, and the valid records around it
@@ -37,6 +37,8 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,7 +64,7 @@ __all__ = [
 log = structlog.get_logger("grstats.history")
 
 DEFAULT_MAX_BYTES = 64 << 20  # a flush interval of a large group's WAL is a few MB
-CHUNK_BYTES = 1 << 20  # read, decoded and thinned per step (~3,000 records)
+CHUNK_BYTES = 512 << 10  # read, decoded and thinned per step (~1,500 records, ~0.1 s)
 SEGMENT_COLUMN = "_segment"  # the id the part's Parquet file will carry in its name
 DATE_COLUMN = "date"
 
@@ -145,7 +147,7 @@ class WalTail:
         self._left_out &= present
         if gone:
             self._table = None
-            pa.default_memory_pool().release_unused()
+            _give_back()
         budget, skipped, skipped_bytes, kept = self.max_bytes, [], 0, []
         for path, size, mtime_ns in reversed(listed):  # newest first within the bound
             if size > budget:
@@ -241,6 +243,15 @@ def _advance(path: Path, read: _Read, size: int, mtime_ns: int, deadline: float 
         return False
     read.size, read.mtime_ns = size, mtime_ns
     return True
+
+
+def _give_back() -> None:
+    # what a read held goes back to the system: Arrow's pool, and the C heap, where the
+    # steps' short-lived rows leave free holes (measured: +222 MB after 3,000 files went,
+    # +2 MB once trimmed); glibc only, a no-op elsewhere
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _parts(rows: list[HistoryRow], segment: str) -> list[pa.Table]:

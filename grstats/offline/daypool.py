@@ -45,7 +45,8 @@ from concurrent.futures import (
 from pathlib import Path
 from typing import Any
 
-from grstats.offline.backfill import SimulatePlan, day_inputs, member_day_tables
+from grstats.offline.dayfill import day_inputs, member_day_tables, plan_model
+from grstats.offline.dayplan import SimulatePlan
 
 __all__ = ["MAX_WORKERS", "WorkerFailed", "default_workers", "run_parallel", "run_serial"]
 
@@ -101,7 +102,7 @@ def run_serial(
     from grstats.history.writer import write_segments  # noqa: PLC0415
     from grstats.offline.flowfill import FlowFill  # noqa: PLC0415
 
-    model, flow = plan.model(), FlowFill(plan.flow_control)
+    model, flow = plan_model(plan), FlowFill(plan.flow_control)
     paths: list[Path] = []
     rows = 0
     # Member-days are encoded and written (zstd in C++, without the GIL) while the model
@@ -147,7 +148,7 @@ def run_parallel(
     """
     from grstats.offline.flowfill import FlowFill  # noqa: PLC0415
 
-    model, flow = plan.model(), FlowFill(plan.flow_control)
+    model, flow = plan_model(plan), FlowFill(plan.flow_control)
     paths: list[Path] = []
     rows = 0
     in_flight: dict[Future[_Written], int] = {}
@@ -208,7 +209,7 @@ def _init_worker(plan: SimulatePlan, out: Path) -> None:
     """Worker start: Ctrl-C is the parent's to handle; the model is built once."""
     global _worker  # noqa: PLW0603 - one model per worker process, reused for its days
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker = (plan.model(), plan, out)
+    _worker = (plan_model(plan), plan, out)
 
 
 def _ready() -> None:

@@ -379,6 +379,8 @@ class Engine:
             history = self._refresh(con, snapshot, sql, deadline)
             if catalog.INFO_SCHEMA_INTERNAL in sql:
                 self._refresh_info_schema(con)
+            if time.monotonic() > deadline:  # an interrupt before DuckDB runs is lost
+                raise TimeoutError
             rel = con.sql(sql)
             names = tuple(rel.columns)
             types = tuple(str(t) for t in rel.dtypes)

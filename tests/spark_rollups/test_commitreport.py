@@ -104,3 +104,32 @@ def test_the_section_has_a_stacked_chart_per_member_and_names_the_dominant_cost(
     assert rows["db-a:3306"][-2] == ""  # the primary of 11:00 is not a slow link
     hours = next(i for i in items if isinstance(i, Table) and i.name == "commit_path_hours")
     assert not hours.shown and len(hours.rows) == 12
+
+
+def _members_table(week: CommitWeek) -> dict[str, list[Any]]:
+    _, items = commit_section(week, MONDAY, LABELS)
+    table = next(i for i in items if isinstance(i, Table) and i.name == "commit_path_members")
+    return {str(r[0]): r for r in table.rows}
+
+
+def test_a_healthy_week_names_no_dominant_cost_and_no_check() -> None:
+    # 2 ms rounds everywhere, the primary a proposing eight times as many: consensus is
+    # the largest cost of every member, and normal -- nobody is told to check the network
+    healthy = CommitWeek(
+        hours=[_row("a", h, 8_000, 16_000_000) for h in (9, 10)]
+        + [_row(m, h, 1_000, 2_000_000) for m in "bc" for h in (9, 10)]
+    )
+    rows = _members_table(healthy)
+    assert {r[1] for r in rows.values()} == {"none abnormal"}
+    assert {r[-1] for r in rows.values()} == {"nothing: as the other members'"}
+    data = WeekData(group="g", week="2026-W47", start=MONDAY, commit=healthy)
+    assert commit_findings(data, LABELS) == []
+
+
+def test_the_slow_link_member_alone_is_named_over_the_week() -> None:
+    # c's rounds over the week: 58 s / 4 000 = 14.5 ms against a's 21 s / 10 500 = 2 ms and
+    # b's 7 s / 3 500 = 2 ms (median 2 ms): over 2 x 2 ms and 12.5 ms above
+    rows = _members_table(WEEK)
+    assert rows["db-c:3306"][1] == "consensus rounds"
+    assert rows["db-c:3306"][-1] == "the network: which member's round trips are high"
+    assert rows["db-a:3306"][1] == rows["db-b:3306"][1] == "none abnormal"

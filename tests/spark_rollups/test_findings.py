@@ -4,8 +4,11 @@ The busy week, by hand: member C (db3:3306) caused 186,624 of the group's
 291,600 seconds with writers held (64 %; 81 h = 3 d 9 h), in one sustained
 period on Tuesday 2026-11-17 from 10:00:00 to 22:59:59 UTC (46,800 s = 13 h); its
 applier waited for the commit order 1.5e12 ns of 1e12 ns active (150 %) and
-for work only 10 %; its p95 apply lag is 20 s from 10:00 to 22:59 on Monday
-to Friday, 0.5 s otherwise; the conflict rate went from 100 / 100,000 (0.10 %)
+for work only 10 %; its p95 apply lag is 2,000 s from 10:00 to 22:59 on Monday
+to Friday, 0.5 s otherwise (worst: 33 min 20 s, first reached Monday 10:00), while the
+group writes 3,000 transactions an hour from 10:00 to 12:00 and 1,000 in the
+other hours (3.0 times its median hour); the conflict rate went from 100 /
+100,000 (0.10 %)
 to 300 / 100,000 (0.30 %), +200 %; Sunday has no rollups and member B
 reported 5 of 7 days (71 %).
 """
@@ -95,10 +98,15 @@ def _busy_week() -> WeekData:
     for day in range(7):
         date = (MONDAY + dt.timedelta(days=day)).isoformat()
         for hour in range(24):
-            slow = 20.0 if day < 5 and 10 <= hour <= 22 else 0.5
+            slow = 2_000.0 if day < 5 and 10 <= hour <= 22 else 0.5
             hours.append({"member_id": C, "date": date, "hour_of_day": hour, "p95": slow})
             hours.append({"member_id": A, "date": date, "hour_of_day": hour, "p95": 0.2})
     week.lag = LagWeek(hours=hours)
+    week.hours = [
+        {"hour_of_day": hour, "transactions_checked": 3_000 if hour in (10, 11) else 1_000}
+        for _ in range(7)
+        for hour in range(24)
+    ]
     return week
 
 
@@ -111,8 +119,9 @@ def test_a_busy_week_gives_five_ranked_sentences_from_the_sections_verdicts() ->
         "**db3:3306**'s applier is commit order bound: those waits take 150% of its active "
         "time this week; break up its large transactions and have the sources track "
         "dependencies by WRITESET (keep replica_preserve_commit_order=ON, which GR requires).",
-        "**db3:3306** lags: its p95 apply lag reaches 20.0 s, 10:00 to 23:00 UTC on Mon-Fri; "
-        "move batch writes out of that window or speed up its applier.",
+        "**db3:3306** lags: its p95 apply lag reaches 33 min 20 s (Mon 11-16 10:00 UTC); the "
+        "load that builds it arrives 10:00 to 12:00 UTC, when the group writes up to 3.0 "
+        "times its median hour: move batch writes out of those hours or speed up its applier.",
         "The conflict rate rose from 0.10% to 0.30% week over week (+200%); see the top "
         "conflict hours and the rollbacks by member for the rows written concurrently.",
         "No data on Sun: the week's figures cover 6 of 7 days; check that every member's "

@@ -69,8 +69,9 @@ def test_errant_and_clone_members_are_tabled_with_when_and_how_many() -> None:
     _, items = gtid_section(week, LABELS)
     summary, errant, clone = items
     assert str(summary).startswith(
-        "1 of 3 members had errant transactions (GTIDs executed there and on no other "
-        "ONLINE member, though a peer had applied past them); 2 would have needed clone"
+        "1 of 3 members had errant transactions (GTIDs executed there that a member the "
+        "servers' view listed lacked, though it had applied past them); 2 would have needed "
+        "clone"
     )
     assert isinstance(errant, Table) and isinstance(clone, Table)
     assert _cells(errant) == [["db1:3306", "2026-11-17 10:06", "2026-11-17 10:39", "34", "3"]]
@@ -96,8 +97,9 @@ def test_an_errant_member_is_the_first_finding() -> None:
     data = WeekData(group="g1", week="2026-W47", start=dt.date(2026, 11, 16), gtids=week)
     found = findings(data, LABELS)
     assert found[0] == (
-        "**db2:3306** had errant transactions (up to 1 GTID no other member executed) from "
-        "Thu 11-19 09:05 to Fri 11-20 09:09 UTC, 5 minutes in all; inject empty "
-        "transactions for them on the primary (`grstats gtids --explain`) or rebuild it "
-        "with clone before it is promoted or rejoins."
+        "**db2:3306** had errant transactions (up to 1 GTID a member that had applied past "
+        "them lacked) from Thu 11-19 09:05 to Fri 11-20 09:09 UTC, 5 min in all; inject "
+        "empty transactions for them on the primary (`grstats gtids --explain`) or "
+        "re-provision it before it is promoted or rejoins (Group Replication refuses it as "
+        "it is)."
     )

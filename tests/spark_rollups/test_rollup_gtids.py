@@ -143,10 +143,10 @@ def test_the_report_section_names_who_was_errant_when_and_who_needed_clone(
     clone = lines.index(
         "| member | clone-needed minutes | share of its minutes | most GTIDs missing |"
     )
-    assert lines[clone + 2 : clone + 5] == [
+    assert lines[clone + 2 : clone + 5] == [  # in host:port order
         "| host-a:3306 | 34 | 28.33% | 0 |",
-        "| host-c:3306 | 30 | 25.00% | 1,200 |",
         "| host-b:3306 | 5 | 3.57% | 0 |",
+        "| host-c:3306 | 30 | 25.00% | 1,200 |",
     ]
 
 
@@ -154,8 +154,8 @@ def test_the_findings_open_with_the_errant_members(gtid_report: Path) -> None:
     markdown = (gtid_report / "report.md").read_text(encoding="utf-8")
     findings = markdown.split("## Findings\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
     assert findings[0].startswith(
-        "1. **host-a:3306** had errant transactions (up to 3 GTIDs no other member executed) "
-        "from Tue 11-17 10:06 to 10:39 UTC, 34 minutes in all;"
+        "1. **host-a:3306** had errant transactions (up to 3 GTIDs a member that had applied "
+        "past them lacked) from Tue 11-17 10:06 to 10:39 UTC, 34 min in all;"
     )
     assert findings[1].startswith("2. **host-b:3306** had errant transactions (up to 1 GTID ")
 

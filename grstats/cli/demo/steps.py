@@ -253,6 +253,7 @@ def live_part(processes: Processes, out: Path, logs: Path, seconds: float) -> No
     note("waiting until every member sees the other two ...")
     wait_for_members(apis, members, logs)
     ready = time.monotonic()
+    note(f"the group's live page, in a browser: {apis[0]}/")
 
     say(f"[3/5] live replication_group_member_stats from member 1 for {seconds:g} s (Ctrl-C stops)")
     watch = processes.start(

@@ -1,13 +1,16 @@
 """`grstats commit-path --explain`: each member's dominant commit cost and what to check.
 
 Strategy: names each member's dominant cost over its last period (the
-grstats_member_commit_path table's DOMINANT and shares) and what an operator
-would check for it; for consensus rounds it also names the member whose
-rounds and message round trips are slowest, which is where the slow link
-is, and who proposes the rounds: with a single consensus leader
-(group_replication_paxos_single_leader, the member's
+grstats_member_commit_path table's DOMINANT -- named only when abnormal for
+this group, `core.commitjudge` -- and the shares of one transaction's commit
+overhead) and what an operator would check for it; for consensus rounds it
+also names the member whose rounds and message round trips are slowest,
+which is where the slow link is, and who proposes the rounds: with a single
+consensus leader (group_replication_paxos_single_leader, the member's
 WRITE_CONSENSUS_LEADERS_ACTUAL is one member) every round goes through that
-leader, so its link matters for every member's writes.
+leader, so its link matters for every member's writes. A member with nothing
+abnormal, or idle (no transaction of its own), gets no advice: the text says
+what its figure is instead.
 
 Invariants: reads only the rows; every text from a row is escaped.
 """
@@ -24,9 +27,6 @@ __all__ = ["commit_path_text", "commit_path_verdicts"]
 _CHECK = {
     "consensus": "consensus rounds (XCom) take the time: check the network to the member "
     "whose rounds and message round trips are slowest ({slowest})",
-    "certification_gc": "the certification garbage collector takes the time: check the "
-    "certification info size (COUNT_TRANSACTIONS_ROWS_VALIDATING, `grstats stats`) and "
-    "group_replication_gtid_assignment_block_size",
     "before_begin": "consistency BEFORE waits take the time: sessions with "
     "group_replication_consistency BEFORE or BEFORE_AND_AFTER wait for the applier",
     "after_termination": "consistency AFTER waits take the time: sessions with "
@@ -77,6 +77,23 @@ def _level(row: Mapping[str, object]) -> str:
     return f"; this member's sessions wait as with group_replication_consistency = {level}"
 
 
+def _quiet(row: Mapping[str, object], shares: Mapping[str, float]) -> str:
+    """What an idle member's or a normal member's figures are, with nothing to advise."""
+    tx = number(row.get(col.COMMIT_PATH_TRANSACTIONS))
+    overhead = number(row.get(col.COMMIT_PATH_OVERHEAD))
+    if not tx or overhead is None:
+        return (
+            "nothing to check: idle, no transaction of its own in the last period (its "
+            "consensus rounds carry the group's stats messages)"
+        )
+    largest = max(shares, key=shares.__getitem__) if shares else "consensus"
+    return (
+        f"nothing to check: {1000 * overhead:.1f} ms of commit overhead per transaction "
+        f"({tx:,.1f}/s), most of it {largest.replace('_', ' ')}, as the other members' and "
+        "its own last hour"
+    )
+
+
 def commit_path_verdicts(
     rows: Sequence[Mapping[str, object]], labels: Mapping[str, str] = NO_LABELS
 ) -> list[dict[str, object]]:
@@ -106,7 +123,7 @@ def commit_path_verdicts(
             elif dominant in ("before_begin", "after_termination", "after_sync"):
                 check += _level(row)
         elif dominant == "":
-            check = "no commit-path time in the last period"
+            check = _quiet(row, shares)
         else:
             check = "one period is not known yet (two readings are needed)"
         out.append(
@@ -139,7 +156,7 @@ def commit_path_text(
         shares = verdict["shares"]
         assert isinstance(shares, dict)
         for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
-            out.append(f"    {name:<18} {100 * share:6.1f} %")
+            out.append(f"    {name:<18} {100 * share:6.1f} % of a transaction's overhead")
         out.append(f"  check: {verdict['check']}")
     if not out:
         out.append("no commit-path figures from any member (MySQL 8.1.0+ shows them)")

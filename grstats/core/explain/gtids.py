@@ -66,10 +66,13 @@ def _donors(text: str, labels: Mapping[str, str]) -> str:
 def _member_text(row: Mapping[str, object], labels: Mapping[str, str]) -> list[str]:
     member = who(row.get(col.MEMBER_ID), labels)
     method = row.get(col.RECOVERY_METHOD)
+    testimony = row.get(col.TESTIMONY)
     if method is None:
-        return [f"{member}: no other ONLINE member with GTID state to compare with"]
+        return [f"{member}: no witness besides it to compare with"]
     count = row.get(col.ERRANT_COUNT)
     out = [f"{member}: {_shown(count)} errant, {_shown(row.get(col.MISSING_COUNT))} missing"]
+    if testimony:
+        out.append(f"  its sets prove nothing about the others: {_shown(testimony)}")
     text = str(row.get(col.ERRANT_TRANSACTIONS) or "")
     try:
         errant = GtidSet.parse(text)
@@ -95,8 +98,17 @@ def _member_text(row: Mapping[str, object], labels: Mapping[str, str]) -> list[s
     donors = _donors(str(row.get(col.DONORS) or ""), labels)
     if method == "INCREMENTAL":
         out.append(f"  recovery: INCREMENTAL from {donors}")
-    elif errant:
-        out.append("  recovery: CLONE (distributed recovery refuses a member with extra GTIDs)")
+    elif method == "REPROVISION":
+        out.append(
+            "  recovery: REPROVISION: Group Replication refuses a member with extra GTIDs "
+            '("This member has more executed transactions than those present in the '
+            'group"): inject them (a) or rebuild it (b) before it rejoins'
+        )
+    elif donors:
+        out.append(
+            "  recovery: CLONE (it lacks group_replication_clone_threshold GTIDs or more; "
+            f"incremental donors: {donors})"
+        )
     else:
         out.append("  recovery: CLONE (every donor purged a GTID this member lacks)")
     return out

@@ -182,6 +182,9 @@ class MySQLSource:
         view: tuple[ServerViewMember, ...] = ()
         if in_group(member.state):
             view = server_view(server_uuid, group_name, stats_rows, member_rows, mode)
+        # who the server's replication_group_members lists: the others' word counts only
+        # for them (core.gtid_watch); outside the group, only itself
+        listed = frozenset({member.member_id, *(v.member.member_id for v in view)} - {""})
         lag = extras.lag(member.state)
         applier = await extras.applier(conn, now_us, member, stats.transactions_waiting_apply)
         flow, commit_path = extras.gr_status()
@@ -194,6 +197,7 @@ class MySQLSource:
             applier=applier,
             gtid_state=None if gtids is None else build_gtid_state(gtids, now_us),
             server_view=view,
+            view=listed,
             commit_path=commit_path,
             communication=await extras.communication(conn, now_us, member),
         )

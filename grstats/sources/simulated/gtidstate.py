@@ -15,7 +15,11 @@ the others lack. The script adds what the group never certified:
   @@gtid_executed of that second (until then it purged nothing);
 * "restore_backup": `member` is restored from a backup `duration_s` old: from
   then on its executed and purged sets are the group's certified set of that
-  earlier second (it stays behind; the model does not run its recovery).
+  earlier second (it stays behind; the model does not run its recovery);
+* "provision_from": `member` is re-provisioned from `donor`, as by a clone:
+  its executed and purged sets become the donor's of that second -- the
+  donor's GTIDs the group never certified (errant ones) included, its own
+  earlier ones gone -- and it goes on applying the group's transactions.
 
 Invariants: a pure function of (settings, time); purged is within executed.
 """
@@ -33,7 +37,7 @@ from protocol import GtidSet, GtidState
 
 __all__ = ["GTID_ACTIONS", "GtidStates"]
 
-GTID_ACTIONS = ("errant_write", "inject_errant", "purge", "restore_backup")
+GTID_ACTIONS = ("errant_write", "inject_errant", "purge", "restore_backup", "provision_from")
 _EMPTY = GtidSet()
 
 
@@ -84,19 +88,31 @@ class GtidStates:
         )
         return GtidSet([(self._members[m], "", 1, n)]) if n else _EMPTY
 
+    def _reset(self, m: int, s: int) -> tuple[int, str, int] | None:
+        """Member m's last restore or re-provisioning by second s: (second, action, donor)."""
+        last = None
+        for at, action, who, ev in self._events:
+            if who == m and at <= s and action in ("restore_backup", "provision_from"):
+                if action == "provision_from":
+                    last = (at, action, self._members.index(ev.donor))
+                else:  # restored to the group's set of the backup's second
+                    last = (at - int(ev.duration_s), action, -1)
+        return last
+
     def executed(self, m: int, s: int) -> GtidSet:
         """Member m's @@gtid_executed at second s."""
-        restored = [
-            (at, ev)
-            for at, action, who, ev in self._events
-            if who == m and at <= s and action == "restore_backup"
-        ]
-        if restored:
-            at, ev = restored[-1]
-            base = self._certified(at - int(ev.duration_s))
+        reset = self._reset(m, s)
+        own = self._errant(m, s)
+        if reset is not None and reset[1] == "restore_backup":
+            base = self._certified(reset[0])
         else:
             base = self._certified(s, max(0, self._queue(m, s)))
-        out = base | self._errant(m, s)
+        out = base
+        if reset is not None and reset[1] == "provision_from":
+            at, _, donor = reset
+            own = own - self._errant(m, at)  # the clone replaced what it had written
+            out = out | (self.executed(donor, at) - self._certified(at))
+        out = out | own
         for at, action, who, _ev in self._events:
             if action == "inject_errant" and at <= s and who != m:
                 out = out | self._errant(who, at)
@@ -105,12 +121,16 @@ class GtidStates:
     def purged(self, m: int, s: int, executed: GtidSet) -> GtidSet:
         """Member m's @@gtid_purged at second s (`executed`: its executed set then)."""
         last = None
-        for at, action, who, _ev in self._events:
-            if who == m and at <= s and action in ("purge", "restore_backup"):
-                last = at
+        for at, action, who, ev in self._events:
+            if who == m and at <= s and action in ("purge", "restore_backup", "provision_from"):
+                last = (at, action, ev)
         if last is None:
             return _EMPTY
-        return self.executed(m, last) & executed
+        at, action, ev = last
+        if action == "provision_from":
+            donor = self._members.index(ev.donor)
+            return self.purged(donor, at, self.executed(donor, at)) & executed
+        return self.executed(m, at) & executed
 
     def state(self, m: int, t_us: int) -> GtidState:
         """Both sets of member m at t_us, read at t_us."""

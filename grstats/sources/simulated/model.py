@@ -202,6 +202,22 @@ class GroupModel:
             view_id=ms.view_id(m, s),
         )
 
+    def view_at(self, member_id: str, t_us: int) -> frozenset[str]:
+        """The MEMBER_IDs the member's replication_group_members lists at time t.
+
+        The group's view while the member is in it; only itself while it is out
+        (OFFLINE, ERROR), as a server outside the group shows only its own row.
+
+        Raises:
+            ValueError: member_id is not a member.
+        """
+        m = self._member(member_id)
+        s = t_us // 1_000_000
+        ms = self._membership
+        if not ms.in_view(m, s):
+            return frozenset({self.settings.members[m]})
+        return frozenset(other for i, other in enumerate(self.settings.members) if ms.in_view(i, s))
+
     def lag_at(self, member_id: str, t_us: int) -> tuple[ChannelLag, ...]:
         """The member's replication lag by stage at time t (lag.py; `lag_history` in bulk).
 

@@ -38,6 +38,7 @@ ACTIONS = (
     "inject_errant",
     "purge",
     "restore_backup",
+    "provision_from",
     # the member's sessions' group_replication_consistency (commitpath.py)
     "consistency",
 )
@@ -72,7 +73,9 @@ class ScriptEvent:
     gtidstate.py: "errant_write" (`count` local transactions the group never
     certified), "inject_errant" (the others receive `member`'s errant GTIDs),
     "purge" (binary logs purged up to now), "restore_backup" (restored from a
-    backup `duration_s` old); "consistency" (the member's sessions run with
+    backup `duration_s` old), "provision_from" (re-provisioned from `donor`, a
+    member UUID, as by a clone: its executed and purged sets become the
+    donor's); "consistency" (the member's sessions run with
     group_replication_consistency `level` for `duration_s` if > 0, else from
     then on: its consistency waits rise, commitpath.py).
     """
@@ -84,6 +87,7 @@ class ScriptEvent:
     duration_s: float = 0.0
     state: str = "ONLINE"
     level: str = ""
+    donor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,5 +199,11 @@ class SimulationSettings:
             raise fail("script", "duration_s must be >= 0")
         if ev.action == "consistency" and ev.level not in CONSISTENCY_LEVELS:
             raise fail("script", f"level {ev.level!r} not in {', '.join(CONSISTENCY_LEVELS)}")
+        if ev.action == "provision_from":
+            donor = ev.donor.lower()
+            if donor not in self.members:
+                raise fail("script", f"donor {ev.donor!r} is not one of members")
+            if donor == ev.member.lower():
+                raise fail("script", "a member cannot be provisioned from itself")
         if ev.action == "set_state" and ev.state not in MEMBER_STATES:
             raise fail("script", f"state {ev.state!r} not in {', '.join(MEMBER_STATES)}")

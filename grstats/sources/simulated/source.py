@@ -77,6 +77,7 @@ class SimulatedSource:
                 gtid_state=model.gtid_state_at(member, now_us),
                 commit_path=commit_path,
                 communication=path.communication,
+                view=model.view_at(member, now_us),
             )
 
     async def start(self) -> None:

@@ -47,8 +47,11 @@ def test_the_last_minutes_figures_are_gauges_in_seconds() -> None:
     assert value == pytest.approx(1.0 / 500)
     assert families[MINUTE + "consensus_per_second"][1][0][1] == pytest.approx(500 / 20)
     assert families[MINUTE + "round_trip_mean_seconds"][1][0][1] == pytest.approx(2.2 / 600)
-    # consensus 1.0 s of 1.0 + 0.1 (GC) + 0.2 (BEFORE) + 0.5 (flow control) s
-    assert families[MINUTE + "consensus_share"][1][0][1] == pytest.approx(1.0 / 1.8)
+    # per transaction (500 data messages): round trips 2.0 s of 2.0 + 0.2 (BEFORE) + 0.5
+    # (flow control) s -- the GC's 0.1 s runs beside, not on a transaction's path
+    assert families[MINUTE + "consensus_share"][1][0][1] == pytest.approx(2.0 / 2.7)
+    assert families[MINUTE + "transactions_per_second"][1][0][1] == pytest.approx(500 / 20)
+    assert families[MINUTE + "overhead_seconds"][1][0][1] == pytest.approx(2.7 / 500)
     # no AFTER-sync waits: 0 per second and no mean (NULL: no series)
     assert families[MINUTE + "after_sync_per_second"][1][0][1] == 0.0
     assert families[MINUTE + "after_sync_mean_seconds"][1] == []

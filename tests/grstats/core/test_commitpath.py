@@ -46,13 +46,18 @@ def test_rates_means_and_shares_over_the_period() -> None:
     # the server shows no AFTER_TERMINATION figures: NULL, not 0
     assert row["AFTER_TERMINATION_PER_SECOND"] is None
     assert row["AFTER_TERMINATION_SHARE"] is None
-    # shared out: 1.0 + 0.1 + 0.2 + 0 + 0.5 = 1.8 s (the round trip is not)
-    assert row["CONSENSUS_SHARE"] == pytest.approx(1.0 / 1.8)
-    assert row["CERTIFICATION_GC_SHARE"] == pytest.approx(0.1 / 1.8)
-    assert row["BEFORE_BEGIN_SHARE"] == pytest.approx(0.2 / 1.8)
+    # its own transactions: 500 data messages in 10 s, their round trips 2.0 s; each one's
+    # overhead: its round trip, its BEFORE wait, its flow-control hold -- 2.0 + 0.2 + 0 +
+    # 0.5 = 2.7 s over 500, 5.4 ms; GC runs in the background, on no transaction's path
+    assert row["TRANSACTIONS_PER_SECOND"] == 50.0
+    assert row["COMMIT_OVERHEAD_SECONDS"] == pytest.approx(0.0054)
+    assert row["CONSENSUS_SHARE"] == pytest.approx(2.0 / 2.7)
+    assert "CERTIFICATION_GC_SHARE" not in row
+    assert row["BEFORE_BEGIN_SHARE"] == pytest.approx(0.2 / 2.7)
     assert row["AFTER_SYNC_SHARE"] == 0.0
-    assert row["FLOW_CONTROL_SHARE"] == pytest.approx(0.5 / 1.8)
-    assert row["DOMINANT"] == "consensus"
+    assert row["FLOW_CONTROL_SHARE"] == pytest.approx(0.5 / 2.7)
+    # alone, with no baseline yet, nothing is abnormal: named against the group only
+    assert row["DOMINANT"] == ""
     assert row["CONSENSUS_SECONDS_TOTAL"] == 3.0
     assert row["ROUND_TRIP_SECONDS_TOTAL"] == pytest.approx(6.3)
     assert row["AFTER_TERMINATION_SECONDS_TOTAL"] is None
@@ -72,6 +77,7 @@ def test_a_counter_that_went_back_gives_null_not_a_negative_rate() -> None:
     assert row["CONSENSUS_PER_SECOND"] is None
     assert row["CONSENSUS_SHARE"] is None
     assert row["DOMINANT"] == ""  # nothing measurable was spent
+    assert row["TRANSACTIONS_PER_SECOND"] is None  # its data messages are not shown
 
 
 def test_the_window_keeps_the_last_two_newer_reports() -> None:
@@ -107,7 +113,7 @@ def test_a_remote_members_two_reports_make_its_row() -> None:
     rows = tables.snapshot(WINDOW[1].at_us).table("grstats_member_commit_path")
     assert [r["MEMBER_ID"] for r in rows] == [REMOTE]
     assert rows[0]["CONSENSUS_PER_SECOND"] == 50.0
-    assert rows[0]["DOMINANT"] == "consensus"
+    assert rows[0]["DOMINANT"] == ""  # the only member: nothing to call abnormal
 
 
 def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
@@ -115,7 +121,7 @@ def test_a_malformed_section_is_counted_and_the_stats_applied() -> None:
     tables.set_local(local_sample(), incarnation=1, seq=1)
     tables.receive(TOPIC, remote_envelope(1, T0, commit_path=[9, T0, []]), T0)
     snapshot = tables.snapshot(T0)
-    assert snapshot.counters.envelopes_commit_path_malformed == 1
+    assert snapshot.counters.malformed["commit_path"] == 1
     assert snapshot.counters.envelopes_accepted == 1
     assert snapshot.table("grstats_member_commit_path") == ()
 
@@ -137,7 +143,9 @@ def test_a_members_row_is_rebuilt_only_when_its_reports_change() -> None:
     assert row["CONSENSUS_PER_SECOND"] == 60.0
     assert row["CONSENSUS_MEAN_SECONDS"] == pytest.approx(0.003)
     assert row["CONSENSUS_SECONDS_TOTAL"] == pytest.approx(3.9)
-    assert row["CONSENSUS_SHARE"] == 1.0  # nothing else grew in those 5 s
+    # no data message of its own in those 5 s: idle, nothing shared out
+    assert row["TRANSACTIONS_PER_SECOND"] == 0.0
+    assert row["CONSENSUS_SHARE"] is None and row["DOMINANT"] == ""
     # the last minute runs from the first report (15 s): 800 rounds, 1.9 s
     assert row["PERIOD_SECONDS_1M"] == 15.0
     assert row["CONSENSUS_MEAN_SECONDS_1M"] == pytest.approx(1.9 / 800)

@@ -71,7 +71,7 @@ def test_a_malformed_communication_section_is_counted_and_the_rest_applied() -> 
         TOPIC, remote_envelope(1, T0, version="8.0.40", commit_path=wire, commit_path_comm=bad), T0
     )
     snapshot = tables.snapshot(T0)
-    assert snapshot.counters.envelopes_commit_path_malformed == 1
+    assert snapshot.counters.malformed["commit_path"] == 1
     assert snapshot.counters.envelopes_accepted == 1
     (row,) = snapshot.table("grstats_member_commit_path")
     assert row["CONSENSUS_SECONDS_TOTAL"] == 2.0  # ext.commit_path still applied

@@ -120,7 +120,7 @@ def test_a_value_equal_only_in_python_is_checked_again_and_refused() -> None:
     tables.receive(TOPIC, _comm_envelope(1, [1, 10, "8.0.27", [LEADER], [LEADER], 1]), T0)
     tables.receive(TOPIC, _comm_envelope(2, [1, 10, "8.0.27", [LEADER], [LEADER], True]), T0)
     counters = tables.snapshot(T0).counters
-    assert counters.envelopes_commit_path_malformed == 1
+    assert counters.malformed["commit_path"] == 1
     assert counters.envelopes_accepted == 2  # the stats applied all the same
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from grstats.core.gtid_divergence import (
     CLONE,
+    DEFAULT_CLONE_THRESHOLD,
     INCREMENTAL,
     MAX_CHUNKS,
+    REPROVISION,
     ErrantTracker,
     MemberGtids,
-    candidates,
-    divergence,
+    recovery_method,
 )
+from grstats.core.gtid_group import GroupSets
 from protocol.gtid import GtidSet
 
 GROUP = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"  # group_replication_group_name
@@ -18,96 +20,136 @@ VIEW = "cccccccc-cccc-cccc-cccc-cccccccccccc"  # group_replication_view_change_u
 M1 = "11111111-1111-1111-1111-111111111111"
 M2 = "22222222-2222-2222-2222-222222222222"
 M3 = "33333333-3333-3333-3333-333333333333"
+LIAR = "66666666-6666-6666-6666-666666666666"
 
 
-def member(member_id: str, executed: str, purged: str = "", state: str = "ONLINE") -> MemberGtids:
-    return MemberGtids(member_id, state, GtidSet.parse(executed), GtidSet.parse(purged))
+def member(
+    member_id: str, executed: str, purged: str = "", state: str = "ONLINE", **trust: bool
+) -> MemberGtids:
+    return MemberGtids(member_id, state, GtidSet.parse(executed), GtidSet.parse(purged), **trust)
 
 
-def test_local_write_is_a_candidate_only_on_its_member() -> None:
+def group(*members: MemberGtids) -> GroupSets:
+    sets = GroupSets()
+    for m in members:
+        sets.update(m)
+    return sets
+
+
+def test_candidates_are_what_some_witness_lacks() -> None:
     # the server prints gtid_executed over several lines, ",\n" between UUIDs
+    g = group(
+        member(M1, f"{M1}:1,\n{GROUP}:1-100"),
+        member(M2, f"{GROUP}:1-100"),
+        member(M3, f"{GROUP}:1-90"),
+    )
+    # M3 lacks GROUP:91-100 (in flight to it, or never certified: the tracker decides)
+    assert str(g.candidates(M1)) == f"{M1}:1,\n{GROUP}:91-100"
+    assert str(g.candidates(M2)) == f"{GROUP}:91-100"
+    assert g.candidates(M3).is_empty()
+
+
+def test_a_set_two_members_share_is_a_candidate_on_both() -> None:
+    # M3 was provisioned from M1 (clone, or recovery from it as donor): both hold M1:1,
+    # M2 lacks it. "No other member has it" would clear both; MySQL Shell compares with
+    # one source member (check_replica_gtid_state), and M2 is one that lacks it
+    g = group(
+        member(M1, f"{M1}:1,\n{GROUP}:1-100"),
+        member(M2, f"{GROUP}:1-100"),
+        member(M3, f"{M1}:1,\n{GROUP}:1-100"),
+    )
+    assert str(g.candidates(M1)) == f"{M1}:1"
+    assert str(g.candidates(M3)) == f"{M1}:1"
+    assert g.candidates(M2).is_empty()
+
+
+def test_a_member_no_server_lists_changes_nobody_s_candidates() -> None:
+    # a bus member with an empty executed set, not in the server's view: not a witness
+    honest = (member(M1, f"{GROUP}:1-100"), member(M2, f"{GROUP}:1-100"))
+    for liar in (member(LIAR, "", listed=False), member(LIAR, "", clock_ok=False)):
+        g = group(*honest, liar)
+        assert g.candidates(M1).is_empty() and g.candidates(M2).is_empty()
+        assert g.witnesses() == (M1, M2)
+        missing = g.missing(M1)
+        assert missing is not None and missing.is_empty()
+        assert g.lacking(M1) == 0
+
+
+def test_missing_is_what_every_other_witness_has() -> None:
     m1 = member(M1, f"{M1}:1,\n{GROUP}:1-100")
     m2 = member(M2, f"{GROUP}:1-100")
     m3 = member(M3, f"{GROUP}:1-90")
-    group = [m1, m2, m3]
-    assert str(candidates(m1, group)) == f"{M1}:1"
-    assert candidates(m2, group).is_empty()
-    assert candidates(m3, group).is_empty()
-
-
-def test_missing_is_what_every_other_member_has() -> None:
-    m1 = member(M1, f"{M1}:1,\n{GROUP}:1-100")
-    m2 = member(M2, f"{GROUP}:1-100")
-    m3 = member(M3, f"{GROUP}:1-90")
-    d3 = divergence(m3, [m1, m2, m3])
+    g = group(m1, m2, m3)
     # common of m1 and m2 = GROUP:1-100; minus GROUP:1-90 = GROUP:91-100
-    assert str(d3.missing) == f"{GROUP}:91-100"
-    assert d3.missing.count() == 10
-    assert d3.missing_uuid == GROUP
+    missing = g.missing(M3)
+    assert missing is not None and str(missing) == f"{GROUP}:91-100" and missing.count() == 10
     # m1's own write is not "missing" for m2: m3 lacks it too
-    assert divergence(m2, [m1, m2, m3]).missing.is_empty()
+    assert g.missing(M2) == GtidSet()
+    # what GR counts against the clone threshold: the union of the others, M1:1 included
+    assert g.lacking(M2) == 1 and g.lacking(M3) == 11
 
 
 def test_tagged_local_write_is_a_candidate_with_its_tag() -> None:
-    m1 = member(M1, f"{GROUP}:1-100:maint:1-3")
-    m2 = member(M2, f"{GROUP}:1-100")
-    m3 = member(M3, f"{GROUP}:1-100:Maint:2")  # tags are case-insensitive
-    group = [m1, m2, m3]
+    g = group(
+        member(M1, f"{GROUP}:1-100:maint:1-3"),
+        member(M2, f"{GROUP}:1-100:maint:2"),
+        member(M3, f"{GROUP}:1-100:Maint:2"),  # tags are case-insensitive
+    )
     # maint:1-3 minus maint:2 = maint:1 and maint:3; MySQL prints the tag once,
     # it applies to the intervals after it
-    assert str(candidates(m1, group)) == f"{GROUP}:maint:1:3"
-    assert candidates(m1, group).count() == 2
+    assert str(g.candidates(M1)) == f"{GROUP}:maint:1:3"
+    assert g.candidates(M1).count() == 2
 
 
 def test_view_change_gtids_diverge_only_when_a_member_lacks_one() -> None:
-    m1 = member(M1, f"{GROUP}:1-50,\n{VIEW}:1-4")
-    m2 = member(M2, f"{GROUP}:1-50,\n{VIEW}:1-5")
-    m3 = member(M3, f"{GROUP}:1-50,\n{VIEW}:1-5")
-    group = [m1, m2, m3]
-    assert all(candidates(m, group).is_empty() for m in group)
-    d1 = divergence(m1, group)
-    assert str(d1.missing) == f"{VIEW}:5"
-    assert d1.missing_uuid == VIEW
+    g = group(
+        member(M1, f"{GROUP}:1-50,\n{VIEW}:1-4"),
+        member(M2, f"{GROUP}:1-50,\n{VIEW}:1-5"),
+        member(M3, f"{GROUP}:1-50,\n{VIEW}:1-5"),
+    )
+    assert str(g.candidates(M2)) == f"{VIEW}:5"  # M1 lacks it (the tracker will see why)
+    missing = g.missing(M1)
+    assert missing is not None and str(missing) == f"{VIEW}:5"
 
 
-def test_members_not_online_are_not_compared() -> None:
-    m1 = member(M1, f"{M1}:1,\n{GROUP}:1-10")
-    m2 = member(M2, f"{M1}:1,\n{GROUP}:1-10", state="RECOVERING")
-    m3 = member(M3, f"{GROUP}:1-10")
-    assert str(candidates(m1, [m1, m2, m3])) == f"{M1}:1"
+def test_members_not_online_are_no_witnesses() -> None:
+    g = group(
+        member(M1, f"{M1}:1,\n{GROUP}:1-10"),
+        member(M2, f"{M1}:1,\n{GROUP}:1-10", state="RECOVERING"),
+        member(M3, f"{GROUP}:1-10"),
+    )
+    assert str(g.candidates(M1)) == f"{M1}:1"
+    assert g.witnesses() == (M1, M3)
 
 
 def test_alone_there_is_nothing_to_compare() -> None:
-    m1 = member(M1, f"{M1}:1-5")
-    d = divergence(m1, [m1])
-    assert d.candidates.is_empty() and d.recovery is None and d.donors == ()
+    g = group(member(M1, f"{M1}:1-5"))
+    assert g.candidates(M1).is_empty() and g.missing(M1) is None and g.donors(M1) == ()
 
 
-def test_recovery_incremental_from_the_donors_that_purged_nothing_it_lacks() -> None:
-    m1 = member(M1, f"{GROUP}:1-100", purged=f"{GROUP}:1-95")
-    m2 = member(M2, f"{GROUP}:1-100", purged=f"{GROUP}:1-50")
-    m3 = member(M3, f"{GROUP}:1-90")
-    d3 = divergence(m3, [m1, m2, m3])
+def test_donors_are_the_witnesses_that_purged_nothing_it_lacks() -> None:
+    g = group(
+        member(M1, f"{GROUP}:1-100", purged=f"{GROUP}:1-95"),
+        member(M2, f"{GROUP}:1-100", purged=f"{GROUP}:1-50"),
+        member(M3, f"{GROUP}:1-90"),
+    )
     # m1: GROUP:1-95 - GROUP:1-90 = GROUP:91-95 purged -> not a donor; m2: nothing
-    assert d3.recovery == INCREMENTAL
-    assert d3.donors == (M2,)
+    assert g.donors(M3) == (M2,)
+    g.update(member(M2, f"{GROUP}:1-100", purged=f"{GROUP}:1-91"))
+    assert g.donors(M3) == ()
 
 
-def test_recovery_needs_clone_when_every_donor_purged_what_it_lacks() -> None:
-    m1 = member(M1, f"{GROUP}:1-100", purged=f"{GROUP}:1-95")
-    m2 = member(M2, f"{GROUP}:1-100", purged=f"{GROUP}:1-91")
-    m3 = member(M3, f"{GROUP}:1-90")
-    d3 = divergence(m3, [m1, m2, m3])
-    assert d3.recovery == CLONE
-    assert d3.donors == ()
-
-
-def test_recovery_needs_clone_with_errant_transactions() -> None:
-    m1 = member(M1, f"{M1}:1,\n{GROUP}:1-100")
-    m2 = member(M2, f"{GROUP}:1-100")
-    d1 = divergence(m1, [m1, m2], errant=GtidSet.parse(f"{M1}:1"))
-    assert d1.recovery == CLONE
-    assert d1.donors == (M2,)  # the donors still hold what it lacks
+def test_recovery_method_as_group_replication_decides_it() -> None:
+    # remote_clone_handler.cc check_clone_preconditions, and the join check for errant
+    assert recovery_method(errant=False, donors=1, lacking=10) == INCREMENTAL
+    assert recovery_method(errant=False, donors=0, lacking=10) == CLONE
+    # lacking >= group_replication_clone_threshold: clone, though a donor holds them
+    assert recovery_method(errant=False, donors=2, lacking=10, clone_threshold=10) == CLONE
+    assert recovery_method(errant=False, donors=2, lacking=9, clone_threshold=10) == INCREMENTAL
+    assert DEFAULT_CLONE_THRESHOLD == 9_223_372_036_854_775_807  # MySQL's default
+    # errant GTIDs: refused whatever the method; its own value, never CLONE
+    assert recovery_method(errant=True, donors=2, lacking=0) == REPROVISION
+    assert recovery_method(errant=True, donors=0, lacking=10) == REPROVISION
 
 
 S = 1_000_000
@@ -233,11 +275,12 @@ def test_tracker_bounds_its_chunks() -> None:
     assert chunks[0] == (GtidSet.parse(f"{M1}:1"), S)
     # merged chunks take the newer stamps: the newest GTIDs are never older than seen
     assert chunks[-1][1] == (MAX_CHUNKS + 4) * S
-    # every chunk flagged; a new GTID merges into the newest chunk, which loses its
-    # flag: a merge keeps one only when both chunks had it (delayed, never invented)
+    # every chunk proven; a new GTID merges into the newest chunk, which keeps the proofs
+    # of both (a proof is a fact about GTIDs) and takes the new one's counts: the new
+    # GTID is proven only once the peers pass those (delayed, never invented)
     assert _flag(t, M1, 100)[0] == GtidSet([(M1, "", 1, MAX_CHUNKS + 4)])
     t.update(M1, GtidSet([(M1, "", 1, MAX_CHUNKS + 5)]), 200 * S, read_us=200 * S)
-    expected = GtidSet([(M1, "", 1, MAX_CHUNKS - 1)])
+    expected = GtidSet([(M1, "", 1, MAX_CHUNKS + 4)])
     assert t.errant(M1, [peer(M2, 200, applied=0, queued=0)], SLACK) == (expected, S)
 
 

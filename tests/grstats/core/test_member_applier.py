@@ -94,7 +94,7 @@ def test_a_malformed_section_is_counted_and_the_stats_still_apply() -> None:
     result = tables.receive(topic(REMOTE), _envelope(REMOTE, [1, "bad"]), HOUR_END * 1_000_000)
     assert isinstance(result, Accepted)
     snapshot = tables.snapshot(HOUR_END * 1_000_000)
-    assert snapshot.counters.envelopes_applier_malformed == 1
+    assert snapshot.counters.malformed["applier"] == 1
     assert snapshot.table("replication_applier_metrics") == ()
     assert any(r[col.MEMBER_ID] == REMOTE for r in snapshot.table("replication_group_member_stats"))
 

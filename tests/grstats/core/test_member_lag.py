@@ -68,11 +68,11 @@ def test_a_malformed_lag_section_still_applies_the_stats_and_is_counted() -> Non
     bad = [1, T0, [["group_replication_applier", True]]]  # a channel of 2 items
     result = tables.receive(topic(), lag_envelope(bad, transactions_certified=42), T0)
     assert isinstance(result, Accepted)
-    assert "expected 11 items" in result.lag_error
+    assert "expected 11 items" in result.errors["lag"]
     snap = tables.snapshot(T0)
     assert row_of(snap, REMOTE)["COUNT_TRANSACTIONS_CHECKED"] == 42
     assert snap.table("replication_group_member_lag") == ()
-    assert snap.counters.envelopes_lag_malformed == 1
+    assert snap.counters.malformed["lag"] == 1
     assert snap.counters.envelopes_accepted == 1
     assert sum(snap.counters.rejected.values()) == 0
 

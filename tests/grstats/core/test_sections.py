@@ -71,7 +71,7 @@ def test_healthz_names_every_malformed_counter() -> None:
     assert flat["envelopes_applier_malformed"] == 2
     assert flat["envelopes_gtids_malformed"] == 3
     assert flat["envelopes_commit_path_malformed"] == 4
-    assert counters.envelopes_commit_path_malformed == 4
+    assert counters.malformed["commit_path"] == 4
 
 
 def test_another_tuple_of_sections_is_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,21 +17,7 @@ from grstats.daemon.health import DaemonParts, assemble_snapshot
 from protocol import GtidSet, GtidState, decode_envelope, decode_gtid_state
 from tests.fixtures.member_lag import APPLIER
 from tests.fixtures.member_tables import LOCAL, T0, local_sample, make_tables
-from tests.fixtures.publishing import Sink, make_publisher
-
-
-class _Bus:
-    """What the publisher uses of the Bus: connected, publish (the payloads kept)."""
-
-    def __init__(self) -> None:
-        self.connected = asyncio.Event()
-        self.connected.set()
-        self.sent: list[tuple[str, bytes]] = []
-
-    async def publish(self, topic: str, payload: bytes, **_: object) -> bool:
-        self.sent.append((topic, payload))
-        return True
-
+from tests.fixtures.publishing import RecordingBus, Sink, make_publisher
 
 # protocol/lag.py allows channel names of [0-9A-Za-z_.-] only: a space is refused.
 UNSENDABLE = dataclasses.replace(APPLIER, channel="no spaces allowed")
@@ -41,7 +27,7 @@ def test_refused_lag_section_is_counted_and_the_stats_still_recorded(tmp_path: P
     sink = Sink()
     sample = dataclasses.replace(local_sample(), sampled_at_us=T0, lag=(UNSENDABLE,))
     publisher = make_publisher(tmp_path, sink, sample)
-    bus = _Bus()
+    bus = RecordingBus()
 
     async def three_ticks() -> None:
         for tick in range(3):
@@ -82,7 +68,7 @@ def _gtid_sample(uuids: int) -> object:
 
 def test_gtid_state_rides_only_with_the_gtid_sets(tmp_path: Path) -> None:
     publisher = make_publisher(tmp_path, Sink(), _gtid_sample(3))
-    bus = _Bus()
+    bus = RecordingBus()
 
     async def two_ticks() -> None:
         for tick in range(2):  # tick 0 carries the GTID sets, tick 1 does not
@@ -99,7 +85,7 @@ def test_gtid_state_rides_only_with_the_gtid_sets(tmp_path: Path) -> None:
 def test_gtid_state_over_the_bound_is_left_out_and_counted(tmp_path: Path) -> None:
     # 700 UUID lines of 38 characters + ",\n": about 28 KB > MAX_GTID_STATE_TEXT (24 KiB)
     publisher = make_publisher(tmp_path, Sink(), _gtid_sample(700))
-    bus = _Bus()
+    bus = RecordingBus()
     asyncio.run(publisher.tick(0, bus))  # type: ignore[arg-type]
     assert publisher.sections_unsendable["gtids"] == 1
     stats = [decode_envelope(p) for t, p in bus.sent if t.endswith("/stats")]
@@ -110,7 +96,7 @@ def test_gtid_state_over_the_bound_is_left_out_and_counted(tmp_path: Path) -> No
 def test_an_unsendable_gtid_state_degrades_healthz_until_one_fits(tmp_path: Path) -> None:
     tables = make_tables()
     publisher = make_publisher(tmp_path, Sink(), _gtid_sample(700), _gtid_sample(3), tables=tables)
-    bus = _Bus()
+    bus = RecordingBus()
 
     def health() -> tuple[tuple[str, ...], float]:
         snap = assemble_snapshot(tables, DaemonParts(publisher=publisher))
@@ -131,7 +117,7 @@ def test_a_refused_section_is_logged_once_a_minute_whatever_the_period(tmp_path:
     # not one per 60 refusals (which is "once a minute" only at period 1 s)
     sample = dataclasses.replace(local_sample(), sampled_at_us=T0, lag=(UNSENDABLE,))
     publisher = make_publisher(tmp_path, Sink(), sample)
-    bus = _Bus()
+    bus = RecordingBus()
 
     async def ticks() -> None:
         for tick in range(61):

@@ -104,7 +104,7 @@ def test_errant_write_is_flagged_by_every_daemon_and_clears_when_injected(
                 if d.member_id not in flagged and row["ERRANT_COUNT"]:
                     flagged[d.member_id] = time.time()
                     assert row["ERRANT_TRANSACTIONS"] == f"{M2}:1", row
-                    assert row["ERRANT_COUNT"] == 1 and row["RECOVERY_METHOD"] == "CLONE"
+                    assert row["ERRANT_COUNT"] == 1 and row["RECOVERY_METHOD"] == "REPROVISION"
                     assert row["ERRANT_SINCE"] >= time.strftime(
                         "%Y-%m-%d %H:%M:%S", time.gmtime(s_err)
                     )
@@ -188,7 +188,7 @@ def _assert_history(directory: Path, s_err: int, flagged_at: float) -> None:
     # flagged no earlier than the grace after the write, and as the live table was
     assert min(errant) >= s_err + GRACE_S
     assert min(errant) <= flagged_at + 1.0
-    assert {(c, m) for at, c, m in verdicts if c} == {(1, "CLONE")}
+    assert {(c, m) for at, c, m in verdicts if c} == {(1, "REPROVISION")}
     # before the write: nothing errant (NULL before the rule had the others' sets)
     assert {c for at, c, _ in verdicts if at < s_err} <= {0, None}
     # cleared after the injection: the last rows are clean again

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from grstats.offline.backfill import _text_array
+from grstats.offline.dayfill import _text_array
 
 
 def _plain(parts: list[list[Any]], type_: pa.DataType) -> pa.Array:

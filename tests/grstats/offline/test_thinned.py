@@ -8,7 +8,7 @@ import pyarrow as pa
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.history.cadence import thin_counters
 from grstats.history.parquet import history_schema
-from grstats.offline.backfill import _thinned
+from grstats.offline.dayfill import _thinned
 
 DAY_S = 86_400
 

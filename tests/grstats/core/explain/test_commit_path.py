@@ -33,7 +33,7 @@ ROWS = [
         ROUND_TRIP_MEAN_SECONDS=0.005,
         CONSENSUS_SECONDS_TOTAL=12.5,
     ),
-    _row(M2, "certification_gc", CERTIFICATION_GC_SHARE=0.6, CONSENSUS_SHARE=0.4),
+    _row(M2, "before_begin", BEFORE_BEGIN_SHARE=0.6, CONSENSUS_SHARE=0.4),
     _row(
         M3,
         "consensus",
@@ -50,15 +50,31 @@ def test_explain_names_the_dominant_cost_and_the_slow_link_member() -> None:
     assert got[M1]["shares"] == {"consensus": 0.8, "flow_control": 0.2}
     # the slowest rounds are M3's: 50.0 ms, round trips 62.5 ms
     assert f"{M3}: rounds 50.0 ms, round trips 62.5 ms" in str(got[M1]["check"])
-    assert "group_replication_gtid_assignment_block_size" in str(got[M2]["check"])
+    assert "wait for the applier" in str(got[M2]["check"])
 
 
 def test_explain_text_lists_shares_largest_first() -> None:
     text = commit_path_text(ROWS)
     block = text.split(f"{M2}: ")[1]
-    assert block.startswith("certification_gc\n")
-    assert block.index("certification_gc    ") < block.index("consensus   ")
-    assert "  60.0 %" in block
+    assert block.startswith("before_begin\n")
+    assert block.index("before_begin    ") < block.index("consensus   ")
+    assert "  60.0 % of a transaction's overhead" in block
+
+
+def test_nothing_abnormal_says_what_the_figure_is_and_gives_no_advice() -> None:
+    # 2.0 ms of overhead per transaction, all of it its rounds, at 40 tx/s: the group
+    # working, not a fault -- no "check the network"
+    normal = _row(
+        M1, "", CONSENSUS_SHARE=1.0, TRANSACTIONS_PER_SECOND=40.0, COMMIT_OVERHEAD_SECONDS=0.002
+    )
+    idle = _row(M2, "", TRANSACTIONS_PER_SECOND=0.0)
+    got = {v[col.MEMBER_ID]: str(v["check"]) for v in commit_path_verdicts([normal, idle])}
+    assert got[M1] == (
+        "nothing to check: 2.0 ms of commit overhead per transaction (40.0/s), most of it "
+        "consensus, as the other members' and its own last hour"
+    )
+    assert got[M2].startswith("nothing to check: idle, no transaction of its own")
+    assert "network" not in commit_path_text([normal, idle])
 
 
 def test_explain_without_rows_says_so() -> None:

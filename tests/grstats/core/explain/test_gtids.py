@@ -44,7 +44,7 @@ def test_explain_names_the_errant_gtid_since_when_and_what_to_do() -> None:
                 col.ERRANT_COUNT: 1,
                 col.ERRANT_SINCE: "2026-11-25 20:00:00.000000",
                 col.MISSING_COUNT: 0,
-                col.RECOVERY_METHOD: "CLONE",
+                col.RECOVERY_METHOD: "REPROVISION",
                 col.DONORS: M2,
             },
         ),
@@ -65,7 +65,7 @@ def test_explain_names_the_errant_gtid_since_when_and_what_to_do() -> None:
     assert "errant since 2026-11-25 20:00:00.000000" in text
     assert f"SET GTID_NEXT='{M1}:5'; BEGIN; COMMIT;" in text
     assert "recoveryMethod: 'clone'" in text
-    assert "recovery: CLONE (distributed recovery refuses a member with extra GTIDs)" in text
+    assert "recovery: REPROVISION: Group Replication refuses a member with extra GTIDs" in text
     assert f"recovery: INCREMENTAL from {M1}" in text
 
 

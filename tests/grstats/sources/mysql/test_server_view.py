@@ -61,9 +61,12 @@ async def test_the_other_members_of_the_servers_view_in_member_id_order(
     assert sample.server_view[0].member.view_id == VIEW_ID
     assert sample.server_view[1].member.view_id == ""  # no stats row: no VIEW_ID either
     assert sample.member.member_id == UUID  # ours is not in the view list
+    # who its replication_group_members lists, itself included (core.gtid_watch's view)
+    assert sample.view == frozenset({UUID, M0, M9})
 
 
 async def test_an_offline_member_shows_no_other_members(fake: FakeMySQL, make_source: Any) -> None:
     fake.set_row(MEMBERS_TABLE, **member_84(MEMBER_STATE="OFFLINE", MEMBER_ROLE=""))
     sample = await make_source(fake.port).sample(T0)
     assert sample.server_view == ()
+    assert sample.view == frozenset({UUID})  # outside the group it lists only itself

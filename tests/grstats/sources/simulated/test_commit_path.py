@@ -118,8 +118,10 @@ async def test_the_simulated_source_and_core_name_the_consistency_wait_and_level
     assert row["BEFORE_BEGIN_PER_SECOND"] == pytest.approx((at[1] - at[0]) / 10)
     # each BEFORE wait: two of M1's rounds, 2 x (5 + 5) ms x 2 = 40 ms
     assert row["BEFORE_BEGIN_MEAN_SECONDS"] == pytest.approx(0.040)
-    assert row["DOMINANT"] == "before_begin"
-    (verdict,) = commit_path_verdicts([row])
+    # alone, with no baseline yet: nothing to call it abnormal against (the corpus of
+    # tests/verdicts judges it in a group); the advice for it names the level
+    assert row["DOMINANT"] == ""
+    (verdict,) = commit_path_verdicts([{**row, "DOMINANT": "before_begin"}])
     assert verdict["dominant"] == "before_begin"
     assert str(verdict["check"]).endswith("group_replication_consistency = BEFORE")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from grstats.core.gtid_divergence import ErrantTracker, MemberGtids, candidates, divergence
+from grstats.core.gtid_divergence import ErrantTracker, MemberGtids, recovery_method
+from grstats.core.gtid_group import GroupSets
 from grstats.sources.simulated.model import GroupModel, SimulationSettings
 from grstats.sources.simulated.settings import ScriptEvent
 from protocol import GtidSet
@@ -36,6 +37,30 @@ def _members(model: GroupModel, t_s: int, phase: dict[str, int] | None = None) -
             )
         )
     return out
+
+
+def _judged(group: list[MemberGtids]) -> GroupSets:
+    sets = GroupSets()
+    for m in group:
+        sets.update(m)
+    return sets
+
+
+def candidates(m: MemberGtids, group: list[MemberGtids]) -> GtidSet:
+    """What some other member (a witness) lacks of `m`'s executed set."""
+    return _judged(group).candidates(m.member_id)
+
+
+def missing(m: MemberGtids, group: list[MemberGtids]) -> GtidSet:
+    found = _judged(group).missing(m.member_id)
+    assert found is not None
+    return found
+
+
+def recovery(m: MemberGtids, group: list[MemberGtids], errant: bool = False) -> str:
+    sets = _judged(group)
+    donors = sets.donors(m.member_id)
+    return recovery_method(errant=errant, donors=len(donors), lacking=sets.lacking(m.member_id))
 
 
 def own(member: str) -> GtidSet:
@@ -68,7 +93,7 @@ def test_a_busy_hour_with_a_slow_member_flags_nothing_errant() -> None:
             tracker.update(m.member_id, found, t * S, m.read_us)
             assert tracker.errant(m.member_id, peers, 10 * S)[0].is_empty(), (t, m.member_id)
         assert candidates(group[2], group).is_empty()  # the slow one is never ahead
-        lags.append(divergence(group[2], group).missing.count())
+        lags.append(missing(group[2], group).count())
     assert max(lags) > 1000  # the slow member really is thousands behind
     assert ahead > 1000  # and thousands are in flight at some moment
 
@@ -83,7 +108,7 @@ def test_an_errant_write_is_on_its_member_only_until_injected() -> None:
     assert (candidates(group[1], group) & own(M2)).is_empty()
     group = _members(model, HOT + 60)
     assert str(candidates(group[1], group) & own(M2)) == f"{M2}:1-3"
-    assert divergence(group[1], group, errant=GtidSet.parse(f"{M2}:1-3")).recovery == "CLONE"
+    assert recovery(group[1], group, errant=True) == "REPROVISION"
     group = _members(model, HOT + 120)
     assert all((candidates(m, group) & own(M2)).is_empty() for m in group)
     assert all(GtidSet.parse(f"{M2}:1-3") <= m.executed for m in group)
@@ -97,16 +122,39 @@ def test_purges_on_every_donor_make_a_restored_member_need_clone() -> None:
     model = GroupModel(dataclasses.replace(BASE, script=script))
     group = _members(model, HOT + 30)
     assert group[2].purged == group[2].executed  # a restore sets gtid_purged
-    d = divergence(group[2], group)
-    assert d.missing.count() > 0 and d.recovery == "INCREMENTAL" and d.donors == (M1, M2)
+    assert missing(group[2], group).count() > 0 and recovery(group[2], group) == "INCREMENTAL"
+    assert _judged(group).donors(SLOW) == (M1, M2)
     group = _members(model, HOT + 60)
     assert group[0].purged == group[0].executed  # PURGE BINARY LOGS up to now
-    assert divergence(group[2], group).donors == (M2,)
+    assert _judged(group).donors(SLOW) == (M2,)
     model = GroupModel(
         dataclasses.replace(
             BASE, script=(*script, ScriptEvent(at_s=HOT + 90, member=M2, action="purge"))
         )
     )
     group = _members(model, HOT + 90)
-    d = divergence(group[2], group)
-    assert d.recovery == "CLONE" and d.donors == ()
+    assert recovery(group[2], group) == "CLONE" and _judged(group).donors(SLOW) == ()
+
+
+def test_a_member_provisioned_from_an_errant_one_inherits_its_errant_gtids() -> None:
+    # M2 writes M2:1-3 behind the group's back; at HOT + 120 SLOW is re-provisioned from
+    # it (a clone): SLOW's executed and purged sets become M2's, M2:1-3 included, and it
+    # goes on with the group's transactions; M1 still lacks them
+    script = (
+        ScriptEvent(at_s=HOT + 60, member=M2, action="errant_write", count=3),
+        ScriptEvent(at_s=HOT + 90, member=M2, action="purge"),
+        ScriptEvent(at_s=HOT + 120, member=SLOW, action="provision_from", donor=M2),
+    )
+    model = GroupModel(dataclasses.replace(BASE, script=script))
+    before = _members(model, HOT + 119)
+    assert (before[2].executed & own(M2)).is_empty()
+    group = _members(model, HOT + 120)
+    assert str(group[2].executed & own(M2)) == f"{M2}:1-3"
+    assert group[2].purged == model.gtid_state_at(M2, (HOT + 120) * S).purged
+    assert (group[0].executed & own(M2)).is_empty()
+    for m in (group[1], group[2]):  # a candidate on both: M1 lacks it
+        assert str(candidates(m, group) & own(M2)) == f"{M2}:1-3"
+    later = _members(model, HOT + 600)  # and still, while it applies the group's transactions
+    assert str(later[2].executed & own(M2)) == f"{M2}:1-3"
+    applied_since = later[2].executed - group[2].executed
+    assert applied_since and {uuid for uuid, *_ in applied_since.intervals()} == {BASE.group}

@@ -340,3 +340,17 @@ def test_scripted_state_change_is_shown_and_reverts() -> None:
     recovering = model.member_at(B, (T0 + 10) * US)
     assert (recovering.state, recovering.role) == ("RECOVERING", "PRIMARY")
     assert model.member_at(B, (T0 + 40) * US).state == "ONLINE"
+
+
+def test_the_view_a_member_s_server_lists() -> None:
+    # B leaves (OFFLINE) for 30 s: its server then lists only itself, the others' list
+    # only the two of them; UNREACHABLE stays in the view (suspected, not expelled)
+    model = scripted(
+        ScriptEvent(T0 + 10, B, "set_state", state="OFFLINE", duration_s=30),
+        ScriptEvent(T0 + 60, A, "set_state", state="UNREACHABLE", duration_s=5),
+    )
+    assert model.view_at(A, (T0 + 5) * US) == frozenset({A, B})
+    assert model.view_at(A, (T0 + 10) * US) == frozenset({A})
+    assert model.view_at(B, (T0 + 10) * US) == frozenset({B})
+    assert model.view_at(B, (T0 + 40) * US) == frozenset({A, B})
+    assert model.view_at(B, (T0 + 61) * US) == frozenset({A, B})

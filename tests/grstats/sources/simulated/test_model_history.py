@@ -13,6 +13,7 @@ import pytest
 from grstats.core.records import (
     APPLIER_HISTORY_COLUMNS,
     COMMIT_PATH_HISTORY_COLUMNS,
+    FLOW_HELD_HISTORY_COLUMNS,
     FLOW_HISTORY_COLUMNS,
     GTID_HISTORY_COLUMNS,
     HISTORY_COLUMNS,
@@ -47,7 +48,7 @@ def test_history_columns_equal_stats_at_and_member_at() -> None:
         cols = model.history_columns(member, start, n)
         # the lag figures and applier counters come in bulk from their own methods,
         # the flow-control figures from the replay over every member (offline.flowfill)
-        flow = {name for name, _ in FLOW_HISTORY_COLUMNS}
+        flow = {name for name, _ in (*FLOW_HISTORY_COLUMNS, *FLOW_HELD_HISTORY_COLUMNS)}
         optional = set(LAG_HISTORY_COLUMNS) | set(APPLIER_HISTORY_COLUMNS) | flow
         optional |= {name for name, _ in GTID_HISTORY_COLUMNS}  # a daemon's verdict only
         optional |= set(COMMIT_PATH_HISTORY_COLUMNS)  # in bulk from simulated.commithistory
@@ -168,6 +169,7 @@ async def test_source_samples_the_model() -> None:
             model.settings, B, T0, model.stats_at(B, T0 * US).transactions_local
         ),
         communication=communication_of(model.settings),
+        view=frozenset(MEMBERS),  # every member in the group's view: nothing scripted
     )
     assert sample.gtid_state is not None and sample.gtid_state.executed
     assert sample.lag[0].last_applied.gtid  # B applies A's and C's transactions
