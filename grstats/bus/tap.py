@@ -26,8 +26,9 @@ to paho; the buffer holds at most one incomplete packet plus one read
 (a packet is at most the Maximum Packet Size the broker was told, MQTT 5
 §3.1.2.11.4; one announcing more than `max_packet` is left to paho, as
 before); an end of stream or a socket error reaches paho once every packet
-before it has. The private names used (aiomqtt's `Client._client`, paho's
-`Client._sock`) are of the pinned versions; tests/grstats/bus/test_tap.py
+before it has; each read tells paho's keepalive that the broker talks. The
+private names used (aiomqtt's `Client._client`, paho's `Client._sock`,
+`_last_bytes_received` and its mutex) are of the pinned versions; tests/grstats/bus/test_tap.py
 checks the delivery against a plain aiomqtt subscriber on a real broker.
 """
 
@@ -37,6 +38,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from typing import Any
+
+from paho.mqtt.client import time_func as paho_time
 
 MessageHandler = Callable[[str, bytes, bool], None]
 
@@ -83,12 +86,21 @@ class PublishTap:
         handler: called with (topic, payload, retained) for each QoS 0 PUBLISH.
         max_packet: the largest packet the broker may send us; a larger one is
             left to paho.
+        received: called after each read that got bytes (paho's keepalive must
+            know the broker is talking even when paho reads nothing itself).
     """
 
-    def __init__(self, sock: Any, handler: MessageHandler, max_packet: int) -> None:
+    def __init__(
+        self,
+        sock: Any,
+        handler: MessageHandler,
+        max_packet: int,
+        received: Callable[[], None] = lambda: None,
+    ) -> None:
         self._sock = sock
         self._handler = handler
         self._max = max_packet
+        self._received = received
         self._buf = bytearray()
         self._through = 0  # bytes at the head of `_buf` paho may read now
         self._ended = False  # the peer closed the stream
@@ -149,6 +161,7 @@ class PublishTap:
             self._ended = True
             return
         self._buf += data
+        self._received()
 
     def _deliver(self) -> None:
         """Hand the complete QoS 0 PUBLISH packets at the head of the buffer to the
@@ -205,7 +218,14 @@ def install(client: Any, handler: MessageHandler, max_packet: int) -> None:
     opened = paho.on_socket_open
 
     def on_socket_open(mqtt: Any, userdata: Any, sock: socket.socket) -> None:
-        tap = PublishTap(sock, handler, max_packet)
+        def received() -> None:
+            # paho ends a session whose broker sent nothing for a keepalive while a
+            # ping is unanswered; during a flood the PINGRESP waits behind the
+            # PUBLISHes the tap reads, so the tap says when bytes came
+            with mqtt._msgtime_mutex:
+                mqtt._last_bytes_received = paho_time()
+
+        tap = PublishTap(sock, handler, max_packet, received)
         mqtt._sock = tap  # paho reads and writes through `_sock` only
         if opened is not None:
             opened(mqtt, userdata, tap)

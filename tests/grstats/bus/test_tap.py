@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+import time
 
 import aiomqtt
 import pytest
@@ -200,3 +201,42 @@ def test_the_tap_speaks_for_the_socket_it_wraps() -> None:
         assert tap.send(b"ping") == 4
         assert b.recv(4) == b"ping"
         assert tap.pending() == 0
+
+
+def _flood(broker: Broker, count: int) -> None:
+    """Publish `count` QoS 0 messages over a raw MQTT 3.1.1 socket, as fast as it goes
+    (another thread: the broker queues them while the subscriber is busy)."""
+    client_id = b"tap-flood"
+    connect = b"\x00\x04MQTT\x04\x02\x00\x3c" + len(client_id).to_bytes(2, "big") + client_id
+    packets = []
+    for i in range(count):
+        name = f"flood/{i % 7}".encode()
+        body = len(name).to_bytes(2, "big") + name + i.to_bytes(4, "big") + bytes(200)
+        packets.append(b"\x30" + _length(len(body)) + body)
+    with socket.create_connection((broker.host, broker.port)) as sock:
+        sock.sendall(b"\x10" + _length(len(connect)) + connect)
+        assert sock.recv(4)[:1] == b"\x20"  # CONNACK
+        sock.sendall(b"".join(packets))
+        sock.sendall(b"\xe0\x00")  # DISCONNECT
+
+
+async def test_a_flood_longer_than_the_keepalive_keeps_the_session(broker: Broker) -> None:
+    """The PINGRESP waits behind the flood: paho must still know the broker is talking."""
+    received: list[bytes] = []
+
+    def slow(topic: str, payload: bytes, retained: bool) -> None:
+        time.sleep(0.001)  # a collector's work per message, on the loop
+        received.append(payload)
+
+    bus = Bus(
+        BusOptions(host=broker.host, port=broker.port, keepalive=1),
+        subscriptions=["flood/#"],
+        handler=slow,
+    )
+    async with running(bus):
+        await asyncio.wait_for(bus.connected.wait(), 10)
+        # about 4 s of handling (four keepalives), queued at the broker meanwhile
+        await asyncio.to_thread(_flood, broker, 4000)
+        await until(lambda: len(received) == 4000, within=60)
+        assert bus.connects == 1 and bus.reconnects == 0
+    assert [int.from_bytes(p[:4], "big") for p in received] == list(range(4000))
