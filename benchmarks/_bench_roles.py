@@ -65,9 +65,18 @@ async def role_bare_sub(port: int, idle_s: float, deadline_s: float, ready: str)
     print(json.dumps({"count": count, "seconds": last - first}))
 
 
-async def role_bus_sub(port: int, idle_s: float, deadline_s: float, ready: str) -> None:
-    """grstats' own Bus (MQTT 5, hand-over to a handler) that only counts: the MQTT floor."""
-    from grstats.bus.client import Bus, BusOptions  # noqa: PLC0415 - benchmark child only
+async def role_bus_sub(
+    port: int, idle_s: float, deadline_s: float, ready: str, *, paho: bool = False
+) -> None:
+    """grstats' own Bus (MQTT 5, hand-over to a handler) that only counts: the MQTT floor.
+
+    With `paho`, every message is read by paho as before the socket tap
+    (grstats.bus.tap): the floor issue 44 was filed against."""
+    from grstats.bus import mqtt5  # noqa: PLC0415 - benchmark child only
+    from grstats.bus.client import Bus, BusOptions  # noqa: PLC0415
+
+    if paho:
+        mqtt5.install = lambda *_: None  # type: ignore[assignment]  # this child only
 
     count = 0
     first = last = 0.0
@@ -143,15 +152,6 @@ def role_publisher(port: int, family: int, members: int, per_member: int, second
 # -- the I/O floor ---------------------------------------------------------------
 
 
-async def _template(client: object, group_topics: str, skip: str, kind: str) -> bytes:
-    """The first retained `kind` payload of a grstats member on `group_topics` (not `skip`'s)."""
-    async for message in client.messages:  # type: ignore[attr-defined]
-        topic = str(message.topic)
-        if topic.endswith("/" + kind) and skip not in topic and message.payload:
-            return bytes(message.payload)
-    raise RuntimeError("no retained message")
-
-
 def _wal_loop(path: Path, size: int, stop: threading.Event) -> None:
     """Append `size` bytes and fsync once a second, as the history writer's thread does."""
     record = os.urandom(size)
@@ -208,29 +208,49 @@ async def role_floor(port: int, member: str, seconds: float, floor: dict[str, An
     MySQL statements sent over asyncmy to a fake server of the same kind (its
     every-poll batch each period, its cadence reads every cadence.REREAD_S) with
     every result set read, and a WAL append of the daemon's bytes per second
-    fsynced in a thread. The payloads are a daemon's own envelopes, taken from
-    the broker's retained copies, published under a topic outside the group
-    (`grstats/v1/floor/...`) so that the daemons never receive them; the floor
-    subscribes to it as well, so it receives its own as a daemon does.
+    fsynced in a thread. It reads MQTT as the daemon's Bus does (paho through
+    grstats.bus.tap: the cheapest reading we have). The payloads are a
+    daemon's own envelopes, taken from the broker's retained copies, published
+    under a topic outside the group (`grstats/v1/floor/...`) so that the
+    daemons never receive them; the floor subscribes to it as well, so it
+    receives its own as a daemon does.
     """
     import aiomqtt  # noqa: PLC0415 - benchmark child process only
     from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415
     from paho.mqtt.properties import Properties  # noqa: PLC0415
 
+    from grstats.bus.tap import install  # noqa: PLC0415 - stdlib and paho only
+
     group = f"{PREFIX}/{GROUP}/+/+"
     own = f"{PREFIX}/floor/{member}"
     received = 0
+    templates: dict[str, bytes] = {}  # kind -> a daemon's retained payload
+    got_templates = asyncio.Event()
+    skip = member_uuid(99, 1)  # the bare reference's member
+
+    def handler(topic: str, payload: bytes, retained: bool) -> None:
+        nonlocal received
+        received += 1
+        kind = topic.rsplit("/", 1)[-1]
+        ours = topic.startswith(f"{PREFIX}/{GROUP}/") and skip not in topic and payload
+        if ours and kind in ("stats", "gtids") and kind not in templates:
+            templates[kind] = payload
+            if len(templates) == 2:
+                got_templates.set()
+
     stop = threading.Event()
     wal = threading.Thread(
         target=_wal_loop, args=(Path(floor["wal"]), floor["wal_bytes"], stop), daemon=True
     )
-    async with aiomqtt.Client("127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5) as client:
+    client = aiomqtt.Client("127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5)
+    install(client, handler, 1 << 20)  # read as a daemon's Bus reads (grstats.bus.tap)
+    async with client:
         await client.subscribe(group, qos=1)
-        stats = await _template(client, group, member_uuid(99, 1), "stats")
-        gtids = await _template(client, group, member_uuid(99, 1), "gtids")
+        await got_templates.wait()
+        stats, gtids = templates["stats"], templates["gtids"]
         await client.subscribe(f"{own}/+", qos=1)
 
-        async def drain() -> None:
+        async def drain() -> None:  # what does not come through the tap (none expected)
             nonlocal received
             async for _ in client.messages:
                 received += 1

@@ -23,9 +23,13 @@ Usage: python benchmarks/bench_daemon.py [--seconds 120] [--fanin-seconds 20]
 
 (c) collector fan-in (`--fanin` runs only this): the same publishers against,
     back to back in one run, a bare aiomqtt subscriber, a raw `mosquitto_sub
-    -C N` consumer, one `grstats collect` and two of them in one shared group
-    (`[bus] shared_group`), each collector with history on (WAL fsync every
-    second, Parquet at stop; the Parquet rows are counted after the stop).
+    -C N` consumer, grstats' Bus counting only (as it reads now, through its
+    socket tap, and with paho reading every packet: the floor issue 44 was
+    filed against), one `grstats collect` (and, with `--compare-tree DIR`, one
+    of that checkout) and two of them in one shared group (`[bus]
+    shared_group`), each collector with history on (WAL fsync every second,
+    Parquet at stop; the Parquet rows are counted after the stop), the
+    publishers started once the collector's own start-up CPU has settled.
     Envelopes/s from the first to the last accepted one (/healthz polled every
     0.1 s), CPU per envelope, the load average before each. Goals: one collector
     >= 25 k envelopes/s; two >= 1.8 x one (only meaningful with two free cores:
@@ -118,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair-version", choices=("8.4", "9.x"), default="8.4", help="(f)")
     # child roles
     parser.add_argument(
-        "--role", choices=("bare-steady", "bare-sub", "bus-sub", "publisher", "floor")
+        "--role",
+        choices=("bare-steady", "bare-sub", "bus-sub", "bus-sub-paho", "publisher", "floor"),
     )
     parser.add_argument("--floor", type=Path, help="(floor role) what it replays, as JSON")
     parser.add_argument("--port", type=int)
@@ -137,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.role == "bare-sub":
         asyncio.run(role_bare_sub(args.port, args.idle, args.seconds, args.ready))
         return 0
-    if args.role == "bus-sub":
-        asyncio.run(role_bus_sub(args.port, args.idle, args.seconds, args.ready))
+    if args.role in ("bus-sub", "bus-sub-paho"):
+        paho = args.role == "bus-sub-paho"
+        asyncio.run(role_bus_sub(args.port, args.idle, args.seconds, args.ready, paho=paho))
         return 0
     if args.role == "publisher":
         role_publisher(args.port, args.family, args.members, args.per_member, args.seconds)

@@ -8,9 +8,12 @@ fails — refused, unreachable, TLS, bad options — the loop records the reason
 `last_error`, logs it (rate-limited) and waits a capped, jittered backoff
 (0.1 s doubling to 5 s) before it tries again, forever, until `close()`.
 
-Receive path: every message is handed to a synchronous handler straight from
-paho's read callback, through aiomqtt's public `queue_type` parameter (a queue
-whose `put_nowait` calls the handler and stores nothing, `_HandOverQueue`).
+Receive path: a QoS 0 PUBLISH (every stats, gtids and status message) is
+handed to the synchronous handler by the socket tap paho reads through
+(`grstats.bus.tap`: one read of up to 64 KiB, every complete PUBLISH in it,
+no paho decoding); any other message (a QoS 1 Will, which paho acknowledges)
+goes through paho and aiomqtt's public `queue_type` parameter (a queue whose
+`put_nowait` calls the handler and stores nothing, `_HandOverQueue`).
 The handler must be quick (decode and apply): we drain the socket as fast as it
 fills, any backlog stays in the kernel socket buffer and the broker's bounded
 queue, never in our memory.
@@ -33,11 +36,13 @@ other (the hand-over adds aiomqtt's `Message` wrapper, ~0.9 us a message in
 isolation), so we keep the one that uses only aiomqtt's documented API.
 
 Where a collector's time goes (`bench_daemon.py --fanin`, 2 cores at load ~1,
-CPU per envelope): this Bus counting only 28 us (of which ~10 us is paho
-building an MQTT 5 `Properties` object for every PUBLISH, even an empty one:
-the same Bus on MQTT 3.1.1 measured 18 us), the collector with history 72 us
-(decode, admit, apply and history row ~17 us on the loop; WAL, dedupe and
-Parquet ~12 us on the history thread; the rest snapshots, GIL hand-offs).
+CPU per envelope, before the tap): this Bus counting only 28 us (of which ~10
+us is paho building an MQTT 5 `Properties` object for every PUBLISH, even an
+empty one: the same Bus on MQTT 3.1.1 measured 18 us), the collector with
+history 72 us (decode, admit, apply and history row ~17 us on the loop; WAL,
+dedupe and Parquet ~12 us on the history thread; the rest snapshots, GIL
+hand-offs). With the tap the Bus counting only measured 8 us where paho's
+reading measured 80 us (load ~5, one run): docs/collector-profile.md.
 
 Shared subscriptions (`$share/<name>/<filter>`, MQTT 5): the broker hands
 each matching message to one subscriber of the group and never sends retained
@@ -179,6 +184,7 @@ class Bus:
         self._subscriptions = tuple(subscriptions)
         self._snapshot_filters = tuple(snapshot_filters)
         self._queue_type = _hand_over_to(handler or _ignore)
+        self._handler = handler
         self._will = will
         self._on_connect = on_connect
         self._client: aiomqtt.Client | None = None
@@ -252,7 +258,11 @@ class Bus:
         # Resume our own session after a blip: a session taken over before the
         # Will Delay expires cancels the Will, so receivers see no false `offline`.
         client = make_client(
-            self._options, self._will, clean_start=self.connects == 0, queue_type=self._queue_type
+            self._options,
+            self._will,
+            clean_start=self.connects == 0,
+            queue_type=self._queue_type,
+            handler=self._handler,
         )
         async with client:
             for topic_filter in self._subscriptions:

@@ -7,7 +7,8 @@ the Will with its delay and a session that outlives the socket as long (a
 crashed member goes silent first, `offline` follows the delay), TLS, and
 whether the session starts clean (only the first connect: a session resumed
 after a blip cancels a pending Will, so receivers see no false `offline`).
-The client hands each message to `queue_type` (grstats.bus.client's hand-over).
+The client hands each message to `queue_type` (grstats.bus.client's hand-over);
+with a handler, QoS 0 PUBLISH packets go to it from the socket (grstats.bus.tap).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from grstats.bus.options import BusOptions
+from grstats.bus.tap import MessageHandler, install
 
 # A healthy daemon has at most a handful of publishes in flight; far above that
 # something is wrong and one warning per publish is then deserved.
@@ -43,6 +45,7 @@ def make_client(
     *,
     clean_start: bool,
     queue_type: type[asyncio.Queue[aiomqtt.Message]],
+    handler: MessageHandler | None = None,
 ) -> aiomqtt.Client:
     """One MQTT 5 client for one connection attempt (not yet connected).
 
@@ -51,6 +54,8 @@ def make_client(
         will: the Last Will, or None.
         clean_start: start a new session (the first connect) instead of resuming ours.
         queue_type: the queue class aiomqtt puts every received message in.
+        handler: if given, QoS 0 PUBLISH packets go to it straight from the socket
+            (`grstats.bus.tap`), the others through paho to `queue_type`.
 
     Returns:
         The client; entering it (`async with`) connects.
@@ -95,4 +100,6 @@ def make_client(
         queue_type=queue_type,
     )
     client.pending_calls_threshold = PENDING_CALLS_THRESHOLD
+    if handler is not None:
+        install(client, handler, o.max_packet_size)
     return client

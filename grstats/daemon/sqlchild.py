@@ -11,10 +11,12 @@ logs `daemon.started`, and `run` waits for a pending connection (nothing
 accepted) before it spawns `python -m grstats.daemon.sqlmain`, which
 inherits the listening sockets and accepts from them. A child with no client
 for [sql] child_idle_stop seconds stops accepting and ends (EXIT_IDLE); the
-daemon watches the sockets again. A child that ends otherwise is followed
-by a backoff doubling from BACKOFF_INITIAL_S up to BACKOFF_MAX_S (back to
-the start once a child ran STABLE_AFTER_S) before the sockets are watched
-again, so a connection still waiting starts the next child then.
+daemon watches the sockets again. A child that ends otherwise (killed,
+past its limits, silent past child_timeout; a child still starting has
+START_WAIT_S) is started again after a backoff doubling from
+BACKOFF_INITIAL_S up to BACKOFF_MAX_S (back to the start once a child ran
+STABLE_AFTER_S), as issue 22 had it, and /healthz says "sql_down" until it
+reports: a restart is proven, not assumed; it then ends idle as any.
 
 Invariants: `offer` is O(1) on the event loop and the loop never waits for
 the child (`SnapshotFeed`, grstats.daemon.sqlfeed: at most one snapshot
@@ -61,6 +63,7 @@ log = structlog.get_logger("grstats.daemon")
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_AFTER_S = 60.0
+START_WAIT_S = 30.0  # a child's first figures (it imports DuckDB & co. first), before SIGKILL
 STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
 CHECK_S = 0.5  # how often the supervisor looks at the child's silence
 RETRY_S = 5.0  # an address that cannot be bound (or TLS files not loaded) is tried again
@@ -68,8 +71,6 @@ CONFIG_MAX_BYTES = 1 << 16
 CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
 _DAEMON_ONLY_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
 _GAUGES = ("serving", "reason", "connections_open", "max_connections")
-# states in which a pending connection will be served: the sockets are bound
-_ANSWERING = ("idle", "starting")
 
 
 def exit_reason(returncode: int) -> str:
@@ -174,6 +175,7 @@ class SqlChild:
         self._started_at = 0.0
         self._heard = 0.0  # when the child last reported (or was started)
         self._killed_for = ""  # why the daemon killed the current child ("" if it did not)
+        self._again = False  # the child starting follows one that ended abnormally
 
     @property
     def port(self) -> int:
@@ -193,7 +195,9 @@ class SqlChild:
         current = self._current
         if up:
             serving, reason = current.serving, current.reason
-        elif self.state in _ANSWERING and self.listening.sockets:
+        elif self.listening.sockets and (
+            self.state == "idle" or (self.state == "starting" and not self._again)
+        ):
             serving, reason = True, ""  # a connection is answered by the child it starts
         else:
             serving = False
@@ -224,7 +228,9 @@ class SqlChild:
         if self.state == "up" and silence > max(3.0, 3 * self.config.report_interval):
             self.state = "unresponsive"
             log.warning("sql.child_unresponsive", pid=proc.pid, silence_s=round(silence, 1))
-        if silence > self.child_timeout and proc.returncode is None and not self._killed_for:
+        # a child still starting (its imports: seconds on a busy node) has START_WAIT_S
+        timeout = self.child_timeout if self.state != "starting" else START_WAIT_S
+        if silence > timeout and proc.returncode is None and not self._killed_for:
             self._killed_for = f"no figures for {silence:.0f} s"
             log.error("sql.child_killed", pid=proc.pid, reason=self._killed_for)
             with contextlib.suppress(ProcessLookupError):
@@ -250,25 +256,25 @@ class SqlChild:
         self.state = "idle"
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Start a child for each first connection, feed it, follow its end, until `stop`."""
+        """Start a child on a first connection (again after an abnormal end, once the
+        backoff passed), feed it, follow its end, until `stop` is set."""
         failures = 0
-        again = False  # the next child follows one that ended abnormally
         async with asyncio.TaskGroup() as tg:
             sender = tg.create_task(self.feed.run(self._child_input), name="sql-send")
             stopped = tg.create_task(stop.wait(), name="sql-stop")
             while not stop.is_set():
                 if not self.listening.ready():
-                    self.state = "idle"
                     await asyncio.wait({stopped}, timeout=RETRY_S)
                     continue
-                self.state = "idle"
-                pending = tg.create_task(wait_pending(self.listening.sockets), name="sql-wait")
-                await asyncio.wait({pending, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if not pending.done():
-                    pending.cancel()
-                    break
-                if again:
+                if self._again:
                     self.restarts += 1
+                else:
+                    self.state = "idle"
+                    pending = tg.create_task(wait_pending(self.listening.sockets), name="sql-wait")
+                    await asyncio.wait({pending, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                    if not pending.done():
+                        pending.cancel()
+                        break
                 await self._spawn()
                 proc = self._proc
                 if proc is None:  # it could not even be started
@@ -286,11 +292,11 @@ class SqlChild:
                     await self._reap(proc)
                     if proc.returncode == EXIT_IDLE:
                         log.info("sql.child_idle_ended", pid=proc.pid)
-                        failures, again = 0, False
+                        failures, self._again = 0, False
                         continue
                     lived = time.monotonic() - self._started_at
                     failures = 0 if lived >= STABLE_AFTER_S else failures + 1
-                again = True
+                self._again = True
                 delay = backoff_s(failures)
                 self.state = "restarting"
                 log.error("sql.child_ended", reason=self.last_exit, restart_in_s=delay)

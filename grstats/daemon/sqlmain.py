@@ -75,9 +75,11 @@ async def _main(channel_out: int) -> int:
     configure_logging(config.log_level, config.log_format)
     from grstats.history.tail import tail_of  # noqa: PLC0415 - heavy
     from grstats.sql.child import EXIT_MEMORY, Child, apply_limits  # noqa: PLC0415
+    from grstats.sql.statements import warm  # noqa: PLC0415
 
     try:
         child = Child(config, reader, writer, tail_of(config.options.history_dir))
+        warm()  # what the first statement loads, before the priority drops (its first client waits)
         child.limits_unset = apply_limits(config)  # the CPU budget: serving, not the imports
         log.info("sql.child_started", pid=os.getpid())
         return await child.run()

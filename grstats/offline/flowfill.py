@@ -62,6 +62,27 @@ _CAPACITY_ROWS = CAPACITY_WINDOW_US // 1_000_000
 _BOTTLENECKS = pa.array(["", "certifier", "applier"], pa.string())  # fc_bottleneck's texts
 
 
+def window_max(values: Any, width: int) -> Any:
+    """The maximum of each run of `width` consecutive values, in order (len - width + 1).
+
+    As `sliding_window_view(values, width).max(axis=1)`, in O(len) instead of
+    O(len x width) (van Herk / Gil-Werman): within blocks of `width`, the
+    maximum so far from each block's start and to each block's end; a window
+    spans at most two blocks.
+    """
+    n = len(values)
+    if n < width:
+        return np.empty(0, dtype=np.float64)
+    blocks = -(-n // width)
+    padded = np.full(blocks * width, -np.inf)
+    padded[:n] = values
+    rows = padded.reshape(blocks, width)
+    ahead = np.maximum.accumulate(rows, axis=1).ravel()  # block start .. here
+    behind = np.maximum.accumulate(rows[:, ::-1], axis=1)[:, ::-1].ravel()  # here .. block end
+    starts = np.arange(n - width + 1)
+    return np.maximum(behind[starts], ahead[starts + width - 1])
+
+
 @dataclass(slots=True)
 class _Last:
     """A member's last message of the previous day."""
@@ -170,9 +191,11 @@ class FlowFill:
         """FAILOVER_SECONDS per row (NaN: unknown): queue / highest rate of the window."""
         before = self._rates_before(m)
         padded = np.concatenate([np.full(_CAPACITY_ROWS - 1 - len(before), np.nan), before, rates])
-        windows = np.lib.stride_tricks.sliding_window_view(padded, _CAPACITY_ROWS)
-        known = ~np.all(np.isnan(windows), axis=1)
-        capacity = np.where(known, np.nanmax(np.where(np.isnan(windows), -1.0, windows), axis=1), 0)
+        missing = np.isnan(padded)
+        # each row's window: its rate and the _CAPACITY_ROWS - 1 before it
+        known = window_max((~missing).astype(np.float64), _CAPACITY_ROWS) > 0
+        highest = window_max(np.where(missing, -1.0, padded), _CAPACITY_ROWS)
+        capacity = np.where(known, highest, 0)
         q = queue.astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             failover = np.where(capacity > 0, q / np.where(capacity > 0, capacity, 1.0), np.inf)

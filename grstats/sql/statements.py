@@ -149,6 +149,14 @@ def allowed() -> tuple[frozenset[type[exp.Func]], frozenset[str]]:
     return frozenset(classes), frozenset(names)
 
 
+def warm() -> None:
+    """Load now what the first statement would: the allowlist and sqlglot's DuckDB dialect
+    (imported on its first use). The SQL child calls this before it lowers its
+    priority, so the first client does not wait for imports at nice 10 on a busy node."""
+    allowed()
+    sqlglot.Dialect.get_or_raise("duckdb")
+
+
 def _check_function(func: exp.Func) -> None:
     classes, names = allowed()
     if isinstance(func, exp.Connector | exp.Collate):  # AND, OR, XOR, COLLATE: operators

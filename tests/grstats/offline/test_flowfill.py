@@ -1,4 +1,5 @@
-"""`grstats simulate`'s group quota column equals a replay that steps every second.
+"""`grstats simulate`'s group quota column equals a replay that steps every second; the
+failover window's maximum equals each sliding window's.
 
 `FlowFill.day` hands the members' messages to MySQL's algorithm only on the
 seconds whose step counts holds, and skips the quiet stretches in one jump
@@ -24,6 +25,7 @@ from grstats.offline.flowfill import (
     LOCAL,
     MODE,
     FlowFill,
+    window_max,
 )
 
 N = 1500  # seconds a day
@@ -99,3 +101,18 @@ def test_the_group_quota_equals_a_replay_stepping_every_second(max_quota: int) -
     assert throttled and throttled[-1] > N  # episodes on both days
     if not max_quota:
         assert expected.count(0) > N  # long quiet stretches: the steps skipped at once
+
+
+@pytest.mark.parametrize(
+    ("n", "width"), [(1, 1), (7, 3), (59, 60), (60, 60), (61, 60), (86_459, 60)]
+)
+def test_window_max_equals_the_maximum_of_each_sliding_window(n: int, width: int) -> None:
+    rng = np.random.default_rng(n)
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.3] = -1.0  # the failover's stand-in for a missing rate
+    expected = (
+        np.lib.stride_tricks.sliding_window_view(values, width).max(axis=1)
+        if n >= width
+        else np.empty(0)
+    )
+    assert np.array_equal(window_max(values, width), expected)
