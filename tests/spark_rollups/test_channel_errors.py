@@ -45,18 +45,23 @@ def test_runs_of_one_error_are_episodes_first_and_last_seen(spark: Any) -> None:
     rows.reverse()  # the order of the files says nothing: sampled_at orders
     history = spark.createDataFrame(rows, CHANNEL_SCHEMA)
     got = sorted(
-        (r["channel_name"], r["thread"], r["error_number"], r["first_seen"], r["last_seen"],
-         r["samples"])
+        (r["channel_name"], r["thread"], r["error_number"], _utc(r["first_seen"]),
+         _utc(r["last_seen"]), r["samples"])
         for r in error_episodes(history).collect()
     )  # fmt: skip
-    naive = [_at(i).replace(tzinfo=None) for i in range(len(KEYS))]  # Spark's local (UTC) time
+    at = [_at(i) for i in range(len(KEYS))]
     assert got == sorted(
         [
-            (REC, "receiver", 2003, naive[1], naive[3], 3),
-            (REC, "receiver", 2003, naive[5], naive[5], 1),
-            (APP, "worker 1", 1062, naive[6], naive[7], 2),
+            (REC, "receiver", 2003, at[1], at[3], 3),
+            (REC, "receiver", 2003, at[5], at[5], 1),
+            (APP, "worker 1", 1062, at[6], at[7], 2),
         ]
     )
+
+
+def _utc(collected: dt.datetime) -> dt.datetime:
+    """A collected timestamp in UTC: PySpark hands it back naive, in the process's time zone."""
+    return collected.astimezone(dt.UTC)
 
 
 def _error(
