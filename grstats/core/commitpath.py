@@ -34,6 +34,8 @@ difference of the reports' own `at_us`.
 - The communication columns are the member's own
   replication_group_communication_information (ext.commit_path_comm), the
   leaders' UUIDs joined by ",", as MySQL shows them; NULL when not shown.
+  `core.commitpath_comm` fills them, and checks a member's section again only
+  when it differs from the member's previous one.
 - The same figures over the last minute (columns ending in `_1M`) run from
   the member's minute anchor (`commit_path_minute`: a report about a minute
   old, anchors kept 5 s apart so a member costs at most 13 reports whatever
@@ -45,9 +47,6 @@ difference of the reports' own `at_us`.
   again only when the reports it is made of (the period's first and last, the
   minute's first) or its communication information change, and each report's
   per-operation sums are taken once. It holds the members of its last call only.
-- `CommunicationReader` checks a member's ext.commit_path_comm again only when
-  it differs from the member's previous one (it stands for days; its leaders'
-  UUIDs were a third of the section's receive cost).
 """
 
 from __future__ import annotations
@@ -57,18 +56,12 @@ from operator import attrgetter, itemgetter
 
 from grstats.core import columns as col
 from grstats.core.commitjudge import Baselines, costs_of, dominant
-from protocol import (
-    CommitPathCounters,
-    CommitPathReport,
-    GroupCommunication,
-    decode_commit_path_comm,
-)
+from grstats.core.commitpath_comm import communication_cells
+from protocol import CommitPathCounters, CommitPathReport, GroupCommunication
 
 __all__ = [
-    "MAX_READER_MEMBERS",
     "OP_FIELDS",
     "CommitPathRows",
-    "CommunicationReader",
     "commit_path_minute",
     "commit_path_row",
     "commit_path_window",
@@ -81,7 +74,6 @@ MAX_WINDOW = 16  # reports kept per member (a period of 0.1 s keeps 11)
 MINUTE_US = 60_000_000  # the last minute's span
 MINUTE_STEP_US = 5_000_000  # anchors of the last minute are this far apart at least
 MAX_MINUTE = 16  # anchors kept per member: 60 / 5 + 1 at most, so never reached
-MAX_READER_MEMBERS = 1024  # members whose last ext.commit_path_comm is kept (< 1 KiB each)
 
 #: operation -> (count fields, time fields in microseconds) of CommitPathCounters
 OP_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -143,19 +135,6 @@ def commit_path_minute(
     while len(kept) > 2 and latest.at_us - kept[1].at_us >= MINUTE_US:
         kept.pop(0)
     return tuple(kept)
-
-
-def _communication(row: dict[str, Cell], comm: GroupCommunication) -> None:
-    preferred, actual, single = (
-        comm.leaders_preferred,
-        comm.leaders_actual,
-        comm.single_leader_capable,
-    )
-    row[col.COMMIT_PATH_WRITE_CONCURRENCY] = comm.write_concurrency
-    row[col.COMMIT_PATH_PROTOCOL_VERSION] = comm.protocol_version
-    row[col.COMMIT_PATH_LEADERS_PREFERRED] = None if preferred is None else ",".join(preferred)
-    row[col.COMMIT_PATH_LEADERS_ACTUAL] = None if actual is None else ",".join(actual)
-    row[col.COMMIT_PATH_SINGLE_LEADER] = None if single is None else int(single)
 
 
 def commit_path_row(
@@ -257,47 +236,6 @@ class CommitPathRows:
         return out
 
 
-class CommunicationReader:
-    """`protocol.decode_commit_path_comm` per member, done again only for a new value.
-
-    The member's last wire value is kept with what it decoded to; a value equal
-    to it item by item and type by type (1, 1.0 and True are equal in Python,
-    not on the wire, and only the first is valid) decodes to the same row, so
-    it is not checked again. Bounded: `MAX_READER_MEMBERS` members, the one
-    kept longest is forgotten first (a member forgotten is only checked again).
-    """
-
-    def __init__(self, max_members: int = MAX_READER_MEMBERS) -> None:
-        self.max_members = max_members
-        self._last: dict[tuple[str, str], tuple[object, GroupCommunication]] = {}
-
-    def read(self, key: tuple[str, str], value: object) -> GroupCommunication:
-        """`decode_commit_path_comm(value)`, the section of member `key` (group, id).
-
-        Raises:
-            ProtocolError: as `decode_commit_path_comm` (a refused value is not kept).
-        """
-        last = self._last.get(key)
-        if last is not None and _same(last[0], value):
-            return last[1]
-        decoded = decode_commit_path_comm(value)
-        if last is None and len(self._last) >= self.max_members:
-            del self._last[next(iter(self._last))]
-        self._last[key] = (value, decoded)
-        return decoded
-
-
-def _same(old: object, new: object) -> bool:
-    """Equal, and of the same type at the top and in every top-level item.
-
-    Deeper items are UUID texts, which only a text equals.
-    """
-    if type(old) is not type(new) or old != new:
-        return False
-    assert isinstance(old, list | tuple) and isinstance(new, list | tuple)  # equal to a valid one
-    return [*map(type, old)] == [*map(type, new)]  # in C: types compare by identity
-
-
 _MemberInputs = tuple[
     str, tuple[CommitPathReport, ...], GroupCommunication | None, tuple[CommitPathReport, ...]
 ]
@@ -326,7 +264,7 @@ def _row(
     row = _EMPTY.copy()
     row[col.MEMBER_ID] = member_id
     if communication is not None:
-        _communication(row, communication)
+        communication_cells(row, communication)
     if not window:
         return row
     latest = window[-1]

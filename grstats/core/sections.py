@@ -50,7 +50,7 @@ from grstats.core.channels import (
     encode_bounded_channels,
     error_history,
 )
-from grstats.core.commitpath import CommunicationReader
+from grstats.core.commitpath_comm import CommunicationReader
 from grstats.core.commitpath_section import (
     commit_path_history_of,
     commit_path_out,

@@ -63,7 +63,7 @@ from grstats.core.snapshot import (
     DaemonStatus,
 )
 from grstats.core.snapshot_builder import LocalView, SnapshotInputs, build_snapshot
-from grstats.core.tables_health import over_cadence, tables_health
+from grstats.core.tables_health import snapshot_figures
 from grstats.core.topics import STATS_KIND
 from protocol import Envelope, MemberStatsState, PipelineStats
 
@@ -308,17 +308,7 @@ class MemberTables:
         self, own: DaemonFigures, now_us: int
     ) -> tuple[DaemonCounters, dict[str, float], Health]:
         """The snapshot's counters, gauges and health: the tables' with the daemon's own."""
-        counters = dataclasses.replace(
-            self.counters(),
-            bus_reconnects=own.bus_reconnects,
-            messages_published=own.messages_published,
-            left_out=dict(own.left_out),
-            sections_unsendable=dict(own.sections_unsendable),
-        )
-        pending = self.registry.pending_gtids
-        gauges = {**own.gauges, "pending_gtids_bytes": float(pending.bytes)}
-        over = over_cadence(self.registry, now_us)
-        return counters, gauges, tables_health(own.health, pending, self.oracle, over)
+        return snapshot_figures(self.counters(), own, self.registry, self.oracle, now_us)
 
     def _inputs(self, now_us: int) -> SnapshotInputs:
         return SnapshotInputs(

@@ -8,11 +8,13 @@ faster than its cadence within the last minute (`core.cadence`: the extras
 are dropped unread; named by host:port), and the local server's view of
 a member disagreeing with what its daemon published (`core.oracle`; which
 members and columns: the details and grstats_member_status
-SERVER_DISAGREEMENTS). Pure: reads its arguments only.
+SERVER_DISAGREEMENTS). Pure: reads its arguments only. `snapshot_figures`
+joins them, with the tables' counters and gauges, to the daemon's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from grstats.core.cadence import OverCadence
@@ -20,8 +22,9 @@ from grstats.core.health import PENDING_GTIDS_FULL, SECTIONS_OVER_CADENCE, SERVE
 from grstats.core.oracle import ServerOracle
 from grstats.core.pending_gtids import PendingGtidsTable
 from grstats.core.registry import MemberRegistry, Remote
+from grstats.core.snapshot import DaemonCounters, DaemonFigures
 
-__all__ = ["OVER_CADENCE_WINDOW_US", "over_cadence", "tables_health"]
+__all__ = ["OVER_CADENCE_WINDOW_US", "over_cadence", "snapshot_figures", "tables_health"]
 
 #: A member's extras degrade /healthz while the last one is younger than this.
 OVER_CADENCE_WINDOW_US = 60_000_000
@@ -63,6 +66,39 @@ def tables_health(
     if oracle is None:
         return health
     return health.check(SERVER_ORACLE, *oracle.reasons())
+
+
+def snapshot_figures(
+    counters: DaemonCounters,
+    own: DaemonFigures,
+    registry: MemberRegistry,
+    oracle: ServerOracle | None,
+    now_us: int,
+) -> tuple[DaemonCounters, dict[str, float], Health]:
+    """A snapshot's counters, gauges and health: the tables' with the daemon's own.
+
+    Args:
+        counters: the tables' receive-path totals (`MemberTables.counters`).
+        own: the daemon's own counters, gauges and checks.
+        registry: the member registry (its pending GTID sets, its members' cadences).
+        oracle: the server oracle (None for a collector).
+        now_us: wall clock, microseconds.
+
+    Returns:
+        The counters with the daemon's added, the gauges, the health with the
+        tables' checks (`tables_health`).
+    """
+    counters = dataclasses.replace(
+        counters,
+        bus_reconnects=own.bus_reconnects,
+        messages_published=own.messages_published,
+        left_out=dict(own.left_out),
+        sections_unsendable=dict(own.sections_unsendable),
+    )
+    pending = registry.pending_gtids
+    gauges = {**own.gauges, "pending_gtids_bytes": float(pending.bytes)}
+    over = over_cadence(registry, now_us)
+    return counters, gauges, tables_health(own.health, pending, oracle, over)
 
 
 def _over_cadence(extra: tuple[Remote, str, OverCadence]) -> str:

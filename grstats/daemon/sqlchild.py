@@ -25,7 +25,8 @@ is built for it while no child runs (`running`). Counters of the child
 survive its ends (the ended child's totals are kept and added). The daemon
 never accepts a connection: only a child does, so none is lost between two
 children. The child gets the daemon's environment without the systemd
-notify and socket-activation variables: only the daemon pings the watchdog.
+notify and socket-activation variables: only the daemon pings the watchdog
+(the sockets, the process's start and end: `grstats.daemon.sqlprocess`).
 """
 
 from __future__ import annotations
@@ -33,10 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import signal
-import socket
-import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -46,17 +44,10 @@ import structlog
 from grstats.config import Settings
 from grstats.core.snapshot import DAEMON_SQL_FIELDS, DaemonSnapshot, SqlFigures
 from grstats.daemon.sqlfeed import SnapshotFeed
-from grstats.daemon.sqlmain import PARENT_ENV
-from grstats.sql.channel import (
-    ChannelError,
-    ChildConfig,
-    config_message,
-    encode_frame,
-    figures_from,
-    read_frame,
-)
+from grstats.daemon.sqlprocess import RETRY_S, Listening, start_process, stop_process
+from grstats.sql.channel import ChannelError, ChildConfig, figures_from, read_frame
 from grstats.sql.child import EXIT_IDLE, EXIT_REASONS, REPLY_MAX_BYTES
-from grstats.sql.listener import bind, port_of, tls_failure, wait_pending
+from grstats.sql.listener import wait_pending
 
 log = structlog.get_logger("grstats.daemon")
 
@@ -66,10 +57,7 @@ STABLE_AFTER_S = 60.0
 START_WAIT_S = 30.0  # a child's first figures (it imports DuckDB & co. first), before SIGKILL
 STOP_WAIT_S = 2.0  # after its input closes, before SIGKILL
 CHECK_S = 0.5  # how often the supervisor looks at the child's silence
-RETRY_S = 5.0  # an address that cannot be bound (or TLS files not loaded) is tried again
-CONFIG_MAX_BYTES = 1 << 16
 CHILD_REFUSALS = ("too_large", "version", "malformed")  # snapshots the child refused
-_DAEMON_ONLY_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
 _GAUGES = ("serving", "reason", "connections_open", "max_connections")
 
 
@@ -100,45 +88,6 @@ def add_counts(base: SqlFigures, last: SqlFigures) -> SqlFigures:
         elif isinstance(a, int) and not isinstance(a, bool):
             changes[f.name] = a + b
     return dataclasses.replace(last, **changes)
-
-
-class Listening:
-    """The endpoint's listening sockets, held by the daemon for every child it starts.
-
-    Args:
-        config: the endpoint's address and TLS files.
-    """
-
-    def __init__(self, config: ChildConfig) -> None:
-        self.options = config.options
-        self.sockets: list[socket.socket] = []
-        self.failure = ""  # why the endpoint cannot answer now ("" when it can)
-        self.port = config.options.port
-
-    def ready(self) -> bool:
-        """True once the sockets are bound; else try (TLS files first, as the child loads them)."""
-        if self.sockets:
-            return True
-        o = self.options
-        failure = tls_failure(o.tls_cert_file, o.tls_key_file)
-        if not failure:
-            try:
-                self.sockets = bind(o.host, o.port)
-            except OSError as exc:
-                failure = f"cannot listen on {o.host}:{o.port}: {exc.strerror or exc}"
-        if failure != self.failure and failure:  # once per reason, not every retry
-            log.error("sql.not_serving", reason=failure, retry_s=RETRY_S)
-        self.failure = failure
-        if self.sockets:
-            self.port = port_of(self.sockets)
-            log.info("sql.listening", host=o.host, port=self.port, process="on first connection")
-        return bool(self.sockets)
-
-    def close(self) -> None:
-        """Close the daemon's sockets (the endpoint no longer listens once no child holds them)."""
-        for sock in self.sockets:
-            sock.close()
-        self.sockets = []
 
 
 class SqlChild:
@@ -307,16 +256,8 @@ class SqlChild:
     async def close(self) -> None:
         """End the child: its input closed (it stops serving), SIGKILL after STOP_WAIT_S."""
         proc = self._proc
-        if proc is not None and proc.returncode is None:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
         if proc is not None:
+            await stop_process(proc, STOP_WAIT_S)
             await self._reap(proc)
         self.listening.close()
         self.state = "stopped"
@@ -326,21 +267,8 @@ class SqlChild:
     async def _spawn(self) -> None:
         self.state = "starting"
         self._current = SqlFigures(max_connections=self.config.options.max_connections)
-        fds = tuple(sock.fileno() for sock in self.listening.sockets)
-        options = dataclasses.replace(self.config.options, port=self.port)
-        config = dataclasses.replace(self.config, options=options, listen_fds=fds)
-        env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
-        env[PARENT_ENV] = str(os.getpid())
         try:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "grstats.daemon.sqlmain",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                env=env,
-                pass_fds=fds,  # the same numbers in the child
-            )
+            proc = await start_process(self.config, self.listening)
         except OSError as exc:
             self.last_exit = f"cannot start: {exc.strerror or exc}"
             self.state = "restarting"
@@ -351,7 +279,6 @@ class SqlChild:
         self.pid = proc.pid
         self._started_at = self._heard = time.monotonic()
         self._killed_for = ""
-        proc.stdin.write(encode_frame(config_message(config), CONFIG_MAX_BYTES))
         self.feed.latest = self._snapshot()  # none was built while no child ran
         self.feed.send_latest(proc.stdin)  # at once: @@server_uuid comes from it
         self._replies = asyncio.create_task(self._read_replies(proc.stdout), name="sql-replies")

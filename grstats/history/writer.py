@@ -309,7 +309,7 @@ class HistoryWriter:
             wal, segments = self._wal_phase, self._segments_phase
             failure: BaseException | None = None
             if forced or now >= wal.retry_at:
-                failure = wal.attempt(self._sync, self._buffer.waiting)
+                failure = wal.attempt(self._append, self._buffer.waiting)
             full = 0 < self.flush_bytes <= self._counters.wal_bytes  # updated by each sync
             due = now >= next_flush or full
             if failure is None and (forced or (due and now >= segments.retry_at)):
@@ -319,32 +319,12 @@ class HistoryWriter:
             self._housekeeper.run_daily(dt.datetime.fromtimestamp(time.time(), dt.UTC).date())
             if stopping:
                 self._stop(failure)
-            for waiter in waiters:
-                if not waiter.set_running_or_notify_cancel():
-                    continue  # its caller stopped waiting (the daemon's close timeout)
-                if failure is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(HistoryError(f"{self.directory}: {failure}"))
+            _settle(waiters, failure, self.directory)
             if stopping:
                 return
 
-    def _sync(self) -> None:
-        self._journal.reappear()  # the history directory deleted under us: recreated
-        batch = self._buffer.take()
-        try:
-            try:
-                rows = self._journal.prepare(batch)
-            except BaseException:
-                self._buffer.requeue(batch)
-                raise
-            try:
-                self._journal.write(rows)
-            except BaseException:
-                self._buffer.requeue(rows)  # the dropped ones are counted once, not again
-                raise
-        finally:
-            self._buffer.done()
+    def _append(self) -> None:
+        _append_buffered(self._journal, self._buffer)
 
     def _stop(self, failure: BaseException | None) -> None:
         self._journal.close()
@@ -353,3 +333,37 @@ class HistoryWriter:
         lost = self._buffer.lose(failure)
         if lost:
             log.error("history.rows_lost_at_close", rows=lost, error=str(failure))
+
+
+def _append_buffered(journal: Journal, buffer: RowBuffer) -> None:
+    """Append the buffered rows to the WAL and fsync them; on a failure the rows not
+    written go back to the buffer, for the next attempt.
+    """
+    journal.reappear()  # the history directory deleted under us: recreated
+    batch = buffer.take()
+    try:
+        try:
+            rows = journal.prepare(batch)
+        except BaseException:
+            buffer.requeue(batch)
+            raise
+        try:
+            journal.write(rows)
+        except BaseException:
+            buffer.requeue(rows)  # the dropped ones are counted once, not again
+            raise
+    finally:
+        buffer.done()
+
+
+def _settle(
+    waiters: list[concurrent.futures.Future[None]], failure: BaseException | None, directory: Path
+) -> None:
+    """Tell each `flush` / `close` caller waiting on this pass its outcome."""
+    for waiter in waiters:
+        if not waiter.set_running_or_notify_cancel():
+            continue  # its caller stopped waiting (the daemon's close timeout)
+        if failure is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(HistoryError(f"{directory}: {failure}"))

@@ -41,10 +41,11 @@ from grstats.sql.engine import Engine, HistoryTail
 from grstats.sql.errors import READ_ONLY, SqlError, register_sqlstates
 from grstats.sql.listener import Acceptor, bind, port_of
 from grstats.sql.options import SqlOptions, perspective
+from grstats.sql.results import column
 from grstats.sql.session import GrstatsSession
 from grstats.sql.statements import prepare
 from grstats.sql.values import column_kind, is_unsigned
-from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats, column
+from grstats.sql.wire import GrstatsMysqlServer, WireLimits, WireStats
 
 log = structlog.get_logger("grstats.sql")
 

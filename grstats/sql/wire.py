@@ -19,15 +19,16 @@ leaves out, each at the one place the library funnels it through:
   and logs them rate-limited;
 - prepared statements and their long data are bounded per connection;
 - result column definitions carry MySQL's UNSIGNED flag for unsigned
-  integer columns (`column(..., unsigned=True)`), in the text and the binary
-  protocol; a `values.LargeRow` is framed in 16 MiB packets;
+  integer columns (`results.column(..., unsigned=True)`), in the text and the
+  binary protocol; a `values.LargeRow` is framed in 16 MiB packets
+  (`results.write_text_resultset`);
 - the accept callback counts connections (open, accepted, refused at the
   cap, failed TLS handshakes) and ends a connection that failed its
   handshake quietly (a client's bad certificate is not a daemon traceback).
 
 mysql-mimic pieces replaced rather than wrapped: `Connection._start`, the
-text result writer, `MysqlStream.read` / `start_tls` (in `stream`), and the
-session's `handle_query` / information_schema (in `session`).
+text result writer (in `results`), `MysqlStream.read` / `start_tls` (in
+`stream`), and the session's `handle_query` / information_schema (in `session`).
 
 Invariants: `WireStats` is only touched on the event loop.
 """
@@ -49,10 +50,9 @@ from mysql_mimic.connection import Connection
 from mysql_mimic.constants import KillKind
 from mysql_mimic.control import TooManyConnections
 from mysql_mimic.errors import ErrorCode, MysqlError
-from mysql_mimic.results import ResultColumn, ResultSet
+from mysql_mimic.results import ResultSet
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
-from mysql_mimic.types import ColumnDefinition
 from mysql_mimic.utils import aiterate, cooperative_iterate
 
 from grstats.core.ratelimit import RateLimit
@@ -65,8 +65,8 @@ from grstats.sql.errors import (
     TOO_MANY_PREPARED,
 )
 from grstats.sql.logins import LoginThrottle
+from grstats.sql.results import column_definition, write_text_resultset
 from grstats.sql.stream import GuardedStream
-from grstats.sql.values import LargeRow
 
 log = structlog.get_logger("grstats.sql")
 
@@ -83,24 +83,6 @@ class WireStats:
     logins_delayed: int = 0
     evicted: int = 0  # connections still logging in, ended to give a new one their slot
     errors: Counter[int] = field(default_factory=Counter)
-
-
-def column(name: str, kind: types.ColumnType, *, unsigned: bool = False) -> ResultColumn:
-    """A result column; an unsigned one is sent with MySQL's UNSIGNED flag.
-
-    (mysql-mimic's ResultColumn is a compiled class: no subclass, no extra
-    attribute. Its binary encoder is what marks it unsigned: `_flags`.)
-    """
-    return ResultColumn(name, kind, binary_encoder=_binary_unsigned if unsigned else None)
-
-
-def _binary_unsigned(col: ResultColumn, val: Any) -> bytes:
-    return int(val).to_bytes(8, "little", signed=False)
-
-
-def _flags(col: ResultColumn) -> ColumnDefinition:
-    unsigned = col.binary_encoder is _binary_unsigned
-    return ColumnDefinition.UNSIGNED_FLAG if unsigned else ColumnDefinition(0)
 
 
 # what a handshake fails with when the client has gone or broke off TLS
@@ -274,52 +256,9 @@ class GrstatsConnection(Connection):
         except _LoginRefused:  # its 1045 is sent; the connection ends like a failed login
             cast(GuardedStream, self.stream).close()
 
-    def _definition(self, column: ResultColumn) -> bytes:
-        packet: bytes = packets.make_column_definition_41(
-            server_charset=self.server_charset,
-            name=column.name,
-            column_type=column.type,
-            character_set=column.character_set,
-            flags=_flags(column),
-        )
-        return packet
-
     async def write_text_resultset(self, result_set: ResultSet) -> None:
-        # the library's, with the columns' flags in their definitions
-        header = [
-            packets.make_column_count(
-                capabilities=self.capabilities, column_count=len(result_set.columns)
-            ),
-            *(self._definition(c) for c in result_set.columns),
-        ]
-        if not self.deprecate_eof():
-            header.append(self.eof())
-        self.stream.write_many(header)
-        cols = result_set.columns
-        stream = cast(GuardedStream, self.stream)
-        count = 0
-        if isinstance(result_set.rows, (list, tuple)):
-            rows = result_set.rows
-            count = len(rows)
-            i = 0
-            while i < count:  # runs of ordinary rows, each LargeRow framed on its own
-                j, end = i, min(count, i + 10_000)
-                while j < end and not isinstance(rows[j], LargeRow):
-                    j += 1
-                if j > i:
-                    self.stream.write_text_rows(rows[i:j], cols)
-                if j < end:
-                    await stream.write_row(packets.make_text_resultset_row(rows[j], cols))
-                    j += 1
-                i = j
-                await asyncio.sleep(0)
-        else:
-            async for row in cooperative_iterate(aiterate(result_set.rows)):
-                count += 1
-                await stream.write_row(packets.make_text_resultset_row(row, cols))
-        warnings = len(getattr(self.session, "warnings", ()))  # SHOW WARNINGS lists them
-        await self.stream.write(self.ok_or_eof(affected_rows=count, warnings=warnings), drain=False)
-        await self.stream.drain()
+        # the library's, with the columns' flags in their definitions (`results`)
+        await write_text_resultset(self, result_set)
 
     async def handle_stmt_execute(self, data: bytes) -> None:
         # the library's, with the columns' flags in their definitions
@@ -336,7 +275,7 @@ class GrstatsConnection(Connection):
             return
         await self.stream.write(types.uint_len(len(result_set.columns)))
         for column in result_set.columns:
-            await self.stream.write(self._definition(column))
+            await self.stream.write(column_definition(self, column))
 
         async def gen_rows() -> AsyncIterator[bytes]:
             async for r in cooperative_iterate(aiterate(result_set.rows)):

@@ -6,8 +6,9 @@ certification order (second by second; within a second by member index, then
 in each member's own order). Its own transactions never enter it (DESIGN.md
 §5), so the primary of a single-primary group has an empty stream. Position
 r of the stream is located from the workload's prefix sums (arrival second by
-`first_exceeding`, then the members' counts of that second) and named by the
-GTID ledger, so nothing is listed and every daemon finds the same transaction.
+`first_exceeding`, then the members' counts of that second: remotestream.py)
+and named by the GTID ledger, so nothing is listed and every daemon finds the
+same transaction.
 
 The timeline of one transaction, in µs (the sub-second rule):
 
@@ -50,7 +51,6 @@ locates them all with `searchsorted`; the figures then are those
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -62,6 +62,7 @@ from grstats.sources.simulated.applier import ApplierQueues
 from grstats.sources.simulated.gtids import GtidLedger
 from grstats.sources.simulated.hashing import I64
 from grstats.sources.simulated.membership import Membership
+from grstats.sources.simulated.remotestream import RemoteStream
 from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.workload import HOUR, Workload
 
@@ -87,7 +88,6 @@ DISPATCH_US = 100  # queued -> apply start, at the earliest
 BUFFER_US = 20  # the coordinator hands it to a worker just before the apply
 APPLY_US = 400  # one transaction on a worker
 WORKERS = 4  # replica_parallel_workers' default since 8.0.27
-_ARRAYS_CACHED = 16  # (kind, member, hour) count arrays: a daemon's member, this hour and the last
 
 
 class _Trx(NamedTuple):
@@ -116,52 +116,7 @@ class StageLag:
         """
         self._w, self._q, self._ledger, self._members = workload, queues, ledger, membership
         self._group = workload.settings.group
-        self._arrays: OrderedDict[tuple[str, int, int], I64] = OrderedDict()
-
-    # ---- counts (per-second arrays of an hour, cached) ----
-
-    def _hour_array(self, kind: str, m: int, h: int) -> I64:
-        """Member m's remote certified ("remote") or applied ("applied") count through
-        each second of hour h; both are non-decreasing."""
-        got = self._arrays.get((kind, m, h))
-        if got is not None:
-            self._arrays.move_to_end((kind, m, h))
-            return got
-        w = self._w
-        pa, pc = w.base(h)
-        hour = w.hour(h)
-        counts: I64 = int(pa.sum() - pc.sum()) - int(pa[m] - pc[m]) + hour.ok_tot - hour.ok[m]
-        if kind == "applied":
-            counts = counts - self._q.queue(m, h)
-        self._arrays[(kind, m, h)] = got = counts
-        if len(self._arrays) > _ARRAYS_CACHED:
-            self._arrays.popitem(last=False)
-        return got
-
-    def _count(self, kind: str, m: int, s: int) -> int:
-        h, k = divmod(s, HOUR)
-        return 0 if h < self._w.h0 else int(self._hour_array(kind, m, h)[k])
-
-    def _first_above(self, kind: str, m: int, r: int, lo: int, hi: int) -> int:
-        """First second j in [lo, hi] whose count exceeds r (the count at hi does)."""
-        for h in range(max(lo // HOUR, self._w.h0), hi // HOUR + 1):
-            start = max(lo, h * HOUR) - h * HOUR
-            counts = self._hour_array(kind, m, h)[start:]
-            i = int(np.searchsorted(counts, r, side="right"))
-            if i < len(counts):
-                return h * HOUR + start + i
-        return hi  # pragma: no cover - the count at hi exceeds r
-
-    def _arrival(self, m: int, r: int, upper: int) -> int:
-        """Second in which position r of member m's stream was certified (<= upper)."""
-        h = upper // HOUR
-        if h > self._w.h0 and self._count("remote", m, h * HOUR - 1) > r:
-            h -= 1  # usually the previous hour; further back, the hour prefix sums find it
-            if h > self._w.h0 and self._count("remote", m, h * HOUR - 1) > r:
-                v = np.ones(self._w.n, dtype=np.int64)
-                v[m] = 0
-                return self._w.first_exceeding(v, r, upper)
-        return self._first_above("remote", m, r, h * HOUR, upper)
+        self._stream = RemoteStream(workload, queues)
 
     def _trx(self, m: int, r: int, k: int) -> _Trx:
         """Position r of member m's stream, certified in second k."""
@@ -182,12 +137,12 @@ class StageLag:
 
     def _start_apply(self, m: int, r: int, k: int, upper: int, trx: _Trx) -> int:
         """When member m's worker started position r (certified in k, applied by upper)."""
-        j = self._first_above("applied", m, r, k, upper)
-        a0 = self._count("applied", m, j - 1)
-        n = self._count("applied", m, j) - a0  # >= 1: r is applied in second j
+        j = self._stream.first_above("applied", m, r, k, upper)
+        a0 = self._stream.count("applied", m, j - 1)
+        n = self._stream.count("applied", m, j) - a0  # >= 1: r is applied in second j
         if k < j:  # carried in: the second's backlog is spread over its first 10 ms
             return j * US + (r - a0) * ORIGIN_SPREAD_US // n
-        backlog = min(n, self._count("remote", m, j - 1) - a0)
+        backlog = min(n, self._stream.count("remote", m, j - 1) - a0)
         return max(trx.queued_us + DISPATCH_US, j * US + backlog * ORIGIN_SPREAD_US // n)
 
     # ---- the channel ----
@@ -204,27 +159,28 @@ class StageLag:
         """
         if not self._members.in_view(m, s):
             return ()
+        stream = self._stream
         running = self._q.running(m, s)
-        remote = self._count("remote", m, s)
+        remote = stream.count("remote", m, s)
         if remote == 0:
             return (ChannelLag(receiver_on=True, applier_on=running, workers=WORKERS),)
         queue = self._q.queue_at(m, s)
         applied = remote - queue
-        k = s if self._count("remote", m, s - 1) < remote else self._arrival(m, remote - 1, s)
+        k = s if stream.count("remote", m, s - 1) < remote else stream.arrival(m, remote - 1, s)
         queued = self._trx(m, remote - 1, k)
         last_queued = _stage(queued, queued.queued_us - QUEUE_US, queued.queued_us)
         last_applied = StageTrx()
         last_end: int | None = None
         if applied > 0:
             r = applied - 1
-            k = k if r == remote - 1 else self._arrival(m, r, s)
+            k = k if r == remote - 1 else stream.arrival(m, r, s)
             trx = queued if r == remote - 1 else self._trx(m, r, k)
             start = self._start_apply(m, r, k, s, trx)
             last_end = start + APPLY_US
             last_applied = _stage(trx, start, last_end)
         last_processed, applying, busy = last_applied, StageTrx(), 0
         if running and queue > 0:
-            k = self._arrival(m, applied, s)
+            k = stream.arrival(m, applied, s)
             trx = self._trx(m, applied, k)
             start = trx.queued_us + DISPATCH_US
             if last_end is not None:
@@ -288,9 +244,9 @@ class StageLag:
         # one window of counts reaching back to the arrival of the oldest position a
         # second can need (positions never go below the one last applied at start)
         end, lo = start + n, start - 1
-        r0 = max(0, self._count("applied", m, start) - 1)
-        if self._count("remote", m, end - 1) > r0:
-            lo = min(lo, self._arrival(m, r0, end - 1) - 1)
+        r0 = max(0, self._stream.count("applied", m, start) - 1)
+        if self._stream.count("remote", m, end - 1) > r0:
+            lo = min(lo, self._stream.arrival(m, r0, end - 1) - 1)
         remote_w, applied_w, certified = self._window(m, lo, end)
         remote, applied = remote_w[start - lo :], applied_w[start - lo :]
         queue = remote - applied
@@ -339,8 +295,8 @@ class StageLag:
                 for part in (remote, applied, before, own, every):
                     part.append(np.zeros(b - a, dtype=np.int64))
             else:
-                remote.append(self._hour_array("remote", m, h)[a:b])
-                applied.append(self._hour_array("applied", m, h)[a:b])
+                remote.append(self._stream.hour_array("remote", m, h)[a:b])
+                applied.append(self._stream.hour_array("applied", m, h)[a:b])
                 pa, pc = w.base(h)
                 base, hour = pa - pc, w.hour(h)
                 before.append(int(base[:m].sum()) + hour.ok[:m, a:b].sum(axis=0))

@@ -5,7 +5,7 @@ daemons of one group, started at different times in different processes,
 compute the same group. Time is whole seconds since the Unix epoch (a sample at
 `t_us` sees the state at second `t_us // 10**6`, events of that second
 included; a script event at a fractional time takes effect at the next whole
-second). The parts, each in its own module:
+second). The parts, each in its own module, wired together in parts.py:
 
 - workload.py: proposals and conflicts per member and second;
 - counts.py: the eight counts of replication_group_member_stats;
@@ -37,22 +37,8 @@ from grstats.core.applierrows import CHANNEL_COLUMNS
 from grstats.core.lag import ChannelLag
 from grstats.core.records import APPLIER_HISTORY_COLUMNS
 from grstats.core.sample import LocalMember
-from grstats.sources.simulated.applier import ApplierQueues
-from grstats.sources.simulated.certifier import Certification
-from grstats.sources.simulated.channels import MemberChannels
-from grstats.sources.simulated.counts import PipelineCounts
-from grstats.sources.simulated.flow import FlowModel, ThrottledQueues, ThrottledWorkload
-from grstats.sources.simulated.gtids import GtidLedger
-from grstats.sources.simulated.gtidstate import GtidStates
 from grstats.sources.simulated.hashing import I64
-from grstats.sources.simulated.lag import StageLag
-from grstats.sources.simulated.membership import Membership
-from grstats.sources.simulated.settings import (
-    SimulationSettings,
-)
-from grstats.sources.simulated.texts import MemberTexts
-from grstats.sources.simulated.workers import AppliersModel
-from grstats.sources.simulated.workload import HOUR, Workload
+from grstats.sources.simulated.parts import GroupParts
 from protocol import FLOW_CONTROL_QUOTA, GtidState, MirroredTables, PipelineStats
 
 __all__ = ["GroupModel"]
@@ -65,58 +51,11 @@ _APPLIER_HISTORY = tuple(
 )
 
 
-def _background_in_queue(raw: Workload, m: int, start: int) -> I64:
-    """Member m's unthrottled background certifier queue in the hour starting at `start`."""
-    h = start // HOUR
-    if h < raw.h0:
-        return np.zeros(HOUR, dtype=np.int64)
-    got: I64 = raw.hour(h).in_queue[m]
-    return got
+class GroupModel(GroupParts):
+    """The simulated group; every method is a pure function of (settings, time).
 
-
-class GroupModel:
-    """The simulated group; every method is a pure function of (settings, time)."""
-
-    def __init__(self, settings: SimulationSettings, *, hours_cached: int | None = None) -> None:
-        """Prepare the model (cheap; work happens lazily on first evaluation).
-
-        Args:
-            settings: the knobs, identical on every member of the group.
-            hours_cached: workload hours kept (at least the default of a few; ~1 MB
-                each for 9 members): a reader of whole days member by member
-                (`grstats simulate`) keeps a day instead of building each hour
-                once per member. None: the default, for a daemon's one member.
-        """
-        self.settings = settings
-        self._index = {m: i for i, m in enumerate(settings.members)}
-        self._membership = Membership(settings)
-        self._workload = raw = Workload(settings)
-        if hours_cached is not None:
-            raw.hours_cached = max(raw.hours_cached, hours_cached)
-        self._queues = ApplierQueues(raw)
-        self._flow: FlowModel | None = None
-        if settings.flow_control.mode == "QUOTA":
-            raw_cert = Certification(raw, self._queues, GtidLedger(raw), self._membership)
-            self._flow = FlowModel(
-                raw,
-                self._queues,
-                lambda m, start: raw_cert.in_queue(m, start, _background_in_queue(raw, m, start)),
-            )
-            self._workload = ThrottledWorkload(raw, self._flow)
-            self._workload.hours_cached = max(self._workload.hours_cached, raw.hours_cached)
-            self._queues = ThrottledQueues(self._workload, self._queues, self._flow)
-        self._ledger = GtidLedger(self._workload)
-        self._cert = cert = Certification(
-            self._workload, self._queues, self._ledger, self._membership
-        )
-        self._counts = PipelineCounts(self._workload, self._queues, cert, self._membership)
-        self._texts = MemberTexts(settings, self._membership, cert, self._ledger)
-        self._lag = StageLag(self._workload, self._queues, self._ledger, self._membership)
-        self._appliers = AppliersModel(settings, self._workload, self._queues)
-        self._channels = MemberChannels(settings, self._membership)
-        self._gtid_states = GtidStates(
-            settings, self._workload, self._ledger, self._queues.queue_at
-        )
+    Its parts are wired by `GroupParts` (parts.py), whose constructor it keeps.
+    """
 
     def certification_rounds(self, start_s: int, n_seconds: int) -> dict[int, Any]:
         """The certifier's rounds (stable set, garbage collection) that seconds [start_s,
@@ -144,12 +83,6 @@ class GroupModel:
         """
         m = self._member(member_id)
         return self._channels.at(m, t_us, self.lag_at(member_id, t_us))
-
-    def _member(self, member_id: str) -> int:
-        try:
-            return self._index[member_id.lower()]
-        except KeyError:
-            raise ValueError(f"member_id: {member_id!r} is not a member of the model") from None
 
     def stats_at(self, member_id: str, t_us: int) -> PipelineStats:
         """The member's live pipeline stats at time t (current GTID texts, flag False).

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from grstats.core import columns as col
-from grstats.core import commitpath
-from grstats.core.commitpath import CommunicationReader
+from grstats.core import commitpath, commitpath_comm
+from grstats.core.commitpath_comm import CommunicationReader
 from protocol import CommitPathReport, GroupCommunication
 from tests.fixtures.commit_path import (
     GROUP,
@@ -84,13 +84,13 @@ KEY = (GROUP, REMOTE)
 def comm_decodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every ext.commit_path_comm value checked."""
     checked: list[object] = []
-    real = commitpath.decode_commit_path_comm
+    real = commitpath_comm.decode_commit_path_comm
 
     def counted(value: object) -> GroupCommunication:
         checked.append(value)
         return real(value)
 
-    monkeypatch.setattr(commitpath, "decode_commit_path_comm", counted)
+    monkeypatch.setattr(commitpath_comm, "decode_commit_path_comm", counted)
     return checked
 
 

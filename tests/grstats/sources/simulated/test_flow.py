@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from grstats.core.flowcontrol import FlowControlSettings
-from grstats.sources.simulated.model import GroupModel, SimulationSettings
+from grstats.sources.simulated.model import GroupModel
+from grstats.sources.simulated.settings import SimulationSettings
 from grstats.sources.simulated.source import WARM_AHEAD_S, SimulatedSource
 from protocol import PipelineStats
 from tests.fixtures.flow_reference import reference_quotas

@@ -12,8 +12,8 @@ import dataclasses
 
 from grstats.core.gtid_divergence import ErrantTracker, MemberGtids, recovery_method
 from grstats.core.gtid_group import GroupSets
-from grstats.sources.simulated.model import GroupModel, SimulationSettings
-from grstats.sources.simulated.settings import ScriptEvent
+from grstats.sources.simulated.model import GroupModel
+from grstats.sources.simulated.settings import ScriptEvent, SimulationSettings
 from protocol import GtidSet
 from protocol.gtid import GNO_MAX
 
