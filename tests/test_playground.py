@@ -101,7 +101,7 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Playground]
     )
     state_file = cwd / "demo-out" / "playground" / "state.json"
     try:
-        assert keep.returncode == 0, keep.stdout[-3000:] + keep.stderr[-3000:]
+        assert keep.returncode == 0, keep.stdout[-3000:] + keep.stderr[-3000:] + _logs(cwd)
         state = json.loads(state_file.read_text())
         api = state["members"][0]["api_port"]
         if api != 8437:  # busy here: the command says what to export, and so do we
@@ -113,6 +113,14 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Playground]
             subprocess.run(
                 [str(BIN / "grstats"), "demo", "--stop"], cwd=cwd, env=env, timeout=120, check=False
             )
+
+
+def _logs(cwd: Path) -> str:
+    """The tail of each playground log, for a failed start's message."""
+    out = []
+    for log in sorted((cwd / "demo-out" / "playground" / "logs").glob("*.log")):
+        out.append(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-2000:])
+    return "".join(out)
 
 
 def _try_list() -> list[str]:
