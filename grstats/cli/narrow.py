@@ -220,6 +220,20 @@ def _clip(text: str, limit: int) -> str:
     return "\n".join(line if len(line) <= limit else line[: limit - 1] + "~" for line in lines)
 
 
+def by_label(
+    rows: Sequence[Mapping[str, object]], labels: Mapping[str, str]
+) -> list[Mapping[str, object]]:
+    """`rows` in host:port order, as the live page lists members (a member's rows, such as
+    its channels, keep their order; rows of no labelled member last, as they came)."""
+
+    def key(row: Mapping[str, object]) -> tuple[int, str, str]:
+        member = str(row.get(col.MEMBER_ID) or "")
+        label = labels.get(member)
+        return (0, label, member) if label is not None else (1, "", "")
+
+    return sorted(rows, key=key)
+
+
 def narrow_table(
     table: str,
     rows: Sequence[Mapping[str, object]],
@@ -235,14 +249,15 @@ def narrow_table(
         width: the width to fit (None: `terminal_width()`).
 
     Returns:
-        The text, no line wider than `width`, with a last line saying how many
-        of the table's columns are hidden and how to see them.
+        The text, no line wider than `width`, members in host:port order, with a
+        last line saying how many of the table's columns are hidden and how to see them.
     """
     width = terminal_width() if width is None else width
     wanted = list(narrow_columns(table))
     total = len(col.table(table).names)
     if not rows:
         return render.table(rows, [h for h, _ in wanted[:1]])
+    rows = by_label(rows, labels)
     limit = width - 4  # one column's box: "| " + cell + " |"
     cells = {
         header: [_clip(render.cell_text(_shown(c, row.get(c), labels)), limit) for row in rows]

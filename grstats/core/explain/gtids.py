@@ -94,7 +94,12 @@ def _member_text(row: Mapping[str, object], labels: Mapping[str, str]) -> list[s
         out.append("      cluster.addInstance('<host:port>', {recoveryMethod: 'clone'})")
     missing_uuid = row.get(col.MISSING_FIRST_UUID)
     if missing_uuid:
-        out.append(f"  missing: first UUID {_shown(missing_uuid)}")
+        # each member's sets are read at its own moment, gtid_interval apart at most: on a
+        # member that keeps up, what the others' newer sets hold is still in flight to it
+        out.append(
+            f"  missing: first UUID {_shown(missing_uuid)} (in the others' sets; normal in flight"
+            " while they are applied by its next reading, a lag if the count keeps growing)"
+        )
     donors = _donors(str(row.get(col.DONORS) or ""), labels)
     if method == "INCREMENTAL":
         out.append(f"  recovery: INCREMENTAL from {donors}")

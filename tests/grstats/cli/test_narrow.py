@@ -106,3 +106,14 @@ def test_the_width_follows_columns_else_80(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv("COLUMNS")
     # pytest's stdout is not a terminal: the width is not known
     assert narrow.terminal_width() == 80
+
+
+def test_members_are_listed_in_host_port_order_whatever_the_rows_order() -> None:
+    # B's UUID sorts after A's, but its label db0 sorts first; an unlabelled member comes last
+    labels = {A: "db1.example:3306", B: "db0.example:3306"}
+    other = "cccccccc-0000-4000-8000-00000000000c"
+    rows = [_stats_row(other), _stats_row(A), _stats_row(B)]
+    body = narrow.narrow_table(MEMBER_STATS_TABLE, rows, labels, 80).splitlines()[3:6]
+    members = [line.split("|")[1].strip() for line in body]
+    assert members[:2] == ["db0.example:3306", "db1.example:3306"]
+    assert "db" not in members[2]  # the unlabelled one, as the view shows a bare member
