@@ -20,6 +20,11 @@ from grstats.core.snapshot import DaemonStatus
 log = structlog.get_logger("grstats.daemon")
 
 
+def notifying() -> bool:
+    """Whether sd_notify sends anything (NOTIFY_SOCKET is set)."""
+    return bool(os.environ.get("NOTIFY_SOCKET"))
+
+
 def sd_notify(state: str) -> bool:
     """Send one sd_notify datagram if NOTIFY_SOCKET is set (abstract '@' sockets too).
 
