@@ -18,7 +18,7 @@ from pathlib import Path
 from grstats.core.tables import MemberTables
 from protocol import MirroredTable, MirroredTables, decode_envelope
 from tests.fixtures.member_tables import LOCAL, local_sample
-from tests.fixtures.publishing import Sink, make_publisher
+from tests.fixtures.publishing import RecordingBus, Sink, make_publisher
 
 T0 = 1_800_000_000_000_000
 CONFIG = MirroredTable(
@@ -63,17 +63,6 @@ SAMPLES = [
 ]
 
 
-class _Bus:
-    def __init__(self) -> None:
-        self.connected = asyncio.Event()
-        self.connected.set()
-        self.sent: list[tuple[str, bytes]] = []
-
-    async def publish(self, topic: str, payload: bytes, **_: object) -> bool:
-        self.sent.append((topic, payload))
-        return True
-
-
 def _run(
     tmp_path: Path, *, configuration: bool, sink: Sink | None = None
 ) -> tuple[list[dict[str, object]], object]:
@@ -81,7 +70,7 @@ def _run(
     if not configuration:
         publish = dataclasses.replace(publisher.settings.publish, channel_configuration=False)
         publisher.settings = dataclasses.replace(publisher.settings, publish=publish)
-    bus = _Bus()
+    bus = RecordingBus()
 
     async def ticks() -> None:
         for tick in range(len(SAMPLES)):
@@ -108,7 +97,7 @@ def test_the_configuration_tables_can_be_kept_off_the_bus(tmp_path: Path) -> Non
 
 def test_a_receiver_keeps_the_last_channels_until_the_next(tmp_path: Path) -> None:
     publisher = make_publisher(tmp_path, Sink(), *SAMPLES)
-    bus = _Bus()
+    bus = RecordingBus()
     receiver = MemberTables(group=None, local_member_id=None)  # a collector: every member
 
     async def ticks() -> None:
