@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from grstats.cli import render
 from grstats.core import columns as col
+from grstats.core.labels import label_order
 from grstats.core.snapshot import (
     APPLIER_METRICS_TABLE,
     APPLIER_WORKERS_TABLE,
@@ -223,15 +224,9 @@ def _clip(text: str, limit: int) -> str:
 def by_label(
     rows: Sequence[Mapping[str, object]], labels: Mapping[str, str]
 ) -> list[Mapping[str, object]]:
-    """`rows` in host:port order, as the live page lists members (a member's rows, such as
-    its channels, keep their order; rows of no labelled member last, as they came)."""
-
-    def key(row: Mapping[str, object]) -> tuple[int, str, str]:
-        member = str(row.get(col.MEMBER_ID) or "")
-        label = labels.get(member)
-        return (0, label, member) if label is not None else (1, "", "")
-
-    return sorted(rows, key=key)
+    """`rows` in host:port order, as the live page lists members (core.labels.label_order;
+    a member's rows, such as its channels, keep their order)."""
+    return sorted(rows, key=lambda row: label_order(str(row.get(col.MEMBER_ID) or ""), labels))
 
 
 def narrow_table(

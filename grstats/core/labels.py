@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from grstats.core import columns as col
 
-__all__ = ["member_labels"]
+__all__ = ["label_order", "member_labels"]
 
 
 def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
@@ -37,3 +37,17 @@ def member_labels(members: Sequence[Mapping[str, object]]) -> dict[str, str]:
     for label in plain.values():
         seen[label] = seen.get(label, 0) + 1
     return {m: label if seen[label] == 1 else f"{label}/{m[:8]}" for m, label in plain.items()}
+
+
+def label_order(member: str, labels: Mapping[str, str]) -> tuple[int, str, str]:
+    """The sort key that lists members in host:port order (unlabelled ones last, by UUID).
+
+    Args:
+        member: a MEMBER_ID.
+        labels: member_labels() of the group.
+
+    Returns:
+        A key for sorted(): every reader lists a group's members in this one order.
+    """
+    label = labels.get(member)
+    return (0, label, member) if label is not None else (1, "", member)

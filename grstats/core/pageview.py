@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from grstats.core import columns as col
-from grstats.core.labels import member_labels
+from grstats.core.labels import label_order, member_labels
 from grstats.core.snapshot import (
     COMMIT_PATH_TABLE,
     FLOW_CONTROL_TABLE,
@@ -349,4 +349,4 @@ def group_rows(snapshot: DaemonSnapshot, group: str) -> list[MemberRow]:
                 errors=_errors(snapshot, member),
             )
         )
-    return sorted(out, key=lambda m: (m.label, m.member_id))
+    return sorted(out, key=lambda m: label_order(m.member_id, labels))
